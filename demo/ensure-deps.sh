@@ -1,0 +1,35 @@
+#!/bin/sh
+# Make sure the Debian packages that `make test` (argument: test) or
+# `make demo`/`make bench` (argument: demo) need are installed.  As root (or
+# with password-less sudo) it installs what is missing through apt-get;
+# otherwise it stops and prints the exact apt-get line to run.
+set -eu
+what=${1:-test}
+pkgs="gcc make pkg-config libc6-dev libcurl4-openssl-dev check libmicrohttpd-dev curl python3 python3-pycurl procps"
+if [ "$what" = demo ]; then
+    pkgs="$pkgs gnuplot-nox"
+fi
+missing=""
+for p in $pkgs; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing="$missing $p"
+    fi
+done
+[ -z "$missing" ] && exit 0
+if ! command -v apt-get >/dev/null 2>&1; then
+    echo "backoff: missing packages:$missing (no apt-get here: install them with your package manager)" >&2
+    exit 1
+fi
+if [ "$(id -u)" = 0 ]; then
+    SUDO=""
+elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    SUDO="sudo"
+else
+    echo "backoff: missing Debian packages; run: sudo apt-get update && sudo apt-get install -y$missing" >&2
+    exit 1
+fi
+echo "backoff: installing missing Debian packages:$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq >&2
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq $missing >&2

@@ -1,0 +1,70 @@
+/*
+ * bo_classify: what one finished attempt means.  Pure function of the
+ * attempt's facts and the configuration, following DESIGN.md's safety rules:
+ *   - 429, 503 and connect failures are retried for any method;
+ *   - a request that may have reached the server (read timeout, reset after
+ *     sending, 502/504/500/408) is retried only for idempotent methods unless
+ *     unsafe_retry;
+ *   - never once a body byte has been delivered to the program;
+ *   - an upload only when it can be rewound;
+ *   - only what BACKOFF_RETRY_ON lists.
+ * Codes are libcurl's CURLcode numbers (stable ABI), so this module needs no
+ * libcurl header.
+ */
+#ifndef BO_CLASSIFY_H
+#define BO_CLASSIFY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "bo_config.h"
+
+/* The CURLcode values classification needs (see curl/curl.h). */
+enum {
+    BO_CURLE_OK = 0,
+    BO_CURLE_COULDNT_RESOLVE_PROXY = 5,
+    BO_CURLE_COULDNT_RESOLVE_HOST = 6,
+    BO_CURLE_COULDNT_CONNECT = 7,
+    BO_CURLE_PARTIAL_FILE = 18,
+    BO_CURLE_HTTP_RETURNED_ERROR = 22,
+    BO_CURLE_OPERATION_TIMEDOUT = 28,
+    BO_CURLE_GOT_NOTHING = 52,
+    BO_CURLE_SEND_ERROR = 55,
+    BO_CURLE_RECV_ERROR = 56
+};
+
+typedef enum bo_verdict {
+    BO_VERDICT_SUCCESS = 0, /* the call is done and it worked */
+    BO_VERDICT_RETRY,       /* try again under the policy */
+    BO_VERDICT_FINAL        /* return this attempt's result as is */
+} bo_verdict;
+
+typedef enum bo_signal {
+    BO_SIGNAL_NONE = 0,     /* no news about the destination's capacity */
+    BO_SIGNAL_THROTTLE,     /* the server answered "slow down" (429, 503, 504) */
+    BO_SIGNAL_LOSS          /* no answer at all (timeout, refused): probe mode */
+} bo_signal;
+
+typedef struct bo_outcome {
+    bo_verdict verdict;
+    bo_signal signal;
+} bo_outcome;
+
+typedef struct bo_attempt {
+    int curl_code;            /* CURLcode of the attempt; BO_CURLE_OK for connect() */
+    int http_status;          /* 0 when no response was received */
+    const char *method;       /* "GET", "POST", ...; NULL means GET */
+    uint64_t body_delivered;  /* body bytes already handed to the program */
+    bool has_upload;          /* the request sends a body */
+    bool upload_rewindable;   /* ... and it can be sent again */
+    bool request_sent;        /* the request may have reached the server */
+    int connect_errno;        /* connect() hook: errno of the failed connect, else 0 */
+} bo_attempt;
+
+/* Classify one attempt. */
+bo_outcome bo_classify(const bo_config *cfg, const bo_attempt *a);
+
+/* True for GET, HEAD, PUT, DELETE, OPTIONS, TRACE (case-insensitive); NULL is GET. */
+bool bo_method_idempotent(const char *method);
+
+#endif

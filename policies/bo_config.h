@@ -1,0 +1,116 @@
+/*
+ * bo_config: every BACKOFF_* variable of DESIGN.md, parsed through an
+ * injected getter so that tests and the simulator can pass tables instead of
+ * the process environment.  Pure: no getenv(), no printing; errors come back
+ * as one line of text in a caller-supplied buffer.
+ */
+#ifndef BO_CONFIG_H
+#define BO_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum bo_policy_kind {
+    BO_POLICY_NONE = 0,
+    BO_POLICY_FIXED,
+    BO_POLICY_LINEAR,
+    BO_POLICY_EXPONENTIAL,
+    BO_POLICY_FULL_JITTER,
+    BO_POLICY_EQUAL_JITTER,
+    BO_POLICY_DECORRELATED_JITTER,
+    BO_POLICY_GAUSSIAN_JITTER,
+    BO_POLICY_THAIN,
+    BO_POLICY_RESPONSIVE,
+    BO_POLICY_AIMD,
+    BO_POLICY_COUNT
+} bo_policy_kind;
+
+/* Bits of BACKOFF_RETRY_ON. */
+enum {
+    BO_RETRY_429 = 1u << 0,
+    BO_RETRY_503 = 1u << 1,
+    BO_RETRY_502 = 1u << 2,
+    BO_RETRY_504 = 1u << 3,
+    BO_RETRY_500 = 1u << 4,
+    BO_RETRY_408 = 1u << 5,
+    BO_RETRY_5XX = 1u << 6,     /* every 500..599 status */
+    BO_RETRY_CONNECT = 1u << 7, /* connection refused / unreachable */
+    BO_RETRY_TIMEOUT = 1u << 8,
+    BO_RETRY_RESET = 1u << 9,   /* reset, or closed without a response */
+    BO_RETRY_DNS = 1u << 10
+};
+
+typedef enum bo_aimd_mode { BO_AIMD_RENO = 0, BO_AIMD_TAHOE } bo_aimd_mode;
+
+#define BO_MAX_HOSTS 32
+#define BO_HOST_LEN 256
+#define BO_PATH_LEN 1024
+#define BO_ERR_LEN 512
+
+typedef struct bo_host {
+    char name[BO_HOST_LEN]; /* lower-cased host name or address literal */
+    int port;               /* 0: any port */
+} bo_host;
+
+typedef struct bo_config {
+    bo_policy_kind policy;    /* BACKOFF_POLICY, default aimd */
+    unsigned max_attempts;    /* BACKOFF_MAX_ATTEMPTS, 0 = no limit, default 8 */
+    int64_t max_time_ms;      /* BACKOFF_MAX_TIME_MS, 0 = no limit */
+    int64_t base_ms;          /* BACKOFF_BASE_MS, default 100 */
+    int64_t cap_ms;           /* BACKOFF_CAP_MS, default 20000 */
+    double factor;            /* BACKOFF_FACTOR, default 2 */
+    double jitter;            /* BACKOFF_JITTER, default 0.1 */
+    unsigned retry_on;        /* BACKOFF_RETRY_ON bits */
+    bool unsafe_retry;        /* BACKOFF_UNSAFE_RETRY */
+    unsigned window;          /* BACKOFF_WINDOW, default 20 */
+    unsigned window_max;      /* BACKOFF_WINDOW_MAX, default 1024 */
+    double beta;              /* BACKOFF_BETA; 0 = the policy's own */
+    bo_aimd_mode aimd_mode;   /* BACKOFF_AIMD_MODE */
+    double up, down;          /* BACKOFF_UP, BACKOFF_DOWN: 1.5, 0.9 */
+    unsigned down_after;      /* BACKOFF_DOWN_AFTER: 10 */
+    bool connect_hook;        /* BACKOFF_CONNECT, default 1 */
+    size_t n_hosts;           /* BACKOFF_HOSTS; 0 = every destination */
+    bo_host hosts[BO_MAX_HOSTS];
+    char stats_path[BO_PATH_LEN]; /* BACKOFF_STATS: "" off, "stderr", or a path */
+    char trace_path[BO_PATH_LEN]; /* BACKOFF_TRACE: "" off */
+    bool verbose;             /* BACKOFF_VERBOSE */
+    bool seed_set;            /* BACKOFF_SEED given */
+    uint64_t seed;
+    bool strict;              /* BACKOFF_STRICT: config errors are fatal */
+} bo_config;
+
+/* Returns the value of variable `name`, or NULL when it is unset. */
+typedef const char *(*bo_getenv_fn)(void *ctx, const char *name);
+
+/* Fill `cfg` with DESIGN.md's defaults. */
+void bo_config_defaults(bo_config *cfg);
+
+/*
+ * Parse every BACKOFF_* variable through `get`.  Returns 0 on success.  On
+ * the first bad value returns -1, leaves `cfg` holding the defaults plus the
+ * values parsed so far, and writes one line (no newline) to `err`:
+ *   backoff: BACKOFF_MAX_ATTEMPTS="abc" is not valid: expected an integer from 0 to 1000000
+ * An empty value counts as bad, except for the path variables where it means off.
+ */
+int bo_config_load(bo_config *cfg, bo_getenv_fn get, void *ctx, char *err, size_t errlen);
+
+/* Name of a policy ("full-jitter"), or NULL for an out-of-range value. */
+const char *bo_policy_name(bo_policy_kind kind);
+
+/* Policy by name; returns -1 when the name is unknown. */
+int bo_policy_from_name(const char *name, bo_policy_kind *out);
+
+/*
+ * True when destination host:port is managed under BACKOFF_HOSTS (always
+ * true when the list is empty).  Host comparison ignores case.
+ */
+bool bo_config_host_matches(const bo_config *cfg, const char *host, int port);
+
+/*
+ * Write the effective configuration as "BACKOFF_X=value" lines into buf;
+ * returns the length that the whole text needs (like snprintf).
+ */
+size_t bo_config_format(const bo_config *cfg, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,94 @@
+/*
+ * bo_engine: the one decision loop that the shim (real clock) and the
+ * simulator (virtual clock) both drive.  It ties the schedules, responsive
+ * pacing and the AIMD window to one destination's state and one call's
+ * state.  Pure: the caller passes the time and the generator, and does the
+ * waiting itself; the shim guards a bo_dest with its mutex.
+ *
+ * A call goes:
+ *     bo_call_begin(&call, now);
+ *     for (;;) {
+ *         while (bo_dest_admit(&dest, cfg, &call, now, &until) != BO_ADMIT_GO)
+ *             wait until `until` (or a completion on dest wakes you);
+ *         ... perform one attempt, classify it into `outcome` ...
+ *         if (bo_dest_complete(&dest, cfg, &call, outcome, retry_after_ns,
+ *                              now, rng, &until) == BO_NEXT_DONE)
+ *             break;                       // return this attempt's result
+ *         sleep until `until`;
+ *     }
+ *
+ * BO_ADMIT_GIVE_UP can only come for a retry (never the first attempt): the
+ * call's time budget ran out while it waited; return the last result.
+ */
+#ifndef BO_ENGINE_H
+#define BO_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "bo_classify.h"
+#include "bo_config.h"
+#include "bo_responsive.h"
+#include "bo_rng.h"
+#include "bo_schedule.h"
+#include "bo_window.h"
+
+/* One destination's shared state (one per scheme/host/port per process). */
+typedef struct bo_dest {
+    bo_window window;        /* aimd window; in-flight count for every policy */
+    bo_responsive pacing;    /* responsive policy */
+    int64_t next_send_ns;    /* earliest next admission (pacing, Retry-After, probes) */
+    unsigned probe_failures; /* loss signals in a row while probing */
+    /* counters for stats, bumped by bo_dest_complete */
+    uint64_t attempts, successes, throttled, failed;
+} bo_dest;
+
+/* One call's state (one curl_easy_perform or connect()). */
+typedef struct bo_call {
+    int64_t start_ns;
+    unsigned attempts;       /* attempts started */
+    bo_schedule schedule;
+    bo_ticket ticket;        /* of the attempt in flight */
+    bool in_flight;
+} bo_call;
+
+typedef enum bo_admit {
+    BO_ADMIT_GO = 0,         /* start the attempt now (in-flight counted) */
+    BO_ADMIT_WAIT,           /* ask again at *until_ns, or when woken */
+    BO_ADMIT_GIVE_UP         /* time budget spent: return the last result */
+} bo_admit;
+
+typedef enum bo_next {
+    BO_NEXT_DONE = 0,        /* return this attempt's result */
+    BO_NEXT_RETRY            /* wait until *until_ns, then seek admission again */
+} bo_next;
+
+void bo_dest_init(bo_dest *d, const bo_config *cfg, int64_t now_ns);
+void bo_call_begin(bo_call *c, int64_t now_ns);
+
+/*
+ * May the call start an attempt now?  On BO_ADMIT_WAIT, *until_ns is the
+ * time to ask again (a completion on the destination may free a slot
+ * sooner; the shim waits on a condition variable with that deadline).
+ */
+bo_admit bo_dest_admit(bo_dest *d, const bo_config *cfg, bo_call *c,
+                       int64_t now_ns, int64_t *until_ns);
+
+/*
+ * The attempt admitted last ended with `outcome`.  Updates the destination
+ * (window, pacing, counters) and decides: done, or retry no sooner than
+ * *until_ns.  retry_after_ns is the server's Retry-After (< 0: none); it is
+ * the least wait, bounded by the cap.  Enforces max_attempts and
+ * max_time_ms: the last attempt's result is returned as is.
+ */
+bo_next bo_dest_complete(bo_dest *d, const bo_config *cfg, bo_call *c,
+                         bo_outcome outcome, int64_t retry_after_ns,
+                         int64_t now_ns, bo_rng *rng, int64_t *until_ns);
+
+/*
+ * Forget an admitted attempt that never ran (the caller failed before
+ * sending): frees its slot, changes nothing else.
+ */
+void bo_dest_cancel(bo_dest *d, bo_call *c);
+
+#endif

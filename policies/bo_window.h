@@ -1,0 +1,73 @@
+/*
+ * bo_window: 000's AIMD congestion window for requests, plus the
+ * improvements the simulator proves (see the README).  It decides how many
+ * attempts to one destination may be in flight at once.
+ *
+ *   - on success: slow start (cwnd < ssthresh) +1, else +1/cwnd, and never
+ *     above in-flight + 1 (000's bound against boundless growth) nor
+ *     window_max;
+ *   - on a throttle signal: ssthresh = cwnd * beta, cwnd = ssthresh (reno) or
+ *     the initial window (tahoe); on a loss signal (no answer) cwnd = 1, a
+ *     single probe at a time;
+ *   - signals from attempts sent before the last decrease are ignored: every
+ *     decrease starts a new epoch and each attempt carries the epoch it was
+ *     sent in (O(1), no sets copied).
+ * Time is passed in (ns); nothing here reads a clock.
+ */
+#ifndef BO_WINDOW_H
+#define BO_WINDOW_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "bo_classify.h"
+#include "bo_config.h"
+
+typedef struct bo_ticket {
+    uint64_t epoch;           /* window epoch when the attempt was admitted */
+    int64_t sent_ns;          /* admission time */
+    uint64_t delivered;       /* window's delivered count at admission */
+} bo_ticket;
+
+typedef struct bo_window {
+    double cwnd;
+    double ssthresh;
+    double initial;           /* BACKOFF_WINDOW */
+    double max;               /* BACKOFF_WINDOW_MAX */
+    double beta;
+    bo_aimd_mode mode;
+    unsigned inflight;
+    uint64_t epoch;
+    uint64_t delivered;       /* successes so far */
+    int64_t min_rtt_ns;       /* smallest success round trip seen; 0 = none yet */
+    double delivery_rate;     /* best recent successes per ns; 0 = unknown */
+    int64_t next_send_ns;     /* pacing: earliest next admission */
+    unsigned decreases;       /* decreases so far (stats) */
+} bo_window;
+
+/* beta = cfg->beta when set, else the policy's own default. */
+void bo_window_init(bo_window *w, const bo_config *cfg);
+
+/* A slot is free and pacing allows a send at now_ns. */
+bool bo_window_can_send(const bo_window *w, int64_t now_ns);
+
+/* Earliest time at which pacing allows the next send (<= now: now). */
+int64_t bo_window_next_send_ns(const bo_window *w, int64_t now_ns);
+
+/* Admit one attempt: in-flight +1, ticket stamped. */
+void bo_window_on_send(bo_window *w, int64_t now_ns, bo_ticket *t);
+
+/* The attempt succeeded: in-flight -1, window grows. */
+void bo_window_on_success(bo_window *w, const bo_ticket *t, int64_t now_ns);
+
+/*
+ * The attempt ended with a congestion signal: in-flight -1 and, unless the
+ * ticket predates the last decrease, a decrease.  Returns true when it
+ * decreased the window.
+ */
+bool bo_window_on_signal(bo_window *w, const bo_ticket *t, bo_signal sig, int64_t now_ns);
+
+/* The attempt ended with neither success nor signal: in-flight -1 only. */
+void bo_window_on_release(bo_window *w, const bo_ticket *t);
+
+#endif

@@ -1,0 +1,52 @@
+# Shared helpers for the integration tests (sourced by tests/integration/test_*.sh).
+# Every test starts its own ratelimit-server on 127.0.0.1 port 0, reads the port
+# it prints, and stops everything it started on exit.
+set -eu
+: "${BUILD:?BUILD must name the build directory}"
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/backoff-test.XXXXXX")
+PIDS=""
+
+cleanup() {
+    for p in $PIDS; do
+        kill -CONT "$p" 2>/dev/null || true
+        kill -TERM "$p" 2>/dev/null || true
+    done
+    for p in $PIDS; do wait "$p" 2>/dev/null || true; done
+    rm -rf "$TMP"
+}
+trap cleanup EXIT INT TERM
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+note() { echo "# $*"; }
+
+# start_server NAME [ratelimit-server flags...]: starts the server with stdout
+# in $TMP/NAME.out and stderr in $TMP/NAME.err; sets SERVER_PID and PORT.
+start_server() {
+    name=$1; shift
+    "$BUILD/ratelimit-server" --port 0 "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" &
+    SERVER_PID=$!
+    PIDS="$PIDS $SERVER_PID"
+    i=0
+    while ! grep -q '^listening on 127.0.0.1:' "$TMP/$name.out" 2>/dev/null; do
+        i=$((i + 1))
+        [ $i -gt 100 ] && fail "ratelimit-server did not start: $(cat "$TMP/$name.err")"
+        kill -0 "$SERVER_PID" 2>/dev/null || fail "ratelimit-server exited: $(cat "$TMP/$name.err")"
+        sleep 0.05
+    done
+    PORT=$(sed -n 's/^listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$TMP/$name.out" | head -n 1)
+}
+
+# stop_server: SIGTERM the last server and wait; its TSV summary is then in $TMP/NAME.out.
+stop_server() {
+    kill -CONT "$SERVER_PID" 2>/dev/null || true
+    kill -TERM "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+}
+
+# summary_field FILE COLUMN: value of COLUMN in the TSV summary (header row + one row) in FILE.
+summary_field() {
+    awk -F'\t' -v col="$2" '
+        $1 == "requests" { for (i = 1; i <= NF; i++) idx[$i] = i; hdr = 1; next }
+        hdr && (col in idx) { print $(idx[col]); exit }' "$1"
+}

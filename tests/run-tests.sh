@@ -1,0 +1,49 @@
+#!/bin/sh
+# Run the unit suites (check) and/or the integration scripts, each bounded in
+# time, and end with one line "N passed, N failed".  Argument: unit,
+# integration or all.  VALGRIND=1 runs the unit suites under memcheck.
+set -u
+BUILD=${BUILD:-build}
+what=${1:-all}
+top=$(cd "$(dirname "$0")/.." && pwd)
+case "$BUILD" in /*) ;; *) BUILD="$top/$BUILD" ;; esac
+export BUILD
+passed=0
+failed=0
+failures=""
+run_one() { # name, timeout seconds, command...
+    name=$1; limit=$2; shift 2
+    log="$BUILD/tests/logs/$name.log"
+    mkdir -p "$BUILD/tests/logs"
+    start=$(date +%s)
+    if timeout -k 5 "$limit" "$@" >"$log" 2>&1; then
+        passed=$((passed + 1))
+        echo "PASS $name ($(( $(date +%s) - start ))s)"
+    else
+        rc=$?
+        failed=$((failed + 1))
+        failures="$failures $name"
+        echo "FAIL $name (exit $rc, $(( $(date +%s) - start ))s); last lines of $log:"
+        tail -n 30 "$log" | sed 's/^/    /'
+    fi
+}
+if [ "$what" = unit ] || [ "$what" = all ]; then
+    for t in "$BUILD"/tests/unit/test_*; do
+        [ -x "$t" ] || continue
+        if [ "${VALGRIND:-0}" = 1 ]; then
+            run_one "unit/$(basename "$t")" 600 env CK_FORK=no valgrind -q --error-exitcode=99 \
+                --leak-check=full --errors-for-leak-kinds=definite "$t"
+        else
+            run_one "unit/$(basename "$t")" 300 "$t"
+        fi
+    done
+fi
+if [ "$what" = integration ] || [ "$what" = all ]; then
+    for t in "$top"/tests/integration/test_*.sh; do
+        [ -f "$t" ] || continue
+        run_one "integration/$(basename "$t" .sh)" 300 sh "$t"
+    done
+fi
+[ -n "$failures" ] && echo "failed:$failures"
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ] && [ "$passed" -gt 0 ]
