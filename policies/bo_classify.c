@@ -1,0 +1,175 @@
+/*
+ * bo_classify: one attempt's facts -> verdict (what to do with this call)
+ * and signal (what it says about the destination's capacity).
+ *
+ * The signal describes what happened, whatever the verdict: a 429 that is
+ * not retried (not in BACKOFF_RETRY_ON, unsafe to repeat, body already
+ * delivered, upload not rewindable) is still a THROTTLE, so the window keeps
+ * learning from calls it may not repeat.
+ */
+#include "bo_classify.h"
+
+#include <errno.h>
+#include <strings.h>
+
+/* How a retryable class may be repeated. */
+typedef enum safety {
+    SAFE_ALWAYS,    /* the request never reached the server, or it says "later" */
+    SAFE_IF_UNSENT, /* retry when not sent; once sent, only idempotent/unsafe */
+    SAFE_IF_IDEMPOTENT
+} safety;
+
+bool bo_method_idempotent(const char *method)
+{
+    static const char *const idempotent[] = {"GET", "HEAD", "PUT", "DELETE", "OPTIONS",
+                                             "TRACE"};
+    if (method == NULL)
+        return true;
+    for (size_t i = 0; i < sizeof idempotent / sizeof idempotent[0]; i++) {
+        if (strcasecmp(method, idempotent[i]) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* The errno values of connect() that mean "the request was never sent". */
+static bool connect_errno_retryable(int e)
+{
+    return e == ECONNREFUSED || e == ETIMEDOUT || e == ENETUNREACH || e == EHOSTUNREACH ||
+           e == EAGAIN;
+}
+
+/*
+ * Sort an HTTP error status into its retry class: the RETRY_ON bits that
+ * list it, its signal and its safety.  Returns false for statuses that are
+ * never retried (every 4xx but 408 and 429, and anything below 500 or above
+ * 599 otherwise).
+ */
+static bool status_class(int status, unsigned *bits, bo_signal *sig, safety *saf)
+{
+    unsigned five = (status >= 500 && status <= 599) ? BO_RETRY_5XX : 0;
+
+    *sig = BO_SIGNAL_NONE;
+    *saf = SAFE_IF_IDEMPOTENT;
+    switch (status) {
+    case 429:
+        *bits = BO_RETRY_429;
+        *sig = BO_SIGNAL_THROTTLE;
+        *saf = SAFE_ALWAYS;
+        return true;
+    case 503:
+        *bits = BO_RETRY_503 | five;
+        *sig = BO_SIGNAL_THROTTLE;
+        *saf = SAFE_ALWAYS;
+        return true;
+    case 504:
+        *bits = BO_RETRY_504 | five;
+        *sig = BO_SIGNAL_THROTTLE;
+        return true;
+    case 502:
+        *bits = BO_RETRY_502 | five;
+        return true;
+    case 500:
+        *bits = BO_RETRY_500 | five;
+        return true;
+    case 408:
+        *bits = BO_RETRY_408;
+        return true;
+    default:
+        *bits = five;
+        return five != 0;
+    }
+}
+
+/*
+ * Sort a failed transfer's curl code (or the connect hook's errno) into its
+ * retry class.  Returns false for failures that are never retried.
+ */
+static bool failure_class(const bo_attempt *a, unsigned *bits, bo_signal *sig, safety *saf)
+{
+    *sig = BO_SIGNAL_NONE;
+    *saf = SAFE_ALWAYS;
+    if (a->connect_errno != 0) {
+        if (!connect_errno_retryable(a->connect_errno))
+            return false;
+        *bits = BO_RETRY_CONNECT;
+        *sig = BO_SIGNAL_LOSS;
+        return true;
+    }
+    switch (a->curl_code) {
+    case BO_CURLE_COULDNT_CONNECT:
+        *bits = BO_RETRY_CONNECT;
+        *sig = BO_SIGNAL_LOSS;
+        return true;
+    case BO_CURLE_OPERATION_TIMEDOUT:
+        *bits = BO_RETRY_TIMEOUT;
+        *sig = BO_SIGNAL_LOSS;
+        *saf = SAFE_IF_UNSENT;
+        return true;
+    case BO_CURLE_GOT_NOTHING:
+    case BO_CURLE_RECV_ERROR:
+    case BO_CURLE_SEND_ERROR:
+    case BO_CURLE_PARTIAL_FILE:
+        *bits = BO_RETRY_RESET;
+        *saf = SAFE_IF_UNSENT;
+        return true;
+    case BO_CURLE_COULDNT_RESOLVE_HOST:
+    case BO_CURLE_COULDNT_RESOLVE_PROXY:
+        *bits = BO_RETRY_DNS;
+        return true;
+    default:
+        return false;
+    }
+}
+
+/*
+ * Classify one attempt.  Success is a completed transfer with a 1xx-3xx
+ * status (or none, for non-HTTP transfers and connect()).  An error status
+ * or failure is retried only when its class is listed in retry_on, its
+ * safety rule allows it for this request, no body byte has reached the
+ * program and any upload can be sent again; otherwise it is FINAL, keeping
+ * its signal.
+ */
+bo_outcome bo_classify(const bo_config *cfg, const bo_attempt *a)
+{
+    bo_outcome out = {BO_VERDICT_FINAL, BO_SIGNAL_NONE};
+    unsigned bits = 0;
+    safety saf = SAFE_ALWAYS;
+    bool known;
+    bool http = a->connect_errno == 0 &&
+                (a->curl_code == BO_CURLE_OK ||
+                 (a->curl_code == BO_CURLE_HTTP_RETURNED_ERROR && a->http_status != 0));
+
+    if (http) {
+        if (a->http_status < 400) {
+            /* curl -f never fails below 400; if it claims to, return it as is. */
+            out.verdict = a->curl_code == BO_CURLE_OK ? BO_VERDICT_SUCCESS : BO_VERDICT_FINAL;
+            return out;
+        }
+        known = status_class(a->http_status, &bits, &out.signal, &saf);
+    } else {
+        known = failure_class(a, &bits, &out.signal, &saf);
+    }
+    if (!known || (cfg->retry_on & bits) == 0)
+        return out;
+
+    bool repeatable = bo_method_idempotent(a->method) || cfg->unsafe_retry;
+    switch (saf) {
+    case SAFE_ALWAYS:
+        break;
+    case SAFE_IF_UNSENT:
+        if (a->request_sent && !repeatable)
+            return out;
+        break;
+    case SAFE_IF_IDEMPOTENT:
+        if (!repeatable)
+            return out;
+        break;
+    }
+    if (a->body_delivered > 0)
+        return out;
+    if (a->has_upload && !a->upload_rewindable)
+        return out;
+    out.verdict = BO_VERDICT_RETRY;
+    return out;
+}
