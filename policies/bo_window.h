@@ -43,6 +43,12 @@ typedef struct bo_window {
     double delivery_rate;     /* best recent successes per ns; 0 = unknown */
     int64_t next_send_ns;     /* pacing: earliest next admission */
     unsigned decreases;       /* decreases so far (stats) */
+    /* Added for the improvements (BACKOFF_PACING=1, see bo_window.c): */
+    bool improved;            /* cfg->pacing: pacing, BDP sizing, rate hints */
+    double rate_limit_hz;     /* paced rate learnt from Retry-After; 0 = none */
+    int64_t period_start_ns;  /* start of the current rate-measurement period */
+    uint64_t period_delivered;/* delivered count at period_start_ns */
+    int64_t last_success_ns;  /* time of the last success (rate growth) */
 } bo_window;
 
 /* beta = cfg->beta when set, else the policy's own default. */
@@ -69,5 +75,15 @@ bool bo_window_on_signal(bo_window *w, const bo_ticket *t, bo_signal sig, int64_
 
 /* The attempt ended with neither success nor signal: in-flight -1 only. */
 void bo_window_on_release(bo_window *w, const bo_ticket *t);
+
+/*
+ * Added: a throttle signal that decreased the window carried Retry-After
+ * (ns).  The server meters requests over time, so (improved mode only) pace
+ * at the rate delivered since the previous such hint, the wait included.
+ */
+void bo_window_on_retry_after(bo_window *w, int64_t retry_after_ns, int64_t now_ns);
+
+/* Added: the policy's own beta for aimd (used when BACKOFF_BETA is 0). */
+double bo_window_default_beta(const bo_config *cfg);
 
 #endif

@@ -1,0 +1,209 @@
+/*
+ * bo_engine: admission and completion for one destination and one call.
+ *
+ * Policies, as the engine applies them:
+ *   none          never retries (the shim is pass-through);
+ *   fixed..thain  admission is immediate (in-flight only counted); the delay
+ *                 before a retry comes from the call's bo_schedule;
+ *   responsive    the destination's gap (bo_responsive) applies before every
+ *                 attempt, first ones included, and again after each answer
+ *                 (002's AutoSleeper sleeps after every request);
+ *   aimd          admission needs a window slot and the window's pacing time;
+ *                 a retry waits only for that (and for any hint below).
+ * For every policy: Retry-After is the least wait, bounded by the cap (for
+ * aimd and responsive it holds the whole destination back, since the server
+ * meant the client, not the call); max_attempts and max_time_ms bound the
+ * call.  After a loss signal (no answer) the aimd window is at its floor of
+ * one and the destination is probed: the next admission waits
+ * base * 2^(k-1) after the k-th failed probe in a row, capped at
+ * min(cap, 1 s), so that one probe at a time keeps the load of a dead
+ * server near zero while the first answer after an outage is at most about
+ * a second late.
+ */
+#include "bo_engine.h"
+
+#include <string.h>
+
+#define NS_PER_MS 1000000LL
+#define BO_PROBE_CAP_NS (1000 * NS_PER_MS)
+
+/* How long a caller blocked on a full window waits before asking again if no completion wakes it. */
+#define BO_SLOT_RECHECK_NS (1000 * NS_PER_MS)
+
+void bo_dest_init(bo_dest *d, const bo_config *cfg, int64_t now_ns)
+{
+    memset(d, 0, sizeof(*d));
+    bo_window_init(&d->window, cfg);
+    bo_responsive_init(&d->pacing);
+    d->next_send_ns = now_ns;
+}
+
+void bo_call_begin(bo_call *c, int64_t now_ns)
+{
+    memset(c, 0, sizeof(*c));
+    c->start_ns = now_ns;
+    bo_schedule_init(&c->schedule);
+}
+
+static int64_t cap_ns(const bo_config *cfg)
+{
+    return cfg->cap_ms > 0 ? cfg->cap_ms * NS_PER_MS : 0;
+}
+
+/* Deadline of the call (INT64_MAX when max_time_ms is 0). */
+static int64_t call_deadline(const bo_config *cfg, const bo_call *c)
+{
+    if (cfg->max_time_ms <= 0)
+        return INT64_MAX;
+    return c->start_ns + cfg->max_time_ms * NS_PER_MS;
+}
+
+static bool is_delay_policy(bo_policy_kind p)
+{
+    return p != BO_POLICY_NONE && p != BO_POLICY_RESPONSIVE && p != BO_POLICY_AIMD;
+}
+
+/*
+ * Admission promises: the first attempt of a call is never refused for
+ * time; a retry past max_time_ms gets BO_ADMIT_GIVE_UP; a WAIT's deadline
+ * never lies beyond the call's own deadline, so the caller gets to give up
+ * on time.
+ */
+bo_admit bo_dest_admit(bo_dest *d, const bo_config *cfg, bo_call *c,
+                       int64_t now_ns, int64_t *until_ns)
+{
+    int64_t deadline = call_deadline(cfg, c);
+    int64_t wait = now_ns;
+
+    if (c->attempts > 0 && now_ns >= deadline)
+        return BO_ADMIT_GIVE_UP;
+    if (cfg->policy == BO_POLICY_RESPONSIVE || cfg->policy == BO_POLICY_AIMD) {
+        if (d->next_send_ns > wait)
+            wait = d->next_send_ns;
+    }
+    if (cfg->policy == BO_POLICY_AIMD) {
+        int64_t pace = bo_window_next_send_ns(&d->window, now_ns);
+        if (pace > wait)
+            wait = pace;
+        if (wait <= now_ns && !bo_window_can_send(&d->window, now_ns))
+            wait = now_ns + BO_SLOT_RECHECK_NS; /* a completion wakes us sooner */
+    }
+    if (wait > now_ns) {
+        if (c->attempts > 0 && wait > deadline)
+            wait = deadline;
+        *until_ns = wait;
+        return BO_ADMIT_WAIT;
+    }
+    bo_window_on_send(&d->window, now_ns, &c->ticket);
+    c->in_flight = true;
+    c->attempts++;
+    d->attempts++;
+    if (cfg->policy == BO_POLICY_RESPONSIVE)
+        d->next_send_ns = now_ns + bo_responsive_interval_ns(&d->pacing);
+    *until_ns = now_ns;
+    return BO_ADMIT_GO;
+}
+
+/* Push the destination's next admission to at least t. */
+static void hold_dest(bo_dest *d, int64_t t)
+{
+    if (t > d->next_send_ns)
+        d->next_send_ns = t;
+}
+
+/* Probe spacing after the k-th failed probe in a row (k >= 1). */
+static int64_t probe_gap_ns(const bo_config *cfg, unsigned k)
+{
+    int64_t cap = cap_ns(cfg);
+    int64_t gap = cfg->base_ms * NS_PER_MS;
+
+    if (cap <= 0 || cap > BO_PROBE_CAP_NS)
+        cap = BO_PROBE_CAP_NS;
+    for (unsigned i = 1; i < k && gap < cap; i++)
+        gap *= 2;
+    return gap < cap ? gap : cap;
+}
+
+/*
+ * Completion promises: the window and counters see every attempt exactly
+ * once; DONE for success, a final verdict, policy none, or when the bounds
+ * (max_attempts, max_time_ms) leave no room for another attempt; otherwise
+ * RETRY no sooner than *until_ns, which is at least min(Retry-After, cap).
+ */
+bo_next bo_dest_complete(bo_dest *d, const bo_config *cfg, bo_call *c,
+                         bo_outcome outcome, int64_t retry_after_ns,
+                         int64_t now_ns, bo_rng *rng, int64_t *until_ns)
+{
+    bool aimd = cfg->policy == BO_POLICY_AIMD;
+    int64_t cap = cap_ns(cfg);
+    int64_t hint = -1;
+    int64_t delay = 0;
+
+    *until_ns = now_ns;
+    if (c->in_flight) {
+        c->in_flight = false;
+        if (outcome.verdict == BO_VERDICT_SUCCESS) {
+            bo_window_on_success(&d->window, &c->ticket, now_ns);
+        } else if (outcome.signal != BO_SIGNAL_NONE) {
+            bool cut = bo_window_on_signal(&d->window, &c->ticket, outcome.signal, now_ns);
+            if (outcome.signal == BO_SIGNAL_LOSS) {
+                if (cut)
+                    d->probe_failures++;
+            } else if (cut && retry_after_ns >= 0 && aimd) {
+                int64_t ra = cap > 0 && retry_after_ns > cap ? cap : retry_after_ns;
+                bo_window_on_retry_after(&d->window, ra, now_ns);
+            }
+        } else {
+            bo_window_on_release(&d->window, &c->ticket);
+        }
+    }
+    if (outcome.verdict == BO_VERDICT_SUCCESS) {
+        d->successes++;
+        d->probe_failures = 0;
+        if (cfg->policy == BO_POLICY_RESPONSIVE)
+            bo_responsive_on_success(&d->pacing, cfg, rng);
+    } else {
+        if (outcome.signal == BO_SIGNAL_THROTTLE) {
+            d->throttled++;
+            d->probe_failures = 0; /* an answer: the server is alive */
+        } else {
+            d->failed++;
+        }
+        if (cfg->policy == BO_POLICY_RESPONSIVE && outcome.signal != BO_SIGNAL_NONE)
+            bo_responsive_on_failure(&d->pacing, cfg, rng);
+    }
+    if (cfg->policy == BO_POLICY_RESPONSIVE)
+        hold_dest(d, now_ns + bo_responsive_interval_ns(&d->pacing));
+    if (retry_after_ns >= 0)
+        hint = cap > 0 && retry_after_ns > cap ? cap : retry_after_ns;
+    if (hint >= 0 && (aimd || cfg->policy == BO_POLICY_RESPONSIVE))
+        hold_dest(d, now_ns + hint);
+    if (aimd && outcome.signal == BO_SIGNAL_LOSS && d->probe_failures > 0)
+        hold_dest(d, now_ns + probe_gap_ns(cfg, d->probe_failures));
+
+    if (outcome.verdict != BO_VERDICT_RETRY || cfg->policy == BO_POLICY_NONE)
+        return BO_NEXT_DONE;
+    if (cfg->max_attempts > 0 && c->attempts >= cfg->max_attempts)
+        return BO_NEXT_DONE;
+    if (is_delay_policy(cfg->policy))
+        delay = bo_schedule_next_ns(&c->schedule, cfg, rng);
+    if (hint > delay)
+        delay = hint;
+    int64_t deadline = call_deadline(cfg, c);
+    if (now_ns >= deadline || (deadline - now_ns) <= delay)
+        return BO_NEXT_DONE;
+    *until_ns = now_ns + delay;
+    return BO_NEXT_RETRY;
+}
+
+void bo_dest_cancel(bo_dest *d, bo_call *c)
+{
+    if (!c->in_flight)
+        return;
+    c->in_flight = false;
+    bo_window_on_release(&d->window, &c->ticket);
+    if (c->attempts > 0)
+        c->attempts--;
+    if (d->attempts > 0)
+        d->attempts--;
+}

@@ -1,0 +1,240 @@
+/*
+ * bo_window: 000's AIMD request window, and the improvements the simulator
+ * proves (enabled by BACKOFF_PACING=1, the default).
+ *
+ * Article mode (BACKOFF_PACING=0) is 000's final algorithm exactly: cwnd
+ * starts at BACKOFF_WINDOW, ssthresh at BACKOFF_WINDOW_MAX; on success
+ * cwnd = max(cwnd, min(inflight + 1, cwnd + inc)) with inc 1 in slow start
+ * and 1/cwnd in congestion avoidance (inflight counted before this response
+ * left it, i.e. 000's size(flying)); on a throttle signal ssthresh =
+ * cwnd * beta and cwnd = ssthresh (reno) or the initial window (tahoe);
+ * signals of attempts sent before the last decrease are ignored (000's
+ * "ignored" set, kept O(1) as an epoch stamped on each ticket).
+ *
+ * Improvements (each one is what made a simulator target reachable):
+ *   - pacing: sends are spread over the round trip (min RTT / cwnd, with a
+ *     gain of 2 in slow start and 1.25 after it) instead of leaving in
+ *     bursts, so the server sees the window as a steady rate;
+ *   - sizing on a decrease: cwnd = max(cwnd * beta, delivery rate x min RTT)
+ *     (TCP BBR's bandwidth-delay product): the window falls to what the
+ *     server was measured to sustain, not below it;
+ *   - Retry-After as a rate hint: a server that sends Retry-After meters
+ *     requests over time, so the window also paces at the rate delivered
+ *     between such hints (the wait included) and probes upwards by 3% a
+ *     second.
+ * A loss signal (no answer) sets cwnd to 1 in both modes; ssthresh drops
+ * only on the first loss in a row, so a run of failed probes does not leave
+ * the window stuck in congestion avoidance after the server comes back.
+ */
+#include "bo_window.h"
+
+#define NS_PER_S 1e9
+
+/* 000 recommends 0.9 for stable limits; see bo_window_default_beta. */
+#define BO_BETA_ARTICLE 0.5
+#define BO_BETA_DEFAULT 0.9
+
+/* Pacing gains: how far ahead of the measured rate the window may send. */
+#define BO_GAIN_SLOW_START 2.0
+#define BO_GAIN_AVOIDANCE 1.25
+
+/* Rate-hint probing: +3% per second of successes. */
+#define BO_RATE_GROWTH_PER_S 0.03
+
+/* Delivery-rate estimate decays by this factor per decrease (max filter). */
+#define BO_RATE_DECAY 0.9
+
+/*
+ * The policy's own beta: 0.9.  000 publishes 0.5 and 0.9 and recommends 0.9
+ * when the allowed rate is fairly stable; with BDP sizing the window does
+ * not fall below the measured capacity anyway, so a large beta only trims
+ * the overshoot of the last round trip, and fewer requests are lost to the
+ * decrease itself (burst: 0.5 costs completion time, see README).
+ */
+double bo_window_default_beta(const bo_config *cfg)
+{
+    (void)cfg;
+    return BO_BETA_DEFAULT;
+}
+
+void bo_window_init(bo_window *w, const bo_config *cfg)
+{
+    double initial = cfg->window > 0 ? (double)cfg->window : 1.0;
+    double max = cfg->window_max > 0 ? (double)cfg->window_max : initial;
+
+    if (max < initial)
+        max = initial;
+    w->cwnd = initial;
+    w->ssthresh = max;
+    w->initial = initial;
+    w->max = max;
+    w->beta = cfg->beta > 0 && cfg->beta < 1 ? cfg->beta : bo_window_default_beta(cfg);
+    w->mode = cfg->aimd_mode;
+    w->inflight = 0;
+    w->epoch = 0;
+    w->delivered = 0;
+    w->min_rtt_ns = 0;
+    w->delivery_rate = 0;
+    w->next_send_ns = 0;
+    w->decreases = 0;
+    w->improved = cfg->pacing;
+    w->rate_limit_hz = 0;
+    w->period_start_ns = 0;
+    w->period_delivered = 0;
+    w->last_success_ns = 0;
+}
+
+/* Gap between two sends under pacing, in ns; 0 when pacing is off or unknown. */
+static double pacing_gap_ns(const bo_window *w)
+{
+    double gap = 0;
+
+    if (!w->improved)
+        return 0;
+    if (w->min_rtt_ns > 0 && w->cwnd > 0) {
+        double gain = w->cwnd < w->ssthresh ? BO_GAIN_SLOW_START : BO_GAIN_AVOIDANCE;
+        gap = (double)w->min_rtt_ns / (w->cwnd * gain);
+    }
+    if (w->rate_limit_hz > 0) {
+        double r = NS_PER_S / w->rate_limit_hz;
+        if (r > gap)
+            gap = r;
+    }
+    return gap;
+}
+
+bool bo_window_can_send(const bo_window *w, int64_t now_ns)
+{
+    /* A window below one still lets one attempt out (a probe). */
+    double limit = w->cwnd < 1 ? 1 : w->cwnd;
+
+    if ((double)w->inflight + 1 > limit + 1e-9)
+        return false;
+    return !w->improved || now_ns >= w->next_send_ns;
+}
+
+int64_t bo_window_next_send_ns(const bo_window *w, int64_t now_ns)
+{
+    return w->improved && w->next_send_ns > now_ns ? w->next_send_ns : now_ns;
+}
+
+void bo_window_on_send(bo_window *w, int64_t now_ns, bo_ticket *t)
+{
+    w->inflight++;
+    t->epoch = w->epoch;
+    t->sent_ns = now_ns;
+    t->delivered = w->delivered;
+    if (w->improved) {
+        int64_t base = w->next_send_ns > now_ns ? w->next_send_ns : now_ns;
+        w->next_send_ns = base + (int64_t)pacing_gap_ns(w);
+        if (w->period_start_ns == 0 && w->delivered == 0)
+            w->period_start_ns = now_ns;
+    }
+}
+
+/* In-flight -1, never below zero (a stray completion must not wrap it). */
+static void release(bo_window *w)
+{
+    if (w->inflight > 0)
+        w->inflight--;
+}
+
+void bo_window_on_success(bo_window *w, const bo_ticket *t, int64_t now_ns)
+{
+    /* 000's size(flying) is taken before the response leaves the set. */
+    double flying = (double)w->inflight;
+    double inc = w->cwnd < w->ssthresh ? 1.0 : 1.0 / w->cwnd;
+    double grown = w->cwnd + inc;
+    double bound = flying + 1 < grown ? flying + 1 : grown;
+
+    release(w);
+    w->delivered++;
+    if (bound > w->cwnd)
+        w->cwnd = bound;
+    if (w->cwnd > w->max)
+        w->cwnd = w->max;
+
+    int64_t rtt = now_ns - t->sent_ns;
+    if (rtt > 0 && (w->min_rtt_ns == 0 || rtt < w->min_rtt_ns))
+        w->min_rtt_ns = rtt;
+    if (rtt > 0) {
+        /* BBR's delivery-rate sample: successes delivered while this one flew. */
+        double rate = (double)(w->delivered - t->delivered) / (double)rtt;
+        if (rate > w->delivery_rate)
+            w->delivery_rate = rate;
+    }
+    if (w->improved && w->rate_limit_hz > 0) {
+        int64_t dt = w->last_success_ns > 0 ? now_ns - w->last_success_ns : 0;
+        if (dt > 0)
+            w->rate_limit_hz *= 1.0 + BO_RATE_GROWTH_PER_S * ((double)dt / NS_PER_S);
+        /* Once the window, not the hint, is what limits, drop the hint. */
+        if (w->min_rtt_ns > 0 &&
+            w->rate_limit_hz > 2.0 * w->cwnd * NS_PER_S / (double)w->min_rtt_ns)
+            w->rate_limit_hz = 0;
+    }
+    w->last_success_ns = now_ns;
+}
+
+/* Start a new epoch: signals of attempts already in flight are ignored. */
+static void decrease(bo_window *w, double cwnd, double ssthresh)
+{
+    if (ssthresh < 1)
+        ssthresh = 1;
+    w->ssthresh = ssthresh;
+    w->cwnd = cwnd < 1 ? 1 : cwnd;
+    w->epoch++;
+    w->decreases++;
+}
+
+bool bo_window_on_signal(bo_window *w, const bo_ticket *t, bo_signal sig, int64_t now_ns)
+{
+    (void)now_ns;
+    release(w);
+    if (sig == BO_SIGNAL_NONE || t->epoch != w->epoch)
+        return false;
+    if (sig == BO_SIGNAL_LOSS) {
+        /* One probe at a time; ssthresh only falls on the first loss in a row. */
+        double ss = w->cwnd > 1 ? w->cwnd * w->beta : w->ssthresh;
+        decrease(w, 1, ss);
+        return true;
+    }
+    double ss = w->cwnd * w->beta;
+    if (w->improved && w->min_rtt_ns > 0 && w->delivery_rate > 0) {
+        double bdp = w->delivery_rate * (double)w->min_rtt_ns;
+        if (bdp > ss)
+            ss = bdp < w->cwnd ? bdp : w->cwnd;
+        w->delivery_rate *= BO_RATE_DECAY;
+    }
+    if (ss > w->max)
+        ss = w->max;
+    decrease(w, w->mode == BO_AIMD_TAHOE ? w->initial : ss, ss);
+    return true;
+}
+
+void bo_window_on_release(bo_window *w, const bo_ticket *t)
+{
+    (void)t;
+    release(w);
+}
+
+void bo_window_on_retry_after(bo_window *w, int64_t retry_after_ns, int64_t now_ns)
+{
+    if (!w->improved || retry_after_ns < 0)
+        return;
+    int64_t resume = now_ns + retry_after_ns;
+    int64_t start = w->period_start_ns > 0 ? w->period_start_ns : now_ns;
+    double span = (double)(resume - start);
+    uint64_t got = w->delivered - w->period_delivered;
+
+    if (span > 0 && got > 0) {
+        double rate = (double)got * NS_PER_S / span;
+        if (w->rate_limit_hz <= 0 || rate < w->rate_limit_hz * w->beta)
+            w->rate_limit_hz = rate;
+        else
+            w->rate_limit_hz *= w->beta;
+    }
+    w->period_start_ns = resume;
+    w->period_delivered = w->delivered;
+    if (w->next_send_ns < resume)
+        w->next_send_ns = resume;
+}
