@@ -90,6 +90,7 @@ void bo_config_defaults(bo_config *cfg)
     cfg->seed_set = false;
     cfg->seed = 0;
     cfg->strict = false;
+    cfg->pacing = true;
 }
 
 const char *bo_policy_name(bo_policy_kind kind)
@@ -514,6 +515,10 @@ int bo_config_load(bo_config *cfg, bo_getenv_fn get, void *ctx, char *err, size_
                        "an integer from 0 to 18446744073709551615");
         cfg->seed_set = true;
     }
+    if (GET("BACKOFF_PACING")) {
+        if (get_bool("BACKOFF_PACING", v, &cfg->pacing, err, errlen) != 0)
+            return -1;
+    }
     if (GET("BACKOFF_STRICT")) {
         if (get_bool("BACKOFF_STRICT", v, &cfg->strict, err, errlen) != 0)
             return -1;
@@ -649,5 +654,6 @@ size_t bo_config_format(const bo_config *cfg, char *buf, size_t len)
     else
         out_add(&o, "BACKOFF_SEED=\n");
     out_add(&o, "BACKOFF_STRICT=%d\n", cfg->strict ? 1 : 0);
+    out_add(&o, "BACKOFF_PACING=%d\n", cfg->pacing ? 1 : 0);
     return o.need;
 }

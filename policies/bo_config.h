@@ -78,6 +78,8 @@ typedef struct bo_config {
     bool seed_set;            /* BACKOFF_SEED given */
     uint64_t seed;
     bool strict;              /* BACKOFF_STRICT: config errors are fatal */
+    bool pacing;              /* BACKOFF_PACING: 1 (default) aimd improvements on;
+                                 0 gives 000's algorithm exactly (bo_window.c) */
 } bo_config;
 
 /* Returns the value of variable `name`, or NULL when it is unset. */
