@@ -1,0 +1,202 @@
+/*
+ * Unit tests for bo_classify: one table row per rule of DESIGN.md's
+ * "Behaviour the user can count on" (method x status x curl code x body
+ * delivered x upload rewindable x request sent x retry_on bits).
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+
+#include "bo_classify.h"
+#include "bo_config.h"
+
+#define DEF                                                                                  \
+    (BO_RETRY_429 | BO_RETRY_503 | BO_RETRY_502 | BO_RETRY_504 | BO_RETRY_408 |              \
+     BO_RETRY_CONNECT | BO_RETRY_TIMEOUT | BO_RETRY_RESET)
+#define ALL 0x7ffu
+
+enum { S = BO_VERDICT_SUCCESS, R = BO_VERDICT_RETRY, F = BO_VERDICT_FINAL };
+enum { NONE = BO_SIGNAL_NONE, THR = BO_SIGNAL_THROTTLE, LOSS = BO_SIGNAL_LOSS };
+
+typedef struct row {
+    const char *what;
+    unsigned retry_on;
+    int unsafe;
+    const char *method;
+    int status;
+    int code;
+    unsigned body;   /* body bytes delivered */
+    int upload;      /* 0 none, 1 rewindable, 2 not rewindable */
+    int sent;
+    int err;         /* connect errno */
+    int verdict;
+    int signal;
+} row;
+
+/* clang-format off */
+static const row rows[] = {
+    /* what                       retry_on        unsafe method     status code body up sent errno  verdict sig */
+    {"GET 200",                   DEF,            0, "GET",       200, 0,  0,  0, 1, 0,            S, NONE},
+    {"POST 201",                  DEF,            0, "POST",      201, 0,  0,  2, 1, 0,            S, NONE},
+    {"GET 101",                   DEF,            0, "GET",       101, 0,  0,  0, 1, 0,            S, NONE},
+    {"GET 304",                   DEF,            0, "GET",       304, 0,  0,  0, 1, 0,            S, NONE},
+    {"non-HTTP ok, status 0",     DEF,            0, NULL,        0,   0,  0,  0, 1, 0,            S, NONE},
+    {"connect() ok",              DEF,            0, NULL,        0,   0,  0,  0, 0, 0,            S, NONE},
+    {"GET 404 final",             DEF,            0, "GET",       404, 0,  0,  0, 1, 0,            F, NONE},
+    {"GET 400 final",             ALL,            1, "GET",       400, 0,  0,  0, 1, 0,            F, NONE},
+    {"GET 403 final",             ALL,            1, "GET",       403, 0,  0,  0, 1, 0,            F, NONE},
+    {"GET 501 not listed",        DEF,            0, "GET",       501, 0,  0,  0, 1, 0,            F, NONE},
+    {"GET 501 with 5xx",          BO_RETRY_5XX,   0, "GET",       501, 0,  0,  0, 1, 0,            R, NONE},
+    {"POST 501 with 5xx",         BO_RETRY_5XX,   0, "POST",      501, 0,  0,  1, 1, 0,            F, NONE},
+    {"GET 500 not in default",    DEF,            0, "GET",       500, 0,  0,  0, 1, 0,            F, NONE},
+    {"GET 500 with 500",          BO_RETRY_500,   0, "GET",       500, 0,  0,  0, 1, 0,            R, NONE},
+    {"POST 500 with 500",         BO_RETRY_500,   0, "POST",      500, 0,  0,  1, 1, 0,            F, NONE},
+    {"POST 500 unsafe",           BO_RETRY_500,   1, "POST",      500, 0,  0,  1, 1, 0,            R, NONE},
+    {"GET 599 with 5xx",          BO_RETRY_5XX,   0, "GET",       599, 0,  0,  0, 1, 0,            R, NONE},
+    {"GET 600 never",             ALL,            1, "GET",       600, 0,  0,  0, 1, 0,            F, NONE},
+    {"GET 429",                   DEF,            0, "GET",       429, 0,  0,  0, 1, 0,            R, THR},
+    {"POST 429 any method",       DEF,            0, "POST",      429, 0,  0,  1, 1, 0,            R, THR},
+    {"PATCH 429 any method",      DEF,            0, "PATCH",     429, 0,  0,  0, 1, 0,            R, THR},
+    {"GET 429 not listed",        BO_RETRY_503,   0, "GET",       429, 0,  0,  0, 1, 0,            F, THR},
+    {"GET 429 5xx does not cover",BO_RETRY_5XX,   0, "GET",       429, 0,  0,  0, 1, 0,            F, THR},
+    {"GET 429 body delivered",    DEF,            0, "GET",       429, 0,  10, 0, 1, 0,            F, THR},
+    {"POST 429 upload no rewind", DEF,            0, "POST",      429, 0,  0,  2, 1, 0,            F, THR},
+    {"POST 429 unsafe no rewind", DEF,            1, "POST",      429, 0,  0,  2, 1, 0,            F, THR},
+    {"POST 429 upload rewinds",   DEF,            0, "POST",      429, 0,  0,  1, 1, 0,            R, THR},
+    {"GET 503",                   DEF,            0, "GET",       503, 0,  0,  0, 1, 0,            R, THR},
+    {"POST 503 any method",       DEF,            0, "POST",      503, 0,  0,  1, 1, 0,            R, THR},
+    {"GET 503 via 5xx",           BO_RETRY_5XX,   0, "GET",       503, 0,  0,  0, 1, 0,            R, THR},
+    {"GET 503 not listed",        BO_RETRY_429,   0, "GET",       503, 0,  0,  0, 1, 0,            F, THR},
+    {"PUT 503 upload no rewind",  DEF,            0, "PUT",       503, 0,  0,  2, 1, 0,            F, THR},
+    {"GET 504",                   DEF,            0, "GET",       504, 0,  0,  0, 1, 0,            R, THR},
+    {"POST 504 unsafe refused",   DEF,            0, "POST",      504, 0,  0,  1, 1, 0,            F, THR},
+    {"POST 504 UNSAFE_RETRY",     DEF,            1, "POST",      504, 0,  0,  1, 1, 0,            R, THR},
+    {"GET 504 via 5xx",           BO_RETRY_5XX,   0, "GET",       504, 0,  0,  0, 1, 0,            R, THR},
+    {"GET 504 not listed",        BO_RETRY_503,   0, "GET",       504, 0,  0,  0, 1, 0,            F, THR},
+    {"GET 502",                   DEF,            0, "GET",       502, 0,  0,  0, 1, 0,            R, NONE},
+    {"NULL method 502 is GET",    DEF,            0, NULL,        502, 0,  0,  0, 1, 0,            R, NONE},
+    {"get 502 lower case",        DEF,            0, "get",       502, 0,  0,  0, 1, 0,            R, NONE},
+    {"HEAD 502",                  DEF,            0, "HEAD",      502, 0,  0,  0, 1, 0,            R, NONE},
+    {"DELETE 502",                DEF,            0, "DELETE",    502, 0,  0,  0, 1, 0,            R, NONE},
+    {"OPTIONS 502",               DEF,            0, "OPTIONS",   502, 0,  0,  0, 1, 0,            R, NONE},
+    {"TRACE 502",                 DEF,            0, "TRACE",     502, 0,  0,  0, 1, 0,            R, NONE},
+    {"PUT 502 rewindable",        DEF,            0, "PUT",       502, 0,  0,  1, 1, 0,            R, NONE},
+    {"PUT 502 not rewindable",    DEF,            0, "PUT",       502, 0,  0,  2, 1, 0,            F, NONE},
+    {"POST 502 refused",          DEF,            0, "POST",      502, 0,  0,  1, 1, 0,            F, NONE},
+    {"PATCH 502 refused",         DEF,            0, "PATCH",     502, 0,  0,  0, 1, 0,            F, NONE},
+    {"POST 502 unsafe",           DEF,            1, "POST",      502, 0,  0,  1, 1, 0,            R, NONE},
+    {"GET 502 body delivered",    DEF,            1, "GET",       502, 0,  1,  0, 1, 0,            F, NONE},
+    {"GET 502 not listed",        BO_RETRY_429,   0, "GET",       502, 0,  0,  0, 1, 0,            F, NONE},
+    {"GET 408",                   DEF,            0, "GET",       408, 0,  0,  0, 1, 0,            R, NONE},
+    {"POST 408 refused",          DEF,            0, "POST",      408, 0,  0,  1, 1, 0,            F, NONE},
+    {"POST 408 unsafe",           DEF,            1, "POST",      408, 0,  0,  1, 1, 0,            R, NONE},
+    {"GET 408 not listed",        BO_RETRY_5XX,   0, "GET",       408, 0,  0,  0, 1, 0,            F, NONE},
+    {"-f 429",                    DEF,            0, "GET",       429, 22, 0,  0, 1, 0,            R, THR},
+    {"-f 503 POST",               DEF,            0, "POST",      503, 22, 0,  1, 1, 0,            R, THR},
+    {"-f 502 POST refused",       DEF,            0, "POST",      502, 22, 0,  1, 1, 0,            F, NONE},
+    {"-f 502 GET",                DEF,            0, "GET",       502, 22, 0,  0, 1, 0,            R, NONE},
+    {"-f 404",                    DEF,            0, "GET",       404, 22, 0,  0, 1, 0,            F, NONE},
+    {"-f no status",              ALL,            1, "GET",       0,   22, 0,  0, 1, 0,            F, NONE},
+    {"couldn't connect POST",     DEF,            0, "POST",      0,   7,  0,  1, 0, 0,            R, LOSS},
+    {"couldn't connect GET",      DEF,            0, "GET",       0,   7,  0,  0, 0, 0,            R, LOSS},
+    {"couldn't connect unlisted", BO_RETRY_TIMEOUT,0,"GET",       0,   7,  0,  0, 0, 0,            F, LOSS},
+    {"connect() ECONNREFUSED",    DEF,            0, NULL,        0,   0,  0,  0, 0, ECONNREFUSED, R, LOSS},
+    {"connect() ETIMEDOUT",       DEF,            0, NULL,        0,   0,  0,  0, 0, ETIMEDOUT,    R, LOSS},
+    {"connect() ENETUNREACH",     DEF,            0, NULL,        0,   0,  0,  0, 0, ENETUNREACH,  R, LOSS},
+    {"connect() EHOSTUNREACH",    DEF,            0, NULL,        0,   0,  0,  0, 0, EHOSTUNREACH, R, LOSS},
+    {"connect() EAGAIN",          DEF,            0, NULL,        0,   0,  0,  0, 0, EAGAIN,       R, LOSS},
+    {"connect() ETIMEDOUT needs connect bit", BO_RETRY_TIMEOUT, 0, NULL, 0, 0, 0, 0, 0, ETIMEDOUT, F, LOSS},
+    {"connect() EACCES",          ALL,            1, NULL,        0,   0,  0,  0, 0, EACCES,       F, NONE},
+    {"connect() EINPROGRESS",     ALL,            1, NULL,        0,   0,  0,  0, 0, EINPROGRESS,  F, NONE},
+    {"timeout unsent POST",       DEF,            0, "POST",      0,   28, 0,  1, 0, 0,            R, LOSS},
+    {"timeout unsent unlisted",   BO_RETRY_CONNECT,0,"POST",      0,   28, 0,  1, 0, 0,            F, LOSS},
+    {"timeout sent GET",          DEF,            0, "GET",       0,   28, 0,  0, 1, 0,            R, LOSS},
+    {"timeout sent POST refused", DEF,            0, "POST",      0,   28, 0,  1, 1, 0,            F, LOSS},
+    {"timeout sent POST unsafe",  DEF,            1, "POST",      0,   28, 0,  1, 1, 0,            R, LOSS},
+    {"timeout sent GET unlisted", BO_RETRY_CONNECT,0,"GET",       0,   28, 0,  0, 1, 0,            F, LOSS},
+    {"timeout after body",        DEF,            0, "GET",       200, 28, 5,  0, 1, 0,            F, LOSS},
+    {"got nothing sent GET",      DEF,            0, "GET",       0,   52, 0,  0, 1, 0,            R, NONE},
+    {"got nothing sent POST",     DEF,            0, "POST",      0,   52, 0,  1, 1, 0,            F, NONE},
+    {"got nothing sent POST unsafe", DEF,         1, "POST",      0,   52, 0,  1, 1, 0,            R, NONE},
+    {"send error unsent PATCH",   DEF,            0, "PATCH",     0,   55, 0,  1, 0, 0,            R, NONE},
+    {"send error unsent no rewind", DEF,          0, "POST",      0,   55, 0,  2, 0, 0,            F, NONE},
+    {"recv error sent PUT",       DEF,            0, "PUT",       0,   56, 0,  1, 1, 0,            R, NONE},
+    {"recv error after 200 head", DEF,            0, "GET",       200, 56, 0,  0, 1, 0,            R, NONE},
+    {"recv error after body",     DEF,            0, "GET",       200, 56, 100,0, 1, 0,            F, NONE},
+    {"partial file no body yet",  DEF,            0, "GET",       200, 18, 0,  0, 1, 0,            R, NONE},
+    {"partial file after body",   DEF,            0, "GET",       200, 18, 7,  0, 1, 0,            F, NONE},
+    {"reset unlisted",            BO_RETRY_CONNECT|BO_RETRY_TIMEOUT, 0, "GET", 0, 52, 0, 0, 1, 0, F, NONE},
+    {"dns host listed POST",      BO_RETRY_DNS,   0, "POST",      0,   6,  0,  1, 0, 0,            R, NONE},
+    {"dns proxy listed",          BO_RETRY_DNS,   0, "GET",       0,   5,  0,  0, 0, 0,            R, NONE},
+    {"dns not in default",        DEF,            0, "GET",       0,   6,  0,  0, 0, 0,            F, NONE},
+    {"TLS connect error final",   ALL,            1, "GET",       0,   35, 0,  0, 0, 0,            F, NONE},
+    {"malformed URL final",       ALL,            1, "GET",       0,   3,  0,  0, 0, 0,            F, NONE},
+    {"write error final",         ALL,            1, "GET",       200, 23, 0,  0, 1, 0,            F, NONE},
+};
+/* clang-format on */
+
+START_TEST(test_table)
+{
+    const row *w = &rows[_i];
+    bo_config c;
+    bo_attempt a = {0};
+    bo_config_defaults(&c);
+    c.retry_on = w->retry_on;
+    c.unsafe_retry = w->unsafe != 0;
+    a.curl_code = w->code;
+    a.http_status = w->status;
+    a.method = w->method;
+    a.body_delivered = w->body;
+    a.has_upload = w->upload != 0;
+    a.upload_rewindable = w->upload == 1;
+    a.request_sent = w->sent != 0;
+    a.connect_errno = w->err;
+    bo_outcome o = bo_classify(&c, &a);
+    ck_assert_msg((int)o.verdict == w->verdict && (int)o.signal == w->signal,
+                  "row %d \"%s\": got verdict %d signal %d, want verdict %d signal %d", _i,
+                  w->what, o.verdict, o.signal, w->verdict, w->signal);
+}
+END_TEST
+
+START_TEST(test_method_idempotent)
+{
+    static const char *const yes[] = {"GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE",
+                                      "get", "Head", "pUt", "delete", "options", "trace"};
+    static const char *const no[] = {"POST", "PATCH", "CONNECT", "post", "", "GETX", "GE",
+                                     "PROPFIND", " GET"};
+    ck_assert(bo_method_idempotent(NULL));
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
+        ck_assert_msg(bo_method_idempotent(yes[i]), "%s should be idempotent", yes[i]);
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+        ck_assert_msg(!bo_method_idempotent(no[i]), "\"%s\" should not be idempotent", no[i]);
+}
+END_TEST
+
+/* The default RETRY_ON of bo_config_defaults is the one DESIGN.md lists. */
+START_TEST(test_default_retry_on)
+{
+    bo_config c;
+    bo_config_defaults(&c);
+    ck_assert_uint_eq(c.retry_on, DEF);
+}
+END_TEST
+
+static Suite *classify_suite(void)
+{
+    Suite *s = suite_create("classify");
+    TCase *tc = tcase_create("core");
+    tcase_add_loop_test(tc, test_table, 0, (int)(sizeof rows / sizeof rows[0]));
+    tcase_add_test(tc, test_method_idempotent);
+    tcase_add_test(tc, test_default_retry_on);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(classify_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
