@@ -1,0 +1,266 @@
+/*
+ * demo/server/options.c: ratelimit-server's command line.  Every bad value is
+ * reported in one line naming the flag, the value and what is accepted, and
+ * the program then exits with status 2.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server.h"
+
+static const char usage[] =
+    "usage: ratelimit-server [flags]\n"
+    "A rate-limiting HTTP/1.1 test server on 127.0.0.1 (libmicrohttpd).\n"
+    "\n"
+    "  --port N             listen port, 0 picks a free one (default 0)\n"
+    "  --threads N          event-loop threads (default 2)\n"
+    "  --duration S         exit after S seconds (default: run until SIGTERM/SIGINT)\n"
+    "concurrency cap:\n"
+    "  --max-busy N         at most N requests hold a slot at once (default: no cap;\n"
+    "                       0 rejects everything)\n"
+    "  --service-ms MS      an admitted request holds its slot MS ms (default 0)\n"
+    "  --error-ms MS        a rejected request holds a slot MS ms, then answers (default 0)\n"
+    "  --reject-status S    429 or 503 (default 429)\n"
+    "  --retry-after S      Retry-After seconds on cap and outage rejections\n"
+    "  --capacity LIST      max-busy over time: \"SEC:N,SEC:N,...\", seconds ascending\n"
+    "token bucket:\n"
+    "  --rate R --burst B   R tokens/s, B at most (default B = max(1, R)); when empty:\n"
+    "                       429 with Retry-After and RateLimit-Limit/Remaining/Reset\n"
+    "latency model:\n"
+    "  --latency-limit L --latency-factor F --latency-k K\n"
+    "                       past L concurrent requests the hold time is\n"
+    "                       service-ms x F^((c - L)/K) (defaults F 1.05, K 15)\n"
+    "outage:\n"
+    "  --outage-at T --outage-for D --outage-mode refuse|503|stall\n"
+    "                       refuse closes the listener (connects get ECONNREFUSED) and\n"
+    "                       reopens it on the same port; 503 answers 503; stall holds\n"
+    "                       requests unanswered until the outage ends\n"
+    "faults:\n"
+    "  --delay-ms MS        every answer comes MS ms later (holds no slot)\n"
+    "  --post-delay-ms MS   POST/PUT answers come MS ms after the body was processed\n"
+    "  --corrupt-every N    test only: every Nth /item body has one byte altered\n"
+    "  --idle-timeout S     close idle keep-alive connections after S s (default 30)\n"
+    "output:\n"
+    "  --log FILE           CSV per request: t_ms,method,path,status,concurrency,latency_ms\n"
+    "\n"
+    "Content: GET /item/N[?size=BYTES] returns \"item=N;\" repeated to BYTES (default 64);\n"
+    "POST or PUT returns \"fnv1a64=HEX length=LEN\" of the received body and counts its\n"
+    "X-Request-Id (a repeat is a duplicate_post); GET /status/NNN answers status NNN;\n"
+    "any other path answers \"ok\". Rejections carry the body \"rejected\".\n"
+    "The first stdout line is \"listening on 127.0.0.1:PORT\"; one stderr line per second;\n"
+    "at exit a TSV summary on stdout: requests ok rejected max_concurrency\n"
+    "duplicate_posts posts dropped status_other.\n";
+
+static int bad(const char *flag, const char *value, const char *expected)
+{
+    fprintf(stderr, "ratelimit-server: %s \"%s\" is not valid: expected %s\n", flag, value,
+            expected);
+    return 2;
+}
+
+/* Parses a whole decimal integer in [min, max]; returns 0 on success. */
+static int parse_long(const char *s, long min, long max, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Parses a finite number in [min, max]; returns 0 on success. */
+static int parse_double(const char *s, double min, double max, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno != 0 || end == s || *end != '\0' || !isfinite(v) || v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Parses "SEC:N,SEC:N" with seconds ascending into cfg->capacity. */
+static int parse_capacity(const char *s, struct bo_srv_config *cfg)
+{
+    char buf[1024];
+    char *save = NULL;
+    double last = -1;
+    if (strlen(s) >= sizeof buf)
+        return -1;
+    strcpy(buf, s);
+    cfg->ncapacity = 0;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *colon = strchr(tok, ':');
+        double at;
+        long n;
+        if (!colon || cfg->ncapacity == BO_SRV_MAX_CAPACITY)
+            return -1;
+        *colon = '\0';
+        if (parse_double(tok, 0, 1e6, &at) != 0 || at <= last ||
+            parse_long(colon + 1, 0, 1000000, &n) != 0)
+            return -1;
+        last = at;
+        cfg->capacity[cfg->ncapacity].at_ms = (uint64_t)(at * 1000.0);
+        cfg->capacity[cfg->ncapacity].max_busy = n;
+        cfg->ncapacity++;
+    }
+    return cfg->ncapacity > 0 ? 0 : -1;
+}
+
+/*
+ * Fills cfg from argv (see server.h).  Flags take their value as the next
+ * argument or after '='.
+ */
+int bo_srv_parse_args(int argc, char **argv, struct bo_srv_config *cfg)
+{
+    int have_burst = 0;
+    memset(cfg, 0, sizeof *cfg);
+    cfg->threads = 2;
+    cfg->max_busy = -1;
+    cfg->reject_status = 429;
+    cfg->retry_after = -1;
+    cfg->latency_factor = 1.05;
+    cfg->latency_k = 15;
+    cfg->idle_timeout_s = 30;
+    for (int i = 1; i < argc; i++) {
+        char name[64];
+        const char *arg = argv[i];
+        const char *val = NULL;
+        const char *eq = strchr(arg, '=');
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            fputs(usage, stdout);
+            return 1;
+        }
+        if (strncmp(arg, "--", 2) != 0 || strlen(arg) >= sizeof name) {
+            fprintf(stderr, "ratelimit-server: unknown argument \"%s\" (see --help)\n", arg);
+            return 2;
+        }
+        if (eq) {
+            memcpy(name, arg, (size_t)(eq - arg));
+            name[eq - arg] = '\0';
+            val = eq + 1;
+        } else {
+            strcpy(name, arg);
+            if (i + 1 >= argc) {
+                fprintf(stderr, "ratelimit-server: %s needs a value (see --help)\n", name);
+                return 2;
+            }
+            val = argv[++i];
+        }
+        long l;
+        double d;
+        if (strcmp(name, "--port") == 0) {
+            if (parse_long(val, 0, 65535, &l))
+                return bad(name, val, "a port number from 0 to 65535");
+            cfg->port = (int)l;
+        } else if (strcmp(name, "--threads") == 0) {
+            if (parse_long(val, 1, 64, &l))
+                return bad(name, val, "an integer from 1 to 64");
+            cfg->threads = (int)l;
+        } else if (strcmp(name, "--duration") == 0) {
+            if (parse_double(val, 0, 1e7, &d))
+                return bad(name, val, "seconds, a number >= 0");
+            cfg->duration_s = d;
+        } else if (strcmp(name, "--max-busy") == 0) {
+            if (parse_long(val, 0, 1000000, &l))
+                return bad(name, val, "an integer from 0 to 1000000");
+            cfg->max_busy = l;
+        } else if (strcmp(name, "--service-ms") == 0 || strcmp(name, "--error-ms") == 0 ||
+                   strcmp(name, "--delay-ms") == 0 || strcmp(name, "--post-delay-ms") == 0) {
+            if (parse_long(val, 0, 3600000, &l))
+                return bad(name, val, "milliseconds, an integer from 0 to 3600000");
+            if (name[2] == 's')
+                cfg->service_ms = l;
+            else if (name[2] == 'e')
+                cfg->error_ms = l;
+            else if (name[2] == 'd')
+                cfg->delay_ms = l;
+            else
+                cfg->post_delay_ms = l;
+        } else if (strcmp(name, "--reject-status") == 0) {
+            if (strcmp(val, "429") != 0 && strcmp(val, "503") != 0)
+                return bad(name, val, "429 or 503");
+            cfg->reject_status = atoi(val);
+        } else if (strcmp(name, "--retry-after") == 0) {
+            if (parse_long(val, 0, 86400, &l))
+                return bad(name, val, "seconds, an integer from 0 to 86400");
+            cfg->retry_after = l;
+        } else if (strcmp(name, "--rate") == 0) {
+            if (parse_double(val, 1e-6, 1e9, &d))
+                return bad(name, val, "requests per second, a number > 0");
+            cfg->rate = d;
+        } else if (strcmp(name, "--burst") == 0) {
+            if (parse_double(val, 1, 1e9, &d))
+                return bad(name, val, "a number >= 1");
+            cfg->burst = d;
+            have_burst = 1;
+        } else if (strcmp(name, "--latency-limit") == 0) {
+            if (parse_long(val, 1, 1000000, &l))
+                return bad(name, val, "an integer from 1 to 1000000");
+            cfg->latency_limit = l;
+        } else if (strcmp(name, "--latency-factor") == 0) {
+            if (parse_double(val, 1, 100, &d))
+                return bad(name, val, "a number from 1 to 100");
+            cfg->latency_factor = d;
+        } else if (strcmp(name, "--latency-k") == 0) {
+            if (parse_double(val, 1e-3, 1e6, &d))
+                return bad(name, val, "a number > 0");
+            cfg->latency_k = d;
+        } else if (strcmp(name, "--capacity") == 0) {
+            if (parse_capacity(val, cfg))
+                return bad(name, val, "\"SEC:N,SEC:N,...\" with seconds ascending");
+        } else if (strcmp(name, "--outage-at") == 0 || strcmp(name, "--outage-for") == 0) {
+            if (parse_double(val, 0, 1e6, &d))
+                return bad(name, val, "seconds, a number >= 0");
+            if (name[9] == 'a')
+                cfg->outage_at_s = d;
+            else
+                cfg->outage_for_s = d;
+        } else if (strcmp(name, "--outage-mode") == 0) {
+            if (strcmp(val, "refuse") == 0)
+                cfg->outage_mode = BO_OUTAGE_REFUSE;
+            else if (strcmp(val, "503") == 0)
+                cfg->outage_mode = BO_OUTAGE_503;
+            else if (strcmp(val, "stall") == 0)
+                cfg->outage_mode = BO_OUTAGE_STALL;
+            else
+                return bad(name, val, "refuse, 503 or stall");
+        } else if (strcmp(name, "--corrupt-every") == 0) {
+            if (parse_long(val, 1, 1000000000, &l))
+                return bad(name, val, "an integer >= 1");
+            cfg->corrupt_every = l;
+        } else if (strcmp(name, "--log") == 0) {
+            if (val[0] == '\0')
+                return bad(name, val, "a file path");
+            cfg->log_path = val;
+        } else if (strcmp(name, "--idle-timeout") == 0) {
+            if (parse_long(val, 1, 86400, &l))
+                return bad(name, val, "seconds, an integer from 1 to 86400");
+            cfg->idle_timeout_s = l;
+        } else {
+            fprintf(stderr, "ratelimit-server: unknown option \"%s\" (see --help)\n", name);
+            return 2;
+        }
+    }
+    if (cfg->rate > 0 && !have_burst)
+        cfg->burst = cfg->rate < 1 ? 1 : cfg->rate;
+    if (have_burst && cfg->rate <= 0) {
+        fprintf(stderr, "ratelimit-server: --burst needs --rate\n");
+        return 2;
+    }
+    if (cfg->outage_for_s > 0 && cfg->outage_mode == BO_OUTAGE_NONE) {
+        fprintf(stderr, "ratelimit-server: --outage-for needs --outage-mode refuse|503|stall\n");
+        return 2;
+    }
+    if (cfg->outage_mode != BO_OUTAGE_NONE && cfg->outage_for_s <= 0) {
+        fprintf(stderr, "ratelimit-server: --outage-mode needs --outage-for SECONDS > 0\n");
+        return 2;
+    }
+    return 0;
+}

@@ -1,0 +1,900 @@
+/*
+ * demo/server/server.c: ratelimit-server, a rate-limiting HTTP/1.1 test server.
+ *
+ * Shape: our own accept thread owns the listening socket on 127.0.0.1 (so the
+ * refuse outage can really close it and reopen it on the same port) and hands
+ * every accepted socket to one of --threads libmicrohttpd daemons, each an
+ * epoll event loop in its own thread.  A request that must wait (a held slot,
+ * the latency model, a stall, a delay) is suspended with
+ * MHD_suspend_connection and put on a deadline heap; one timer thread resumes
+ * it when its time comes.  So thousands of held requests cost a heap entry
+ * each and no thread, and no request blocks another.  The main thread only
+ * waits for signals, prints one stats line per second and the summary at exit.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include <microhttpd.h>
+
+#include "../item_body.h"
+#include "server.h"
+
+#define MAX_HOLD_MS 3600000.0
+#define INLINE_BODY_MAX 16384
+
+enum phase { PH_NEW, PH_ADMIT, PH_HOLD, PH_RESPOND };
+enum kind { K_REJECT, K_ITEM, K_DIGEST, K_TEXT };
+enum method { M_GET, M_HEAD, M_POST, M_PUT, M_OTHER };
+
+/* Per-request state, owned by MHD's con_cls and freed when MHD completes it. */
+struct req {
+    struct MHD_Connection *conn;
+    enum phase phase;
+    enum method method;
+    enum kind kind;
+    int status;
+    int inflight;       /* counted in g.inflight */
+    int slot;           /* holds a busy slot */
+    int answered;
+    long conc;          /* concurrency on arrival, itself included */
+    uint64_t arrive_ms;
+    uint64_t deadline;  /* for the timer heap */
+    uint64_t hash;      /* FNV-1a of the request body so far */
+    uint64_t body_len;
+    uint64_t item_n;
+    uint64_t item_size;
+    long retry_after;   /* -1: none */
+    int rl;             /* RateLimit-* headers */
+    long rl_remaining;
+    long rl_reset;
+    const char *text;
+};
+
+/* Whole-process state. */
+static struct {
+    struct bo_srv_config cfg;
+    struct timespec start;
+    int port;
+    int listen_fd;
+    int wake[2];
+    atomic_int stopping;
+    struct MHD_Daemon **daemons;
+    int ndaemons;
+    /* admission: token bucket and busy slots */
+    pthread_mutex_t adm_mu;
+    double tokens;
+    uint64_t tokens_ms;
+    atomic_long busy;
+    /* counters */
+    atomic_long inflight;
+    atomic_long max_inflight;
+    atomic_ullong requests, ok, rejected, other, dropped, posts, puts, dup_posts, dup_puts;
+    atomic_ullong items;
+    /* timer heap of suspended requests */
+    pthread_mutex_t heap_mu;
+    pthread_cond_t heap_cv;
+    struct req **heap;
+    size_t nheap, capheap;
+    /* X-Request-Id set */
+    pthread_mutex_t ids_mu;
+    uint64_t *ids;
+    size_t nids, capids;
+    /* --log */
+    pthread_mutex_t log_mu;
+    FILE *log;
+} g;
+
+/* Milliseconds since the server started, on the monotonic clock. */
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t ns = (int64_t)(ts.tv_sec - g.start.tv_sec) * 1000000000 + (ts.tv_nsec - g.start.tv_nsec);
+    return (uint64_t)(ns / 1000000);
+}
+
+static uint64_t outage_start_ms(void)
+{
+    return (uint64_t)(g.cfg.outage_at_s * 1000.0);
+}
+
+static uint64_t outage_end_ms(void)
+{
+    return (uint64_t)((g.cfg.outage_at_s + g.cfg.outage_for_s) * 1000.0);
+}
+
+/* The outage mode in force at time t, BO_OUTAGE_NONE outside the window. */
+static enum bo_srv_outage outage_at(uint64_t t)
+{
+    if (g.cfg.outage_mode == BO_OUTAGE_NONE || t < outage_start_ms() || t >= outage_end_ms())
+        return BO_OUTAGE_NONE;
+    return g.cfg.outage_mode;
+}
+
+/* The concurrency cap at time t: the capacity schedule if any, else --max-busy. */
+static long cap_at(uint64_t t)
+{
+    long cap = g.cfg.max_busy;
+    for (int i = 0; i < g.cfg.ncapacity && g.cfg.capacity[i].at_ms <= t; i++)
+        cap = g.cfg.capacity[i].max_busy;
+    return cap;
+}
+
+static void note_max(atomic_long *max, long v)
+{
+    long cur = atomic_load(max);
+    while (v > cur && !atomic_compare_exchange_weak(max, &cur, v))
+        ;
+}
+
+/* ---- timer heap ---------------------------------------------------------- */
+
+static void heap_swap(size_t a, size_t b)
+{
+    struct req *t = g.heap[a];
+    g.heap[a] = g.heap[b];
+    g.heap[b] = t;
+}
+
+/* Pushes r (heap_mu held); returns 0, or -1 when out of memory. */
+static int heap_push(struct req *r)
+{
+    if (g.nheap == g.capheap) {
+        size_t cap = g.capheap ? g.capheap * 2 : 1024;
+        struct req **h = realloc(g.heap, cap * sizeof *h);
+        if (!h)
+            return -1;
+        g.heap = h;
+        g.capheap = cap;
+    }
+    size_t i = g.nheap++;
+    g.heap[i] = r;
+    while (i > 0 && g.heap[(i - 1) / 2]->deadline > g.heap[i]->deadline) {
+        heap_swap(i, (i - 1) / 2);
+        i = (i - 1) / 2;
+    }
+    return 0;
+}
+
+/* Pops the earliest request (heap_mu held, heap not empty). */
+static struct req *heap_pop(void)
+{
+    struct req *top = g.heap[0];
+    g.heap[0] = g.heap[--g.nheap];
+    size_t i = 0;
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < g.nheap && g.heap[l]->deadline < g.heap[m]->deadline)
+            m = l;
+        if (r < g.nheap && g.heap[r]->deadline < g.heap[m]->deadline)
+            m = r;
+        if (m == i)
+            break;
+        heap_swap(i, m);
+        i = m;
+    }
+    return top;
+}
+
+/*
+ * Suspends r's connection until deadline (ms since start).  Returns 1 when it
+ * is suspended (the handler must return MHD_YES and will be called again once
+ * the timer resumes it), 0 when the server is stopping or memory is short: the
+ * caller then goes on at once.  Checking stopping under heap_mu guarantees the
+ * timer thread, which drains the heap when stopping, sees every suspension.
+ */
+static int suspend_until(struct req *r, uint64_t deadline)
+{
+    int suspended = 0;
+    pthread_mutex_lock(&g.heap_mu);
+    if (!atomic_load(&g.stopping)) {
+        r->deadline = deadline;
+        MHD_suspend_connection(r->conn);
+        if (heap_push(r) == 0) {
+            suspended = 1;
+            pthread_cond_signal(&g.heap_cv);
+        } else {
+            MHD_resume_connection(r->conn);
+        }
+    }
+    pthread_mutex_unlock(&g.heap_mu);
+    return suspended;
+}
+
+/* Resumes connections whose deadline has come; when stopping, resumes them all
+ * and ends, so that no connection is left suspended when the daemons stop. */
+static void *timer_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&g.heap_mu);
+    for (;;) {
+        int stopping = atomic_load(&g.stopping);
+        if (g.nheap == 0) {
+            if (stopping)
+                break;
+            pthread_cond_wait(&g.heap_cv, &g.heap_mu);
+            continue;
+        }
+        uint64_t t = now_ms();
+        if (stopping || g.heap[0]->deadline <= t) {
+            struct MHD_Connection *c = heap_pop()->conn;
+            MHD_resume_connection(c);
+            continue;
+        }
+        struct timespec ts;
+        uint64_t wait = g.heap[0]->deadline - t;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += (time_t)(wait / 1000);
+        ts.tv_nsec += (long)(wait % 1000) * 1000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&g.heap_cv, &g.heap_mu, &ts);
+    }
+    pthread_mutex_unlock(&g.heap_mu);
+    return NULL;
+}
+
+/* ---- request-id set -------------------------------------------------------- */
+
+/* Records one processing of (method, id); returns 1 when it was seen before. */
+static int id_seen(enum method m, const char *id)
+{
+    uint64_t key = bo_fnv1a64(BO_FNV_OFFSET, m == M_POST ? "POST " : "PUT ", m == M_POST ? 5 : 4);
+    key = bo_fnv1a64(key, id, strlen(id));
+    if (key == 0)
+        key = 1;
+    int seen = 0;
+    pthread_mutex_lock(&g.ids_mu);
+    if ((g.nids + 1) * 2 > g.capids) {
+        size_t cap = g.capids ? g.capids * 2 : 4096;
+        uint64_t *t = calloc(cap, sizeof *t);
+        if (!t)
+            goto out;
+        for (size_t i = 0; i < g.capids; i++) {
+            if (!g.ids[i])
+                continue;
+            size_t j = (size_t)(g.ids[i] & (cap - 1));
+            while (t[j])
+                j = (j + 1) & (cap - 1);
+            t[j] = g.ids[i];
+        }
+        free(g.ids);
+        g.ids = t;
+        g.capids = cap;
+    }
+    size_t j = (size_t)(key & (g.capids - 1));
+    while (g.ids[j] && g.ids[j] != key)
+        j = (j + 1) & (g.capids - 1);
+    if (g.ids[j] == key) {
+        seen = 1;
+    } else {
+        g.ids[j] = key;
+        g.nids++;
+    }
+out:
+    pthread_mutex_unlock(&g.ids_mu);
+    return seen;
+}
+
+/* ---- admission ------------------------------------------------------------- */
+
+/* The hold time of an admitted request under the latency model (003). */
+static uint64_t service_hold(long conc)
+{
+    double ms = (double)g.cfg.service_ms;
+    if (g.cfg.latency_limit > 0 && conc > g.cfg.latency_limit)
+        ms *= pow(g.cfg.latency_factor, (double)(conc - g.cfg.latency_limit) / g.cfg.latency_k);
+    return ms > MAX_HOLD_MS ? (uint64_t)MAX_HOLD_MS : (uint64_t)ms;
+}
+
+static long ceil_secs(double s)
+{
+    double c = ceil(s - 1e-9);
+    if (c < 1)
+        c = 1;
+    return c > 86400 ? 86400 : (long)c;
+}
+
+/* Decides what the admitted request gets: the item body, a digest, a status. */
+static void choose_content(struct req *r, const char *url)
+{
+    size_t len = strlen(url);
+    r->kind = K_TEXT;
+    r->status = MHD_HTTP_OK;
+    r->text = "ok\n";
+    if (strncmp(url, "/status/", 8) == 0) {
+        long code = strtol(url + 8, NULL, 10);
+        if (code >= 200 && code <= 599) {
+            r->status = (int)code;
+            r->text = "status\n";
+            return;
+        }
+    }
+    if (r->method == M_POST || r->method == M_PUT) {
+        r->kind = K_DIGEST;
+        const char *id = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Request-Id");
+        atomic_fetch_add(r->method == M_POST ? &g.posts : &g.puts, 1);
+        if (id && id_seen(r->method, id))
+            atomic_fetch_add(r->method == M_POST ? &g.dup_posts : &g.dup_puts, 1);
+        return;
+    }
+    if ((r->method == M_GET || r->method == M_HEAD) && bo_item_parse_path(url, len, &r->item_n) == 0) {
+        const char *sz = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "size");
+        r->item_size = BO_ITEM_DEFAULT_SIZE;
+        if (sz && bo_item_parse_size(sz, strlen(sz), &r->item_size) != 0) {
+            r->status = MHD_HTTP_BAD_REQUEST;
+            r->text = "bad size\n";
+            return;
+        }
+        r->kind = K_ITEM;
+    }
+}
+
+/*
+ * Admits or rejects r at time t: token bucket first (429 with its headers),
+ * then the concurrency cap (the configured status).  Either way a request
+ * with a hold time takes a busy slot for it, so error responses keep the
+ * server busy as in article 000.  Returns the hold time in ms.
+ */
+static uint64_t admit(struct req *r, uint64_t t, const char *url)
+{
+    uint64_t hold;
+    int admitted = 1;
+    pthread_mutex_lock(&g.adm_mu);
+    if (g.cfg.rate > 0) {
+        g.tokens += (double)(t - g.tokens_ms) * g.cfg.rate / 1000.0;
+        if (g.tokens > g.cfg.burst)
+            g.tokens = g.cfg.burst;
+        g.tokens_ms = t;
+        r->rl = 1;
+        if (g.tokens < 1.0) {
+            admitted = 0;
+            r->status = 429;
+            r->retry_after = ceil_secs((1.0 - g.tokens) / g.cfg.rate);
+            r->rl_remaining = 0;
+            r->rl_reset = r->retry_after;
+        }
+    }
+    if (admitted) {
+        long cap = cap_at(t);
+        if (cap >= 0 && atomic_load(&g.busy) >= cap) {
+            admitted = 0;
+            r->status = g.cfg.reject_status;
+            r->retry_after = g.cfg.retry_after;
+            if (r->rl) {
+                r->rl_remaining = (long)floor(g.tokens);
+                r->rl_reset = g.tokens >= g.cfg.burst ? 0 : ceil_secs((g.cfg.burst - g.tokens) / g.cfg.rate);
+            }
+        } else if (r->rl) {
+            g.tokens -= 1.0;
+            r->rl_remaining = (long)floor(g.tokens);
+            r->rl_reset = ceil_secs((g.cfg.burst - g.tokens) / g.cfg.rate);
+        }
+    }
+    hold = admitted ? service_hold(r->conc) : (uint64_t)g.cfg.error_ms;
+    if (hold > 0) {
+        atomic_fetch_add(&g.busy, 1);
+        r->slot = 1;
+    }
+    pthread_mutex_unlock(&g.adm_mu);
+    if (admitted)
+        choose_content(r, url);
+    else
+        r->kind = K_REJECT;
+    return hold;
+}
+
+/* ---- responses ------------------------------------------------------------- */
+
+struct body_ctx {
+    char unit[BO_ITEM_UNIT_MAX];
+    size_t ulen;
+    uint64_t size;
+    uint64_t corrupt_at; /* UINT64_MAX: none */
+};
+
+static ssize_t body_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    struct body_ctx *b = cls;
+    if (pos >= b->size)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    size_t n = b->size - pos < max ? (size_t)(b->size - pos) : max;
+    bo_item_fill(b->unit, b->ulen, pos, buf, n);
+    if (b->corrupt_at >= pos && b->corrupt_at < pos + n)
+        buf[b->corrupt_at - pos] ^= 1;
+    return (ssize_t)n;
+}
+
+/* Builds the item body response (inline when small, streamed when large so a
+ * slow reader of a huge body costs a fixed buffer). */
+static struct MHD_Response *item_response(struct req *r)
+{
+    struct body_ctx *b = malloc(sizeof *b);
+    if (!b)
+        return NULL;
+    b->ulen = bo_item_unit(r->item_n, b->unit);
+    b->size = r->item_size;
+    b->corrupt_at = UINT64_MAX;
+    unsigned long long n = atomic_fetch_add(&g.items, 1) + 1;
+    if (g.cfg.corrupt_every > 0 && n % (unsigned long long)g.cfg.corrupt_every == 0 && b->size > 0)
+        b->corrupt_at = b->size / 2;
+    if (b->size <= INLINE_BODY_MAX) {
+        char *buf = malloc(b->size ? (size_t)b->size : 1);
+        struct MHD_Response *resp = NULL;
+        if (buf) {
+            body_reader(b, 0, buf, (size_t)b->size);
+            resp = MHD_create_response_from_buffer((size_t)b->size, buf, MHD_RESPMEM_MUST_FREE);
+            if (!resp)
+                free(buf);
+        }
+        free(b);
+        return resp;
+    }
+    struct MHD_Response *resp = MHD_create_response_from_callback(b->size, 32 * 1024, body_reader, b, free);
+    if (!resp)
+        free(b);
+    return resp;
+}
+
+/* Appends one CSV row to --log, quoting the path when it needs it. */
+static void log_row(uint64_t t, const char *method, const char *url, int status, long conc,
+                    uint64_t latency)
+{
+    pthread_mutex_lock(&g.log_mu);
+    if (strpbrk(url, ",\"\n")) {
+        fprintf(g.log, "%llu,%s,\"", (unsigned long long)t, method);
+        for (const char *p = url; *p; p++) {
+            if (*p == '"')
+                fputc('"', g.log);
+            fputc(*p == '\n' ? ' ' : *p, g.log);
+        }
+        fprintf(g.log, "\",%d,%ld,%llu\n", status, conc, (unsigned long long)latency);
+    } else {
+        fprintf(g.log, "%llu,%s,%s,%d,%ld,%llu\n", (unsigned long long)t, method, url, status,
+                conc, (unsigned long long)latency);
+    }
+    pthread_mutex_unlock(&g.log_mu);
+}
+
+static void add_num_header(struct MHD_Response *resp, const char *name, long v)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%ld", v);
+    MHD_add_response_header(resp, name, buf);
+}
+
+/* Queues r's answer and does its accounting; returns MHD's verdict. */
+static enum MHD_Result respond(struct req *r, const char *method, const char *url)
+{
+    struct MHD_Response *resp = NULL;
+    char line[BO_DIGEST_LINE_MAX];
+    switch (r->kind) {
+    case K_REJECT:
+        resp = MHD_create_response_from_buffer(9, (void *)"rejected\n", MHD_RESPMEM_PERSISTENT);
+        break;
+    case K_ITEM:
+        resp = item_response(r);
+        break;
+    case K_DIGEST: {
+        int n = bo_digest_line(r->hash, r->body_len, line, sizeof line);
+        resp = MHD_create_response_from_buffer((size_t)n, line, MHD_RESPMEM_MUST_COPY);
+        break;
+    }
+    case K_TEXT:
+        resp = MHD_create_response_from_buffer(strlen(r->text), (void *)r->text, MHD_RESPMEM_PERSISTENT);
+        break;
+    }
+    if (!resp)
+        return MHD_NO;
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain");
+    if (r->kind == K_REJECT && r->retry_after >= 0)
+        add_num_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, r->retry_after);
+    if (r->rl) {
+        add_num_header(resp, "RateLimit-Limit", (long)g.cfg.burst);
+        add_num_header(resp, "RateLimit-Remaining", r->rl_remaining);
+        add_num_header(resp, "RateLimit-Reset", r->rl_reset);
+    }
+    enum MHD_Result ret = MHD_queue_response(r->conn, (unsigned)r->status, resp);
+    MHD_destroy_response(resp);
+    r->answered = 1;
+    atomic_fetch_add(&g.requests, 1);
+    if (r->kind == K_REJECT)
+        atomic_fetch_add(&g.rejected, 1);
+    else if (r->status >= 200 && r->status < 300)
+        atomic_fetch_add(&g.ok, 1);
+    else
+        atomic_fetch_add(&g.other, 1);
+    if (r->inflight) {
+        r->inflight = 0;
+        atomic_fetch_sub(&g.inflight, 1);
+    }
+    if (g.log) {
+        uint64_t t = now_ms();
+        log_row(t, method, url, r->status, r->conc, t - r->arrive_ms);
+    }
+    return ret;
+}
+
+/* ---- the MHD handler ------------------------------------------------------- */
+
+static enum method classify(const char *m)
+{
+    if (strcmp(m, "GET") == 0)
+        return M_GET;
+    if (strcmp(m, "HEAD") == 0)
+        return M_HEAD;
+    if (strcmp(m, "POST") == 0)
+        return M_POST;
+    if (strcmp(m, "PUT") == 0)
+        return M_PUT;
+    return M_OTHER;
+}
+
+/*
+ * Drives r through its phases: arrive (counted in the concurrency), admit
+ * (outage, bucket, cap), hold its slot, wait the configured delays, answer.
+ * Each wait suspends the connection and returns; the timer's resume brings
+ * MHD back here with the phase to continue from.
+ */
+static enum MHD_Result advance(struct req *r, const char *method, const char *url)
+{
+    for (;;) {
+        switch (r->phase) {
+        case PH_NEW:
+            r->inflight = 1;
+            r->conc = atomic_fetch_add(&g.inflight, 1) + 1;
+            note_max(&g.max_inflight, r->conc);
+            r->phase = PH_ADMIT;
+            break;
+        case PH_ADMIT: {
+            uint64_t t = now_ms();
+            r->phase = PH_HOLD;
+            if (atomic_load(&g.stopping)) {
+                r->kind = K_REJECT;
+                r->status = MHD_HTTP_SERVICE_UNAVAILABLE;
+                r->retry_after = g.cfg.retry_after;
+                break;
+            }
+            switch (outage_at(t)) {
+            case BO_OUTAGE_REFUSE:
+                return MHD_NO; /* the server is down: drop the connection */
+            case BO_OUTAGE_503:
+                r->kind = K_REJECT;
+                r->status = MHD_HTTP_SERVICE_UNAVAILABLE;
+                r->retry_after = g.cfg.retry_after;
+                continue;
+            case BO_OUTAGE_STALL:
+                r->phase = PH_ADMIT;
+                if (suspend_until(r, outage_end_ms()))
+                    return MHD_YES;
+                continue; /* stopping: PH_ADMIT answers 503 */
+            case BO_OUTAGE_NONE:
+                break;
+            }
+            uint64_t hold = admit(r, t, url);
+            if (hold > 0 && suspend_until(r, t + hold))
+                return MHD_YES;
+            break;
+        }
+        case PH_HOLD: {
+            if (r->slot) {
+                r->slot = 0;
+                atomic_fetch_sub(&g.busy, 1);
+            }
+            r->phase = PH_RESPOND;
+            long extra = g.cfg.delay_ms;
+            if (r->method == M_POST || r->method == M_PUT)
+                extra += g.cfg.post_delay_ms;
+            if (extra > 0 && suspend_until(r, now_ms() + (uint64_t)extra))
+                return MHD_YES;
+            break;
+        }
+        case PH_RESPOND:
+            return respond(r, method, url);
+        }
+    }
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls)
+{
+    (void)cls;
+    (void)version;
+    struct req *r = *con_cls;
+    if (!r) {
+        r = calloc(1, sizeof *r);
+        if (!r)
+            return MHD_NO;
+        r->conn = conn;
+        r->method = classify(method);
+        r->arrive_ms = now_ms();
+        r->hash = BO_FNV_OFFSET;
+        r->retry_after = -1;
+        *con_cls = r;
+        return MHD_YES;
+    }
+    if (*upload_data_size > 0) {
+        r->hash = bo_fnv1a64(r->hash, upload_data, *upload_data_size);
+        r->body_len += *upload_data_size;
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (r->answered)
+        return MHD_NO;
+    return advance(r, method, url);
+}
+
+/* Frees r when MHD is done with its request, undoing the counts of a request
+ * that was never answered (client gone, refuse outage, shutdown). */
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)conn;
+    (void)toe;
+    struct req *r = *con_cls;
+    if (!r)
+        return;
+    if (r->slot)
+        atomic_fetch_sub(&g.busy, 1);
+    if (r->inflight)
+        atomic_fetch_sub(&g.inflight, 1);
+    if (!r->answered && r->phase != PH_NEW)
+        atomic_fetch_add(&g.dropped, 1);
+    free(r);
+    *con_cls = NULL;
+}
+
+/* ---- listening --------------------------------------------------------------- */
+
+/* Opens a non-blocking listening socket on 127.0.0.1:port (SO_REUSEADDR, so
+ * the refuse outage can reopen the same port); returns the fd or -1. */
+static int open_listener(int port)
+{
+    struct sockaddr_in sa;
+    int one = 1;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0)
+        goto fail;
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0)
+        goto fail;
+    if (listen(fd, 4096) != 0)
+        goto fail;
+    return fd;
+fail:
+    close(fd);
+    return -1;
+}
+
+/*
+ * Accepts connections and spreads them over the daemons; closes the listener
+ * for a refuse outage and reopens it on the same port when the outage ends.
+ */
+static void *accept_main(void *arg)
+{
+    (void)arg;
+    unsigned rr = 0;
+    int refuse = g.cfg.outage_mode == BO_OUTAGE_REFUSE;
+    while (!atomic_load(&g.stopping)) {
+        uint64_t t = now_ms();
+        if (refuse) {
+            int down = outage_at(t) == BO_OUTAGE_REFUSE;
+            if (down && g.listen_fd >= 0) {
+                close(g.listen_fd);
+                g.listen_fd = -1;
+                fprintf(stderr, "ratelimit-server: outage: listener closed\n");
+            } else if (!down && g.listen_fd < 0) {
+                g.listen_fd = open_listener(g.port);
+                if (g.listen_fd >= 0)
+                    fprintf(stderr, "ratelimit-server: outage over: listening again on 127.0.0.1:%d\n", g.port);
+                else
+                    fprintf(stderr, "ratelimit-server: cannot reopen 127.0.0.1:%d: %s (retrying)\n",
+                            g.port, strerror(errno));
+            }
+        }
+        struct pollfd p[2] = {{.fd = g.listen_fd, .events = POLLIN}, {.fd = g.wake[0], .events = POLLIN}};
+        int timeout = -1;
+        if (refuse && t < outage_end_ms() + 1000)
+            timeout = 20;
+        if (poll(p, 2, timeout) < 0 && errno != EINTR)
+            break;
+        if (p[1].revents)
+            break;
+        if (g.listen_fd < 0 || !(p[0].revents & POLLIN))
+            continue;
+        for (int i = 0; i < 256; i++) {
+            struct sockaddr_storage ss;
+            socklen_t len = sizeof ss;
+            int fd = accept4(g.listen_fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+            if (fd < 0) {
+                if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                    poll(NULL, 0, 10); /* out of descriptors: let connections finish */
+                break;
+            }
+            MHD_add_connection(g.daemons[rr++ % (unsigned)g.ndaemons], fd, (struct sockaddr *)&ss, len);
+        }
+    }
+    return NULL;
+}
+
+/* ---- main -------------------------------------------------------------------- */
+
+static void raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+static void print_stats_line(uint64_t t)
+{
+    fprintf(stderr, "ratelimit-server: t=%llus concurrency=%ld busy=%ld ok=%llu rejected=%llu requests=%llu\n",
+            (unsigned long long)(t / 1000), atomic_load(&g.inflight), atomic_load(&g.busy),
+            atomic_load(&g.ok), atomic_load(&g.rejected), atomic_load(&g.requests));
+}
+
+static void print_summary(void)
+{
+    printf("requests\tok\trejected\tmax_concurrency\tduplicate_posts\tposts\tputs\t"
+           "duplicate_puts\tdropped\tstatus_other\n");
+    printf("%llu\t%llu\t%llu\t%ld\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\n", atomic_load(&g.requests),
+           atomic_load(&g.ok), atomic_load(&g.rejected), atomic_load(&g.max_inflight),
+           atomic_load(&g.dup_posts), atomic_load(&g.posts), atomic_load(&g.puts),
+           atomic_load(&g.dup_puts), atomic_load(&g.dropped), atomic_load(&g.other));
+    fflush(stdout);
+}
+
+/* Waits for SIGTERM/SIGINT or the end of --duration, printing the stats line
+ * every second. */
+static void wait_for_end(const sigset_t *set)
+{
+    uint64_t end = g.cfg.duration_s > 0 ? (uint64_t)(g.cfg.duration_s * 1000.0) : UINT64_MAX;
+    uint64_t next_tick = 1000;
+    for (;;) {
+        uint64_t t = now_ms();
+        if (t >= end)
+            return;
+        if (t >= next_tick) {
+            print_stats_line(t);
+            if (g.log) {
+                pthread_mutex_lock(&g.log_mu);
+                fflush(g.log);
+                pthread_mutex_unlock(&g.log_mu);
+            }
+            next_tick = (t / 1000 + 1) * 1000;
+        }
+        uint64_t until = next_tick < end ? next_tick : end;
+        uint64_t wait = until > t ? until - t : 1;
+        struct timespec ts = {.tv_sec = (time_t)(wait / 1000), .tv_nsec = (long)(wait % 1000) * 1000000};
+        int sig = sigtimedwait(set, NULL, &ts);
+        if (sig == SIGTERM || sig == SIGINT)
+            return;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    sigset_t set;
+    pthread_t timer_thr, accept_thr;
+    pthread_condattr_t ca;
+    int rc = bo_srv_parse_args(argc, argv, &g.cfg);
+    if (rc == 1)
+        return 0;
+    if (rc != 0)
+        return 2;
+    clock_gettime(CLOCK_MONOTONIC, &g.start);
+    raise_nofile();
+    signal(SIGPIPE, SIG_IGN);
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL); /* every thread inherits it; main takes them */
+
+    pthread_mutex_init(&g.adm_mu, NULL);
+    pthread_mutex_init(&g.heap_mu, NULL);
+    pthread_mutex_init(&g.ids_mu, NULL);
+    pthread_mutex_init(&g.log_mu, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&g.heap_cv, &ca);
+    g.tokens = g.cfg.burst;
+    if (g.cfg.log_path) {
+        g.log = fopen(g.cfg.log_path, "w");
+        if (!g.log) {
+            fprintf(stderr, "ratelimit-server: --log \"%s\" cannot be opened: %s\n", g.cfg.log_path,
+                    strerror(errno));
+            return 1;
+        }
+        fputs("t_ms,method,path,status,concurrency,latency_ms\n", g.log);
+    }
+    if (pipe2(g.wake, O_CLOEXEC) != 0)
+        goto fail_sys;
+    g.listen_fd = open_listener(g.cfg.port);
+    if (g.listen_fd < 0) {
+        fprintf(stderr, "ratelimit-server: cannot listen on 127.0.0.1:%d: %s\n", g.cfg.port,
+                strerror(errno));
+        return 1;
+    }
+    struct sockaddr_in sa;
+    socklen_t salen = sizeof sa;
+    if (getsockname(g.listen_fd, (struct sockaddr *)&sa, &salen) != 0)
+        goto fail_sys;
+    g.port = ntohs(sa.sin_port);
+
+    g.ndaemons = g.cfg.threads;
+    g.daemons = calloc((size_t)g.ndaemons, sizeof *g.daemons);
+    if (!g.daemons)
+        goto fail_sys;
+    for (int i = 0; i < g.ndaemons; i++) {
+        g.daemons[i] = MHD_start_daemon(
+            MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+                MHD_USE_NO_LISTEN_SOCKET | MHD_USE_TURBO,
+            0, NULL, NULL, on_request, NULL,
+            MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+            MHD_OPTION_CONNECTION_LIMIT, (unsigned int)100000,
+            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)g.cfg.idle_timeout_s,
+            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024),
+            MHD_OPTION_END);
+        if (!g.daemons[i]) {
+            fprintf(stderr, "ratelimit-server: libmicrohttpd daemon %d did not start\n", i);
+            return 1;
+        }
+    }
+    if (pthread_create(&timer_thr, NULL, timer_main, NULL) != 0 ||
+        pthread_create(&accept_thr, NULL, accept_main, NULL) != 0)
+        goto fail_sys;
+    printf("listening on 127.0.0.1:%d\n", g.port);
+    fflush(stdout);
+
+    wait_for_end(&set);
+
+    /* Stop accepting, release every held request, let answers go out, stop. */
+    atomic_store(&g.stopping, 1);
+    if (write(g.wake[1], "x", 1) < 0)
+        perror("ratelimit-server: wake");
+    pthread_join(accept_thr, NULL);
+    if (g.listen_fd >= 0)
+        close(g.listen_fd);
+    pthread_mutex_lock(&g.heap_mu);
+    pthread_cond_signal(&g.heap_cv);
+    pthread_mutex_unlock(&g.heap_mu);
+    pthread_join(timer_thr, NULL);
+    for (int i = 0; i < 100 && atomic_load(&g.inflight) > 0; i++)
+        poll(NULL, 0, 10);
+    for (int i = 0; i < g.ndaemons; i++)
+        MHD_stop_daemon(g.daemons[i]);
+    print_stats_line(now_ms());
+    print_summary();
+    if (g.log)
+        fclose(g.log);
+    return 0;
+fail_sys:
+    fprintf(stderr, "ratelimit-server: %s\n", strerror(errno));
+    return 1;
+}

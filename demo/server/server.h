@@ -1,0 +1,49 @@
+/*
+ * demo/server/server.h: configuration of ratelimit-server, shared by the flag
+ * parser (options.c) and the server itself (server.c).
+ */
+#ifndef BO_SERVER_H
+#define BO_SERVER_H
+
+#include <stdint.h>
+
+#define BO_SRV_MAX_CAPACITY 64
+
+enum bo_srv_outage { BO_OUTAGE_NONE, BO_OUTAGE_REFUSE, BO_OUTAGE_503, BO_OUTAGE_STALL };
+
+struct bo_srv_capacity {
+    uint64_t at_ms;  /* from this time since start... */
+    long max_busy;   /* ...the concurrency cap is this */
+};
+
+struct bo_srv_config {
+    int port;              /* 0: any free port */
+    int threads;           /* MHD event-loop threads */
+    double duration_s;     /* 0: run until SIGTERM/SIGINT */
+    long max_busy;         /* -1: no cap */
+    long service_ms;       /* hold time of an admitted request */
+    long error_ms;         /* hold time of a rejected request */
+    int reject_status;     /* 429 or 503 for cap rejections */
+    long retry_after;      /* -1: no Retry-After on cap/outage rejections */
+    double rate;           /* token bucket refill per second, 0: off */
+    double burst;          /* token bucket size */
+    long latency_limit;    /* 0: latency model off */
+    double latency_factor;
+    double latency_k;
+    struct bo_srv_capacity capacity[BO_SRV_MAX_CAPACITY];
+    int ncapacity;
+    double outage_at_s;
+    double outage_for_s;
+    enum bo_srv_outage outage_mode;
+    long delay_ms;         /* added to every answer, holds no slot */
+    long post_delay_ms;    /* added to POST/PUT answers, after the body was processed */
+    long corrupt_every;    /* test only: alter every Nth item body, 0: never */
+    const char *log_path;  /* CSV per request, NULL: none */
+    long idle_timeout_s;   /* idle keep-alive connections are closed after this */
+};
+
+/* Fills cfg from argv.  Returns 0 to run, 1 when --help was printed, 2 after
+ * printing one line about a bad flag on stderr. */
+int bo_srv_parse_args(int argc, char **argv, struct bo_srv_config *cfg);
+
+#endif
