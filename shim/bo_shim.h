@@ -1,0 +1,95 @@
+/*
+ * bo_shim: what the modules of libbackoff.so share with each other (never
+ * exported: the objects are built with -fvisibility=hidden and the version
+ * script exports only the hooks).
+ *
+ *   shim_state.c   configuration, clock, per-thread PRNG, re-entry flag,
+ *                  destination table, the shared wait/complete loop, stats,
+ *                  trace, verbose lines, fork handlers;
+ *   shim_curl.c    the libcurl hooks and the per-handle records;
+ *   shim_connect.c the connect() hook.
+ *
+ * Policy decisions are never made here: they come from policies/.
+ */
+#ifndef BO_SHIM_H
+#define BO_SHIM_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "bo_classify.h"
+#include "bo_config.h"
+#include "bo_engine.h"
+
+#define BO_EXPORT __attribute__((visibility("default")))
+
+/* Destinations per process; beyond this, new destinations pass through. */
+#define BO_MAX_DESTS 256
+#define BO_DEST_KEY_LEN 300
+
+/* One destination's shared state block: allocated once, never freed. */
+typedef struct bo_shim_dest {
+    char key[BO_DEST_KEY_LEN];  /* "http://host:port", "tcp://addr:port", "unix:path" */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;          /* CLOCK_MONOTONIC; broadcast on every completion */
+    bo_dest d;                  /* guarded by mu */
+    double cwnd_max;            /* largest cwnd seen (stats), guarded by mu */
+} bo_shim_dest;
+
+/* What one finished attempt tells the shared loop. */
+typedef struct bo_shim_result {
+    bo_outcome outcome;
+    int64_t retry_after_ns;     /* < 0: none */
+    int status;                 /* HTTP status or 0 */
+    int code;                   /* CURLcode, or errno for connect() */
+} bo_shim_result;
+
+/* The configuration, loaded once; NULL while pass-through (bad config). */
+const bo_config *bo_shim_config(void);
+
+/* Monotonic clock in ns. */
+int64_t bo_shim_now_ns(void);
+
+/* The calling thread's generator, seeded on first use. */
+bo_rng *bo_shim_rng(void);
+
+/* Thread-local re-entry flag: true while the shim is inside itself. */
+extern __thread int bo_shim_busy;
+
+/*
+ * The destination block for `key`, created on first use; NULL when the
+ * table is full or allocation fails (the caller then passes through).
+ */
+bo_shim_dest *bo_shim_dest_get(const char *key);
+
+/* Next call number of the process (trace column `call`). */
+uint64_t bo_shim_next_call_id(void);
+
+/*
+ * Wait until the destination admits an attempt of `call`.  Returns 0 to go
+ * (the attempt is counted in flight; *inflight gets the count including
+ * it), or -1 when the call's time budget ran out (return the last result).
+ */
+int bo_shim_admit(bo_shim_dest *sd, bo_call *call, unsigned *inflight);
+
+/*
+ * Report the admitted attempt's result.  Returns true when the caller must
+ * retry, after sleeping until *until_ns (the caller sleeps with
+ * bo_shim_sleep_until after cleaning up).  Writes the trace row, the
+ * verbose line and the counters.
+ */
+bool bo_shim_complete(bo_shim_dest *sd, bo_call *call, const bo_shim_result *r,
+                      uint64_t call_id, const char *what, unsigned inflight,
+                      int64_t *until_ns);
+
+/* Forget an admitted attempt that never ran. */
+void bo_shim_cancel(bo_shim_dest *sd, bo_call *call);
+
+/* Sleep until the monotonic deadline, restarting after EINTR; counts wait_ms. */
+void bo_shim_sleep_until(int64_t until_ns);
+
+/* Stats bookkeeping for a managed call that ended. */
+void bo_shim_call_done(bool success, bool gave_up);
+
+#endif

@@ -1,0 +1,856 @@
+/*
+ * shim_curl: the libcurl hooks of libbackoff.so.
+ *
+ *   curl_easy_setopt     records the URL (parsed once with libcurl's URL API),
+ *                        the method, the upload source and the program's
+ *                        write/header callbacks, and keeps the shim's own
+ *                        callbacks in front of them;
+ *   curl_easy_perform    admission through the destination's window, the
+ *                        attempt, the outcome classified by policies/, the
+ *                        wait, the next attempt; the program sees only the
+ *                        bytes of the attempt that is finally returned;
+ *   curl_easy_reset, curl_easy_duphandle, curl_easy_cleanup
+ *                        keep the per-handle records right.
+ *
+ * libbackoff.so does not link libcurl: the program's own libcurl (the
+ * OpenSSL or the GnuTLS flavour, linked or dlopen()ed later) is found at the
+ * first hooked call.
+ */
+#define CURL_DISABLE_TYPECHECK 1
+#define CURL_DISABLE_DEPRECATION 1 /* CURLOPT_HTTPPOST is still recorded */
+#include <curl/curl.h>
+#undef curl_easy_setopt
+#undef curl_easy_getinfo
+
+#include "bo_shim.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+/* ---- real symbols ---------------------------------------------------- */
+
+typedef CURLcode (*perform_fn)(CURL *);
+typedef CURLcode (*setopt_fn)(CURL *, CURLoption, ...);
+typedef CURLcode (*getinfo_fn)(CURL *, CURLINFO, ...);
+typedef void (*reset_fn)(CURL *);
+typedef CURL *(*dup_fn)(CURL *);
+typedef void (*cleanup_fn)(CURL *);
+typedef CURLU *(*url_fn)(void);
+typedef CURLUcode (*url_set_fn)(CURLU *, CURLUPart, const char *, unsigned int);
+typedef CURLUcode (*url_get_fn)(const CURLU *, CURLUPart, char **, unsigned int);
+typedef void (*url_cleanup_fn)(CURLU *);
+typedef void (*free_fn)(void *);
+
+static struct {
+    perform_fn perform;
+    setopt_fn setopt;
+    getinfo_fn getinfo;
+    reset_fn reset;
+    dup_fn duphandle;
+    cleanup_fn cleanup;
+    url_fn url;
+    url_set_fn url_set;
+    url_get_fn url_get;
+    url_cleanup_fn url_cleanup;
+    free_fn free;
+} real;
+
+static pthread_once_t g_sym_once = PTHREAD_ONCE_INIT;
+
+static void die(const char *what, const char *name)
+{
+    char line[256];
+    int n = snprintf(line, sizeof line, "backoff: %s %s; cannot continue\n", what, name);
+    if (n > 0)
+        (void)!write(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+    abort();
+}
+
+/* dl_iterate_phdr callback: the first loaded libcurl* object's path. */
+static int find_libcurl(struct dl_phdr_info *info, size_t size, void *data)
+{
+    const char *base;
+    (void)size;
+    if (info->dlpi_name == NULL || info->dlpi_name[0] == '\0')
+        return 0;
+    base = strrchr(info->dlpi_name, '/');
+    base = base != NULL ? base + 1 : info->dlpi_name;
+    if (strncmp(base, "libcurl", 7) != 0)
+        return 0;
+    *(const char **)data = info->dlpi_name;
+    return 1;
+}
+
+/*
+ * Bind every libcurl function the shim calls, all from the one libcurl the
+ * program uses.  RTLD_NEXT finds a libcurl linked into the program; a
+ * libcurl that a module dlopen()ed with RTLD_LOCAL (python3-pycurl) is found
+ * among the loaded objects.  Aborts loudly when a symbol is missing or
+ * resolves to the shim itself: continuing would recurse or crash later.
+ */
+static void resolve_curl(void)
+{
+    void *lib = NULL;
+    void *p = dlsym(RTLD_NEXT, "curl_easy_perform");
+    Dl_info info;
+
+    if (p != NULL && dladdr(p, &info) != 0 && info.dli_fname != NULL)
+        lib = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    if (lib == NULL) {
+        const char *path = NULL;
+        dl_iterate_phdr(find_libcurl, &path);
+        if (path != NULL)
+            lib = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+    }
+    if (lib == NULL)
+        die("cannot find the program's libcurl for", "curl_easy_perform");
+#define BIND(field, name, self)                                      \
+    do {                                                              \
+        *(void **)&real.field = dlsym(lib, name);                     \
+        if (real.field == NULL)                                       \
+            die("cannot find libcurl's", name);                       \
+        if ((void *)real.field == (void *)(self))                     \
+            die("libcurl's symbol resolves to the shim itself:", name); \
+    } while (0)
+    BIND(perform, "curl_easy_perform", curl_easy_perform);
+    BIND(setopt, "curl_easy_setopt", curl_easy_setopt);
+    BIND(reset, "curl_easy_reset", curl_easy_reset);
+    BIND(duphandle, "curl_easy_duphandle", curl_easy_duphandle);
+    BIND(cleanup, "curl_easy_cleanup", curl_easy_cleanup);
+#undef BIND
+#define BIND_OTHER(field, name)                        \
+    do {                                               \
+        *(void **)&real.field = dlsym(lib, name);      \
+        if (real.field == NULL)                        \
+            die("cannot find libcurl's", name);        \
+    } while (0)
+    BIND_OTHER(getinfo, "curl_easy_getinfo");
+    BIND_OTHER(url, "curl_url");
+    BIND_OTHER(url_set, "curl_url_set");
+    BIND_OTHER(url_get, "curl_url_get");
+    BIND_OTHER(url_cleanup, "curl_url_cleanup");
+    BIND_OTHER(free, "curl_free");
+#undef BIND_OTHER
+}
+
+static void bind_curl(void)
+{
+    pthread_once(&g_sym_once, resolve_curl);
+}
+
+/* ---- per-handle records ---------------------------------------------- */
+
+enum method_kind { M_GET = 0, M_HEAD, M_POST, M_MIME, M_PUT };
+enum hold_mode { MODE_PASS = 0, MODE_HOLD };
+enum seg_kind { SEG_BODY = 0, SEG_HEADER = 1 };
+
+/* Held response bytes of one attempt: at most this much, then pass through. */
+#define HOLD_MAX (64 * 1024)
+#define HOLD_FIRST (4 * 1024)
+#define SEG_HDR 5 /* kind byte + 4-byte length */
+
+typedef struct handle_rec {
+    CURL *h;
+    struct handle_rec *next;  /* hash chain */
+    bo_shim_dest *dest;       /* NULL: pass straight through */
+    /* request, as recorded from setopt */
+    enum method_kind method;
+    bool custom_set;
+    char custom[32];
+    bool postfields;          /* POSTFIELDS / COPYPOSTFIELDS: in memory */
+    bool follow;              /* FOLLOWLOCATION */
+    bool include_header;      /* CURLOPT_HEADER: headers in the write stream */
+    /* the program's callbacks and their data */
+    curl_write_callback write_fn;
+    void *write_data;
+    curl_write_callback header_fn;
+    void *header_data;
+    curl_read_callback read_fn;
+    void *read_data;
+    curl_seek_callback seek_fn;
+    void *seek_data;
+    /* per attempt */
+    enum hold_mode mode;
+    int block_status;         /* status of the header block being received */
+    bool block_hold;          /* that status may still be retried: keep holding */
+    uint64_t delivered;       /* bytes handed to the program in this attempt */
+    bool deliver_failed;      /* the program's callback refused bytes */
+    char *held;
+    size_t held_len, held_cap;
+} handle_rec;
+
+#define NBUCKETS 4096
+static handle_rec *g_buckets[NBUCKETS];
+static pthread_mutex_t g_rec_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t g_rec_once = PTHREAD_ONCE_INIT;
+
+static size_t bucket_of(const CURL *h)
+{
+    uintptr_t x = (uintptr_t)h;
+    return (size_t)(((x >> 4) * 0x9e3779b97f4a7c15ULL) >> 52) % NBUCKETS;
+}
+
+static void rec_prepare_fork(void)
+{
+    pthread_mutex_lock(&g_rec_lock);
+}
+
+static void rec_after_fork(void)
+{
+    pthread_mutex_unlock(&g_rec_lock);
+}
+
+static void rec_init_once(void)
+{
+    pthread_atfork(rec_prepare_fork, rec_after_fork, rec_after_fork);
+}
+
+static handle_rec *rec_find(const CURL *h)
+{
+    handle_rec *r;
+    pthread_mutex_lock(&g_rec_lock);
+    for (r = g_buckets[bucket_of(h)]; r != NULL && r->h != h; r = r->next) {
+    }
+    pthread_mutex_unlock(&g_rec_lock);
+    return r;
+}
+
+static void rec_insert(handle_rec *r)
+{
+    size_t b = bucket_of(r->h);
+    pthread_mutex_lock(&g_rec_lock);
+    r->next = g_buckets[b];
+    g_buckets[b] = r;
+    pthread_mutex_unlock(&g_rec_lock);
+}
+
+static handle_rec *rec_remove(const CURL *h)
+{
+    handle_rec **pp, *r;
+    pthread_mutex_lock(&g_rec_lock);
+    for (pp = &g_buckets[bucket_of(h)]; (r = *pp) != NULL; pp = &r->next) {
+        if (r->h == h) {
+            *pp = r->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&g_rec_lock);
+    return r;
+}
+
+static size_t shim_write(char *p, size_t size, size_t nmemb, void *ud);
+static size_t shim_header(char *p, size_t size, size_t nmemb, void *ud);
+
+/* Put the shim's callbacks in front, with the record as their data. */
+static void install_callbacks(handle_rec *r)
+{
+    real.setopt(r->h, CURLOPT_WRITEFUNCTION, shim_write);
+    real.setopt(r->h, CURLOPT_WRITEDATA, (void *)r);
+    real.setopt(r->h, CURLOPT_HEADERFUNCTION, shim_header);
+    real.setopt(r->h, CURLOPT_HEADERDATA, (void *)r);
+}
+
+/* libcurl's defaults for everything the record mirrors. */
+static void rec_defaults(handle_rec *r)
+{
+    char *held = r->held;
+    size_t cap = r->held_cap;
+    CURL *h = r->h;
+    handle_rec *next = r->next;
+
+    memset(r, 0, sizeof *r);
+    r->h = h;
+    r->next = next;
+    r->held = held;
+    r->held_cap = cap;
+    r->write_data = stdout;   /* libcurl: fwrite() to stdout */
+    r->read_data = stdin;     /* libcurl: fread() from stdin */
+}
+
+/* The record of `h`, created (callbacks installed) on first sight. */
+static handle_rec *rec_get(CURL *h)
+{
+    handle_rec *r = rec_find(h);
+    if (r != NULL)
+        return r;
+    pthread_once(&g_rec_once, rec_init_once);
+    r = calloc(1, sizeof *r);
+    if (r == NULL)
+        return NULL;
+    r->h = h;
+    rec_defaults(r);
+    install_callbacks(r);
+    rec_insert(r);
+    return r;
+}
+
+/* ---- recording the request ------------------------------------------- */
+
+/*
+ * Parse the URL once, at setopt time, into the destination key
+ * scheme://host:port (libcurl's URL API, default port filled in), and pick
+ * the destination block unless BACKOFF_HOSTS leaves it out.
+ */
+static void record_url(handle_rec *r, const char *url, CURLU *given)
+{
+    const bo_config *cfg = bo_shim_config();
+    CURLU *u = given;
+    char *scheme = NULL, *host = NULL, *port = NULL;
+    char key[BO_DEST_KEY_LEN], name[BO_HOST_LEN];
+
+    r->dest = NULL;
+    if (cfg == NULL)
+        return;
+    if (u == NULL) {
+        if (url == NULL || (u = real.url()) == NULL)
+            return;
+        if (real.url_set(u, CURLUPART_URL, url, CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME) !=
+            CURLUE_OK)
+            goto out;
+    }
+    if (real.url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+        real.url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+        real.url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK)
+        goto out;
+    size_t hl = strlen(host);
+    if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']')
+        snprintf(name, sizeof name, "%.*s", (int)(hl - 2), host + 1);
+    else
+        snprintf(name, sizeof name, "%s", host);
+    for (char *c = name; *c; c++)
+        *c = (char)(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
+    if (!bo_config_host_matches(cfg, name, atoi(port)))
+        goto out;
+    if (snprintf(key, sizeof key, "%s://%s:%s", scheme, host, port) >= (int)sizeof key)
+        goto out;
+    for (char *c = key; *c; c++)
+        *c = (char)(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
+    r->dest = bo_shim_dest_get(key);
+out:
+    real.free(scheme);
+    real.free(host);
+    real.free(port);
+    if (given == NULL && u != NULL)
+        real.url_cleanup(u);
+}
+
+static CURLcode record_long(handle_rec *r, CURLoption opt, long v)
+{
+    switch (opt) {
+    case CURLOPT_POST:
+        r->method = v ? M_POST : M_GET;
+        break;
+    case CURLOPT_UPLOAD:
+        r->method = v ? M_PUT : M_GET;
+        break;
+    case CURLOPT_NOBODY:
+        if (v)
+            r->method = M_HEAD;
+        else if (r->method == M_HEAD)
+            r->method = M_GET;
+        break;
+    case CURLOPT_HTTPGET:
+        if (v)
+            r->method = M_GET;
+        break;
+    case CURLOPT_FOLLOWLOCATION:
+        r->follow = v != 0;
+        break;
+    case CURLOPT_HEADER:
+        r->include_header = v != 0;
+        break;
+    default:
+        break;
+    }
+    return real.setopt(r->h, opt, v);
+}
+
+static CURLcode record_ptr(handle_rec *r, CURLoption opt, void *p)
+{
+    switch (opt) {
+    case CURLOPT_WRITEDATA:
+        r->write_data = p;
+        return CURLE_OK;
+    case CURLOPT_HEADERDATA:
+        r->header_data = p;
+        return CURLE_OK;
+    case CURLOPT_READDATA:
+        r->read_data = p;
+        break;
+    case CURLOPT_SEEKDATA:
+        r->seek_data = p;
+        break;
+    case CURLOPT_URL:
+        record_url(r, p, NULL);
+        break;
+    case CURLOPT_CURLU:
+        if (p != NULL)
+            record_url(r, NULL, p);
+        break;
+    case CURLOPT_POSTFIELDS:
+    case CURLOPT_COPYPOSTFIELDS:
+        r->method = M_POST;
+        r->postfields = p != NULL;
+        break;
+    case CURLOPT_MIMEPOST:
+    case CURLOPT_HTTPPOST:
+        r->method = M_MIME;
+        break;
+    case CURLOPT_CUSTOMREQUEST:
+        r->custom_set = p != NULL;
+        if (p != NULL)
+            snprintf(r->custom, sizeof r->custom, "%s", (const char *)p);
+        break;
+    default:
+        break;
+    }
+    return real.setopt(r->h, opt, p);
+}
+
+typedef void (*any_fn)(void);
+
+static CURLcode record_fn(handle_rec *r, CURLoption opt, any_fn f)
+{
+    switch (opt) {
+    case CURLOPT_WRITEFUNCTION:
+        r->write_fn = (curl_write_callback)f;
+        return CURLE_OK;
+    case CURLOPT_HEADERFUNCTION:
+        r->header_fn = (curl_write_callback)f;
+        return CURLE_OK;
+    case CURLOPT_READFUNCTION:
+        r->read_fn = (curl_read_callback)f;
+        break;
+    case CURLOPT_SEEKFUNCTION:
+        r->seek_fn = (curl_seek_callback)f;
+        break;
+    default:
+        break;
+    }
+    return real.setopt(r->h, opt, f);
+}
+
+static const char *method_name(const handle_rec *r)
+{
+    static const char *const names[] = {"GET", "HEAD", "POST", "POST", "PUT"};
+    return r->custom_set ? r->custom : names[r->method];
+}
+
+static bool has_upload(const handle_rec *r)
+{
+    return r->method == M_POST || r->method == M_MIME || r->method == M_PUT;
+}
+
+/* ---- delivering to the program --------------------------------------- */
+
+/* Hand body bytes to the program as libcurl would have. */
+static size_t deliver_body(handle_rec *r, char *p, size_t n)
+{
+    if (r->write_fn != NULL)
+        return r->write_fn(p, 1, n, r->write_data);
+    return fwrite(p, 1, n, (FILE *)r->write_data);
+}
+
+/*
+ * Hand a header line to the program as libcurl would have: its header
+ * callback; without one, the write function with HEADERDATA when that is
+ * set; else nowhere.
+ */
+static size_t deliver_header(handle_rec *r, char *p, size_t n)
+{
+    if (r->header_fn != NULL)
+        return r->header_fn(p, 1, n, r->header_data);
+    if (r->header_data == NULL)
+        return n;
+    if (r->write_fn != NULL)
+        return r->write_fn(p, 1, n, r->header_data);
+    return fwrite(p, 1, n, (FILE *)r->header_data);
+}
+
+/*
+ * Replay the held bytes to the program in arrival order, one callback per
+ * recorded callback.  Returns 0, or -1 when the program refused bytes.
+ */
+static int flush_held(handle_rec *r)
+{
+    size_t off = 0;
+    int rc = 0;
+
+    while (off + SEG_HDR <= r->held_len) {
+        unsigned char kind = (unsigned char)r->held[off];
+        uint32_t len;
+        memcpy(&len, r->held + off + 1, sizeof len);
+        char *p = r->held + off + SEG_HDR;
+        size_t got = kind == SEG_BODY ? deliver_body(r, p, len) : deliver_header(r, p, len);
+        r->delivered += len;
+        off += SEG_HDR + len;
+        if (got != len) {
+            r->deliver_failed = true;
+            rc = -1;
+            break;
+        }
+    }
+    r->held_len = 0;
+    return rc;
+}
+
+/* Keep bytes for later; -1 when they would pass the bound. */
+static int hold(handle_rec *r, enum seg_kind kind, const char *p, size_t n)
+{
+    size_t need = r->held_len + SEG_HDR + n;
+    if (need > HOLD_MAX)
+        return -1;
+    if (need > r->held_cap) {
+        size_t cap = r->held_cap ? r->held_cap : HOLD_FIRST;
+        while (cap < need)
+            cap *= 2;
+        if (cap > HOLD_MAX)
+            cap = HOLD_MAX;
+        char *nb = realloc(r->held, cap);
+        if (nb == NULL)
+            return -1;
+        r->held = nb;
+        r->held_cap = cap;
+    }
+    uint32_t len = (uint32_t)n;
+    r->held[r->held_len] = (char)kind;
+    memcpy(r->held + r->held_len + 1, &len, sizeof len);
+    memcpy(r->held + r->held_len + SEG_HDR, p, n);
+    r->held_len = need;
+    return 0;
+}
+
+static bool upload_rewindable(const handle_rec *r, long start_pos)
+{
+    if (!has_upload(r) || r->postfields || r->method == M_MIME)
+        return true;
+    if (r->seek_fn != NULL)
+        return true;
+    return r->read_fn == NULL && start_pos >= 0;
+}
+
+/*
+ * May a response with this status still be retried?  Then its bytes are
+ * held.  Informational responses and redirects that libcurl follows are
+ * held too: the response that counts comes after them.
+ */
+static bool status_may_retry(const handle_rec *r, int status)
+{
+    const bo_config *cfg = bo_shim_config();
+    if (status < 200)
+        return true;
+    if (status >= 300 && status < 400 && r->follow)
+        return true;
+    bo_attempt a = {.curl_code = BO_CURLE_OK,
+                    .http_status = status,
+                    .method = method_name(r),
+                    .body_delivered = 0,
+                    .has_upload = has_upload(r),
+                    .upload_rewindable = true,
+                    .request_sent = true,
+                    .connect_errno = 0};
+    return bo_classify(cfg, &a).verdict == BO_VERDICT_RETRY;
+}
+
+static void note_status_line(handle_rec *r, const char *p, size_t n)
+{
+    if (n < 12 || memcmp(p, "HTTP/", 5) != 0)
+        return;
+    const char *sp = memchr(p, ' ', n);
+    if (sp == NULL || (size_t)(sp - p) + 4 > n)
+        return;
+    int s = 0;
+    for (int i = 1; i <= 3; i++) {
+        char c = sp[i];
+        if (c < '0' || c > '9')
+            return;
+        s = s * 10 + (c - '0');
+    }
+    r->block_status = s;
+    r->block_hold = status_may_retry(r, s);
+}
+
+/* Stop holding: replay what was held, then pass everything through. */
+static int commit(handle_rec *r)
+{
+    r->mode = MODE_PASS;
+    return flush_held(r);
+}
+
+/*
+ * The shim's write callback.  While the attempt may still be retried the
+ * bytes are held; the first body byte of a response that will not be
+ * retried commits the attempt: held bytes go out, the rest passes through.
+ */
+static size_t shim_write(char *p, size_t size, size_t nmemb, void *ud)
+{
+    handle_rec *r = ud;
+    size_t n = size * nmemb, got;
+
+    if (r->mode == MODE_HOLD) {
+        if (r->include_header)
+            note_status_line(r, p, n);
+        if (r->block_hold && hold(r, SEG_BODY, p, n) == 0)
+            return n;
+        if (commit(r) != 0)
+            return 0;
+    }
+    got = deliver_body(r, p, n);
+    if (got <= n)
+        r->delivered += got;
+    return got;
+}
+
+/* The shim's header callback: notes each status line, holds or delivers. */
+static size_t shim_header(char *p, size_t size, size_t nmemb, void *ud)
+{
+    handle_rec *r = ud;
+    size_t n = size * nmemb;
+
+    if (r->mode == MODE_HOLD) {
+        note_status_line(r, p, n);
+        if (hold(r, SEG_HEADER, p, n) == 0)
+            return n;
+        if (commit(r) != 0)
+            return 0;
+    }
+    size_t got = deliver_header(r, p, n);
+    r->delivered += n;
+    return got;
+}
+
+/* ---- the hooks ------------------------------------------------------- */
+
+static CURLcode shim_setopt(CURL *h, CURLoption opt, va_list ap)
+{
+    handle_rec *r = NULL;
+
+    if (bo_shim_config() != NULL && !bo_shim_busy && h != NULL)
+        r = rec_get(h);
+    if (opt < CURLOPTTYPE_OBJECTPOINT) {
+        long v = va_arg(ap, long);
+        return r ? record_long(r, opt, v) : real.setopt(h, opt, v);
+    }
+    if (opt < CURLOPTTYPE_FUNCTIONPOINT) {
+        void *v = va_arg(ap, void *);
+        return r ? record_ptr(r, opt, v) : real.setopt(h, opt, v);
+    }
+    if (opt < CURLOPTTYPE_OFF_T) {
+        any_fn v = va_arg(ap, any_fn);
+        return r ? record_fn(r, opt, v) : real.setopt(h, opt, v);
+    }
+    if (opt < CURLOPTTYPE_BLOB) {
+        curl_off_t v = va_arg(ap, curl_off_t);
+        return real.setopt(h, opt, v);
+    }
+    struct curl_blob *v = va_arg(ap, struct curl_blob *);
+    return real.setopt(h, opt, v);
+}
+
+/* Rewind the upload for another attempt; false when it cannot be. */
+static bool rewind_upload(handle_rec *r, long start_pos)
+{
+    if (!has_upload(r) || r->postfields || r->method == M_MIME)
+        return true;
+    if (r->seek_fn != NULL)
+        return r->seek_fn(r->seek_data, 0, SEEK_SET) == CURL_SEEKFUNC_OK;
+    if (r->read_fn == NULL && start_pos >= 0)
+        return fseek((FILE *)r->read_data, start_pos, SEEK_SET) == 0;
+    return false;
+}
+
+static void attempt_reset(handle_rec *r)
+{
+    r->mode = r->dest != NULL ? MODE_HOLD : MODE_PASS;
+    r->block_status = 0;
+    r->block_hold = true;
+    r->delivered = 0;
+    r->deliver_failed = false;
+    r->held_len = 0;
+}
+
+/*
+ * One managed call: the loop of bo_engine.h.  The last attempt's result is
+ * returned as is, and only its bytes reach the program.
+ */
+static CURLcode managed_perform(handle_rec *r, int *err_out)
+{
+    bo_shim_dest *sd = r->dest;
+    const bo_config *cfg = bo_shim_config();
+    uint64_t id = bo_shim_next_call_id();
+    const char *method = method_name(r);
+    long start_pos = -1;
+    CURLcode code = CURLE_OK;
+    bool have_result = false;
+    bo_call call;
+    unsigned inflight = 0;
+
+    if (has_upload(r) && !r->postfields && r->method != M_MIME && r->seek_fn == NULL &&
+        r->read_fn == NULL)
+        start_pos = ftell((FILE *)r->read_data);
+    bool rewindable = upload_rewindable(r, start_pos);
+    bo_call_begin(&call, bo_shim_now_ns());
+    for (;;) {
+        int64_t until;
+        if (bo_shim_admit(sd, &call, &inflight) != 0) {
+            if (!have_result) { /* the engine promises this never happens */
+                attempt_reset(r);
+                r->mode = MODE_PASS;
+                code = real.perform(r->h);
+                *err_out = errno;
+            }
+            break; /* time budget spent while waiting: the last result stands */
+        }
+        attempt_reset(r);
+        code = real.perform(r->h);
+        *err_out = errno;
+        have_result = true;
+
+        long status = 0, req_size = 0;
+        curl_off_t ra = 0;
+        real.getinfo(r->h, CURLINFO_RESPONSE_CODE, &status);
+        real.getinfo(r->h, CURLINFO_REQUEST_SIZE, &req_size);
+        bo_attempt a = {.curl_code = (int)code,
+                        .http_status = (int)status,
+                        .method = method,
+                        .body_delivered = r->delivered,
+                        .has_upload = has_upload(r),
+                        .upload_rewindable = rewindable,
+                        .request_sent = req_size > 0,
+                        .connect_errno = 0};
+        bo_shim_result res = {.outcome = bo_classify(cfg, &a),
+                              .retry_after_ns = -1,
+                              .status = (int)status,
+                              .code = (int)code};
+        if (res.outcome.verdict != BO_VERDICT_SUCCESS &&
+            real.getinfo(r->h, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
+            res.retry_after_ns = (int64_t)ra * 1000000000LL;
+        if (!bo_shim_complete(sd, &call, &res, id, method, inflight, &until))
+            break;
+        if (!rewind_upload(r, start_pos))
+            break; /* cannot send the body again: this result stands */
+        r->held_len = 0; /* the retried attempt's bytes are dropped */
+        bo_shim_sleep_until(until);
+    }
+    if (r->mode == MODE_HOLD && commit(r) != 0 && code == CURLE_OK)
+        code = CURLE_WRITE_ERROR;
+    r->mode = MODE_PASS;
+    return code;
+}
+
+static CURLcode shim_perform(CURL *h)
+{
+    handle_rec *r;
+    int saved = errno, err;
+    CURLcode code;
+
+    if (bo_shim_busy || bo_shim_config() == NULL || (r = rec_find(h)) == NULL)
+        return real.perform(h);
+    if (r->dest == NULL) {
+        attempt_reset(r);
+        return real.perform(h);
+    }
+    bo_shim_busy = 1;
+    err = saved;
+    code = managed_perform(r, &err);
+    bo_shim_busy = 0;
+    errno = err;
+    return code;
+}
+
+static void shim_reset(CURL *h)
+{
+    handle_rec *r = (bo_shim_busy || h == NULL) ? NULL : rec_find(h);
+    real.reset(h);
+    if (r != NULL) {
+        rec_defaults(r);
+        install_callbacks(r);
+    }
+}
+
+/*
+ * The copy gets its own record: a copy of the recorded options (the
+ * destination block is shared, as it is per destination), fresh buffers,
+ * and the shim's callbacks pointing at the new record.
+ */
+static CURL *shim_duphandle(CURL *h)
+{
+    CURL *dup = real.duphandle(h);
+    handle_rec *r, *c;
+
+    if (dup == NULL || bo_shim_busy || (r = rec_find(h)) == NULL)
+        return dup;
+    c = malloc(sizeof *c);
+    if (c == NULL)
+        goto fail;
+    *c = *r;
+    c->h = dup;
+    c->next = NULL;
+    c->held = NULL;
+    c->held_cap = 0;
+    c->held_len = 0;
+    c->mode = MODE_PASS;
+    install_callbacks(c);
+    rec_insert(c);
+    return dup;
+fail:
+    /* Without a record the copy would call our callbacks with the original's. */
+    real.cleanup(dup);
+    return NULL;
+}
+
+static void shim_cleanup(CURL *h)
+{
+    handle_rec *r = h != NULL ? rec_remove(h) : NULL;
+    real.cleanup(h);
+    if (r != NULL) {
+        free(r->held);
+        free(r);
+    }
+}
+
+/* ---- exported hooks -------------------------------------------------- */
+
+BO_EXPORT CURLcode curl_easy_setopt(CURL *h, CURLoption opt, ...)
+{
+    va_list ap;
+    CURLcode rc;
+    int saved = errno;
+    bind_curl();
+    va_start(ap, opt);
+    errno = saved;
+    rc = shim_setopt(h, opt, ap);
+    va_end(ap);
+    return rc;
+}
+
+BO_EXPORT CURLcode curl_easy_perform(CURL *h)
+{
+    bind_curl();
+    return shim_perform(h);
+}
+
+BO_EXPORT void curl_easy_reset(CURL *h)
+{
+    bind_curl();
+    shim_reset(h);
+}
+
+BO_EXPORT CURL *curl_easy_duphandle(CURL *h)
+{
+    bind_curl();
+    return shim_duphandle(h);
+}
+
+BO_EXPORT void curl_easy_cleanup(CURL *h)
+{
+    bind_curl();
+    shim_cleanup(h);
+}

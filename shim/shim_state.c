@@ -1,0 +1,473 @@
+/*
+ * shim_state: the process-wide side of libbackoff.so.  Configuration parsed
+ * once at load, the destination table with one mutex + condition variable +
+ * bo_dest per destination, the admission/completion loop shared by the
+ * libcurl and connect() hooks, stats (JSON at exit), trace (CSV per
+ * attempt), verbose lines and the fork handlers.
+ */
+#include "bo_shim.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+__thread int bo_shim_busy;
+
+static bo_config g_cfg;
+static bool g_cfg_ok;
+static pthread_once_t g_cfg_once = PTHREAD_ONCE_INIT;
+static uint64_t g_seed;
+static uint64_t g_thread_counter;
+
+static __thread bo_rng tl_rng;
+static __thread bool tl_rng_ready;
+
+/* The destination table: lookups and inserts only (setopt/connect time). */
+static pthread_mutex_t g_dest_lock = PTHREAD_MUTEX_INITIALIZER;
+static bo_shim_dest *g_dests[BO_MAX_DESTS];
+static unsigned g_ndests;
+
+/* Counters for BACKOFF_STATS (atomics: never under a lock). */
+static uint64_t st_calls, st_attempts, st_retries, st_throttled, st_failed, st_gave_up,
+    st_wait_ns, st_call_ids;
+
+/* Trace file: opened on the first row. */
+static pthread_once_t g_trace_once = PTHREAD_ONCE_INIT;
+static int g_trace_fd = -1;
+
+#define NS_PER_MS 1000000LL
+#define NS_PER_S 1000000000LL
+/* Longest single condition wait: admission is asked again at least this often. */
+#define ADMIT_RECHECK_NS (200 * NS_PER_MS)
+
+static void add(uint64_t *c, uint64_t v)
+{
+    __atomic_add_fetch(c, v, __ATOMIC_RELAXED);
+}
+
+static uint64_t load(const uint64_t *c)
+{
+    return __atomic_load_n(c, __ATOMIC_RELAXED);
+}
+
+static const char *env_get(void *ctx, const char *name)
+{
+    (void)ctx;
+    return getenv(name);
+}
+
+int64_t bo_shim_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+}
+
+static struct timespec to_timespec(int64_t ns)
+{
+    struct timespec ts;
+    ts.tv_sec = (time_t)(ns / NS_PER_S);
+    ts.tv_nsec = (long)(ns % NS_PER_S);
+    return ts;
+}
+
+/* Write the whole buffer to fd, retrying short writes and EINTR. */
+static void write_all(int fd, const char *buf, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, buf, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return;
+        buf += n;
+        len -= (size_t)n;
+    }
+}
+
+static void prepare_fork(void);
+static void parent_fork(void);
+static void child_fork(void);
+
+/*
+ * Parse BACKOFF_* once.  A bad value prints its one line and leaves the
+ * library as pure pass-through (or exits 2 under BACKOFF_STRICT=1): the host
+ * program must never break because of the shim.
+ */
+static void load_config(void)
+{
+    char err[BO_ERR_LEN];
+    int saved = errno;
+
+    if (bo_config_load(&g_cfg, env_get, NULL, err, sizeof err) != 0) {
+        const char *strict = getenv("BACKOFF_STRICT");
+        size_t n = strlen(err);
+        if (n + 1 < sizeof err) {
+            err[n++] = '\n';
+            err[n] = '\0';
+        }
+        write_all(2, err, n);
+        if (strict != NULL && strcmp(strict, "1") == 0)
+            _exit(2);
+        g_cfg_ok = false;
+        errno = saved;
+        return;
+    }
+    if (g_cfg.seed_set) {
+        g_seed = g_cfg.seed;
+    } else {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        g_seed = ((uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec) ^
+                 ((uint64_t)getpid() << 32);
+    }
+    pthread_atfork(prepare_fork, parent_fork, child_fork);
+    g_cfg_ok = true;
+    errno = saved;
+}
+
+const bo_config *bo_shim_config(void)
+{
+    pthread_once(&g_cfg_once, load_config);
+    return g_cfg_ok ? &g_cfg : NULL;
+}
+
+__attribute__((constructor)) static void shim_init(void)
+{
+    (void)bo_shim_config();
+}
+
+bo_rng *bo_shim_rng(void)
+{
+    if (!tl_rng_ready) {
+        uint64_t n = __atomic_add_fetch(&g_thread_counter, 1, __ATOMIC_RELAXED);
+        bo_rng_seed(&tl_rng, g_seed + n * 0x9e3779b97f4a7c15ULL);
+        tl_rng_ready = true;
+    }
+    return &tl_rng;
+}
+
+uint64_t bo_shim_next_call_id(void)
+{
+    add(&st_calls, 1);
+    return __atomic_add_fetch(&st_call_ids, 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * Find or create the block for `key`.  Blocks are never freed, so callers
+ * may keep the pointer for the life of the process.
+ */
+bo_shim_dest *bo_shim_dest_get(const char *key)
+{
+    const bo_config *cfg = bo_shim_config();
+    bo_shim_dest *sd = NULL;
+    pthread_condattr_t ca;
+
+    if (cfg == NULL || strlen(key) >= BO_DEST_KEY_LEN)
+        return NULL;
+    pthread_mutex_lock(&g_dest_lock);
+    for (unsigned i = 0; i < g_ndests; i++) {
+        if (strcmp(g_dests[i]->key, key) == 0) {
+            sd = g_dests[i];
+            goto out;
+        }
+    }
+    if (g_ndests >= BO_MAX_DESTS)
+        goto out;
+    sd = calloc(1, sizeof *sd);
+    if (sd == NULL)
+        goto out;
+    snprintf(sd->key, sizeof sd->key, "%s", key);
+    pthread_mutex_init(&sd->mu, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&sd->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    bo_dest_init(&sd->d, cfg, bo_shim_now_ns());
+    sd->cwnd_max = sd->d.window.cwnd;
+    g_dests[g_ndests++] = sd;
+out:
+    pthread_mutex_unlock(&g_dest_lock);
+    return sd;
+}
+
+int bo_shim_admit(bo_shim_dest *sd, bo_call *call, unsigned *inflight)
+{
+    const bo_config *cfg = &g_cfg;
+    int64_t waited_from = 0, until = 0;
+    int rc = 0;
+
+    pthread_mutex_lock(&sd->mu);
+    for (;;) {
+        int64_t now = bo_shim_now_ns();
+        bo_admit a = bo_dest_admit(&sd->d, cfg, call, now, &until);
+        if (a == BO_ADMIT_GO) {
+            *inflight = sd->d.window.inflight;
+            break;
+        }
+        if (a == BO_ADMIT_GIVE_UP) {
+            rc = -1;
+            break;
+        }
+        if (waited_from == 0)
+            waited_from = now;
+        /* Ask again at the engine's time, a completion, or the recheck bound. */
+        if (until > now + ADMIT_RECHECK_NS || until <= now)
+            until = now + (until <= now ? NS_PER_MS : ADMIT_RECHECK_NS);
+        struct timespec ts = to_timespec(until);
+        pthread_cond_timedwait(&sd->cv, &sd->mu, &ts);
+    }
+    pthread_mutex_unlock(&sd->mu);
+    if (waited_from != 0)
+        add(&st_wait_ns, (uint64_t)(bo_shim_now_ns() - waited_from));
+    if (rc != 0) {
+        add(&st_failed, 1);
+        add(&st_gave_up, 1);
+    }
+    return rc;
+}
+
+void bo_shim_cancel(bo_shim_dest *sd, bo_call *call)
+{
+    pthread_mutex_lock(&sd->mu);
+    bo_dest_cancel(&sd->d, call);
+    pthread_cond_broadcast(&sd->cv);
+    pthread_mutex_unlock(&sd->mu);
+}
+
+void bo_shim_sleep_until(int64_t until_ns)
+{
+    int64_t from = bo_shim_now_ns();
+    struct timespec ts = to_timespec(until_ns);
+
+    if (until_ns <= from)
+        return;
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+    }
+    add(&st_wait_ns, (uint64_t)(bo_shim_now_ns() - from));
+}
+
+void bo_shim_call_done(bool success, bool gave_up)
+{
+    if (!success)
+        add(&st_failed, 1);
+    if (gave_up)
+        add(&st_gave_up, 1);
+}
+
+/* Open the trace file once; write the header when the file is empty. */
+static void open_trace(void)
+{
+    static const char header[] =
+        "t_ms,pid,tid,dest,call,attempt,outcome,status,curl_code,delay_ms,cwnd,ssthresh,"
+        "inflight\n";
+    struct stat st;
+    int fd = open(g_cfg.trace_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+
+    if (fd < 0)
+        return;
+    /* Several processes may share the file: only one writes the header. */
+    flock(fd, LOCK_EX);
+    if (fstat(fd, &st) == 0 && st.st_size == 0)
+        write_all(fd, header, sizeof header - 1);
+    flock(fd, LOCK_UN);
+    g_trace_fd = fd;
+}
+
+typedef struct trace_row {
+    const char *key;
+    uint64_t call_id;
+    unsigned attempt;
+    const char *outcome;
+    int status, code;
+    int64_t delay_ns;
+    double cwnd, ssthresh;
+    unsigned inflight;
+} trace_row;
+
+static void write_trace(const trace_row *r)
+{
+    char line[512];
+    struct timespec ts;
+    int n;
+
+    pthread_once(&g_trace_once, open_trace);
+    if (g_trace_fd < 0)
+        return;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    n = snprintf(line, sizeof line,
+                 "%" PRId64 ",%d,%ld,%s,%" PRIu64 ",%u,%s,%d,%d,%" PRId64 ",%.2f,%.2f,%u\n",
+                 (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, (int)getpid(),
+                 (long)syscall(SYS_gettid), r->key, r->call_id, r->attempt, r->outcome,
+                 r->status, r->code, (int64_t)(r->delay_ns / NS_PER_MS), r->cwnd, r->ssthresh,
+                 r->inflight);
+    if (n > 0 && (size_t)n < sizeof line)
+        write_all(g_trace_fd, line, (size_t)n);
+}
+
+/*
+ * Complete the attempt under the destination lock, wake the waiters, then
+ * (outside the lock) count, trace and explain.  Returns true to retry.
+ */
+bool bo_shim_complete(bo_shim_dest *sd, bo_call *call, const bo_shim_result *r,
+                      uint64_t call_id, const char *what, unsigned inflight,
+                      int64_t *until_ns)
+{
+    const bo_config *cfg = &g_cfg;
+    bo_rng *rng = bo_shim_rng();
+    int64_t now = bo_shim_now_ns(), until = now;
+    double cwnd, ssthresh;
+    bo_next next;
+
+    pthread_mutex_lock(&sd->mu);
+    next = bo_dest_complete(&sd->d, cfg, call, r->outcome, r->retry_after_ns, now, rng, &until);
+    cwnd = sd->d.window.cwnd;
+    ssthresh = sd->d.window.ssthresh;
+    if (cwnd > sd->cwnd_max)
+        sd->cwnd_max = cwnd;
+    pthread_cond_broadcast(&sd->cv);
+    pthread_mutex_unlock(&sd->mu);
+
+    bool retry = next == BO_NEXT_RETRY;
+    bool success = r->outcome.verdict == BO_VERDICT_SUCCESS;
+    bool gave_up = !retry && r->outcome.verdict == BO_VERDICT_RETRY;
+    add(&st_attempts, 1);
+    if (retry)
+        add(&st_retries, 1);
+    if (r->outcome.signal == BO_SIGNAL_THROTTLE)
+        add(&st_throttled, 1);
+    if (!retry)
+        bo_shim_call_done(success, gave_up);
+    *until_ns = retry ? until : now;
+
+    if (cfg->trace_path[0] != '\0') {
+        trace_row row = {sd->key, call_id, call->attempts,
+                         retry ? "retry" : success ? "success" : gave_up ? "gave_up" : "final",
+                         r->status, r->code, retry ? until - now : 0, cwnd, ssthresh,
+                         inflight};
+        write_trace(&row);
+    }
+    if (cfg->verbose && (retry || gave_up)) {
+        char line[512];
+        int n;
+        if (retry)
+            n = snprintf(line, sizeof line,
+                         "backoff: %s %s: attempt %u got status %d, code %d; retrying in %"
+                         PRId64 " ms (cwnd %.1f)\n",
+                         what, sd->key, call->attempts, r->status, r->code,
+                         (int64_t)((until - now) / NS_PER_MS), cwnd);
+        else
+            n = snprintf(line, sizeof line,
+                         "backoff: %s %s: attempt %u got status %d, code %d; giving up "
+                         "(attempt or time budget spent)\n",
+                         what, sd->key, call->attempts, r->status, r->code);
+        if (n > 0)
+            write_all(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+    }
+    return retry;
+}
+
+/*
+ * At exit: one JSON object, appended with a single write() so that many
+ * processes can share the file.  `window` is the current cwnd of the
+ * destination with the most attempts; `window_max` the largest cwnd any
+ * destination reached.
+ */
+__attribute__((destructor)) static void write_stats(void)
+{
+    char buf[512];
+    double window = 0, window_max = 0;
+    uint64_t best = 0;
+    int fd, n;
+    int saved = errno;
+
+    if (!g_cfg_ok || g_cfg.stats_path[0] == '\0')
+        return;
+    pthread_mutex_lock(&g_dest_lock);
+    for (unsigned i = 0; i < g_ndests; i++) {
+        bo_shim_dest *sd = g_dests[i];
+        pthread_mutex_lock(&sd->mu);
+        if (sd->d.attempts >= best) {
+            best = sd->d.attempts;
+            window = sd->d.window.cwnd;
+        }
+        if (sd->cwnd_max > window_max)
+            window_max = sd->cwnd_max;
+        pthread_mutex_unlock(&sd->mu);
+    }
+    pthread_mutex_unlock(&g_dest_lock);
+    n = snprintf(buf, sizeof buf,
+                 "{\"pid\":%d,\"calls\":%" PRIu64 ",\"attempts\":%" PRIu64
+                 ",\"retries\":%" PRIu64 ",\"throttled\":%" PRIu64 ",\"failed\":%" PRIu64
+                 ",\"gave_up\":%" PRIu64 ",\"wait_ms\":%" PRIu64
+                 ",\"window\":%.2f,\"window_max\":%.2f}\n",
+                 (int)getpid(), load(&st_calls), load(&st_attempts), load(&st_retries),
+                 load(&st_throttled), load(&st_failed), load(&st_gave_up),
+                 load(&st_wait_ns) / (uint64_t)NS_PER_MS, window, window_max);
+    if (n <= 0 || (size_t)n >= sizeof buf)
+        goto out;
+    if (strcmp(g_cfg.stats_path, "stderr") == 0) {
+        write_all(2, buf, (size_t)n);
+        goto out;
+    }
+    fd = open(g_cfg.stats_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+        goto out;
+    write_all(fd, buf, (size_t)n);
+    close(fd);
+out:
+    errno = saved;
+}
+
+/*
+ * Fork: hold every lock across fork() so that the child never inherits one
+ * held by a thread that does not exist there.  Order: table, then each
+ * destination in table order (nobody holds two of them otherwise).
+ */
+static void prepare_fork(void)
+{
+    pthread_mutex_lock(&g_dest_lock);
+    for (unsigned i = 0; i < g_ndests; i++)
+        pthread_mutex_lock(&g_dests[i]->mu);
+}
+
+static void parent_fork(void)
+{
+    for (unsigned i = g_ndests; i-- > 0;)
+        pthread_mutex_unlock(&g_dests[i]->mu);
+    pthread_mutex_unlock(&g_dest_lock);
+}
+
+/*
+ * In the child only the forking thread exists: the attempts the parent's
+ * other threads had in flight will never complete here, so the in-flight
+ * counts start again from zero, the condition variables (whose waiters are
+ * gone) are made anew, and the stats count the child's own calls.
+ */
+static void child_fork(void)
+{
+    pthread_condattr_t ca;
+
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    for (unsigned i = g_ndests; i-- > 0;) {
+        bo_shim_dest *sd = g_dests[i];
+        sd->d.window.inflight = 0;
+        pthread_cond_init(&sd->cv, &ca);
+        pthread_mutex_unlock(&sd->mu);
+    }
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_unlock(&g_dest_lock);
+    st_calls = st_attempts = st_retries = st_throttled = st_failed = st_gave_up = 0;
+    st_wait_ns = 0;
+    /* The trace fd is shared with the parent (O_APPEND): rows stay whole. */
+}
