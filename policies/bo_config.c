@@ -319,6 +319,9 @@ static int parse_host_item(const char *p, size_t n, bo_host *h)
     }
     if (name_len == 0 || name_len >= BO_HOST_LEN)
         return -1;
+    /* A host name starts with a letter or digit (RFC 1123), never '-' or '.'. */
+    if (!v6 && !isalnum((unsigned char)name[0]))
+        return -1;
     for (size_t i = 0; i < name_len; i++) {
         if (v6 ? !ipv6_char_ok(name[i]) : !host_char_ok(name[i]))
             return -1;
@@ -352,6 +355,9 @@ static int get_hosts(const char *name, const char *v, bo_config *cfg, char *err,
     bo_host hosts[BO_MAX_HOSTS];
     size_t count = 0;
     const char *p = v;
+
+    /* Zeroed so that equal host lists give byte-identical configs. */
+    memset(hosts, 0, sizeof hosts);
 
     for (;;) {
         const char *comma = strchr(p, ',');
