@@ -50,3 +50,27 @@ summary_field() {
         $1 == "requests" { for (i = 1; i <= NF; i++) idx[$i] = i; hdr = 1; next }
         hdr && (col in idx) { print $(idx[col]); exit }' "$1"
 }
+
+# stats_sum FILE KEY: sum of KEY over the BACKOFF_STATS JSON lines in FILE
+# (one object per process; 0 when the file is missing or empty).
+stats_sum() {
+    [ -f "$1" ] || { echo 0; return; }
+    awk -v k="\"$2\":" '{ i = index($0, k); if (i) { s += substr($0, i + length(k)) + 0 } }
+        END { printf "%d\n", s }' "$1"
+}
+
+# item_body N [SIZE]: the body ratelimit-server sends for GET /item/N ("item=N;" repeated to SIZE, 64 by default).
+item_body() {
+    yes "item=$1;" | tr -d '\n' | head -c "${2:-64}"
+}
+
+# fnv1a64 FILE: "fnv1a64=HEX length=LEN", as ratelimit-server answers an upload of FILE.
+fnv1a64() {
+    /usr/bin/python3 -c '
+import sys
+d = open(sys.argv[1], "rb").read()
+h = 0xcbf29ce484222325
+for b in d:
+    h = ((h ^ b) * 0x100000001b3) & 0xffffffffffffffff
+print("fnv1a64=%016x length=%d" % (h, len(d)))' "$1"
+}
