@@ -74,3 +74,27 @@ for b in d:
     h = ((h ^ b) * 0x100000001b3) & 0xffffffffffffffff
 print("fnv1a64=%016x length=%d" % (h, len(d)))' "$1"
 }
+
+# wait_for FILE PATTERN SECONDS: waits (polling every 0.1 s, at most SECONDS)
+# until a line of FILE matches the grep -E PATTERN; fails the test otherwise.
+wait_for() {
+    _w=0
+    while ! grep -Eq "$2" "$1" 2>/dev/null; do
+        _w=$((_w + 1))
+        [ $_w -gt $(($3 * 10)) ] && fail "no line matching '$2' in $1 within $3 s"
+        sleep 0.1
+    done
+    return 0
+}
+
+# rss_kb PID: resident set size of PID in kB (VmRSS from /proc).
+rss_kb() {
+    awk '$1 == "VmRSS:" { print $2 }' "/proc/$1/status"
+}
+
+# http_code URL [curl args...]: prints the HTTP status curl got (000 when none)
+# and returns curl's exit status.
+http_code() {
+    _u=$1; shift
+    curl -s -o /dev/null -w '%{http_code}' "$@" "$_u"
+}
