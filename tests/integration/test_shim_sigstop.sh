@@ -1,0 +1,64 @@
+#!/bin/sh
+# While the server is stopped (SIGSTOP) for 5 s, a 50-thread loadgen with a
+# 1 s timeout under the shim has, once its first timeout is seen, at most
+# one attempt at a time in flight (the trace's inflight column, counted at
+# admission), and it resumes within the probe interval (at most 1 s, see
+# policies/bo_engine.c) after SIGCONT.
+. "$(dirname "$0")/lib.sh"
+
+[ -f "$BUILD/libbackoff.so" ] && [ -x "$BUILD/loadgen" ] || fail "build libbackoff.so and loadgen first"
+now_ms() { date +%s%3N; }
+
+start_server stopped --service-ms 5
+URL="http://127.0.0.1:$PORT/item/{n}"
+TRACE="$TMP/trace.csv"
+
+BACKOFF_TRACE="$TRACE" BACKOFF_STATS="$TMP/stats.json" BACKOFF_MAX_ATTEMPTS=0 \
+    LD_PRELOAD="$BUILD/libbackoff.so" \
+    "$BUILD/loadgen" --url "$URL" --requests 0 --duration-s 9 --threads 50 --timeout-ms 1000 \
+    --think-ms 20 >"$TMP/lg.tsv" 2>"$TMP/lg.err" &
+LG=$!
+PIDS="$PIDS $LG"
+sleep 2
+stop_ms=$(now_ms)
+kill -STOP "$SERVER_PID"
+sleep 5
+cont_ms=$(now_ms)
+kill -CONT "$SERVER_PID"
+# loadgen ends by itself: 9 s of requests, then the ones in flight.
+i=0
+while kill -0 "$LG" 2>/dev/null; do
+    i=$((i + 1))
+    [ $i -gt 300 ] && fail "loadgen did not finish within 30 s"
+    sleep 0.1
+done
+wait "$LG" || fail "loadgen exited $?: $(cat "$TMP/lg.err")"
+cat "$TMP/lg.tsv"
+cat "$TMP/stats.json"
+stop_server
+
+# Columns: 1 t_ms, 7 outcome, 8 status, 9 curl_code, 13 inflight.
+awk -F, -v stop="$stop_ms" -v cont="$cont_ms" '
+    NR == 1 { next }
+    $9 == 28 && $1 >= stop && (first == "" || $1 < first) { first = $1 }
+    { t[NR] = $1; inf[NR] = $13; code[NR] = $9; st[NR] = $8 }
+    END {
+        if (first == "") { print "FAIL: no timeout seen while the server was stopped"; exit 1 }
+        # Every attempt lasts at most the 1 s timeout: rows ending 1.2 s after the
+        # first timeout were admitted after it.
+        n = 0; maxinf = 0
+        for (i in t) if (t[i] >= first + 1200 && t[i] <= cont) {
+            n++; if (inf[i] + 0 > maxinf) maxinf = inf[i] + 0
+        }
+        resumed = ""
+        for (i in t) if (t[i] >= cont && code[i] == 0 && st[i] == 200 && (resumed == "" || t[i] < resumed)) resumed = t[i]
+        after = 0
+        for (i in t) if (t[i] >= cont && t[i] <= cont + 2000 && code[i] == 0 && st[i] == 200) after++
+        printf "# first timeout %d ms after SIGSTOP; %d attempts ended during the outage after it, max in flight %d\n", first - stop, n, maxinf
+        printf "# first success %d ms after SIGCONT; %d successes in the 2 s after SIGCONT\n", resumed - cont, after
+        if (n < 1) { print "FAIL: no probe during the outage"; exit 1 }
+        if (maxinf > 1) { print "FAIL: more than one attempt in flight during the outage"; exit 1 }
+        if (resumed == "" || resumed - cont > 1500) { print "FAIL: did not resume within the probe interval"; exit 1 }
+        if (after < 50) { print "FAIL: only " after " successes after the probe succeeded"; exit 1 }
+    }' "$TRACE" || fail "see above"
+echo "ok"
