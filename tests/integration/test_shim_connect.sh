@@ -1,0 +1,114 @@
+#!/bin/sh
+# connect(): a blocking client (Debian's python3, socket.create_connection
+# without a timeout) to a port that starts listening 1 s later succeeds
+# under the shim and fails without it; on final failure errno is what libc
+# left (ECONNREFUSED); a non-blocking connect passes straight through;
+# BACKOFF_CONNECT=0 and BACKOFF_HOSTS turn the hook off.
+. "$(dirname "$0")/lib.sh"
+
+PY=/usr/bin/python3
+LIB="$BUILD/libbackoff.so"
+[ -f "$LIB" ] || fail "build $LIB first"
+
+free_port() {
+    $PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# listen_later PORT DELAY: accept one connection on PORT after DELAY s, send "hello".
+listen_later() {
+    $PY -c '
+import socket, sys, time
+time.sleep(float(sys.argv[2]))
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(8)
+s.settimeout(20)
+c, _ = s.accept()
+c.sendall(b"hello")
+c.close()' "$1" "$2" &
+    PIDS="$PIDS $!"
+}
+
+CLIENT='
+import errno, socket, sys
+try:
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+    print("connected", s.recv(5).decode())
+except OSError as e:
+    print("error", errno.errorcode.get(e.errno, e.errno))
+'
+
+note "without the shim: refused"
+port=$(free_port)
+listen_later "$port" 1
+out=$($PY -c "$CLIENT" "$port")
+note "$out"
+[ "$out" = "error ECONNREFUSED" ] || fail "without the shim: $out"
+
+note "under the shim: connects once the port listens"
+port=$(free_port)
+listen_later "$port" 1
+out=$(BACKOFF_POLICY=exponential BACKOFF_BASE_MS=100 BACKOFF_MAX_ATTEMPTS=20 \
+    BACKOFF_STATS="$TMP/c.json" LD_PRELOAD="$LIB" $PY -c "$CLIENT" "$port")
+note "$out; attempts $(stats_sum "$TMP/c.json" attempts)"
+[ "$out" = "connected hello" ] || fail "under the shim: $out"
+[ "$(stats_sum "$TMP/c.json" attempts)" -ge 3 ] || fail "expected several connect attempts"
+
+note "the default policy (aimd) connects too"
+port=$(free_port)
+listen_later "$port" 1
+out=$(BACKOFF_STATS="$TMP/d.json" LD_PRELOAD="$LIB" $PY -c "$CLIENT" "$port")
+note "$out; attempts $(stats_sum "$TMP/d.json" attempts)"
+[ "$out" = "connected hello" ] || fail "under the shim (aimd): $out"
+
+note "final failure: errno as libc left it"
+port=$(free_port)
+out=$(BACKOFF_POLICY=fixed BACKOFF_BASE_MS=20 BACKOFF_MAX_ATTEMPTS=3 BACKOFF_STATS="$TMP/e.json" \
+    LD_PRELOAD="$LIB" $PY -c "$CLIENT" "$port")
+note "$out; attempts $(stats_sum "$TMP/e.json" attempts)"
+[ "$out" = "error ECONNREFUSED" ] || fail "final failure: $out"
+[ "$(stats_sum "$TMP/e.json" attempts)" -eq 3 ] || fail "expected exactly 3 attempts"
+
+note "a small C client: errno and the descriptor number survive the retries"
+if [ -x "$BUILD/tests/helpers/shim_connect" ]; then
+    port=$(free_port)
+    listen_later "$port" 1
+    out=$(BACKOFF_POLICY=exponential BACKOFF_BASE_MS=100 BACKOFF_MAX_ATTEMPTS=20 \
+        LD_PRELOAD="$LIB" "$BUILD/tests/helpers/shim_connect" "$port")
+    note "$out"
+    [ "$out" = "connected fd-kept flags-kept hello" ] || fail "C client: $out"
+    port=$(free_port)
+    out=$(BACKOFF_POLICY=fixed BACKOFF_BASE_MS=20 BACKOFF_MAX_ATTEMPTS=2 \
+        LD_PRELOAD="$LIB" "$BUILD/tests/helpers/shim_connect" "$port" || true)
+    note "$out"
+    [ "$out" = "failed errno=ECONNREFUSED" ] || fail "C client final failure: $out"
+else
+    fail "build $BUILD/tests/helpers/shim_connect first"
+fi
+
+NONBLOCK='
+import errno, socket, sys
+s = socket.socket()
+s.setblocking(False)
+r = s.connect_ex(("127.0.0.1", int(sys.argv[1])))
+print(errno.errorcode.get(r, r))
+'
+note "a non-blocking connect passes straight through"
+port=$(free_port)
+out=$(BACKOFF_STATS="$TMP/n.json" LD_PRELOAD="$LIB" $PY -c "$NONBLOCK" "$port")
+note "$out; calls $(stats_sum "$TMP/n.json" calls)"
+[ "$(stats_sum "$TMP/n.json" calls)" -eq 0 ] || fail "a non-blocking connect was managed"
+
+note "BACKOFF_CONNECT=0 and BACKOFF_HOSTS leave connect() alone"
+port=$(free_port)
+listen_later "$port" 1
+out=$(BACKOFF_CONNECT=0 BACKOFF_STATS="$TMP/off.json" LD_PRELOAD="$LIB" $PY -c "$CLIENT" "$port")
+[ "$out" = "error ECONNREFUSED" ] || fail "BACKOFF_CONNECT=0: $out"
+[ "$(stats_sum "$TMP/off.json" calls)" -eq 0 ] || fail "BACKOFF_CONNECT=0: the connect was managed"
+port=$(free_port)
+listen_later "$port" 1
+out=$(BACKOFF_HOSTS=example.org BACKOFF_STATS="$TMP/h.json" LD_PRELOAD="$LIB" $PY -c "$CLIENT" "$port")
+[ "$out" = "error ECONNREFUSED" ] || fail "BACKOFF_HOSTS=example.org: $out"
+[ "$(stats_sum "$TMP/h.json" calls)" -eq 0 ] || fail "BACKOFF_HOSTS: an unlisted destination was managed"
+echo "ok"
