@@ -32,6 +32,29 @@ START_TEST(test_different_seeds_differ)
 }
 END_TEST
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Every bit of the seed matters: 1000 nearby seeds start 1000 different streams. */
+START_TEST(test_many_seeds_distinct)
+{
+    static uint64_t first[1000];
+    for (uint64_t i = 0; i < 500; i++) {
+        bo_rng a;
+        bo_rng_seed(&a, i + 1);         /* low bits */
+        first[2 * i] = bo_rng_next(&a);
+        bo_rng_seed(&a, (i + 1) << 40); /* high bits */
+        first[2 * i + 1] = bo_rng_next(&a);
+    }
+    qsort(first, 1000, sizeof first[0], cmp_u64);
+    for (int i = 1; i < 1000; i++)
+        ck_assert(first[i] != first[i - 1]);
+}
+END_TEST
+
 START_TEST(test_seed_zero_is_valid)
 {
     bo_rng a;
@@ -138,6 +161,7 @@ static Suite *rng_suite(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_same_seed_same_sequence);
     tcase_add_test(tc, test_different_seeds_differ);
+    tcase_add_test(tc, test_many_seeds_distinct);
     tcase_add_test(tc, test_seed_zero_is_valid);
     tcase_add_test(tc, test_copy_replays);
     tcase_add_test(tc, test_uniform_range_and_mean);
