@@ -191,8 +191,11 @@ static int parse_u64(const char *s, uint64_t *out)
 }
 
 /*
- * Strict finite double: starts with a digit, '-' or '.', the whole string,
- * no overflow or underflow, not inf or nan.
+ * Strict finite double in plain decimal notation ("2", "0.25", "1e-3"):
+ * starts with a digit, '-' or '.', the whole string, no overflow or
+ * underflow, no hex floats, inf or nan.  strtod follows LC_NUMERIC; the
+ * variables are parsed from the library's constructor, before a program
+ * can call setlocale(), so the decimal point is '.'.
  */
 static int parse_double(const char *s, double *out)
 {
@@ -200,6 +203,8 @@ static int parse_double(const char *s, double *out)
     const char *p = s[0] == '-' ? s + 1 : s;
 
     if (!isdigit((unsigned char)p[0]) && p[0] != '.')
+        return -1;
+    if (s[strspn(s, "0123456789.eE+-")] != '\0')
         return -1;
     errno = 0;
     double v = strtod(s, &end);
