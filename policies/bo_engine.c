@@ -87,6 +87,8 @@ bo_admit bo_dest_admit(bo_dest *d, const bo_config *cfg, bo_call *c,
             wait = pace;
         if (wait <= now_ns && !bo_window_can_send(&d->window, now_ns))
             wait = now_ns + BO_SLOT_RECHECK_NS; /* a completion wakes us sooner */
+        if (wait > now_ns && d->next_send_ns <= now_ns)
+            bo_window_on_blocked(&d->window, now_ns);
     }
     if (wait > now_ns) {
         if (c->attempts > 0 && wait > deadline)

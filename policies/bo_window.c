@@ -35,8 +35,23 @@
 #define BO_BETA_DEFAULT 0.9
 
 /* Pacing gains: how far ahead of the measured rate the window may send. */
-#define BO_GAIN_SLOW_START 2.0
-#define BO_GAIN_AVOIDANCE 1.25
+#define BO_GAIN_SLOW_START 1.25
+#define BO_GAIN_AVOIDANCE 1.0
+
+/*
+ * Growth per round trip: 0.75 in slow start (x1.75 a round trip instead of
+ * x2, so the overshoot when the limit is found is smaller), 1/8 in
+ * congestion avoidance (the window sits just under the measured capacity;
+ * touching the limit costs a cascade of rejections, so touch it rarely).
+ */
+#define BO_SS_INC 0.75
+#define BO_CA_INC 0.125
+
+/* On a decrease the window keeps 97% of the measured bandwidth-delay product. */
+#define BO_BDP_MARGIN 0.97
+
+/* Fraction of the window in flight for a wait to mean "not app-limited". */
+#define BO_BLOCKED_FULL 0.75
 
 /* Rate-hint probing: +3% per second of successes. */
 #define BO_RATE_GROWTH_PER_S 0.03
@@ -82,6 +97,7 @@ void bo_window_init(bo_window *w, const bo_config *cfg)
     w->period_start_ns = 0;
     w->period_delivered = 0;
     w->last_success_ns = 0;
+    w->blocked_ns = -1;
 }
 
 /* Gap between two sends under pacing, in ns; 0 when pacing is off or unknown. */
@@ -144,8 +160,14 @@ void bo_window_on_success(bo_window *w, const bo_ticket *t, int64_t now_ns)
     /* 000's size(flying) is taken before the response leaves the set. */
     double flying = (double)w->inflight;
     double inc = w->cwnd < w->ssthresh ? 1.0 : 1.0 / w->cwnd;
+    if (w->improved)
+        inc = w->cwnd < w->ssthresh ? BO_SS_INC : BO_CA_INC / w->cwnd;
     double grown = w->cwnd + inc;
     double bound = flying + 1 < grown ? flying + 1 : grown;
+
+    /* Pacing-limited, not application-limited: the in-flight bound does not apply. */
+    if (w->improved && w->blocked_ns >= t->sent_ns)
+        bound = grown;
 
     release(w);
     w->delivered++;
@@ -201,6 +223,7 @@ bool bo_window_on_signal(bo_window *w, const bo_ticket *t, bo_signal sig, int64_
     double ss = w->cwnd * w->beta;
     if (w->improved && w->min_rtt_ns > 0 && w->delivery_rate > 0) {
         double bdp = w->delivery_rate * (double)w->min_rtt_ns;
+        bdp *= BO_BDP_MARGIN;
         if (bdp > ss)
             ss = bdp < w->cwnd ? bdp : w->cwnd;
         w->delivery_rate *= BO_RATE_DECAY;
@@ -209,6 +232,18 @@ bool bo_window_on_signal(bo_window *w, const bo_ticket *t, bo_signal sig, int64_
         ss = w->max;
     decrease(w, w->mode == BO_AIMD_TAHOE ? w->initial : ss, ss);
     return true;
+}
+
+void bo_window_on_blocked(bo_window *w, int64_t now_ns)
+{
+    /*
+     * Only a window that is nearly full counts: an admission that waited a
+     * few ms on pacing while most of the window was idle says nothing about
+     * demand, and must not let the window grow (it would then let a burst
+     * through when the destination stops answering).
+     */
+    if ((double)w->inflight + 1 >= BO_BLOCKED_FULL * w->cwnd)
+        w->blocked_ns = now_ns;
 }
 
 void bo_window_on_release(bo_window *w, const bo_ticket *t)

@@ -49,6 +49,7 @@ typedef struct bo_window {
     int64_t period_start_ns;  /* start of the current rate-measurement period */
     uint64_t period_delivered;/* delivered count at period_start_ns */
     int64_t last_success_ns;  /* time of the last success (rate growth) */
+    int64_t blocked_ns;       /* last time an admission waited on the window */
 } bo_window;
 
 /* beta = cfg->beta when set, else the policy's own default. */
@@ -82,6 +83,13 @@ void bo_window_on_release(bo_window *w, const bo_ticket *t);
  * at the rate delivered since the previous such hint, the wait included.
  */
 void bo_window_on_retry_after(bo_window *w, int64_t retry_after_ns, int64_t now_ns);
+
+/*
+ * Added: an admission had to wait for a slot or for pacing at now_ns.  The
+ * window is then not application-limited, so (improved mode) successes may
+ * grow it past in-flight + 1: pacing keeps in-flight below cwnd on purpose.
+ */
+void bo_window_on_blocked(bo_window *w, int64_t now_ns);
 
 /* Added: the policy's own beta for aimd (used when BACKOFF_BETA is 0). */
 double bo_window_default_beta(const bo_config *cfg);
