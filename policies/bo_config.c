@@ -14,6 +14,7 @@
  */
 #include "bo_config.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -276,7 +277,25 @@ static bool host_char_ok(char c)
 
 static bool ipv6_char_ok(char c)
 {
-    return isxdigit((unsigned char)c) || c == ':' || c == '.' || c == '%';
+    return isxdigit((unsigned char)c) || c == ':' || c == '.';
+}
+
+/*
+ * Write the canonical text of IPv6 literal `in` ("0:0::1" -> "::1", as
+ * inet_ntop prints it, which is what the connect() hook sees) to out, which
+ * may be `in`.  Returns -1 when `in` is not an IPv6 address.
+ */
+static int canonical_ipv6(const char *in, char *out, size_t outlen)
+{
+    struct in6_addr a;
+    char text[INET6_ADDRSTRLEN];
+
+    if (inet_pton(AF_INET6, in, &a) != 1 || inet_ntop(AF_INET6, &a, text, sizeof text) == NULL)
+        return -1;
+    if (strlen(text) >= outlen)
+        return -1;
+    memcpy(out, text, strlen(text) + 1);
+    return 0;
 }
 
 /*
@@ -333,7 +352,7 @@ static int parse_host_item(const char *p, size_t n, bo_host *h)
         h->name[i] = (char)tolower((unsigned char)name[i]);
     }
     h->name[name_len] = '\0';
-    if (v6 && strchr(h->name, ':') == NULL)
+    if (v6 && canonical_ipv6(h->name, h->name, sizeof h->name) != 0)
         return -1;
     h->port = 0;
     if (port != NULL) {
@@ -555,11 +574,13 @@ int bo_config_load(bo_config *cfg, bo_getenv_fn get, void *ctx, char *err, size_
 }
 
 /*
- * Strip the brackets of "[v6]" and compare case-insensitively, so that both
- * curl's URL host ("[::1]") and inet_ntop's ("::1") match an entry.
+ * Strip the brackets of "[v6]", put IPv6 literals in canonical form and
+ * compare case-insensitively, so that curl's URL host ("[0::1]") and
+ * inet_ntop's ("::1") both match an entry "[::1]".
  */
 bool bo_config_host_matches(const bo_config *cfg, const char *host, int port)
 {
+    char v6[BO_HOST_LEN];
     size_t n;
 
     if (cfg->n_hosts == 0)
@@ -570,6 +591,15 @@ bool bo_config_host_matches(const bo_config *cfg, const char *host, int port)
     if (n >= 2 && host[0] == '[' && host[n - 1] == ']') {
         host++;
         n -= 2;
+    }
+    /* IPv6 literals compare in canonical form, as the list stores them. */
+    if (memchr(host, ':', n) != NULL && n < sizeof v6) {
+        memcpy(v6, host, n);
+        v6[n] = '\0';
+        if (canonical_ipv6(v6, v6, sizeof v6) == 0) {
+            host = v6;
+            n = strlen(v6);
+        }
     }
     for (size_t i = 0; i < cfg->n_hosts; i++) {
         const bo_host *h = &cfg->hosts[i];

@@ -266,6 +266,10 @@ static const vcase cases[] = {
     OK("BACKOFF_HOSTS", "Example.COM:8080,127.0.0.1", "example.com:8080,127.0.0.1"),
     OK("BACKOFF_HOSTS", "[::1]:8080,[FE80::1]", "[::1]:8080,[fe80::1]"),
     OK("BACKOFF_HOSTS", "::1", "[::1]"),
+    OK("BACKOFF_HOSTS", "[0:0:0:0:0:0:0:1]:443,[2001:DB8:0:0::1]", "[::1]:443,[2001:db8::1]"),
+    BAD("BACKOFF_HOSTS", "[:::::]", R_HOSTS " (bad item \"[:::::]\")"),
+    BAD("BACKOFF_HOSTS", "1:2:3", R_HOSTS " (bad item \"1:2:3\")"),
+    BAD("BACKOFF_HOSTS", "[fe80::1%eth0]", R_HOSTS " (bad item \"[fe80::1%eth0]\")"),
     OK("BACKOFF_HOSTS", "a:1,b:65535", "a:1,b:65535"),
     BAD("BACKOFF_HOSTS", "a,,b", R_HOSTS " (bad item \"\")"),
     BAD("BACKOFF_HOSTS", "host:0", R_HOSTS " (bad item \"host:0\")"),
@@ -658,6 +662,10 @@ START_TEST(test_host_matches)
     ck_assert(!bo_config_host_matches(&c, "::1", 9001));
     ck_assert(bo_config_host_matches(&c, "FE80::2", 1));
     ck_assert(bo_config_host_matches(&c, "[fe80::2]", 65535));
+    ck_assert(bo_config_host_matches(&c, "0:0:0:0:0:0:0:1", 9000));
+    ck_assert(bo_config_host_matches(&c, "[0::1]", 9000));
+    ck_assert(bo_config_host_matches(&c, "FE80:0:0:0:0:0:0:2", 1));
+    ck_assert(!bo_config_host_matches(&c, "::2", 9000));
     ck_assert(!bo_config_host_matches(&c, NULL, 8080));
     ck_assert(!bo_config_host_matches(&c, "", 8080));
 }
