@@ -137,4 +137,4 @@ install: $(PRODUCTS)
 	install -m 0644 $(BUILD)/libbackoff.so $(DESTDIR)$(PREFIX)/lib/backoff/
 
 clean:
-	rm -rf build build-asan build-tsan demo/out
+	rm -rf build build-asan build-tsan build-clang demo/out

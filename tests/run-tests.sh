@@ -14,7 +14,7 @@ failures=""
 run_one() { # name, timeout seconds, command...
     name=$1; limit=$2; shift 2
     log="$BUILD/tests/logs/$name.log"
-    mkdir -p "$BUILD/tests/logs"
+    mkdir -p "$(dirname "$log")"
     start=$(date +%s)
     if timeout -k 5 "$limit" "$@" >"$log" 2>&1; then
         passed=$((passed + 1))
