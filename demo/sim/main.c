@@ -540,7 +540,8 @@ int main(int argc, char **argv)
             for (int k = 0; keys[k]; k++)
                 if (!strncmp(line, keys[k], strlen(keys[k])))
                     printf(" %s", line + strlen("BACKOFF_"));
-        printf(" (aimd beta %.2f)\n", cfgs[0].beta > 0 ? cfgs[0].beta : bo_window_default_beta(&cfgs[0]));
+        printf(" aimd BETA=%.2f; aimd-000: PACING=0 BETA=0.9\n",
+               cfgs[0].beta > 0 ? cfgs[0].beta : bo_window_default_beta(&cfgs[0]));
         int width[40] = {0};
         for (int c = 1; c < ncol; c++)
             for (int r = 0; r < rows; r++) {
