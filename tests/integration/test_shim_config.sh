@@ -1,0 +1,96 @@
+#!/bin/sh
+# Bad configuration and harmlessness:
+# - every bad BACKOFF_* value prints exactly one line on stderr (naming the
+#   variable) and the program still runs; `backoff --check` exits 2 on it,
+#   and so does the program under BACKOFF_STRICT=1;
+# - `LD_PRELOAD=build/libbackoff.so ls` prints nothing extra;
+# - the wrapper: exit status of the command, 127 when not found, 126 when
+#   not executable, the absolute library path first in LD_PRELOAD, options
+#   become variables, and it finds the library in the installed layout.
+. "$(dirname "$0")/lib.sh"
+
+LIB="$BUILD/libbackoff.so"
+BO="$BUILD/backoff"
+[ -f "$LIB" ] && [ -x "$BO" ] || fail "build $LIB and $BO first"
+
+check_bad() { # VAR VALUE
+    var=$1 val=$2
+    out=$(env "$var=$val" LD_PRELOAD="$LIB" /bin/echo ran 2>"$TMP/err") || fail "$var=$val: the program failed"
+    [ "$out" = ran ] || fail "$var=$val: the program did not run (stdout '$out')"
+    [ "$(wc -l <"$TMP/err")" -eq 1 ] || fail "$var=$val: expected one stderr line, got: $(cat "$TMP/err")"
+    grep -q "^backoff: .*$var" "$TMP/err" || fail "$var=$val: the line does not name it: $(cat "$TMP/err")"
+    rc=0
+    env "$var=$val" "$BO" --check 2>/dev/null || rc=$?
+    [ $rc -eq 2 ] || fail "$var=$val: backoff --check exited $rc, expected 2"
+    [ "$var" = BACKOFF_STRICT ] && return 0
+    rc=0
+    env "$var=$val" BACKOFF_STRICT=1 LD_PRELOAD="$LIB" /bin/echo ran >/dev/null 2>&1 || rc=$?
+    [ $rc -eq 2 ] || fail "$var=$val with BACKOFF_STRICT=1: exited $rc, expected 2"
+}
+
+note "bad values"
+n=0
+while read -r var val; do
+    check_bad "$var" "$val"
+    n=$((n + 1))
+done <<'EOF'
+BACKOFF_POLICY bogus
+BACKOFF_MAX_ATTEMPTS abc
+BACKOFF_MAX_ATTEMPTS -1
+BACKOFF_MAX_TIME_MS 1.5x
+BACKOFF_BASE_MS -5
+BACKOFF_CAP_MS lots
+BACKOFF_FACTOR zero
+BACKOFF_JITTER 7
+BACKOFF_RETRY_ON 418
+BACKOFF_UNSAFE_RETRY maybe
+BACKOFF_WINDOW 0
+BACKOFF_WINDOW_MAX x
+BACKOFF_BETA 3
+BACKOFF_AIMD_MODE vegas
+BACKOFF_UP nope
+BACKOFF_DOWN nope
+BACKOFF_DOWN_AFTER -3
+BACKOFF_CONNECT 2
+BACKOFF_HOSTS a,,b
+BACKOFF_VERBOSE yes-please
+BACKOFF_SEED seed
+BACKOFF_STRICT 9
+EOF
+note "$n bad values: one line each, the program ran, --check and STRICT exit 2"
+
+note "a good configuration: --check exits 0, no output"
+out=$(BACKOFF_POLICY=full-jitter "$BO" --check 2>&1) || fail "--check on a good config exited $?"
+[ -z "$out" ] || fail "--check printed: $out"
+
+note "LD_PRELOAD=libbackoff.so ls prints nothing extra"
+ls -la /  >"$TMP/ls.plain" 2>&1
+LD_PRELOAD="$LIB" ls -la / >"$TMP/ls.shim" 2>&1 || fail "ls failed under the shim"
+cmp -s "$TMP/ls.plain" "$TMP/ls.shim" || fail "ls output differs under the shim: $(diff "$TMP/ls.plain" "$TMP/ls.shim" | head)"
+
+note "the wrapper"
+rc=0; "$BO" -- sh -c 'exit 7' || rc=$?
+[ $rc -eq 7 ] || fail "exit status $rc, expected 7"
+rc=0; "$BO" -- /nonexistent/command 2>/dev/null || rc=$?
+[ $rc -eq 127 ] || fail "missing command: $rc, expected 127"
+printf 'not a program\n' >"$TMP/noexec"
+chmod 644 "$TMP/noexec"
+rc=0; "$BO" -- "$TMP/noexec" 2>/dev/null || rc=$?
+[ $rc -eq 126 ] || fail "non-executable command: $rc, expected 126"
+abs=$(cd "$(dirname "$LIB")" && pwd)/libbackoff.so
+pre=$(LD_PRELOAD=/lib/x86_64-linux-gnu/libm.so.6 "$BO" -- sh -c 'printf %s "$LD_PRELOAD"')
+[ "$pre" = "$abs /lib/x86_64-linux-gnu/libm.so.6" ] || fail "LD_PRELOAD is '$pre'"
+vars=$(cd "$TMP" && "$BO" -p thain -n 5 -v --stats s.json --trace t.csv -- env | grep '^BACKOFF_' | sort | tr '\n' ' ')
+[ "$vars" = "BACKOFF_MAX_ATTEMPTS=5 BACKOFF_POLICY=thain BACKOFF_STATS=$TMP/s.json BACKOFF_TRACE=$TMP/t.csv BACKOFF_VERBOSE=1 " ] ||
+    fail "variables: $vars"
+"$BO" --print-config | grep -q '^BACKOFF_POLICY=aimd$' || fail "--print-config"
+rc=0; "$BO" -p bogus -- true 2>/dev/null || rc=$?
+[ $rc -eq 2 ] || fail "bad -p: exit $rc, expected 2"
+
+note "installed layout: PREFIX/bin/backoff finds PREFIX/lib/backoff/libbackoff.so"
+mkdir -p "$TMP/prefix/bin" "$TMP/prefix/lib/backoff"
+cp "$BO" "$TMP/prefix/bin/backoff"
+cp "$LIB" "$TMP/prefix/lib/backoff/libbackoff.so"
+pre=$(cd / && env -u LD_PRELOAD "$TMP/prefix/bin/backoff" -- sh -c 'printf %s "$LD_PRELOAD"')
+[ "$pre" = "$(cd "$TMP/prefix/lib/backoff" && pwd -P)/libbackoff.so" ] || fail "installed layout: LD_PRELOAD is '$pre'"
+echo "ok"
