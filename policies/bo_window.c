@@ -94,7 +94,7 @@ void bo_window_init(bo_window *w, const bo_config *cfg)
     w->decreases = 0;
     w->improved = cfg->pacing;
     w->rate_limit_hz = 0;
-    w->period_start_ns = 0;
+    w->period_start_ns = -1; /* set by the first send */
     w->period_delivered = 0;
     w->last_success_ns = 0;
     w->blocked_ns = -1;
@@ -143,7 +143,7 @@ void bo_window_on_send(bo_window *w, int64_t now_ns, bo_ticket *t)
     if (w->improved) {
         int64_t base = w->next_send_ns > now_ns ? w->next_send_ns : now_ns;
         w->next_send_ns = base + (int64_t)pacing_gap_ns(w);
-        if (w->period_start_ns == 0 && w->delivered == 0)
+        if (w->period_start_ns < 0)
             w->period_start_ns = now_ns;
     }
 }
@@ -257,7 +257,7 @@ void bo_window_on_retry_after(bo_window *w, int64_t retry_after_ns, int64_t now_
     if (!w->improved || retry_after_ns < 0)
         return;
     int64_t resume = now_ns + retry_after_ns;
-    int64_t start = w->period_start_ns > 0 ? w->period_start_ns : now_ns;
+    int64_t start = w->period_start_ns >= 0 ? w->period_start_ns : now_ns;
     double span = (double)(resume - start);
     uint64_t got = w->delivered - w->period_delivered;
 

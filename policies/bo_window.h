@@ -46,7 +46,7 @@ typedef struct bo_window {
     /* Added for the improvements (BACKOFF_PACING=1, see bo_window.c): */
     bool improved;            /* cfg->pacing: pacing, BDP sizing, rate hints */
     double rate_limit_hz;     /* paced rate learnt from Retry-After; 0 = none */
-    int64_t period_start_ns;  /* start of the current rate-measurement period */
+    int64_t period_start_ns;  /* start of the rate-measurement period; -1 = none */
     uint64_t period_delivered;/* delivered count at period_start_ns */
     int64_t last_success_ns;  /* time of the last success (rate growth) */
     int64_t blocked_ns;       /* last time an admission waited on the window */

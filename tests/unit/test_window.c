@@ -1,0 +1,413 @@
+/*
+ * Unit tests for bo_window: every transition of 000's algorithm in article
+ * mode (BACKOFF_PACING=0): slow start, congestion avoidance, the in-flight
+ * + 1 bound, window_max, reno, tahoe, signals ignored through epochs, loss
+ * to one; then the improvements (pacing and next_send, BDP sizing, the
+ * app-limited rule, Retry-After rate hints).
+ */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "bo_config.h"
+#include "bo_window.h"
+
+#define MS 1000000LL
+#define EPS 1e-9
+
+static bo_config article_cfg(void)
+{
+    bo_config c;
+    bo_config_defaults(&c);
+    c.policy = BO_POLICY_AIMD;
+    c.pacing = false;
+    c.beta = 0.5;
+    return c;
+}
+
+/* Send n attempts at time t, tickets into tk[0..n-1]. */
+static void send_n(bo_window *w, int64_t t, bo_ticket *tk, int n)
+{
+    for (int i = 0; i < n; i++)
+        bo_window_on_send(w, t, &tk[i]);
+}
+
+START_TEST(test_init_defaults)
+{
+    bo_config c = article_cfg();
+    bo_window w;
+    bo_window_init(&w, &c);
+    ck_assert_double_eq_tol(w.cwnd, 20, EPS);
+    ck_assert_double_eq_tol(w.ssthresh, 1024, EPS);
+    ck_assert_double_eq_tol(w.beta, 0.5, EPS);
+    ck_assert_uint_eq(w.inflight, 0);
+    c.beta = 0; /* the policy's own */
+    bo_window_init(&w, &c);
+    ck_assert_double_eq_tol(w.beta, bo_window_default_beta(&c), EPS);
+    ck_assert(w.beta > 0 && w.beta < 1);
+}
+END_TEST
+
+START_TEST(test_can_send_counts_slots)
+{
+    bo_config c = article_cfg();
+    c.window = 3;
+    bo_window w;
+    bo_ticket tk[4];
+    bo_window_init(&w, &c);
+    for (int i = 0; i < 3; i++) {
+        ck_assert(bo_window_can_send(&w, 0));
+        bo_window_on_send(&w, 0, &tk[i]);
+    }
+    ck_assert(!bo_window_can_send(&w, 0));
+    ck_assert_uint_eq(w.inflight, 3);
+    bo_window_on_release(&w, &tk[0]);
+    ck_assert(bo_window_can_send(&w, 0));
+    ck_assert_double_eq_tol(w.cwnd, 3, EPS); /* release changes nothing else */
+}
+END_TEST
+
+START_TEST(test_slow_start_plus_one)
+{
+    bo_config c = article_cfg();
+    bo_window w;
+    bo_ticket tk[20];
+    bo_window_init(&w, &c);
+    send_n(&w, 0, tk, 20);
+    /* flying = 20 before each response: min(21, cwnd + 1) grows by one each time. */
+    bo_window_on_success(&w, &tk[0], 100 * MS);
+    ck_assert_double_eq_tol(w.cwnd, 21, EPS);
+    bo_window_on_send(&w, 100 * MS, &tk[0]);
+    bo_window_on_send(&w, 100 * MS, &tk[0]); /* 21 in flight */
+    bo_window_on_success(&w, &tk[1], 110 * MS);
+    ck_assert_double_eq_tol(w.cwnd, 22, EPS);
+    ck_assert_uint_eq(w.inflight, 20);
+    ck_assert_uint_eq(w.delivered, 2);
+}
+END_TEST
+
+START_TEST(test_inflight_bound)
+{
+    bo_config c = article_cfg();
+    bo_window w;
+    bo_ticket tk[3];
+    bo_window_init(&w, &c);
+    send_n(&w, 0, tk, 3);
+    /* Only 3 in flight: min(3 + 1, 21) = 4 < cwnd 20, so no growth at all. */
+    for (int i = 0; i < 3; i++)
+        bo_window_on_success(&w, &tk[i], 100 * MS);
+    ck_assert_double_eq_tol(w.cwnd, 20, EPS);
+    /* 20 in flight: the bound is 21, growth by one. */
+    bo_ticket many[20];
+    send_n(&w, 200 * MS, many, 20);
+    bo_window_on_success(&w, &many[0], 300 * MS);
+    ck_assert_double_eq_tol(w.cwnd, 21, EPS);
+}
+END_TEST
+
+START_TEST(test_avoidance_plus_one_over_cwnd)
+{
+    bo_config c = article_cfg();
+    c.window = 10;
+    c.window_max = 10; /* ssthresh starts at window_max = cwnd: avoidance */
+    bo_window w;
+    bo_window_init(&w, &c);
+    w.max = 100; /* let it grow above the initial ssthresh */
+    bo_ticket tk[10];
+    send_n(&w, 0, tk, 10);
+    bo_window_on_success(&w, &tk[0], 50 * MS);
+    ck_assert_double_eq_tol(w.cwnd, 10.1, 1e-12);
+    bo_window_on_send(&w, 50 * MS, &tk[0]);
+    bo_window_on_success(&w, &tk[1], 60 * MS);
+    ck_assert_double_eq_tol(w.cwnd, 10.1 + 1 / 10.1, 1e-12);
+}
+END_TEST
+
+START_TEST(test_window_max)
+{
+    bo_config c = article_cfg();
+    c.window = 5;
+    c.window_max = 6;
+    bo_window w;
+    bo_ticket tk[40];
+    bo_window_init(&w, &c);
+    for (int round = 0; round < 10; round++) {
+        int n = (int)w.cwnd;
+        send_n(&w, round * 100 * MS, tk, n);
+        for (int i = 0; i < n; i++)
+            bo_window_on_success(&w, &tk[i], round * 100 * MS + 50 * MS);
+        ck_assert(w.cwnd <= 6 + EPS);
+    }
+    ck_assert_double_eq_tol(w.cwnd, 6, EPS);
+}
+END_TEST
+
+START_TEST(test_reno_decrease)
+{
+    bo_config c = article_cfg();
+    bo_window w;
+    bo_ticket tk[20];
+    bo_window_init(&w, &c);
+    send_n(&w, 0, tk, 20);
+    ck_assert(bo_window_on_signal(&w, &tk[0], BO_SIGNAL_THROTTLE, 60 * MS));
+    ck_assert_double_eq_tol(w.ssthresh, 10, EPS);
+    ck_assert_double_eq_tol(w.cwnd, 10, EPS);
+    ck_assert_uint_eq(w.epoch, 1);
+    ck_assert_uint_eq(w.decreases, 1);
+    ck_assert_uint_eq(w.inflight, 19);
+}
+END_TEST
+
+START_TEST(test_tahoe_decrease)
+{
+    bo_config c = article_cfg();
+    c.aimd_mode = BO_AIMD_TAHOE;
+    c.beta = 0.9;
+    bo_window w;
+    bo_ticket tk[30];
+    bo_window_init(&w, &c);
+    w.cwnd = 30;
+    send_n(&w, 0, tk, 30);
+    ck_assert(bo_window_on_signal(&w, &tk[0], BO_SIGNAL_THROTTLE, 60 * MS));
+    ck_assert_double_eq_tol(w.ssthresh, 27, EPS);
+    ck_assert_double_eq_tol(w.cwnd, 20, EPS); /* the initial window */
+}
+END_TEST
+
+START_TEST(test_signals_before_decrease_ignored)
+{
+    bo_config c = article_cfg();
+    bo_window w;
+    bo_ticket old[20], fresh;
+    bo_window_init(&w, &c);
+    send_n(&w, 0, old, 20);
+    ck_assert(bo_window_on_signal(&w, &old[0], BO_SIGNAL_THROTTLE, 10 * MS));
+    /* The other 19 were sent before the decrease: ignored, only released. */
+    for (int i = 1; i < 20; i++)
+        ck_assert(!bo_window_on_signal(&w, &old[i], BO_SIGNAL_THROTTLE, 20 * MS));
+    ck_assert_double_eq_tol(w.cwnd, 10, EPS);
+    ck_assert_uint_eq(w.inflight, 0);
+    /* A request sent after the decrease counts again. */
+    bo_window_on_send(&w, 30 * MS, &fresh);
+    ck_assert_uint_eq(fresh.epoch, 1);
+    ck_assert(bo_window_on_signal(&w, &fresh, BO_SIGNAL_THROTTLE, 40 * MS));
+    ck_assert_double_eq_tol(w.cwnd, 5, EPS);
+}
+END_TEST
+
+START_TEST(test_no_signal_is_release_only)
+{
+    bo_config c = article_cfg();
+    bo_window w;
+    bo_ticket tk;
+    bo_window_init(&w, &c);
+    bo_window_on_send(&w, 0, &tk);
+    ck_assert(!bo_window_on_signal(&w, &tk, BO_SIGNAL_NONE, MS));
+    ck_assert_double_eq_tol(w.cwnd, 20, EPS);
+    ck_assert_uint_eq(w.inflight, 0);
+    /* A stray completion never wraps in-flight below zero. */
+    bo_window_on_release(&w, &tk);
+    ck_assert_uint_eq(w.inflight, 0);
+}
+END_TEST
+
+START_TEST(test_loss_to_one_probe)
+{
+    bo_config c = article_cfg();
+    c.beta = 0.9;
+    bo_window w;
+    bo_ticket tk[20], probe;
+    bo_window_init(&w, &c);
+    send_n(&w, 0, tk, 20);
+    ck_assert(bo_window_on_signal(&w, &tk[0], BO_SIGNAL_LOSS, 2000 * MS));
+    ck_assert_double_eq_tol(w.cwnd, 1, EPS);
+    ck_assert_double_eq_tol(w.ssthresh, 18, EPS);
+    for (int i = 1; i < 20; i++)
+        bo_window_on_signal(&w, &tk[i], BO_SIGNAL_LOSS, 2000 * MS);
+    /* One probe at a time. */
+    ck_assert(bo_window_can_send(&w, 2001 * MS));
+    bo_window_on_send(&w, 2001 * MS, &probe);
+    ck_assert(!bo_window_can_send(&w, 2001 * MS));
+    /* The probe fails too: still one, and ssthresh keeps the first loss's value. */
+    ck_assert(bo_window_on_signal(&w, &probe, BO_SIGNAL_LOSS, 4001 * MS));
+    ck_assert_double_eq_tol(w.cwnd, 1, EPS);
+    ck_assert_double_eq_tol(w.ssthresh, 18, EPS);
+    /* An answer: slow start back up (1 -> 2). */
+    bo_window_on_send(&w, 4100 * MS, &probe);
+    bo_window_on_success(&w, &probe, 4200 * MS);
+    ck_assert_double_eq_tol(w.cwnd, 2, EPS);
+}
+END_TEST
+
+/* ---- improvements (BACKOFF_PACING=1) ---- */
+
+static bo_config improved_cfg(void)
+{
+    bo_config c = article_cfg();
+    c.pacing = true;
+    c.beta = 0.9;
+    return c;
+}
+
+START_TEST(test_article_mode_never_paces)
+{
+    bo_config c = article_cfg();
+    bo_window w;
+    bo_ticket tk;
+    bo_window_init(&w, &c);
+    bo_window_on_send(&w, 0, &tk);
+    bo_window_on_success(&w, &tk, 100 * MS);
+    for (int i = 0; i < 10; i++) {
+        ck_assert_int_eq(bo_window_next_send_ns(&w, 100 * MS), 100 * MS);
+        bo_window_on_send(&w, 100 * MS, &tk);
+    }
+}
+END_TEST
+
+START_TEST(test_pacing_spreads_sends)
+{
+    bo_config c = improved_cfg();
+    bo_window w;
+    bo_ticket tk;
+    bo_window_init(&w, &c);
+    /* No round trip known yet: no pacing. */
+    bo_window_on_send(&w, 0, &tk);
+    ck_assert_int_eq(bo_window_next_send_ns(&w, 0), 0);
+    bo_window_on_success(&w, &tk, 100 * MS); /* min RTT 100 ms */
+    ck_assert_int_eq(w.min_rtt_ns, 100 * MS);
+    /* Slow start: gap = min_rtt / (cwnd * 1.25) = 100 ms / 25 = 4 ms. */
+    bo_window_on_send(&w, 100 * MS, &tk);
+    ck_assert_int_eq(bo_window_next_send_ns(&w, 100 * MS), 104 * MS);
+    ck_assert(!bo_window_can_send(&w, 103 * MS));
+    ck_assert(bo_window_can_send(&w, 104 * MS));
+    /* Sends at the pacing time chain on from it. */
+    bo_window_on_send(&w, 104 * MS, &tk);
+    ck_assert_int_eq(bo_window_next_send_ns(&w, 104 * MS), 108 * MS);
+}
+END_TEST
+
+START_TEST(test_app_limited_unless_blocked)
+{
+    bo_config c = improved_cfg();
+    bo_window w;
+    bo_ticket tk[20];
+    bo_window_init(&w, &c);
+    send_n(&w, 0, tk, 2);
+    bo_window_on_success(&w, &tk[0], 100 * MS);
+    ck_assert_double_eq_tol(w.cwnd, 20, EPS); /* 2 in flight: app-limited */
+    /* A wait while the window was nearly full means demand: growth resumes. */
+    send_n(&w, 100 * MS, tk, 18); /* 19 in flight */
+    bo_window_on_blocked(&w, 101 * MS);
+    bo_window_on_success(&w, &tk[0], 200 * MS);
+    ck_assert_double_eq_tol(w.cwnd, 20.75, EPS);
+    /* A wait with most of the window idle does not count. */
+    bo_window w2;
+    bo_ticket t2[2];
+    bo_window_init(&w2, &c);
+    send_n(&w2, 0, t2, 2);
+    bo_window_on_blocked(&w2, MS);
+    bo_window_on_success(&w2, &t2[0], 100 * MS);
+    ck_assert_double_eq_tol(w2.cwnd, 20, EPS);
+}
+END_TEST
+
+START_TEST(test_bdp_sizing_on_decrease)
+{
+    bo_config c = improved_cfg();
+    c.beta = 0.5;
+    bo_window w;
+    bo_window_init(&w, &c);
+    w.cwnd = 80;
+    w.min_rtt_ns = 600 * MS;
+    w.delivery_rate = 100.0 / 1e9; /* 100 per second */
+    bo_ticket tk;
+    bo_window_on_send(&w, 0, &tk);
+    ck_assert(bo_window_on_signal(&w, &tk, BO_SIGNAL_THROTTLE, 700 * MS));
+    /* max(80 * 0.5, min(100/s * 0.6 s * 0.97, 80)) = 58.2 */
+    ck_assert_double_eq_tol(w.cwnd, 58.2, 1e-6);
+    ck_assert_double_eq_tol(w.ssthresh, 58.2, 1e-6);
+    /* Never above the window it decreases from. */
+    w.delivery_rate = 1000.0 / 1e9;
+    bo_window_on_send(&w, 800 * MS, &tk);
+    ck_assert(bo_window_on_signal(&w, &tk, BO_SIGNAL_THROTTLE, 900 * MS));
+    ck_assert_double_eq_tol(w.cwnd, 58.2, 1e-6);
+}
+END_TEST
+
+START_TEST(test_delivery_rate_sample)
+{
+    bo_config c = improved_cfg();
+    bo_window w;
+    bo_ticket tk[10];
+    bo_window_init(&w, &c);
+    send_n(&w, 0, tk, 10);
+    for (int i = 0; i < 10; i++)
+        bo_window_on_success(&w, &tk[i], 500 * MS);
+    /* The last one saw 10 deliveries in 0.5 s: 20 per second. */
+    ck_assert_double_eq_tol(w.delivery_rate * 1e9, 20, 1e-9);
+}
+END_TEST
+
+START_TEST(test_retry_after_rate_hint)
+{
+    bo_config c = improved_cfg();
+    bo_window w;
+    bo_ticket tk;
+    bo_window_init(&w, &c);
+    for (int i = 0; i < 20; i++) { /* 20 successes in 0.2 s */
+        bo_window_on_send(&w, i * 10 * MS, &tk);
+        bo_window_on_success(&w, &tk, (i + 1) * 10 * MS);
+    }
+    bo_window_on_send(&w, 200 * MS, &tk);
+    ck_assert(bo_window_on_signal(&w, &tk, BO_SIGNAL_THROTTLE, 210 * MS));
+    bo_window_on_retry_after(&w, 1000 * MS, 210 * MS);
+    /* 20 delivered from the first send (0) to the end of the wait (1.21 s). */
+    ck_assert_double_eq_tol(w.rate_limit_hz, 20 / 1.21, 1e-9);
+    ck_assert_int_ge(bo_window_next_send_ns(&w, 300 * MS), 1210 * MS);
+    /* Pacing at the hinted rate: 1 / 16.5 per second apart. */
+    bo_window_on_send(&w, 1210 * MS, &tk);
+    ck_assert_int_ge(bo_window_next_send_ns(&w, 1210 * MS), 1210 * MS + (int64_t)(1e9 / (20 / 1.21)) - 1);
+    /* Article mode ignores hints. */
+    bo_config a = article_cfg();
+    bo_window_init(&w, &a);
+    bo_window_on_retry_after(&w, 1000 * MS, 0);
+    ck_assert_double_eq_tol(w.rate_limit_hz, 0, EPS);
+}
+END_TEST
+
+static Suite *window_suite(void)
+{
+    Suite *s = suite_create("window");
+    TCase *tc = tcase_create("article");
+    tcase_add_test(tc, test_init_defaults);
+    tcase_add_test(tc, test_can_send_counts_slots);
+    tcase_add_test(tc, test_slow_start_plus_one);
+    tcase_add_test(tc, test_inflight_bound);
+    tcase_add_test(tc, test_avoidance_plus_one_over_cwnd);
+    tcase_add_test(tc, test_window_max);
+    tcase_add_test(tc, test_reno_decrease);
+    tcase_add_test(tc, test_tahoe_decrease);
+    tcase_add_test(tc, test_signals_before_decrease_ignored);
+    tcase_add_test(tc, test_no_signal_is_release_only);
+    tcase_add_test(tc, test_loss_to_one_probe);
+    suite_add_tcase(s, tc);
+    TCase *ti = tcase_create("improved");
+    tcase_add_test(ti, test_article_mode_never_paces);
+    tcase_add_test(ti, test_pacing_spreads_sends);
+    tcase_add_test(ti, test_app_limited_unless_blocked);
+    tcase_add_test(ti, test_bdp_sizing_on_decrease);
+    tcase_add_test(ti, test_delivery_rate_sample);
+    tcase_add_test(ti, test_retry_after_rate_hint);
+    suite_add_tcase(s, ti);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(window_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
