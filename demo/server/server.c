@@ -358,10 +358,14 @@ static uint64_t admit(struct req *r, uint64_t t, const char *url)
     int admitted = 1;
     pthread_mutex_lock(&g.adm_mu);
     if (g.cfg.rate > 0) {
-        g.tokens += (double)(t - g.tokens_ms) * g.cfg.rate / 1000.0;
-        if (g.tokens > g.cfg.burst)
-            g.tokens = g.cfg.burst;
-        g.tokens_ms = t;
+        /* t was read before the lock: another thread may have refilled up to
+         * a later time already, and time must not run backwards here. */
+        if (t > g.tokens_ms) {
+            g.tokens += (double)(t - g.tokens_ms) * g.cfg.rate / 1000.0;
+            if (g.tokens > g.cfg.burst)
+                g.tokens = g.cfg.burst;
+            g.tokens_ms = t;
+        }
         r->rl = 1;
         if (g.tokens < 1.0) {
             admitted = 0;
