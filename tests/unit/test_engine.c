@@ -1,0 +1,357 @@
+/*
+ * Unit tests for bo_engine: the admission / completion loop the shim and
+ * the simulator drive.  Policy none never retries; delay policies admit at
+ * once and wait their schedule; max_attempts and max_time_ms bound a call;
+ * Retry-After is the least wait, bounded by the cap; aimd waits for a window
+ * slot and probes a silent destination one attempt at a time, spaced;
+ * responsive's gap applies before every attempt.
+ */
+#include <check.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "bo_config.h"
+#include "bo_engine.h"
+
+#define MS 1000000LL
+
+static const bo_outcome OK = {BO_VERDICT_SUCCESS, BO_SIGNAL_NONE};
+static const bo_outcome THROTTLED = {BO_VERDICT_RETRY, BO_SIGNAL_THROTTLE};
+static const bo_outcome LOST = {BO_VERDICT_RETRY, BO_SIGNAL_LOSS};
+static const bo_outcome RETRY_NOSIG = {BO_VERDICT_RETRY, BO_SIGNAL_NONE};
+static const bo_outcome FINAL = {BO_VERDICT_FINAL, BO_SIGNAL_NONE};
+
+static bo_config cfg_for(bo_policy_kind p)
+{
+    bo_config c;
+    bo_config_defaults(&c);
+    c.policy = p;
+    return c;
+}
+
+/* Admit (must be GO) and complete one attempt; returns the decision. */
+static bo_next one_attempt(bo_dest *d, const bo_config *c, bo_call *call, int64_t now,
+                           bo_outcome o, int64_t ra, bo_rng *rng, int64_t *until)
+{
+    int64_t u = 0;
+    ck_assert_int_eq(bo_dest_admit(d, c, call, now, &u), BO_ADMIT_GO);
+    return bo_dest_complete(d, c, call, o, ra, now, rng, until);
+}
+
+START_TEST(test_none_never_retries)
+{
+    bo_config c = cfg_for(BO_POLICY_NONE);
+    bo_dest d;
+    bo_call call;
+    bo_rng rng;
+    int64_t until;
+    bo_rng_seed(&rng, 1);
+    bo_dest_init(&d, &c, 0);
+    bo_call_begin(&call, 0);
+    ck_assert_int_eq(one_attempt(&d, &c, &call, 0, THROTTLED, 5000 * MS, &rng, &until), BO_NEXT_DONE);
+    ck_assert_uint_eq(d.attempts, 1);
+    ck_assert_uint_eq(d.throttled, 1);
+    ck_assert_uint_eq(d.window.inflight, 0);
+}
+END_TEST
+
+START_TEST(test_success_and_final_are_done)
+{
+    bo_config c = cfg_for(BO_POLICY_EXPONENTIAL);
+    bo_dest d;
+    bo_call call;
+    bo_rng rng;
+    int64_t until;
+    bo_rng_seed(&rng, 1);
+    bo_dest_init(&d, &c, 0);
+    bo_call_begin(&call, 0);
+    ck_assert_int_eq(one_attempt(&d, &c, &call, 0, OK, -1, &rng, &until), BO_NEXT_DONE);
+    bo_call_begin(&call, 0);
+    ck_assert_int_eq(one_attempt(&d, &c, &call, 0, FINAL, -1, &rng, &until), BO_NEXT_DONE);
+    ck_assert_uint_eq(d.successes, 1);
+    ck_assert_uint_eq(d.failed, 1);
+}
+END_TEST
+
+START_TEST(test_delay_policy_admits_at_once_and_waits_schedule)
+{
+    bo_config c = cfg_for(BO_POLICY_FIXED);
+    c.base_ms = 250;
+    c.max_attempts = 0;
+    c.window = 1; /* the window must not matter for delay policies */
+    bo_dest d;
+    bo_call calls[5];
+    bo_rng rng;
+    int64_t until = 0;
+    bo_rng_seed(&rng, 1);
+    bo_dest_init(&d, &c, 0);
+    for (int i = 0; i < 5; i++) {
+        bo_call_begin(&calls[i], 0);
+        ck_assert_int_eq(bo_dest_admit(&d, &c, &calls[i], 0, &until), BO_ADMIT_GO);
+    }
+    ck_assert_uint_eq(d.window.inflight, 5);
+    ck_assert_int_eq(bo_dest_complete(&d, &c, &calls[0], THROTTLED, -1, 10 * MS, &rng, &until),
+                     BO_NEXT_RETRY);
+    ck_assert_int_eq(until, 260 * MS);
+    /* The retry is admitted as soon as it asks. */
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &calls[0], 260 * MS, &until), BO_ADMIT_GO);
+    ck_assert_uint_eq(calls[0].attempts, 2);
+}
+END_TEST
+
+START_TEST(test_max_attempts)
+{
+    bo_config c = cfg_for(BO_POLICY_FIXED);
+    c.max_attempts = 3;
+    bo_dest d;
+    bo_call call;
+    bo_rng rng;
+    int64_t until = 0, now = 0;
+    bo_rng_seed(&rng, 1);
+    bo_dest_init(&d, &c, 0);
+    bo_call_begin(&call, 0);
+    ck_assert_int_eq(one_attempt(&d, &c, &call, now, RETRY_NOSIG, -1, &rng, &until), BO_NEXT_RETRY);
+    now = until;
+    ck_assert_int_eq(one_attempt(&d, &c, &call, now, RETRY_NOSIG, -1, &rng, &until), BO_NEXT_RETRY);
+    now = until;
+    ck_assert_int_eq(one_attempt(&d, &c, &call, now, RETRY_NOSIG, -1, &rng, &until), BO_NEXT_DONE);
+    ck_assert_uint_eq(call.attempts, 3);
+    /* 0 means no limit. */
+    c.max_attempts = 0;
+    bo_call_begin(&call, now);
+    for (int i = 0; i < 50; i++) {
+        ck_assert_int_eq(one_attempt(&d, &c, &call, now, RETRY_NOSIG, -1, &rng, &until), BO_NEXT_RETRY);
+        now = until;
+    }
+}
+END_TEST
+
+START_TEST(test_max_time)
+{
+    bo_config c = cfg_for(BO_POLICY_FIXED);
+    c.max_attempts = 0;
+    c.base_ms = 100;
+    c.max_time_ms = 250;
+    bo_dest d;
+    bo_call call;
+    bo_rng rng;
+    int64_t until = 0;
+    bo_rng_seed(&rng, 1);
+    bo_dest_init(&d, &c, 0);
+    bo_call_begin(&call, 0);
+    ck_assert_int_eq(one_attempt(&d, &c, &call, 0, RETRY_NOSIG, -1, &rng, &until), BO_NEXT_RETRY);
+    ck_assert_int_eq(until, 100 * MS);
+    ck_assert_int_eq(one_attempt(&d, &c, &call, 100 * MS, RETRY_NOSIG, -1, &rng, &until), BO_NEXT_RETRY);
+    /* 200 ms + 100 ms would pass 250 ms: no new attempt, done now. */
+    ck_assert_int_eq(one_attempt(&d, &c, &call, 200 * MS, RETRY_NOSIG, -1, &rng, &until), BO_NEXT_DONE);
+    /* A retry that asks after the deadline gives up; a first attempt never does. */
+    bo_call_begin(&call, 0);
+    ck_assert_int_eq(one_attempt(&d, &c, &call, 0, RETRY_NOSIG, -1, &rng, &until), BO_NEXT_RETRY);
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &call, 300 * MS, &until), BO_ADMIT_GIVE_UP);
+    bo_call fresh;
+    bo_call_begin(&fresh, 0);
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &fresh, 10000 * MS, &until), BO_ADMIT_GO);
+}
+END_TEST
+
+START_TEST(test_retry_after_least_wait_bounded_by_cap)
+{
+    bo_config c = cfg_for(BO_POLICY_FIXED);
+    c.max_attempts = 0;
+    c.base_ms = 100;
+    c.cap_ms = 3000;
+    bo_dest d;
+    bo_call call;
+    bo_rng rng;
+    int64_t until = 0;
+    bo_rng_seed(&rng, 1);
+    bo_dest_init(&d, &c, 0);
+    bo_call_begin(&call, 0);
+    /* Retry-After 2 s beats the 100 ms schedule. */
+    ck_assert_int_eq(one_attempt(&d, &c, &call, 0, THROTTLED, 2000 * MS, &rng, &until), BO_NEXT_RETRY);
+    ck_assert_int_eq(until, 2000 * MS);
+    /* A shorter hint does not shorten the schedule. */
+    ck_assert_int_eq(one_attempt(&d, &c, &call, until, THROTTLED, 10 * MS, &rng, &until), BO_NEXT_RETRY);
+    ck_assert_int_eq(until, 2100 * MS);
+    /* An hour is bounded by the 3 s cap. */
+    ck_assert_int_eq(one_attempt(&d, &c, &call, until, THROTTLED, 3600000 * MS, &rng, &until),
+                     BO_NEXT_RETRY);
+    ck_assert_int_eq(until, 5100 * MS);
+}
+END_TEST
+
+START_TEST(test_aimd_retry_after_holds_destination)
+{
+    bo_config c = cfg_for(BO_POLICY_AIMD);
+    c.max_attempts = 0;
+    bo_dest d;
+    bo_call a, b;
+    bo_rng rng;
+    int64_t until = 0;
+    bo_rng_seed(&rng, 1);
+    bo_dest_init(&d, &c, 0);
+    bo_call_begin(&a, 0);
+    ck_assert_int_eq(one_attempt(&d, &c, &a, 0, THROTTLED, 1000 * MS, &rng, &until), BO_NEXT_RETRY);
+    ck_assert_int_ge(until, 1000 * MS);
+    /* Another thread's first attempt to the same destination waits too. */
+    bo_call_begin(&b, 10 * MS);
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &b, 10 * MS, &until), BO_ADMIT_WAIT);
+    ck_assert_int_ge(until, 1000 * MS);
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &b, until, &until), BO_ADMIT_GO);
+}
+END_TEST
+
+START_TEST(test_aimd_waits_for_a_slot)
+{
+    bo_config c = cfg_for(BO_POLICY_AIMD);
+    c.window = 2;
+    c.pacing = false;
+    bo_dest d;
+    bo_call calls[3];
+    bo_rng rng;
+    int64_t until = 0;
+    bo_rng_seed(&rng, 1);
+    bo_dest_init(&d, &c, 0);
+    for (int i = 0; i < 3; i++)
+        bo_call_begin(&calls[i], 0);
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &calls[0], 0, &until), BO_ADMIT_GO);
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &calls[1], 0, &until), BO_ADMIT_GO);
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &calls[2], 0, &until), BO_ADMIT_WAIT);
+    ck_assert_int_gt(until, 0); /* a deadline to ask again, even if no wake-up comes */
+    ck_assert_uint_eq(calls[2].attempts, 0);
+    ck_assert_int_eq(bo_dest_complete(&d, &c, &calls[0], OK, -1, 50 * MS, &rng, &until), BO_NEXT_DONE);
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &calls[2], 50 * MS, &until), BO_ADMIT_GO);
+    /* Cancel frees the slot and un-counts the attempt. */
+    bo_dest_cancel(&d, &calls[2]);
+    ck_assert_uint_eq(d.window.inflight, 1);
+    ck_assert_uint_eq(calls[2].attempts, 0);
+    ck_assert_uint_eq(d.attempts, 2);
+}
+END_TEST
+
+START_TEST(test_aimd_retry_is_immediate_after_throttle)
+{
+    bo_config c = cfg_for(BO_POLICY_AIMD);
+    c.pacing = false;
+    bo_dest d;
+    bo_call call;
+    bo_rng rng;
+    int64_t until = 0;
+    bo_rng_seed(&rng, 1);
+    bo_dest_init(&d, &c, 0);
+    bo_call_begin(&call, 0);
+    ck_assert_int_eq(one_attempt(&d, &c, &call, 0, THROTTLED, -1, &rng, &until), BO_NEXT_RETRY);
+    ck_assert_int_eq(until, 0); /* the window, not a delay, throttles aimd */
+    ck_assert_double_lt(d.window.cwnd, 20);
+}
+END_TEST
+
+START_TEST(test_aimd_probe_spacing_after_loss)
+{
+    bo_config c = cfg_for(BO_POLICY_AIMD);
+    c.max_attempts = 0;
+    c.base_ms = 100;
+    bo_dest d;
+    bo_call call;
+    bo_rng rng;
+    int64_t until = 0, now = 0;
+    int64_t expect[] = {100, 200, 400, 800, 1000, 1000};
+    bo_rng_seed(&rng, 1);
+    bo_dest_init(&d, &c, 0);
+    bo_call_begin(&call, 0);
+    for (int i = 0; i < 6; i++) {
+        ck_assert_int_eq(one_attempt(&d, &c, &call, now, LOST, -1, &rng, &until), BO_NEXT_RETRY);
+        ck_assert_double_eq_tol(d.window.cwnd, 1, 1e-9);
+        ck_assert_uint_eq(d.probe_failures, (unsigned)i + 1);
+        /* Asking earlier than the spacing waits; at it, goes. */
+        ck_assert_int_eq(bo_dest_admit(&d, &c, &call, now + 1, &until), BO_ADMIT_WAIT);
+        ck_assert_int_eq(until, now + expect[i] * MS);
+        now = until;
+    }
+    ck_assert_uint_eq(d.failed, 6);
+    /* An answer ends probing. */
+    ck_assert_int_eq(one_attempt(&d, &c, &call, now, OK, -1, &rng, &until), BO_NEXT_DONE);
+    ck_assert_uint_eq(d.probe_failures, 0);
+}
+END_TEST
+
+START_TEST(test_responsive_gap_before_every_attempt)
+{
+    bo_config c = cfg_for(BO_POLICY_RESPONSIVE);
+    c.max_attempts = 0;
+    c.base_ms = 100;
+    c.jitter = 0;
+    bo_dest d;
+    bo_call a, b;
+    bo_rng rng;
+    int64_t until = 0;
+    bo_rng_seed(&rng, 1);
+    bo_dest_init(&d, &c, 0);
+    bo_call_begin(&a, 0);
+    /* No failure yet: no gap. */
+    ck_assert_int_eq(one_attempt(&d, &c, &a, 0, OK, -1, &rng, &until), BO_NEXT_DONE);
+    bo_call_begin(&a, 0);
+    ck_assert_int_eq(one_attempt(&d, &c, &a, 0, THROTTLED, -1, &rng, &until), BO_NEXT_RETRY);
+    ck_assert_int_eq(bo_responsive_interval_ns(&d.pacing), 100 * MS);
+    /* A new call (not a retry) to the destination waits the gap too. */
+    bo_call_begin(&b, 10 * MS);
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &b, 10 * MS, &until), BO_ADMIT_WAIT);
+    ck_assert_int_eq(until, 100 * MS);
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &b, 100 * MS, &until), BO_ADMIT_GO);
+    /* And the next one waits a gap after that admission. */
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &a, 150 * MS, &until), BO_ADMIT_WAIT);
+    ck_assert_int_eq(until, 200 * MS);
+}
+END_TEST
+
+START_TEST(test_counters)
+{
+    bo_config c = cfg_for(BO_POLICY_FIXED);
+    c.max_attempts = 0;
+    bo_dest d;
+    bo_call call;
+    bo_rng rng;
+    int64_t until = 0;
+    bo_rng_seed(&rng, 1);
+    bo_dest_init(&d, &c, 0);
+    bo_call_begin(&call, 0);
+    one_attempt(&d, &c, &call, 0, THROTTLED, -1, &rng, &until);
+    one_attempt(&d, &c, &call, until, LOST, -1, &rng, &until);
+    one_attempt(&d, &c, &call, until, RETRY_NOSIG, -1, &rng, &until);
+    one_attempt(&d, &c, &call, until, OK, -1, &rng, &until);
+    ck_assert_uint_eq(d.attempts, 4);
+    ck_assert_uint_eq(d.throttled, 1);
+    ck_assert_uint_eq(d.failed, 2);
+    ck_assert_uint_eq(d.successes, 1);
+    ck_assert_uint_eq(d.window.inflight, 0);
+}
+END_TEST
+
+static Suite *engine_suite(void)
+{
+    Suite *s = suite_create("engine");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_none_never_retries);
+    tcase_add_test(tc, test_success_and_final_are_done);
+    tcase_add_test(tc, test_delay_policy_admits_at_once_and_waits_schedule);
+    tcase_add_test(tc, test_max_attempts);
+    tcase_add_test(tc, test_max_time);
+    tcase_add_test(tc, test_retry_after_least_wait_bounded_by_cap);
+    tcase_add_test(tc, test_aimd_retry_after_holds_destination);
+    tcase_add_test(tc, test_aimd_waits_for_a_slot);
+    tcase_add_test(tc, test_aimd_retry_is_immediate_after_throttle);
+    tcase_add_test(tc, test_aimd_probe_spacing_after_loss);
+    tcase_add_test(tc, test_responsive_gap_before_every_attempt);
+    tcase_add_test(tc, test_counters);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(engine_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
