@@ -70,6 +70,9 @@ void bo_call_begin(bo_call *c, int64_t now_ns);
  * May the call start an attempt now?  On BO_ADMIT_WAIT, *until_ns is the
  * time to ask again (a completion on the destination may free a slot
  * sooner; the shim waits on a condition variable with that deadline).
+ * When only a window slot is missing, *until_ns is now + 1 s: completions
+ * are what frees slots, the deadline only bounds a missed wake-up.  For a
+ * retry *until_ns never lies past the call's max_time_ms deadline.
  */
 bo_admit bo_dest_admit(bo_dest *d, const bo_config *cfg, bo_call *c,
                        int64_t now_ns, int64_t *until_ns);
