@@ -51,8 +51,12 @@ static const char usage[] =
     "X-Request-Id (a repeat is a duplicate_post); GET /status/NNN answers status NNN;\n"
     "any other path answers \"ok\". Rejections carry the body \"rejected\".\n"
     "The first stdout line is \"listening on 127.0.0.1:PORT\"; one stderr line per second;\n"
-    "at exit a TSV summary on stdout: requests ok rejected max_concurrency\n"
-    "duplicate_posts posts dropped status_other.\n";
+    "at exit a TSV summary on stdout (header row + one row): requests (answered),\n"
+    "ok (2xx), rejected (429/503 from the cap, the bucket or a 503 outage),\n"
+    "max_concurrency (most requests in the server at once, held ones included),\n"
+    "duplicate_posts (POSTs whose X-Request-Id was already processed), posts, puts,\n"
+    "duplicate_puts, dropped (closed unanswered: client gone, refuse outage, exit),\n"
+    "status_other (non-2xx answers that are not rejections: 400, /status/NNN).\n";
 
 static int bad(const char *flag, const char *value, const char *expected)
 {
