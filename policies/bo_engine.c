@@ -172,7 +172,7 @@ bo_next bo_dest_complete(bo_dest *d, const bo_config *cfg, bo_call *c,
             d->failed++;
         }
         if (cfg->policy == BO_POLICY_RESPONSIVE && outcome.signal != BO_SIGNAL_NONE)
-            bo_responsive_on_failure(&d->pacing, cfg, rng);
+            bo_responsive_on_failure_sent(&d->pacing, cfg, rng, c->ticket.sent_ns, now_ns);
     }
     if (cfg->policy == BO_POLICY_RESPONSIVE)
         hold_dest(d, now_ns + bo_responsive_interval_ns(&d->pacing));

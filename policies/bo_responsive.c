@@ -13,6 +13,8 @@ void bo_responsive_init(bo_responsive *r)
 {
     r->interval_ns = 0;
     r->successes = 0;
+    r->raised_ns = 0;
+    r->raised = false;
 }
 
 /*
@@ -83,4 +85,17 @@ void bo_responsive_on_success(bo_responsive *r, const bo_config *cfg, bo_rng *rn
 int64_t bo_responsive_interval_ns(const bo_responsive *r)
 {
     return r->interval_ns;
+}
+
+bool bo_responsive_on_failure_sent(bo_responsive *r, const bo_config *cfg, bo_rng *rng,
+                                   int64_t sent_ns, int64_t now_ns)
+{
+    if (r->raised && sent_ns < r->raised_ns) {
+        r->successes = 0; /* still a failure: the success streak is broken */
+        return false;
+    }
+    bo_responsive_on_failure(r, cfg, rng);
+    r->raised_ns = now_ns;
+    r->raised = true;
+    return true;
 }

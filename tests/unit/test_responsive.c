@@ -229,6 +229,35 @@ START_TEST(test_randomization_limited_by_cap)
 }
 END_TEST
 
+
+/*
+ * Concurrent failures of attempts sent under the same gap raise it once: the
+ * first failure after a raise counts only if its attempt was sent after it.
+ */
+START_TEST(test_concurrent_failures_raise_once)
+{
+    bo_config c = make_cfg(0, 10);
+    bo_responsive r;
+    bo_rng g;
+    bo_rng_seed(&g, 1);
+    bo_responsive_init(&r);
+    /* 50 attempts all sent at t=0, failing at t=10..59 ms: one raise, to base. */
+    ck_assert(bo_responsive_on_failure_sent(&r, &c, &g, 0, 10 * MS));
+    for (int i = 1; i < 50; i++)
+        ck_assert(!bo_responsive_on_failure_sent(&r, &c, &g, 0, (10 + i) * MS));
+    ck_assert_int_eq(bo_responsive_interval_ns(&r), 100 * MS);
+    /* An attempt sent after the raise raises it again (x1.5, no jitter). */
+    ck_assert(bo_responsive_on_failure_sent(&r, &c, &g, 20 * MS, 200 * MS));
+    ck_assert_int_eq(bo_responsive_interval_ns(&r), 150 * MS);
+    /* An ignored failure still breaks the success streak. */
+    for (int i = 0; i < 9; i++)
+        bo_responsive_on_success(&r, &c, &g);
+    ck_assert(!bo_responsive_on_failure_sent(&r, &c, &g, 100 * MS, 300 * MS));
+    bo_responsive_on_success(&r, &c, &g);
+    ck_assert_int_eq(bo_responsive_interval_ns(&r), 150 * MS);
+}
+END_TEST
+
 static Suite *responsive_suite(void)
 {
     Suite *s = suite_create("responsive");
@@ -243,6 +272,7 @@ static Suite *responsive_suite(void)
     tcase_add_test(tc, test_up_randomization_bounds);
     tcase_add_test(tc, test_down_randomization_bounds);
     tcase_add_test(tc, test_randomization_limited_by_cap);
+    tcase_add_test(tc, test_concurrent_failures_raise_once);
     suite_add_tcase(s, tc);
     return s;
 }
