@@ -35,6 +35,8 @@ typedef struct bo_shim_dest {
     pthread_cond_t cv;          /* CLOCK_MONOTONIC; broadcast on every completion */
     bo_dest d;                  /* guarded by mu */
     double cwnd_max;            /* largest cwnd seen (stats), guarded by mu */
+    /* BACKOFF_STATS counters, guarded by mu (no shared atomics on the hot path) */
+    uint64_t calls, attempts, retries, throttled, failed, gave_up;
 } bo_shim_dest;
 
 /* What one finished attempt tells the shared loop. */
@@ -63,7 +65,7 @@ extern __thread int bo_shim_busy;
  */
 bo_shim_dest *bo_shim_dest_get(const char *key);
 
-/* Next call number of the process (trace column `call`). */
+/* Next call number of the process (trace column `call`; 0 when not tracing). */
 uint64_t bo_shim_next_call_id(void);
 
 /*
@@ -83,13 +85,16 @@ bool bo_shim_complete(bo_shim_dest *sd, bo_call *call, const bo_shim_result *r,
                       uint64_t call_id, const char *what, unsigned inflight,
                       int64_t *until_ns);
 
+/*
+ * The call ends without another attempt although the engine allowed one
+ * (the upload could not be rewound, no clean socket): count it as failed.
+ */
+void bo_shim_call_abandoned(bo_shim_dest *sd);
+
 /* Forget an admitted attempt that never ran. */
 void bo_shim_cancel(bo_shim_dest *sd, bo_call *call);
 
 /* Sleep until the monotonic deadline, restarting after EINTR; counts wait_ms. */
 void bo_shim_sleep_until(int64_t until_ns);
-
-/* Stats bookkeeping for a managed call that ended. */
-void bo_shim_call_done(bool success, bool gave_up);
 
 #endif

@@ -217,8 +217,10 @@ static int managed_connect(bo_shim_dest *sd, int fd, const struct sockaddr *sa, 
             res.outcome.verdict = BO_VERDICT_FINAL;
         if (!bo_shim_complete(sd, &call, &res, id, "connect", inflight, &until))
             break;
-        if (fresh_socket(fd, sa->sa_family) != 0)
-            break; /* cannot make a clean socket: the last failure stands */
+        if (fresh_socket(fd, sa->sa_family) != 0) {
+            bo_shim_call_abandoned(sd); /* no clean socket: the last failure stands */
+            break;
+        }
         bo_shim_sleep_until(until);
     }
     return rc;

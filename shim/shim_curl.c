@@ -160,6 +160,12 @@ typedef struct handle_rec {
     CURL *h;
     struct handle_rec *next;  /* hash chain */
     bo_shim_dest *dest;       /* NULL: pass straight through */
+    /* "scheme://authority" of the last parsed URL and its destination, so a
+     * program that sets a new URL per request on the same origin does not
+     * pay for a parse each time */
+    char origin[BO_DEST_KEY_LEN];
+    size_t origin_len;        /* 0: none */
+    bo_shim_dest *origin_dest;
     /* request, as recorded from setopt */
     enum method_kind method;
     bool custom_set;
@@ -212,13 +218,33 @@ static void rec_init_once(void)
     pthread_atfork(rec_prepare_fork, rec_after_fork, rec_after_fork);
 }
 
+/*
+ * Each thread remembers the last handle it looked up, valid while no record
+ * has been removed since (g_rec_gen): a program that drives one handle per
+ * thread then takes no shared lock at all to find its record.
+ */
+static uint64_t g_rec_gen;
+static __thread const CURL *tl_last_h;
+static __thread handle_rec *tl_last_rec;
+static __thread uint64_t tl_last_gen;
+
 static handle_rec *rec_find(const CURL *h)
 {
     handle_rec *r;
+    uint64_t gen = __atomic_load_n(&g_rec_gen, __ATOMIC_ACQUIRE);
+
+    if (h == tl_last_h && gen == tl_last_gen && tl_last_rec != NULL)
+        return tl_last_rec;
     pthread_mutex_lock(&g_rec_lock);
+    gen = g_rec_gen;
     for (r = g_buckets[bucket_of(h)]; r != NULL && r->h != h; r = r->next) {
     }
     pthread_mutex_unlock(&g_rec_lock);
+    if (r != NULL) {
+        tl_last_h = h;
+        tl_last_rec = r;
+        tl_last_gen = gen;
+    }
     return r;
 }
 
@@ -238,6 +264,7 @@ static handle_rec *rec_remove(const CURL *h)
     for (pp = &g_buckets[bucket_of(h)]; (r = *pp) != NULL; pp = &r->next) {
         if (r->h == h) {
             *pp = r->next;
+            __atomic_add_fetch(&g_rec_gen, 1, __ATOMIC_RELEASE);
             break;
         }
     }
@@ -341,6 +368,41 @@ out:
         real.url_cleanup(u);
 }
 
+/* Length of "scheme://authority" at the start of url, or 0 when it has none. */
+static size_t origin_prefix(const char *url)
+{
+    const char *p = strstr(url, "://");
+    if (p == NULL || p == url)
+        return 0;
+    for (const char *c = url; c < p; c++) {
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+              *c == '+' || *c == '-' || *c == '.'))
+            return 0;
+    }
+    p += 3;
+    p += strcspn(p, "/?#");
+    return (size_t)(p - url);
+}
+
+/* CURLOPT_URL: reuse the destination when the origin is the last one's. */
+static void record_url_string(handle_rec *r, const char *url)
+{
+    size_t n = url != NULL ? origin_prefix(url) : 0;
+
+    if (n > 0 && n == r->origin_len && memcmp(url, r->origin, n) == 0) {
+        r->dest = r->origin_dest;
+        return;
+    }
+    record_url(r, url, NULL);
+    if (n > 0 && n < sizeof r->origin) {
+        memcpy(r->origin, url, n);
+        r->origin_len = n;
+        r->origin_dest = r->dest;
+    } else {
+        r->origin_len = 0;
+    }
+}
+
 static CURLcode record_long(handle_rec *r, CURLoption opt, long v)
 {
     switch (opt) {
@@ -388,9 +450,10 @@ static CURLcode record_ptr(handle_rec *r, CURLoption opt, void *p)
         r->seek_data = p;
         break;
     case CURLOPT_URL:
-        record_url(r, p, NULL);
+        record_url_string(r, p);
         break;
     case CURLOPT_CURLU:
+        r->origin_len = 0;
         if (p != NULL)
             record_url(r, NULL, p);
         break;
@@ -734,8 +797,10 @@ static CURLcode managed_perform(handle_rec *r, int *err_out)
             res.retry_after_ns = (int64_t)ra * 1000000000LL;
         if (!bo_shim_complete(sd, &call, &res, id, method, inflight, &until))
             break;
-        if (!rewind_upload(r, start_pos))
-            break; /* cannot send the body again: this result stands */
+        if (!rewind_upload(r, start_pos)) {
+            bo_shim_call_abandoned(sd); /* cannot send the body again: this result stands */
+            break;
+        }
         r->held_len = 0; /* the retried attempt's bytes are dropped */
         bo_shim_sleep_until(until);
     }

@@ -17,6 +17,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,9 +37,9 @@ static pthread_mutex_t g_dest_lock = PTHREAD_MUTEX_INITIALIZER;
 static bo_shim_dest *g_dests[BO_MAX_DESTS];
 static unsigned g_ndests;
 
-/* Counters for BACKOFF_STATS (atomics: never under a lock). */
-static uint64_t st_calls, st_attempts, st_retries, st_throttled, st_failed, st_gave_up,
-    st_wait_ns, st_call_ids;
+/* Waiting time for BACKOFF_STATS (an atomic, touched only after a wait) and
+ * the trace's call numbers; the other counters live in each destination. */
+static uint64_t st_wait_ns, st_call_ids;
 
 /* Trace file: opened on the first row. */
 static pthread_once_t g_trace_once = PTHREAD_ONCE_INIT;
@@ -48,6 +49,9 @@ static int g_trace_fd = -1;
 #define NS_PER_S 1000000000LL
 /* Longest single condition wait: admission is asked again at least this often. */
 #define ADMIT_RECHECK_NS (200 * NS_PER_MS)
+/* Waits up to this long yield the CPU instead of sleeping (timer slack is 50 us). */
+#define SPIN_WAIT_NS (100 * 1000LL)
+#define SPIN_MAX_YIELDS 10000
 
 static void add(uint64_t *c, uint64_t v)
 {
@@ -158,7 +162,8 @@ bo_rng *bo_shim_rng(void)
 
 uint64_t bo_shim_next_call_id(void)
 {
-    add(&st_calls, 1);
+    if (g_cfg.trace_path[0] == '\0')
+        return 0;
     return __atomic_add_fetch(&st_call_ids, 1, __ATOMIC_RELAXED);
 }
 
@@ -187,7 +192,13 @@ bo_shim_dest *bo_shim_dest_get(const char *key)
     if (sd == NULL)
         goto out;
     snprintf(sd->key, sizeof sd->key, "%s", key);
-    pthread_mutex_init(&sd->mu, NULL);
+    /* Adaptive: the critical sections are a few counter updates, so a
+     * short spin beats a futex sleep when threads collide. */
+    pthread_mutexattr_t ma;
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
+    pthread_mutex_init(&sd->mu, &ma);
+    pthread_mutexattr_destroy(&ma);
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&sd->cv, &ca);
@@ -215,11 +226,23 @@ int bo_shim_admit(bo_shim_dest *sd, bo_call *call, unsigned *inflight)
             break;
         }
         if (a == BO_ADMIT_GIVE_UP) {
+            sd->calls++;
+            sd->failed++;
+            sd->gave_up++;
             rc = -1;
             break;
         }
         if (waited_from == 0)
             waited_from = now;
+        if (until > now && until - now <= SPIN_WAIT_NS) {
+            /* A pacing gap shorter than the timer slack: a timed sleep would
+             * oversleep it many times over, so yield until it has passed. */
+            pthread_mutex_unlock(&sd->mu);
+            for (int i = 0; i < SPIN_MAX_YIELDS && bo_shim_now_ns() < until; i++)
+                sched_yield();
+            pthread_mutex_lock(&sd->mu);
+            continue;
+        }
         /* Ask again at the engine's time, a completion, or the recheck bound. */
         if (until > now + ADMIT_RECHECK_NS || until <= now)
             until = now + (until <= now ? NS_PER_MS : ADMIT_RECHECK_NS);
@@ -229,10 +252,6 @@ int bo_shim_admit(bo_shim_dest *sd, bo_call *call, unsigned *inflight)
     pthread_mutex_unlock(&sd->mu);
     if (waited_from != 0)
         add(&st_wait_ns, (uint64_t)(bo_shim_now_ns() - waited_from));
-    if (rc != 0) {
-        add(&st_failed, 1);
-        add(&st_gave_up, 1);
-    }
     return rc;
 }
 
@@ -241,6 +260,14 @@ void bo_shim_cancel(bo_shim_dest *sd, bo_call *call)
     pthread_mutex_lock(&sd->mu);
     bo_dest_cancel(&sd->d, call);
     pthread_cond_broadcast(&sd->cv);
+    pthread_mutex_unlock(&sd->mu);
+}
+
+void bo_shim_call_abandoned(bo_shim_dest *sd)
+{
+    pthread_mutex_lock(&sd->mu);
+    sd->calls++;
+    sd->failed++;
     pthread_mutex_unlock(&sd->mu);
 }
 
@@ -254,14 +281,6 @@ void bo_shim_sleep_until(int64_t until_ns)
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
     }
     add(&st_wait_ns, (uint64_t)(bo_shim_now_ns() - from));
-}
-
-void bo_shim_call_done(bool success, bool gave_up)
-{
-    if (!success)
-        add(&st_failed, 1);
-    if (gave_up)
-        add(&st_gave_up, 1);
 }
 
 /* Open the trace file once; write the header when the file is empty. */
@@ -330,23 +349,24 @@ bool bo_shim_complete(bo_shim_dest *sd, bo_call *call, const bo_shim_result *r,
 
     pthread_mutex_lock(&sd->mu);
     next = bo_dest_complete(&sd->d, cfg, call, r->outcome, r->retry_after_ns, now, rng, &until);
+    bool retry = next == BO_NEXT_RETRY;
+    bool success = r->outcome.verdict == BO_VERDICT_SUCCESS;
+    bool gave_up = !retry && r->outcome.verdict == BO_VERDICT_RETRY;
     cwnd = sd->d.window.cwnd;
     ssthresh = sd->d.window.ssthresh;
     if (cwnd > sd->cwnd_max)
         sd->cwnd_max = cwnd;
+    sd->attempts++;
+    sd->retries += retry;
+    sd->throttled += r->outcome.signal == BO_SIGNAL_THROTTLE;
+    if (!retry) {
+        sd->calls++;
+        sd->failed += !success;
+        sd->gave_up += gave_up;
+    }
     pthread_cond_broadcast(&sd->cv);
     pthread_mutex_unlock(&sd->mu);
 
-    bool retry = next == BO_NEXT_RETRY;
-    bool success = r->outcome.verdict == BO_VERDICT_SUCCESS;
-    bool gave_up = !retry && r->outcome.verdict == BO_VERDICT_RETRY;
-    add(&st_attempts, 1);
-    if (retry)
-        add(&st_retries, 1);
-    if (r->outcome.signal == BO_SIGNAL_THROTTLE)
-        add(&st_throttled, 1);
-    if (!retry)
-        bo_shim_call_done(success, gave_up);
     *until_ns = retry ? until : now;
 
     if (cfg->trace_path[0] != '\0') {
@@ -386,7 +406,8 @@ __attribute__((destructor)) static void write_stats(void)
 {
     char buf[512];
     double window = 0, window_max = 0;
-    uint64_t best = 0;
+    uint64_t best = 0, calls = 0, attempts = 0, retries = 0, throttled = 0, failed = 0,
+             gave_up = 0;
     int fd, n;
     int saved = errno;
 
@@ -396,12 +417,18 @@ __attribute__((destructor)) static void write_stats(void)
     for (unsigned i = 0; i < g_ndests; i++) {
         bo_shim_dest *sd = g_dests[i];
         pthread_mutex_lock(&sd->mu);
-        if (sd->d.attempts >= best) {
-            best = sd->d.attempts;
+        if (sd->attempts >= best) {
+            best = sd->attempts;
             window = sd->d.window.cwnd;
         }
         if (sd->cwnd_max > window_max)
             window_max = sd->cwnd_max;
+        calls += sd->calls;
+        attempts += sd->attempts;
+        retries += sd->retries;
+        throttled += sd->throttled;
+        failed += sd->failed;
+        gave_up += sd->gave_up;
         pthread_mutex_unlock(&sd->mu);
     }
     pthread_mutex_unlock(&g_dest_lock);
@@ -410,8 +437,7 @@ __attribute__((destructor)) static void write_stats(void)
                  ",\"retries\":%" PRIu64 ",\"throttled\":%" PRIu64 ",\"failed\":%" PRIu64
                  ",\"gave_up\":%" PRIu64 ",\"wait_ms\":%" PRIu64
                  ",\"window\":%.2f,\"window_max\":%.2f}\n",
-                 (int)getpid(), load(&st_calls), load(&st_attempts), load(&st_retries),
-                 load(&st_throttled), load(&st_failed), load(&st_gave_up),
+                 (int)getpid(), calls, attempts, retries, throttled, failed, gave_up,
                  load(&st_wait_ns) / (uint64_t)NS_PER_MS, window, window_max);
     if (n <= 0 || (size_t)n >= sizeof buf)
         goto out;
@@ -462,12 +488,13 @@ static void child_fork(void)
     for (unsigned i = g_ndests; i-- > 0;) {
         bo_shim_dest *sd = g_dests[i];
         sd->d.window.inflight = 0;
+        sd->calls = sd->attempts = sd->retries = 0;
+        sd->throttled = sd->failed = sd->gave_up = 0;
         pthread_cond_init(&sd->cv, &ca);
         pthread_mutex_unlock(&sd->mu);
     }
     pthread_condattr_destroy(&ca);
     pthread_mutex_unlock(&g_dest_lock);
-    st_calls = st_attempts = st_retries = st_throttled = st_failed = st_gave_up = 0;
     st_wait_ns = 0;
     /* The trace fd is shared with the parent (O_APPEND): rows stay whole. */
 }
