@@ -44,6 +44,9 @@ PY
 python3 "$TMP/client.py" "$PORT" "$TMP/ctl" >"$TMP/py.out" 2>"$TMP/py.err" &
 PY_PID=$!
 PIDS="$PIDS $PY_PID"
+# If the client dies, a write to the fifo raises SIGPIPE: fail (and clean up)
+# instead of being killed with the server left running.
+trap 'fail "the python client went away: $(cat "$TMP/py.err")"' PIPE
 exec 3>"$TMP/ctl"
 wait_for "$TMP/py.out" '^partial' 60
 # All 1000 must be real connections in the server, not waiting in the backlog.
