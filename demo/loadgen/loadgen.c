@@ -44,7 +44,8 @@ static const char usage[] =
     "\n"
     "Prints a TSV header and one row: requests ok failed completion_s p50_ms p99_ms bytes\n"
     "body_mismatch status_429 status_503 status_other curl_errors timeouts.\n"
-    "ok = curl succeeded and HTTP 2xx; latencies are over all requests.  Exit status 0\n"
+    "ok = curl succeeded and HTTP 2xx; latencies (from the start of curl_easy_perform,\n"
+    "not from the scheduled time) are over all requests.  Exit status 0\n"
     "when the run happened (even with failed requests), 2 for a bad flag.\n";
 
 struct opts {
@@ -112,6 +113,7 @@ static uint64_t splitmix(uint64_t *s)
     return z ^ (z >> 31);
 }
 
+/* CURLOPT_WRITEFUNCTION: counts the body bytes and, for --verify, keeps them. */
 static size_t on_write(char *p, size_t size, size_t nmemb, void *userdata)
 {
     struct body *b = userdata;
@@ -200,6 +202,7 @@ static int body_mismatch(const char *url, const struct body *b, const char *sent
     return 0;
 }
 
+/* Appends one latency; returns -1 when out of memory. */
 static int record_latency(struct result *r, double ms)
 {
     if (r->nlat == r->caplat) {

@@ -413,6 +413,8 @@ struct body_ctx {
     uint64_t corrupt_at; /* UINT64_MAX: none */
 };
 
+/* MHD content reader of a streamed item body: fills the next block from the
+ * offset alone, so memory stays one block whatever the body size. */
 static ssize_t body_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
     struct body_ctx *b = cls;
@@ -615,6 +617,11 @@ static enum MHD_Result advance(struct req *r, const char *method, const char *ur
     }
 }
 
+/*
+ * MHD's access handler: the first call (headers in) creates the request state,
+ * calls with upload data feed the body digest, and the final call (and every
+ * call after a resume) advances the request.
+ */
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size,
@@ -747,6 +754,7 @@ static void *accept_main(void *arg)
 
 /* ---- main -------------------------------------------------------------------- */
 
+/* Lifts the descriptor limit to the hard limit so 1,000s of connections fit. */
 static void raise_nofile(void)
 {
     struct rlimit rl;
