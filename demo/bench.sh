@@ -1,0 +1,227 @@
+#!/bin/sh
+# make bench: the DESIGN.md scenarios in real time against ratelimit-server,
+# every policy side by side, plus the shim's overhead.  Output: TSV on stdout
+# (one header row, "scenario policy" then the metric columns; "-" where a
+# metric does not apply), preceded by "#" lines naming the machine, the date
+# and the time scaling.  demo/bench-table.sh turns it into the README table.
+#
+#   burst     000's burst, times / 5: 2000 requests at 5000/s, max_busy 50,
+#             100 ms per success, 10 ms per rejection, 20 ms travel
+#   outage    003's model, times / 5 for think time: 200 client threads with
+#             exponential think time of mean 2 s (100 req/s), latency 100 ms up
+#             to 30 concurrent then x1.05^((c-30)/15), 2 s timeout; the server
+#             is stopped (SIGSTOP) for 5 s, then continued (SIGCONT)
+#   pacing    002's sequential client: 200 requests (600 in DESIGN.md), token
+#             bucket 20/s burst 20 (429 with whole-second Retry-After when
+#             empty); optimum 200 / 20 = 10 s
+#   fairness  4 separate loadgen processes (no shared state), 500 requests
+#             each, on one max_busy 50 server; Jain's index of throughputs
+#   overhead  demo/bench-overhead.sh (per-call cost, 8-thread throughput)
+#
+# BENCH_SCENARIOS and BENCH_POLICIES narrow a run.
+set -eu
+top=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${BUILD:-build}
+case "$BUILD" in /*) ;; *) BUILD="$top/$BUILD" ;; esac
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/backoff-bench.XXXXXX")
+SCENARIOS=${BENCH_SCENARIOS:-"burst outage pacing fairness overhead"}
+ALL_POLICIES="none fixed linear exponential full-jitter equal-jitter decorrelated-jitter gaussian-jitter thain responsive aimd"
+POLICIES=${BENCH_POLICIES:-$ALL_POLICIES}
+
+SERVER_PID=""
+LOADGEN_PIDS=""
+cleanup() {
+    for p in $SERVER_PID $LOADGEN_PIDS; do
+        kill -CONT "$p" 2>/dev/null || true
+        kill -TERM "$p" 2>/dev/null || true
+    done
+    for p in $SERVER_PID $LOADGEN_PIDS; do wait "$p" 2>/dev/null || true; done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT INT TERM
+
+start_server() { # OUTFILE FLAGS...: sets SERVER_PID and PORT
+    out=$1; shift
+    "$BUILD/ratelimit-server" --port 0 "$@" >"$out" 2>/dev/null &
+    SERVER_PID=$!
+    i=0
+    until grep -q '^listening on 127.0.0.1:' "$out" 2>/dev/null; do
+        i=$((i + 1))
+        if [ $i -gt 200 ] || ! kill -0 "$SERVER_PID" 2>/dev/null; then
+            echo "backoff bench: ratelimit-server did not start" >&2
+            exit 1
+        fi
+        sleep 0.05
+    done
+    PORT=$(sed -n 's/^listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$out" | head -n 1)
+}
+
+stop_server() {
+    kill -CONT "$SERVER_PID" 2>/dev/null || true
+    kill -TERM "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+    SERVER_PID=""
+}
+
+col() { # FILE NAME: column NAME in the row after the TSV header that names it
+    awk -F'\t' -v c="$2" '!k { for (i = 1; i <= NF; i++) if ($i == c) k = i; next }
+                          { print $k; exit }' "$1"
+}
+
+HEADER="scenario	policy	completion_s	optimum_s	ratio	calls	ok	attempts	wasted_pct	p99_ms	recovery_s	down_attempt_pct	peak_concurrency	jain	extra"
+row() { # fields in HEADER order; missing ones print "-"
+    printf '%s' "$1"; shift
+    for f in "$@"; do printf '\t%s' "${f:--}"; done
+    n=$#
+    while [ $n -lt 14 ]; do printf '\t-'; n=$((n + 1)); done
+    printf '\n'
+}
+
+echo "# backoff bench: $(uname -srm), $(nproc) cores, $(awk '/model name/ { sub(/.*: /, ""); print; exit }' /proc/cpuinfo)"
+echo "# date: $(date -u '+%Y-%m-%d %H:%M UTC'); real time on 127.0.0.1, times scaled as each scenario says"
+echo "# burst: 000 / 5 (2000 req at 5000/s, max_busy 50, 100 ms success, 10 ms rejection, 20 ms travel); optimum 4 s"
+echo "# outage: 003 with 200 clients of 2 s mean think time (100 req/s), 2 s timeout, server SIGSTOPped 5 s"
+echo "# pacing: 002 with 200 sequential requests (not 600), token bucket 20/s burst 20; fairness: 4 processes x 500 req, max_busy 50"
+printf '%s\n' "$HEADER"
+
+# --- burst -------------------------------------------------------------------
+bench_burst() {
+    for p in $POLICIES; do
+        start_server "$WORK/burst-server.tsv" --max-busy 50 --service-ms 100 --error-ms 10 --delay-ms 20
+        BACKOFF_BASE_MS=10 BACKOFF_CAP_MS=6000 BACKOFF_MAX_ATTEMPTS=0 BACKOFF_MAX_TIME_MS=60000 \
+            "$BUILD/backoff" -p "$p" -- "$BUILD/loadgen" --url "http://127.0.0.1:$PORT/item/{n}" \
+            --requests 2000 --threads 250 --rate 5000 --verify >"$WORK/burst-loadgen.tsv"
+        stop_server
+        comp=$(col "$WORK/burst-loadgen.tsv" completion_s)
+        ok=$(col "$WORK/burst-loadgen.tsv" ok)
+        mism=$(col "$WORK/burst-loadgen.tsv" body_mismatch)
+        att=$(col "$WORK/burst-server.tsv" requests)
+        rej=$(col "$WORK/burst-server.tsv" rejected)
+        row burst "$p" "$comp" 4.00 "$(awk -v c="$comp" 'BEGIN { printf "%.2f", c / 4 }')" 2000 "$ok" \
+            "$att" "$(awk -v a="$att" -v r="$rej" 'BEGIN { printf "%.1f", a ? 100 * r / a : 0 }')" \
+            "$(col "$WORK/burst-loadgen.tsv" p99_ms)" - - "$(col "$WORK/burst-server.tsv" max_concurrency)" - \
+            "body_mismatch=$mism"
+    done
+}
+
+# --- outage --------------------------------------------------------------------
+# Successes per second come from loadgen's CSV (start + latency = end); attempts
+# from BACKOFF_TRACE (one row per attempt, written when it ends).
+bench_outage() {
+    for p in $POLICIES; do
+        start_server "$WORK/outage-server.tsv" --service-ms 100 --latency-limit 30 \
+            --latency-factor 1.05 --latency-k 15
+        rm -f "$WORK/outage-trace.csv"
+        t0=$(date +%s%3N)
+        BACKOFF_BASE_MS=100 BACKOFF_CAP_MS=10000 BACKOFF_MAX_ATTEMPTS=0 BACKOFF_MAX_TIME_MS=30000 \
+            BACKOFF_FACTOR=$([ "$p" = gaussian-jitter ] && echo 2.718 || echo 2) \
+            "$BUILD/backoff" -p "$p" --trace "$WORK/outage-trace.csv" -- \
+            "$BUILD/loadgen" --url "http://127.0.0.1:$PORT/item/{n}" --requests 0 --threads 200 \
+            --think-ms 2000 --timeout-ms 2000 --duration-s 22 --csv "$WORK/outage-loadgen.csv" \
+            >"$WORK/outage-loadgen.tsv" &
+        LOADGEN_PIDS=$!
+        sleep 8
+        stop_at=$(date +%s%3N)
+        kill -STOP "$SERVER_PID"
+        sleep 5
+        cont_at=$(date +%s%3N)
+        kill -CONT "$SERVER_PID"
+        wait "$LOADGEN_PIDS" || true
+        LOADGEN_PIDS=""
+        stop_server
+        # recovery: first second after SIGCONT from which successes per second stay
+        # at >= 90% of the rate before the stop (2..8 s), up to 2 s before loadgen's
+        # last start (22 s), after which its clients wind down.
+        rec=$(awk -F, -v t0="$t0" -v s="$stop_at" -v c="$cont_at" '
+            NR > 1 && $3 >= 200 && $3 < 300 { end = t0 + $1 + $5; b = int((end - c) / 1000);
+                                              if (end >= t0 + 2000 && end < s) pre++;
+                                              if (end >= c) ok[b]++ }
+            END { base = pre / ((s - t0 - 2000) / 1000); last = int((t0 + 22000 - c) / 1000) - 2;
+                  for (i = last; i >= 0; i--) if (ok[i] < 0.9 * base) break;
+                  r = i + 1; if (r > last) print "never"; else printf "%d\n", r }' "$WORK/outage-loadgen.csv")
+        # Attempts sent while the server was stopped: they time out (curl code 28)
+        # between stop + 2 s and cont + 2 s (the one probe that is in flight at
+        # SIGCONT succeeds instead and is not counted).
+        down=$(awk -F, -v s="$stop_at" -v c="$cont_at" -v to=2000 '
+            NR > 1 && $9 == 28 && $1 >= s + to && $1 < c + to { n++ }
+            END { printf "%.1f", n / ((c - s) / 1000) }' "$WORK/outage-trace.csv")
+        normal=$(awk -F, -v s="$stop_at" -v t0="$t0" '
+            NR > 1 && $1 >= t0 + 2000 && $1 < s { n++ }
+            END { printf "%.1f", n / ((s - t0 - 2000) / 1000) }' "$WORK/outage-trace.csv")
+        row outage "$p" - - - "$(col "$WORK/outage-loadgen.tsv" requests)" "$(col "$WORK/outage-loadgen.tsv" ok)" \
+            "$(awk -F, 'NR > 1 { n++ } END { print n + 0 }' "$WORK/outage-trace.csv")" - \
+            "$(col "$WORK/outage-loadgen.tsv" p99_ms)" "$rec" \
+            "$(awk -v d="$down" -v n="$normal" 'BEGIN { printf "%.1f", (n > 0 ? 100 * d / n : 0) }')" \
+            "$(col "$WORK/outage-server.tsv" max_concurrency)" - "down_attempts_per_s=$down normal_per_s=$normal"
+    done
+}
+
+# --- pacing --------------------------------------------------------------------
+bench_pacing() {
+    for p in $POLICIES; do
+        start_server "$WORK/pacing-server.tsv" --rate 20 --burst 20
+        BACKOFF_BASE_MS=10 BACKOFF_CAP_MS=6000 BACKOFF_MAX_ATTEMPTS=0 BACKOFF_MAX_TIME_MS=60000 \
+            "$BUILD/backoff" -p "$p" -- "$BUILD/loadgen" --url "http://127.0.0.1:$PORT/item/{n}" \
+            --requests 200 --threads 1 --verify >"$WORK/pacing-loadgen.tsv"
+        stop_server
+        comp=$(col "$WORK/pacing-loadgen.tsv" completion_s)
+        att=$(col "$WORK/pacing-server.tsv" requests)
+        rej=$(col "$WORK/pacing-server.tsv" rejected)
+        row pacing "$p" "$comp" 10.00 "$(awk -v c="$comp" 'BEGIN { printf "%.2f", c / 10 }')" 200 \
+            "$(col "$WORK/pacing-loadgen.tsv" ok)" "$att" \
+            "$(awk -v a="$att" -v r="$rej" 'BEGIN { printf "%.1f", a ? 100 * r / a : 0 }')" \
+            "$(col "$WORK/pacing-loadgen.tsv" p99_ms)" - - - - "answered_429=$rej"
+    done
+}
+
+# --- fairness ------------------------------------------------------------------
+bench_fairness() {
+    for p in $POLICIES; do
+        [ "$p" = none ] && continue
+        start_server "$WORK/fair-server.tsv" --max-busy 50 --service-ms 100 --error-ms 10 --delay-ms 20
+        LOADGEN_PIDS=""
+        for k in 1 2 3 4; do
+            BACKOFF_BASE_MS=10 BACKOFF_CAP_MS=6000 BACKOFF_MAX_ATTEMPTS=0 BACKOFF_MAX_TIME_MS=60000 \
+                BACKOFF_SEED=$k "$BUILD/backoff" -p "$p" -- "$BUILD/loadgen" \
+                --url "http://127.0.0.1:$PORT/item/{n}" --requests 500 --threads 60 --rate 1250 \
+                >"$WORK/fair-$k.tsv" &
+            LOADGEN_PIDS="$LOADGEN_PIDS $!"
+        done
+        for pid in $LOADGEN_PIDS; do wait "$pid" || true; done
+        LOADGEN_PIDS=""
+        stop_server
+        tputs=""
+        for k in 1 2 3 4; do
+            tputs="$tputs $(awk -v o="$(col "$WORK/fair-$k.tsv" ok)" -v c="$(col "$WORK/fair-$k.tsv" completion_s)" \
+                'BEGIN { printf "%.2f", c > 0 ? o / c : 0 }')"
+        done
+        jain=$(echo "$tputs" | awk '{ for (i = 1; i <= NF; i++) { s += $i; q += $i * $i } }
+                                   END { printf "%.3f", q > 0 ? s * s / (NF * q) : 0 }')
+        att=$(col "$WORK/fair-server.tsv" requests)
+        rej=$(col "$WORK/fair-server.tsv" rejected)
+        row fairness "$p" - - - 2000 - "$att" \
+            "$(awk -v a="$att" -v r="$rej" 'BEGIN { printf "%.1f", a ? 100 * r / a : 0 }')" \
+            - - - - "$jain" "throughputs=$(echo $tputs | tr ' ' '/')"
+    done
+}
+
+bench_overhead() {
+    if [ -f "$top/demo/bench-overhead.sh" ]; then
+        BUILD="$BUILD" sh "$top/demo/bench-overhead.sh" | awk -F'\t' '
+            /^#/ { print; next }
+            !h { for (i = 1; i <= NF; i++) name[i] = $i; h = 1; next }
+            { extra = ""; for (i = 3; i <= NF; i++) extra = extra (extra ? " " : "") name[i] "=" $i;
+              printf "%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t%s\n", $1, $2, extra }'
+    fi
+}
+
+for s in $SCENARIOS; do
+    case "$s" in
+    burst) bench_burst ;;
+    outage) bench_outage ;;
+    pacing) bench_pacing ;;
+    fairness) bench_fairness ;;
+    overhead) bench_overhead ;;
+    *) echo "backoff bench: unknown scenario \"$s\": expected burst, outage, pacing, fairness or overhead" >&2; exit 2 ;;
+    esac
+done
