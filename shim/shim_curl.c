@@ -679,6 +679,8 @@ static size_t shim_header(char *p, size_t size, size_t nmemb, void *ud)
 
     if (r->mode == MODE_HOLD) {
         note_status_line(r, p, n);
+        if (r->header_fn == NULL && r->header_data == NULL)
+            return n; /* the program receives no headers: nothing to hold */
         if (hold(r, SEG_HEADER, p, n) == 0)
             return n;
         if (commit(r) != 0)
@@ -695,7 +697,10 @@ static CURLcode shim_setopt(CURL *h, CURLoption opt, va_list ap)
 {
     handle_rec *r = NULL;
 
-    if (bo_shim_config() != NULL && !bo_shim_busy && h != NULL)
+    /* Recorded even inside the shim's own callbacks (a program may set
+     * options from its write callback): the shim itself only calls the real
+     * setopt, so this cannot recurse. */
+    if (bo_shim_config() != NULL && h != NULL)
         r = rec_get(h);
     if (opt < CURLOPTTYPE_OBJECTPOINT) {
         long v = va_arg(ap, long);
@@ -776,10 +781,11 @@ static CURLcode managed_perform(handle_rec *r, int *err_out)
         *err_out = errno;
         have_result = true;
 
-        long status = 0, req_size = 0;
+        long status = 0, req_size = 1;
         curl_off_t ra = 0;
         real.getinfo(r->h, CURLINFO_RESPONSE_CODE, &status);
-        real.getinfo(r->h, CURLINFO_REQUEST_SIZE, &req_size);
+        if (code != CURLE_OK) /* whether it was sent matters only for failures */
+            real.getinfo(r->h, CURLINFO_REQUEST_SIZE, &req_size);
         bo_attempt a = {.curl_code = (int)code,
                         .http_status = (int)status,
                         .method = method,
@@ -832,7 +838,7 @@ static CURLcode shim_perform(CURL *h)
 
 static void shim_reset(CURL *h)
 {
-    handle_rec *r = (bo_shim_busy || h == NULL) ? NULL : rec_find(h);
+    handle_rec *r = h == NULL ? NULL : rec_find(h);
     real.reset(h);
     if (r != NULL) {
         rec_defaults(r);
@@ -850,7 +856,7 @@ static CURL *shim_duphandle(CURL *h)
     CURL *dup = real.duphandle(h);
     handle_rec *r, *c;
 
-    if (dup == NULL || bo_shim_busy || (r = rec_find(h)) == NULL)
+    if (dup == NULL || (r = rec_find(h)) == NULL)
         return dup;
     c = malloc(sizeof *c);
     if (c == NULL)
