@@ -40,33 +40,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-start_server() { # OUTFILE FLAGS...: sets SERVER_PID and PORT
-    out=$1; shift
-    "$BUILD/ratelimit-server" --port 0 "$@" >"$out" 2>/dev/null &
-    SERVER_PID=$!
-    i=0
-    until grep -q '^listening on 127.0.0.1:' "$out" 2>/dev/null; do
-        i=$((i + 1))
-        if [ $i -gt 200 ] || ! kill -0 "$SERVER_PID" 2>/dev/null; then
-            echo "backoff bench: ratelimit-server did not start" >&2
-            exit 1
-        fi
-        sleep 0.05
-    done
-    PORT=$(sed -n 's/^listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$out" | head -n 1)
-}
-
-stop_server() {
-    kill -CONT "$SERVER_PID" 2>/dev/null || true
-    kill -TERM "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
-    SERVER_PID=""
-}
-
-col() { # FILE NAME: column NAME in the row after the TSV header that names it
-    awk -F'\t' -v c="$2" '!k { for (i = 1; i <= NF; i++) if ($i == c) k = i; next }
-                          { print $k; exit }' "$1"
-}
+. "$top/demo/lib.sh"
 
 HEADER="scenario	policy	completion_s	optimum_s	ratio	calls	ok	attempts	wasted_pct	p99_ms	recovery_s	down_attempt_pct	peak_concurrency	jain	extra"
 row() { # fields in HEADER order; missing ones print "-"

@@ -42,34 +42,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-# start_server OUTFILE FLAGS...: sets SERVER_PID and PORT.
-start_server() {
-    out=$1; shift
-    "$BUILD/ratelimit-server" --port 0 "$@" >"$out" 2>/dev/null &
-    SERVER_PID=$!
-    i=0
-    until grep -q '^listening on 127.0.0.1:' "$out" 2>/dev/null; do
-        i=$((i + 1))
-        if [ $i -gt 200 ] || ! kill -0 "$SERVER_PID" 2>/dev/null; then
-            echo "backoff demo: ratelimit-server did not start" >&2
-            exit 1
-        fi
-        sleep 0.05
-    done
-    PORT=$(sed -n 's/^listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$out" | head -n 1)
-}
-
-stop_server() {
-    kill -TERM "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
-    SERVER_PID=""
-}
-
-# col FILE NAME: the value of column NAME in the row after the TSV header that names it.
-col() {
-    awk -F'\t' -v c="$2" '!k { for (i = 1; i <= NF; i++) if ($i == c) k = i; next }
-                          { print $k; exit }' "$1"
-}
+. "$top/demo/lib.sh"
 
 # run_burst POLICY OPS TAG: one real-time burst run; leaves its files in $OUT.
 run_burst() {
