@@ -2,7 +2,8 @@
 # connect(): a blocking client (Debian's python3, socket.create_connection
 # without a timeout) to a port that starts listening 1 s later succeeds
 # under the shim and fails without it; on final failure errno is what libc
-# left (ECONNREFUSED); a non-blocking connect passes straight through;
+# left (ECONNREFUSED); a unix socket whose listener returns is reached;
+# a non-blocking connect passes straight through;
 # BACKOFF_CONNECT=0 and BACKOFF_HOSTS turn the hook off.
 . "$(dirname "$0")/lib.sh"
 
@@ -86,6 +87,53 @@ if [ -x "$BUILD/tests/helpers/shim_connect" ]; then
 else
     fail "build $BUILD/tests/helpers/shim_connect first"
 fi
+
+note "a unix socket whose listener comes back 1 s later (ECONNREFUSED on a stale socket file)"
+UNIX_SRV='
+import os, socket, sys, time
+path = sys.argv[1]
+stale = socket.socket(socket.AF_UNIX)
+stale.bind(path)          # a socket file nobody listens on: connect() is refused
+stale.close()
+print("stale", flush=True)
+time.sleep(1)
+os.unlink(path)
+s = socket.socket(socket.AF_UNIX)
+s.bind(path)
+s.listen(4)
+s.settimeout(20)
+c, _ = s.accept()
+c.sendall(b"hello")
+c.close()
+'
+UNIX_CLIENT='
+import errno, socket, sys
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect(sys.argv[1])
+    print("connected", s.recv(5).decode())
+except OSError as e:
+    print("error", errno.errorcode.get(e.errno, e.errno))
+'
+unix_case() { # NAME ENV... : start the server, run the client with ENV
+    name=$1; shift
+    rm -f "$TMP/$name.sock"
+    $PY -c "$UNIX_SRV" "$TMP/$name.sock" >"$TMP/$name.srv" 2>&1 &
+    PIDS="$PIDS $!"
+    i=0
+    until grep -q stale "$TMP/$name.srv" 2>/dev/null; do
+        i=$((i + 1)); [ $i -gt 100 ] && fail "unix server did not start"; sleep 0.02
+    done
+    env "$@" $PY -c "$UNIX_CLIENT" "$TMP/$name.sock"
+}
+out=$(unix_case u1 BACKOFF_CONNECT=1)
+note "without the shim: $out"
+[ "$out" = "error ECONNREFUSED" ] || fail "unix socket without the shim: $out"
+out=$(unix_case u2 LD_PRELOAD="$LIB" BACKOFF_POLICY=exponential BACKOFF_BASE_MS=100 \
+    BACKOFF_MAX_ATTEMPTS=20 BACKOFF_STATS="$TMP/u.json")
+note "under the shim: $out; attempts $(stats_sum "$TMP/u.json" attempts)"
+[ "$out" = "connected hello" ] || fail "unix socket under the shim: $out"
+[ "$(stats_sum "$TMP/u.json" attempts)" -ge 3 ] || fail "unix socket: expected several attempts"
 
 NONBLOCK='
 import errno, socket, sys
