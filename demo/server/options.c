@@ -42,6 +42,10 @@ static const char usage[] =
     "  --delay-ms MS        every answer comes MS ms later (holds no slot)\n"
     "  --post-delay-ms MS   POST/PUT answers come MS ms after the body was processed\n"
     "  --corrupt-every N    test only: every Nth /item body has one byte altered\n"
+    "  --fault-drop N       every Nth request is closed without any response\n"
+    "  --fault-reset N      every Nth /item body is cut half way by a TCP reset (RST)\n"
+    "  --retry-after-raw S  rejections carry \"Retry-After: S\" verbatim (absurd or\n"
+    "                       garbage values; overrides --retry-after)\n"
     "  --idle-timeout S     close idle keep-alive connections after S s (default 30)\n"
     "output:\n"
     "  --log FILE           CSV per request: t_ms,method,path,status,concurrency,latency_ms\n"
@@ -239,6 +243,18 @@ int bo_srv_parse_args(int argc, char **argv, struct bo_srv_config *cfg)
             if (parse_long(val, 1, 1000000000, &l))
                 return bad(name, val, "an integer >= 1");
             cfg->corrupt_every = l;
+        } else if (strcmp(name, "--fault-drop") == 0 || strcmp(name, "--fault-reset") == 0) {
+            if (parse_long(val, 1, 1000000000, &l))
+                return bad(name, val, "an integer >= 1");
+            if (name[8] == 'd')
+                cfg->fault_drop_every = l;
+            else
+                cfg->fault_reset_every = l;
+        } else if (strcmp(name, "--retry-after-raw") == 0) {
+            /* Any bytes but the line ends that would split the header. */
+            if (strpbrk(val, "\r\n"))
+                return bad(name, val, "a header value without CR or LF");
+            cfg->retry_after_raw = val;
         } else if (strcmp(name, "--log") == 0) {
             if (val[0] == '\0')
                 return bad(name, val, "a file path");

@@ -84,6 +84,7 @@ static struct {
     atomic_long max_inflight;
     atomic_ullong requests, ok, rejected, other, dropped, posts, puts, dup_posts, dup_puts;
     atomic_ullong items;
+    atomic_ullong arrivals; /* requests that reached admission, for --fault-drop */
     /* timer heap of suspended requests */
     pthread_mutex_t heap_mu;
     pthread_cond_t heap_cv;
@@ -411,6 +412,8 @@ struct body_ctx {
     size_t ulen;
     uint64_t size;
     uint64_t corrupt_at; /* UINT64_MAX: none */
+    uint64_t reset_at;   /* UINT64_MAX: none; else the body ends here with a TCP reset */
+    int fd;              /* the connection's socket, for the reset */
 };
 
 /* MHD content reader of a streamed item body: fills the next block from the
@@ -420,7 +423,14 @@ static ssize_t body_reader(void *cls, uint64_t pos, char *buf, size_t max)
     struct body_ctx *b = cls;
     if (pos >= b->size)
         return MHD_CONTENT_READER_END_OF_STREAM;
-    size_t n = b->size - pos < max ? (size_t)(b->size - pos) : max;
+    if (pos >= b->reset_at) {
+        /* --fault-reset: linger 0 makes MHD's close send RST instead of FIN. */
+        struct linger lg = {1, 0};
+        setsockopt(b->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+    uint64_t end = b->reset_at < b->size ? b->reset_at : b->size;
+    size_t n = end - pos < max ? (size_t)(end - pos) : max;
     bo_item_fill(b->unit, b->ulen, pos, buf, n);
     if (b->corrupt_at >= pos && b->corrupt_at < pos + n)
         buf[b->corrupt_at - pos] ^= 1;
@@ -437,10 +447,21 @@ static struct MHD_Response *item_response(struct req *r)
     b->ulen = bo_item_unit(r->item_n, b->unit);
     b->size = r->item_size;
     b->corrupt_at = UINT64_MAX;
+    b->reset_at = UINT64_MAX;
+    b->fd = -1;
     unsigned long long n = atomic_fetch_add(&g.items, 1) + 1;
     if (g.cfg.corrupt_every > 0 && n % (unsigned long long)g.cfg.corrupt_every == 0 && b->size > 0)
         b->corrupt_at = b->size / 2;
-    if (b->size <= INLINE_BODY_MAX) {
+    if (g.cfg.fault_reset_every > 0 && n % (unsigned long long)g.cfg.fault_reset_every == 0 &&
+        b->size > 1) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (ci) {
+            b->reset_at = b->size / 2;
+            b->fd = ci->connect_fd;
+        }
+    }
+    if (b->size <= INLINE_BODY_MAX && b->reset_at == UINT64_MAX) {
         char *buf = malloc(b->size ? (size_t)b->size : 1);
         struct MHD_Response *resp = NULL;
         if (buf) {
@@ -509,7 +530,9 @@ static enum MHD_Result respond(struct req *r, const char *method, const char *ur
     if (!resp)
         return MHD_NO;
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain");
-    if (r->kind == K_REJECT && r->retry_after >= 0)
+    if (r->kind == K_REJECT && g.cfg.retry_after_raw)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, g.cfg.retry_after_raw);
+    else if (r->kind == K_REJECT && r->retry_after >= 0)
         add_num_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, r->retry_after);
     if (r->rl) {
         add_num_header(resp, "RateLimit-Limit", (long)g.cfg.burst);
@@ -577,6 +600,9 @@ static enum MHD_Result advance(struct req *r, const char *method, const char *ur
                 r->retry_after = g.cfg.retry_after;
                 break;
             }
+            if (g.cfg.fault_drop_every > 0 &&
+                (atomic_fetch_add(&g.arrivals, 1) + 1) % (unsigned long long)g.cfg.fault_drop_every == 0)
+                return MHD_NO; /* --fault-drop: close without any response */
             switch (outage_at(t)) {
             case BO_OUTAGE_REFUSE:
                 return MHD_NO; /* the server is down: drop the connection */

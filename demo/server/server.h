@@ -40,6 +40,9 @@ struct bo_srv_config {
     long corrupt_every;    /* test only: alter every Nth item body, 0: never */
     const char *log_path;  /* CSV per request, NULL: none */
     long idle_timeout_s;   /* idle keep-alive connections are closed after this */
+    long fault_drop_every; /* every Nth request is closed without any response, 0: never */
+    long fault_reset_every;/* every Nth item body is reset half way, 0: never */
+    const char *retry_after_raw; /* Retry-After sent verbatim on rejections, NULL: numeric */
 };
 
 /* Fills cfg from argv.  Returns 0 to run, 1 when --help was printed, 2 after
