@@ -140,9 +140,18 @@ static void resolve_curl(void)
 #undef BIND_OTHER
 }
 
+static int g_bound; /* set once resolve_curl has run: skips pthread_once */
+
+static void resolve_curl_once(void)
+{
+    resolve_curl();
+    __atomic_store_n(&g_bound, 1, __ATOMIC_RELEASE);
+}
+
 static void bind_curl(void)
 {
-    pthread_once(&g_sym_once, resolve_curl);
+    if (!__atomic_load_n(&g_bound, __ATOMIC_ACQUIRE))
+        pthread_once(&g_sym_once, resolve_curl_once);
 }
 
 /* ---- per-handle records ---------------------------------------------- */
@@ -693,6 +702,37 @@ static size_t shim_header(char *p, size_t size, size_t nmemb, void *ud)
 
 /* ---- the hooks ------------------------------------------------------- */
 
+/* The options the record mirrors; every other one goes straight through. */
+static bool tracked(CURLoption opt)
+{
+    switch (opt) {
+    case CURLOPT_POST:
+    case CURLOPT_UPLOAD:
+    case CURLOPT_NOBODY:
+    case CURLOPT_HTTPGET:
+    case CURLOPT_FOLLOWLOCATION:
+    case CURLOPT_HEADER:
+    case CURLOPT_WRITEDATA:
+    case CURLOPT_HEADERDATA:
+    case CURLOPT_READDATA:
+    case CURLOPT_SEEKDATA:
+    case CURLOPT_URL:
+    case CURLOPT_CURLU:
+    case CURLOPT_POSTFIELDS:
+    case CURLOPT_COPYPOSTFIELDS:
+    case CURLOPT_MIMEPOST:
+    case CURLOPT_HTTPPOST:
+    case CURLOPT_CUSTOMREQUEST:
+    case CURLOPT_WRITEFUNCTION:
+    case CURLOPT_HEADERFUNCTION:
+    case CURLOPT_READFUNCTION:
+    case CURLOPT_SEEKFUNCTION:
+        return true;
+    default:
+        return false;
+    }
+}
+
 static CURLcode shim_setopt(CURL *h, CURLoption opt, va_list ap)
 {
     handle_rec *r = NULL;
@@ -700,7 +740,7 @@ static CURLcode shim_setopt(CURL *h, CURLoption opt, va_list ap)
     /* Recorded even inside the shim's own callbacks (a program may set
      * options from its write callback): the shim itself only calls the real
      * setopt, so this cannot recurse. */
-    if (bo_shim_config() != NULL && h != NULL)
+    if (h != NULL && tracked(opt) && bo_shim_config() != NULL)
         r = rec_get(h);
     if (opt < CURLOPTTYPE_OBJECTPOINT) {
         long v = va_arg(ap, long);

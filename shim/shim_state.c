@@ -51,6 +51,7 @@ static int g_trace_fd = -1;
 #define ADMIT_RECHECK_NS (200 * NS_PER_MS)
 /* Waits up to this long yield the CPU instead of sleeping (timer slack is 50 us). */
 #define SPIN_WAIT_NS (100 * 1000LL)
+#define SPIN_PURE_NS (5 * 1000LL)
 #define SPIN_MAX_YIELDS 10000
 
 static void add(uint64_t *c, uint64_t v)
@@ -139,9 +140,18 @@ static void load_config(void)
     errno = saved;
 }
 
+static int g_cfg_loaded; /* set once load_config has run: skips pthread_once */
+
+static void load_config_once(void)
+{
+    load_config();
+    __atomic_store_n(&g_cfg_loaded, 1, __ATOMIC_RELEASE);
+}
+
 const bo_config *bo_shim_config(void)
 {
-    pthread_once(&g_cfg_once, load_config);
+    if (!__atomic_load_n(&g_cfg_loaded, __ATOMIC_ACQUIRE))
+        pthread_once(&g_cfg_once, load_config_once);
     return g_cfg_ok ? &g_cfg : NULL;
 }
 
@@ -236,10 +246,15 @@ int bo_shim_admit(bo_shim_dest *sd, bo_call *call, unsigned *inflight)
             waited_from = now;
         if (until > now && until - now <= SPIN_WAIT_NS) {
             /* A pacing gap shorter than the timer slack: a timed sleep would
-             * oversleep it many times over, so yield until it has passed. */
+             * oversleep it many times over.  A gap of a few microseconds is
+             * spun (a yield could give the CPU away for a whole time slice);
+             * a longer one yields until it has passed. */
+            bool spin = until - now <= SPIN_PURE_NS;
             pthread_mutex_unlock(&sd->mu);
-            for (int i = 0; i < SPIN_MAX_YIELDS && bo_shim_now_ns() < until; i++)
-                sched_yield();
+            for (int i = 0; i < SPIN_MAX_YIELDS && bo_shim_now_ns() < until; i++) {
+                if (!spin)
+                    sched_yield();
+            }
             pthread_mutex_lock(&sd->mu);
             continue;
         }
