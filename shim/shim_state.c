@@ -317,6 +317,21 @@ static void open_trace(void)
     g_trace_fd = fd;
 }
 
+/*
+ * One trace row per attempt, written when it ends:
+ *   t_ms       wall clock (ms since the epoch), so that processes sharing a
+ *              file interleave correctly;
+ *   dest       the destination key; call: the process's call number;
+ *   attempt    1 for the first attempt of the call;
+ *   outcome    success | retry | final (not retryable) | gave_up (retryable,
+ *              but the attempt or time budget is spent);
+ *   status     HTTP status or 0; curl_code: the CURLcode, or for connect()
+ *              the errno of the attempt (0 when it connected);
+ *   delay_ms   the wait before the next attempt (0 unless retry);
+ *   cwnd, ssthresh  the window after this attempt's completion;
+ *   inflight   attempts in flight to the destination when this one was
+ *              admitted, itself included (what "one probe at a time" means).
+ */
 typedef struct trace_row {
     const char *key;
     uint64_t call_id;
