@@ -41,7 +41,7 @@ PRODUCTS := $(BUILD)/libbackoff.so $(BUILD)/backoff $(BUILD)/backoff-sim \
             $(BUILD)/ratelimit-server $(BUILD)/loadgen
 
 .PHONY: all deps deps-demo test unit integration sim demo bench install clean \
-        check-asan check-tsan check-valgrind test-programs
+        check-asan check-tsan check-valgrind test-programs fuzz stress
 
 all: $(PRODUCTS)
 
@@ -130,6 +130,24 @@ check-valgrind: deps
 	@$(MAKE) --no-print-directory $(UNIT_BIN)
 	@BUILD=$(BUILD) VALGRIND=1 sh tests/run-tests.sh unit
 
+# libFuzzer targets (tests/fuzz/fuzz_*.c), clang only, each run FUZZ_SECONDS
+# from its seed corpus in tests/fuzz/corpus/ (CI: 60 s each).
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 20
+FUZZ_BUILD   := build-fuzz
+FUZZ_SRC     := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN     := $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_BUILD)/%)
+
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_input.h $(POLICY_SRC) demo/server/options.c \
+                      $(wildcard policies/*.h demo/server/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -std=gnu11 $(WARN) -O1 -g -fsanitize=fuzzer,address,undefined \
+	    -fno-sanitize-recover=all -D_GNU_SOURCE -Ipolicies -o $@ $< $(POLICY_SRC) \
+	    demo/server/options.c -lm
+
+fuzz: $(FUZZ_BIN)
+	@FUZZ_BUILD=$(CURDIR)/$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) sh tests/fuzz/run-fuzz.sh
+
 install: $(PRODUCTS)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/backoff
 	install -m 0755 $(BUILD)/backoff $(BUILD)/backoff-sim $(BUILD)/ratelimit-server \
@@ -137,4 +155,4 @@ install: $(PRODUCTS)
 	install -m 0644 $(BUILD)/libbackoff.so $(DESTDIR)$(PREFIX)/lib/backoff/
 
 clean:
-	rm -rf build build-asan build-tsan build-clang demo/out
+	rm -rf build build-asan build-tsan build-clang build-fuzz build-valgrind demo/out

@@ -1,0 +1,111 @@
+/*
+ * fuzz_classify: bo_classify on arbitrary attempt facts and configuration.
+ * The safety rules of DESIGN.md are checked as invariants, independently of
+ * how bo_classify.c is written:
+ *   - never RETRY once a body byte was delivered;
+ *   - never RETRY an upload that cannot be rewound;
+ *   - never RETRY a non-idempotent request that may have reached the server
+ *     unless unsafe_retry, except for 429, 503 and connect failures (the
+ *     server said "later", or nothing was sent);
+ *   - never RETRY what BACKOFF_RETRY_ON does not list, nor a 2xx/3xx;
+ *   - SUCCESS only for a completed transfer below 400;
+ *   - the verdict and signal are in range.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bo_classify.h"
+#include "bo_config.h"
+#include "fuzz_input.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static const char *const methods[] = {NULL, "GET", "get", "HEAD", "PUT", "DELETE", "OPTIONS",
+                                      "TRACE", "POST", "post", "PATCH", "CONNECT", "", "GETX",
+                                      "Delete", "PoSt"};
+static const int curl_codes[] = {0, 5, 6, 7, 18, 22, 28, 52, 55, 56, 1, 3, 35, 47, 60, 99};
+static const int errnos[] = {0, ECONNREFUSED, ETIMEDOUT, ENETUNREACH, EHOSTUNREACH, EAGAIN,
+                             EINPROGRESS, EACCES, EINTR, EPERM, EADDRNOTAVAIL, EBADF};
+
+/* True when the "retry even if the request may have reached the server and
+ * the method is not idempotent" exemption applies to this attempt. */
+static int exempt(const bo_attempt *a)
+{
+    int http = a->connect_errno == 0 &&
+               (a->curl_code == 0 || (a->curl_code == 22 && a->http_status != 0));
+    if (http)
+        return a->http_status == 429 || a->http_status == 503;
+    return a->connect_errno != 0 || a->curl_code == BO_CURLE_COULDNT_CONNECT ||
+           a->curl_code == BO_CURLE_COULDNT_RESOLVE_HOST ||
+           a->curl_code == BO_CURLE_COULDNT_RESOLVE_PROXY;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    fuzz_in in = {data, size};
+    bo_config cfg;
+    bo_attempt a;
+    char mbuf[16];
+
+    bo_config_defaults(&cfg);
+    cfg.retry_on = (unsigned)fuzz_u64(&in, 2);
+    cfg.unsafe_retry = fuzz_bool(&in);
+    memset(&a, 0, sizeof a);
+    uint8_t sel = fuzz_u8(&in);
+    a.curl_code = (sel & 0x80) ? (int)(int32_t)fuzz_u64(&in, 4) : curl_codes[sel & 15];
+    sel = fuzz_u8(&in);
+    a.http_status = (sel & 0x80) ? (int)(int32_t)fuzz_u64(&in, 4) : (int)fuzz_u64(&in, 2) % 700;
+    sel = fuzz_u8(&in);
+    if (sel & 0x80) {
+        /* A method straight from the input, up to 15 bytes. */
+        size_t n = sel & 15;
+        for (size_t i = 0; i < n; i++)
+            mbuf[i] = (char)fuzz_u8(&in);
+        mbuf[n] = '\0';
+        a.method = mbuf;
+    } else {
+        a.method = methods[sel & 15];
+    }
+    sel = fuzz_u8(&in);
+    a.body_delivered = (sel & 1) ? fuzz_u64(&in, 8) : 0;
+    a.has_upload = (sel >> 1) & 1;
+    a.upload_rewindable = (sel >> 2) & 1;
+    a.request_sent = (sel >> 3) & 1;
+    a.connect_errno = (sel & 0x10) ? errnos[fuzz_u8(&in) % 12] : 0;
+
+    bo_outcome o = bo_classify(&cfg, &a);
+    if (o.verdict != BO_VERDICT_SUCCESS && o.verdict != BO_VERDICT_RETRY &&
+        o.verdict != BO_VERDICT_FINAL)
+        abort();
+    if (o.signal != BO_SIGNAL_NONE && o.signal != BO_SIGNAL_THROTTLE && o.signal != BO_SIGNAL_LOSS)
+        abort();
+    if (o.verdict == BO_VERDICT_SUCCESS &&
+        (a.curl_code != 0 || a.connect_errno != 0 || a.http_status >= 400))
+        abort();
+    if (o.verdict == BO_VERDICT_RETRY) {
+        if (a.body_delivered > 0)
+            abort();
+        if (a.has_upload && !a.upload_rewindable)
+            abort();
+        if (cfg.retry_on == 0)
+            abort();
+        if (a.request_sent && !bo_method_idempotent(a.method) && !cfg.unsafe_retry && !exempt(&a))
+            abort();
+        if (a.connect_errno == 0 && a.curl_code == 0 && a.http_status >= 200 && a.http_status < 400)
+            abort();
+        /* 429 is retried only when listed. */
+        if (a.connect_errno == 0 && a.curl_code == 0 && a.http_status == 429 &&
+            !(cfg.retry_on & BO_RETRY_429))
+            abort();
+        /* A non-idempotent request whose 5xx/408 answer came back (sent, by
+         * definition) is retried only under unsafe_retry (503 aside). */
+        if (a.connect_errno == 0 && a.curl_code == 0 && a.http_status != 429 &&
+            a.http_status != 503 && !bo_method_idempotent(a.method) && !cfg.unsafe_retry)
+            abort();
+    }
+    /* A throttle signal comes only from an HTTP answer. */
+    if (o.signal == BO_SIGNAL_THROTTLE && a.http_status == 0)
+        abort();
+    return 0;
+}
