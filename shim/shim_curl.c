@@ -195,6 +195,8 @@ typedef struct handle_rec {
     enum hold_mode mode;
     int block_status;         /* status of the header block being received */
     bool block_hold;          /* that status may still be retried: keep holding */
+    int cached_status;        /* status_may_retry(cached_status) == cached_hold; */
+    bool cached_hold;         /* cached_status 0: nothing cached (options changed) */
     uint64_t delivered;       /* bytes handed to the program in this attempt */
     bool deliver_failed;      /* the program's callback refused bytes */
     char *held;
@@ -646,7 +648,11 @@ static void note_status_line(handle_rec *r, const char *p, size_t n)
         s = s * 10 + (c - '0');
     }
     r->block_status = s;
-    r->block_hold = status_may_retry(r, s);
+    if (s != r->cached_status) {
+        r->cached_hold = status_may_retry(r, s);
+        r->cached_status = s;
+    }
+    r->block_hold = r->cached_hold;
 }
 
 /* Stop holding: replay what was held, then pass everything through. */
@@ -742,6 +748,9 @@ static CURLcode shim_setopt(CURL *h, CURLoption opt, va_list ap)
      * setopt, so this cannot recurse. */
     if (h != NULL && tracked(opt) && bo_shim_config() != NULL)
         r = rec_get(h);
+    if (r != NULL && opt != CURLOPT_URL && opt != CURLOPT_CURLU && opt != CURLOPT_WRITEDATA &&
+        opt != CURLOPT_HEADERDATA && opt != CURLOPT_WRITEFUNCTION && opt != CURLOPT_HEADERFUNCTION)
+        r->cached_status = 0; /* the method or upload may change what is retried */
     if (opt < CURLOPTTYPE_OBJECTPOINT) {
         long v = va_arg(ap, long);
         return r ? record_long(r, opt, v) : real.setopt(h, opt, v);
