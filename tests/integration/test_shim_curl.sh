@@ -2,7 +2,8 @@
 # The curl command, unmodified, through `backoff --` against a token bucket
 # three times too slow for it: every curl exits 0, stdout holds exactly the
 # expected bytes (no 429 body leaked), the stats show more attempts than
-# calls; -i and -D - show the final response's headers only; -f exits 0
+# calls, the trace has its header once and a row per attempt, -v prints one
+# line per retry; -i and -D - show the final response's headers only; -f exits 0
 # after retries (and fails without the shim, so the test can fail).
 . "$(dirname "$0")/lib.sh"
 
@@ -24,7 +25,8 @@ note "30 sequential requests through backoff --"
 i=1
 while [ $i -le 30 ]; do
     rc=0
-    "$BO" --stats "$STATS" -- $CURL -s "$URL/item/$i" >"$TMP/out.$i" 2>"$TMP/err.$i" || rc=$?
+    "$BO" --stats "$STATS" --trace "$TMP/trace.csv" -v -- $CURL -s "$URL/item/$i" \
+        >"$TMP/out.$i" 2>"$TMP/err.$i" || rc=$?
     [ $rc -eq 0 ] || fail "curl $i exited $rc: $(cat "$TMP/err.$i")"
     item_body $i >"$TMP/want.$i"
     cmp -s "$TMP/out.$i" "$TMP/want.$i" || fail "curl $i stdout differs: $(head -c 200 "$TMP/out.$i")"
@@ -38,6 +40,20 @@ note "calls=$calls attempts=$attempts throttled=$throttled"
 [ "$calls" -eq 30 ] || fail "stats count $calls calls, expected 30"
 [ "$attempts" -gt "$calls" ] || fail "no retries: attempts $attempts, calls $calls"
 [ "$throttled" -gt 0 ] || fail "no throttled attempt counted"
+retries=$(stats_sum "$STATS" retries)
+[ "$(wc -l <"$STATS")" -eq 30 ] || fail "expected one stats line per process"
+# -v: one "backoff: " line per retry, nothing else on stderr.
+vlines=$(cat "$TMP"/err.* | grep -c '^backoff: ' || true)
+[ "$vlines" -eq "$retries" ] || fail "$vlines verbose lines for $retries retries"
+[ "$(cat "$TMP"/err.* | grep -vc '^backoff: ' || true)" -eq 0 ] || fail "other stderr output: $(cat "$TMP"/err.*)"
+# The trace: DESIGN's header once (30 processes appended to it), one row per attempt.
+[ "$(head -n 1 "$TMP/trace.csv")" = "t_ms,pid,tid,dest,call,attempt,outcome,status,curl_code,delay_ms,cwnd,ssthresh,inflight" ] ||
+    fail "trace header: $(head -n 1 "$TMP/trace.csv")"
+[ "$(grep -c '^t_ms,' "$TMP/trace.csv")" -eq 1 ] || fail "the trace header was written more than once"
+[ "$(($(wc -l <"$TMP/trace.csv") - 1))" -eq "$attempts" ] || fail "trace rows differ from attempts ($attempts)"
+awk -F, 'NR > 1 && (NF != 13 || $4 != "http://127.0.0.1:'"$PORT"'") { bad++ } END { exit bad > 0 }' "$TMP/trace.csv" ||
+    fail "malformed trace rows"
+[ "$(awk -F, '$7 == "retry" && $8 == 429' "$TMP/trace.csv" | wc -l)" -eq "$retries" ] || fail "trace retries are not the 429s"
 
 # one_call_retried STATSFILE: the single call in the file took 2+ attempts.
 one_call_retried() {
