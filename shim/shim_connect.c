@@ -107,10 +107,10 @@ static bool manageable(int fd, int family)
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
 
-    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) != 0 || type != SOCK_STREAM)
-        return false;
-    flags = fcntl(fd, F_GETFL);
+    flags = fcntl(fd, F_GETFL); /* first: most connects (libcurl's) are non-blocking */
     if (flags < 0 || (flags & O_NONBLOCK))
+        return false;
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) != 0 || type != SOCK_STREAM)
         return false;
     memset(&ss, 0, sizeof ss);
     if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0)
