@@ -91,9 +91,6 @@ bool bo_shim_complete(bo_shim_dest *sd, bo_call *call, const bo_shim_result *r,
  */
 void bo_shim_call_abandoned(bo_shim_dest *sd);
 
-/* Forget an admitted attempt that never ran. */
-void bo_shim_cancel(bo_shim_dest *sd, bo_call *call);
-
 /* Sleep until the monotonic deadline, restarting after EINTR; counts wait_ms. */
 void bo_shim_sleep_until(int64_t until_ns);
 

@@ -270,14 +270,6 @@ int bo_shim_admit(bo_shim_dest *sd, bo_call *call, unsigned *inflight)
     return rc;
 }
 
-void bo_shim_cancel(bo_shim_dest *sd, bo_call *call)
-{
-    pthread_mutex_lock(&sd->mu);
-    bo_dest_cancel(&sd->d, call);
-    pthread_cond_broadcast(&sd->cv);
-    pthread_mutex_unlock(&sd->mu);
-}
-
 void bo_shim_call_abandoned(bo_shim_dest *sd)
 {
     pthread_mutex_lock(&sd->mu);
