@@ -99,6 +99,17 @@ drain
 "$BO" -- $CURL -s -o "$TMP/o.out" "$URL/item/44" || fail "curl -o failed"
 item_body 44 | cmp -s - "$TMP/o.out" || fail "curl -o file differs"
 
+note "BACKOFF_HOSTS: an unlisted destination passes straight through, a listed one is managed"
+drain
+BACKOFF_HOSTS=example.org "$BO" --stats "$TMP/h1.json" -- $CURL -s "$URL/item/45" >"$TMP/h1.out" || true
+[ "$(cat "$TMP/h1.out")" = rejected ] || fail "unlisted host: expected the 429's body, got $(cat "$TMP/h1.out")"
+[ "$(stats_sum "$TMP/h1.json" calls)" -eq 0 ] || fail "unlisted host: the call was managed"
+drain
+BACKOFF_HOSTS="example.org,127.0.0.1:$PORT" "$BO" --stats "$TMP/h2.json" -- $CURL -s "$URL/item/45" >"$TMP/h2.out" ||
+    fail "listed host: curl failed"
+item_body 45 | cmp -s - "$TMP/h2.out" || fail "listed host: body differs"
+[ "$(stats_sum "$TMP/h2.json" attempts)" -ge 2 ] || fail "listed host: not retried"
+
 stop_server
 note "server: $(cat "$TMP/bucket.out" | tail -n 2 | tr '\t\n' ' ')"
 echo "ok"
