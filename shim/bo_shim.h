@@ -69,11 +69,12 @@ bo_shim_dest *bo_shim_dest_get(const char *key);
 uint64_t bo_shim_next_call_id(void);
 
 /*
- * Wait until the destination admits an attempt of `call`.  Returns 0 to go
+ * Wait until the destination admits an attempt of `call` (now_ns: the
+ * current time, 0 to read the clock).  Returns 0 to go
  * (the attempt is counted in flight; *inflight gets the count including
  * it), or -1 when the call's time budget ran out (return the last result).
  */
-int bo_shim_admit(bo_shim_dest *sd, bo_call *call, unsigned *inflight);
+int bo_shim_admit(bo_shim_dest *sd, bo_call *call, int64_t now_ns, unsigned *inflight);
 
 /*
  * Report the admitted attempt's result.  Returns true when the caller must

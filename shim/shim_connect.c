@@ -187,10 +187,11 @@ static int managed_connect(bo_shim_dest *sd, int fd, const struct sockaddr *sa, 
     int rc = -1;
     bool have_result = false;
 
-    bo_call_begin(&call, bo_shim_now_ns());
+    int64_t now = bo_shim_now_ns();
+    bo_call_begin(&call, now);
     for (;;) {
         int64_t until;
-        if (bo_shim_admit(sd, &call, &inflight) != 0) {
+        if (bo_shim_admit(sd, &call, now, &inflight) != 0) {
             if (!have_result) { /* the engine promises this never happens */
                 rc = real_connect(fd, sa, len);
                 *err = errno;
@@ -222,6 +223,7 @@ static int managed_connect(bo_shim_dest *sd, int fd, const struct sockaddr *sa, 
             break;
         }
         bo_shim_sleep_until(until);
+        now = 0; /* the next admission reads the clock */
     }
     return rc;
 }

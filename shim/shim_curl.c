@@ -382,17 +382,16 @@ out:
 /* Length of "scheme://authority" at the start of url, or 0 when it has none. */
 static size_t origin_prefix(const char *url)
 {
-    const char *p = strstr(url, "://");
-    if (p == NULL || p == url)
+    const char *c = url;
+
+    while ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+           *c == '+' || *c == '-' || *c == '.')
+        c++;
+    if (c == url || c[0] != ':' || c[1] != '/' || c[2] != '/')
         return 0;
-    for (const char *c = url; c < p; c++) {
-        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
-              *c == '+' || *c == '-' || *c == '.'))
-            return 0;
+    for (c += 3; *c != '\0' && *c != '/' && *c != '?' && *c != '#'; c++) {
     }
-    p += 3;
-    p += strcspn(p, "/?#");
-    return (size_t)(p - url);
+    return (size_t)(c - url);
 }
 
 /* CURLOPT_URL: reuse the destination when the origin is the last one's. */
@@ -635,7 +634,7 @@ static bool status_may_retry(const handle_rec *r, int status)
 
 static void note_status_line(handle_rec *r, const char *p, size_t n)
 {
-    if (n < 12 || memcmp(p, "HTTP/", 5) != 0)
+    if (n < 12 || p[0] != 'H' || memcmp(p, "HTTP/", 5) != 0)
         return;
     const char *sp = memchr(p, ' ', n);
     if (sp == NULL || (size_t)(sp - p) + 4 > n)
@@ -692,8 +691,8 @@ static size_t shim_header(char *p, size_t size, size_t nmemb, void *ud)
     handle_rec *r = ud;
     size_t n = size * nmemb;
 
+    note_status_line(r, p, n); /* in every mode: the last one is the call's status */
     if (r->mode == MODE_HOLD) {
-        note_status_line(r, p, n);
         if (r->header_fn == NULL && r->header_data == NULL)
             return n; /* the program receives no headers: nothing to hold */
         if (hold(r, SEG_HEADER, p, n) == 0)
@@ -813,10 +812,11 @@ static CURLcode managed_perform(handle_rec *r, int *err_out)
         r->read_fn == NULL)
         start_pos = ftell((FILE *)r->read_data);
     bool rewindable = upload_rewindable(r, start_pos);
-    bo_call_begin(&call, bo_shim_now_ns());
+    int64_t now = bo_shim_now_ns();
+    bo_call_begin(&call, now);
     for (;;) {
         int64_t until;
-        if (bo_shim_admit(sd, &call, &inflight) != 0) {
+        if (bo_shim_admit(sd, &call, now, &inflight) != 0) {
             if (!have_result) { /* the engine promises this never happens */
                 attempt_reset(r);
                 r->mode = MODE_PASS;
@@ -830,9 +830,13 @@ static CURLcode managed_perform(handle_rec *r, int *err_out)
         *err_out = errno;
         have_result = true;
 
-        long status = 0, req_size = 1;
+        /* The status of the last HTTP header block libcurl handed over (only
+         * HTTP status lines set it, so FTP reply codes never look like HTTP
+         * ones); with FAILONERROR libcurl may stop before handing it over. */
+        long status = r->block_status, req_size = 1;
         curl_off_t ra = 0;
-        real.getinfo(r->h, CURLINFO_RESPONSE_CODE, &status);
+        if (status == 0 && code == CURLE_HTTP_RETURNED_ERROR)
+            real.getinfo(r->h, CURLINFO_RESPONSE_CODE, &status);
         if (code != CURLE_OK) /* whether it was sent matters only for failures */
             real.getinfo(r->h, CURLINFO_REQUEST_SIZE, &req_size);
         bo_attempt a = {.curl_code = (int)code,
@@ -858,6 +862,7 @@ static CURLcode managed_perform(handle_rec *r, int *err_out)
         }
         r->held_len = 0; /* the retried attempt's bytes are dropped */
         bo_shim_sleep_until(until);
+        now = 0; /* the next admission reads the clock */
     }
     if (r->mode == MODE_HOLD && commit(r) != 0 && code == CURLE_OK)
         code = CURLE_WRITE_ERROR;

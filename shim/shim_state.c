@@ -221,7 +221,7 @@ out:
     return sd;
 }
 
-int bo_shim_admit(bo_shim_dest *sd, bo_call *call, unsigned *inflight)
+int bo_shim_admit(bo_shim_dest *sd, bo_call *call, int64_t now_ns, unsigned *inflight)
 {
     const bo_config *cfg = &g_cfg;
     int64_t waited_from = 0, until = 0;
@@ -229,7 +229,8 @@ int bo_shim_admit(bo_shim_dest *sd, bo_call *call, unsigned *inflight)
 
     pthread_mutex_lock(&sd->mu);
     for (;;) {
-        int64_t now = bo_shim_now_ns();
+        int64_t now = now_ns != 0 ? now_ns : bo_shim_now_ns();
+        now_ns = 0; /* read the clock again after any wait */
         bo_admit a = bo_dest_admit(&sd->d, cfg, call, now, &until);
         if (a == BO_ADMIT_GO) {
             *inflight = sd->d.window.inflight;
