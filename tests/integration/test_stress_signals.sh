@@ -1,0 +1,74 @@
+#!/bin/sh
+# A storm of signals while threads sleep in backoff: stress_signals takes
+# SIGALRM every millisecond (with SA_RESTART off, then on) while 8 threads
+# make calls that the server keeps failing (every 3rd request closed
+# without a response: retried after a fixed 30 ms; then a concurrency cap
+# answering 429: aimd waits for its window).  Every call must end 200 with
+# its body (EINTR never surfaces), and in the trace every retry came no
+# sooner than the delay the shim announced before it (a sleep cut short by
+# a signal would show), nor absurdly later (bound: delay + 2 s).  Without
+# the shim the same helper fails (so the test can fail).
+. "$(dirname "$0")/lib.sh"
+
+LIB="$BUILD/libbackoff.so"
+H="$BUILD/tests/helpers/stress_signals"
+[ -f "$LIB" ] && [ -x "$H" ] || fail "build $LIB and $H first"
+THREADS=${STRESS_SIGNAL_THREADS:-8}
+CALLS=${STRESS_SIGNAL_CALLS:-60}
+
+# check_trace FILE: every retry waited at least its announced delay_ms
+# (1 ms of rounding allowed) and at most delay_ms + 2000; prints the count.
+check_trace() {
+    awk -F, 'NR > 1 { k = $2 "," $3 "," $5; t[k, $6] = $1; d[k, $6] = $10; n[k] = $6 > n[k] ? $6 : n[k] }
+        END {
+            bad = 0; checked = 0; worst = 0
+            for (k in n) for (a = 1; a < n[k]; a++) {
+                if (!((k, a + 1) in t)) continue
+                gap = t[k, a + 1] - t[k, a]; want = d[k, a]; checked++
+                if (gap < want - 1 || gap > want + 2000) {
+                    bad++; printf "call %s attempt %d: waited %d ms, delay was %d ms\n", k, a, gap, want
+                }
+                if (gap - want > worst) worst = gap - want
+            }
+            printf "retries checked %d, out of bounds %d, worst lateness %d ms\n", checked, bad, worst
+            exit bad > 0 || checked == 0
+        }' "$1"
+}
+
+start_server drops --fault-drop 3
+URL="http://127.0.0.1:$PORT"
+
+note "without the shim: dropped requests fail the calls"
+if "$H" "$URL" 4 10 0 >"$TMP/plain.out" 2>"$TMP/plain.err"; then
+    fail "stress_signals succeeded without the shim: the test proves nothing"
+fi
+cat "$TMP/plain.out"
+
+for restart in 0 1; do
+    note "fixed 30 ms backoff, SIGALRM every ms, SA_RESTART=$restart"
+    rm -f "$TMP/trace.csv"
+    BACKOFF_POLICY=fixed BACKOFF_BASE_MS=30 BACKOFF_MAX_ATTEMPTS=0 BACKOFF_TRACE="$TMP/trace.csv" \
+        BACKOFF_STATS="$TMP/stats.$restart" LD_PRELOAD="$LIB" \
+        "$H" "$URL" "$THREADS" "$CALLS" "$restart" >"$TMP/out" 2>"$TMP/err" ||
+        fail "a call failed under the signal storm (SA_RESTART=$restart): $(cat "$TMP/out" "$TMP/err" | tail -n 5)"
+    cat "$TMP/out"
+    signals=$(sed -n 's/.* signals \([0-9]*\)$/\1/p' "$TMP/out")
+    [ "$signals" -ge 100 ] || fail "only $signals signals arrived: no storm"
+    [ "$(stats_sum "$TMP/stats.$restart" retries)" -gt 0 ] || fail "nothing was retried: no thread slept"
+    check_trace "$TMP/trace.csv" || fail "a wait broke its bounds (SA_RESTART=$restart)"
+done
+stop_server
+
+start_server cap --max-busy 2 --service-ms 5 --retry-after 0
+URL="http://127.0.0.1:$PORT"
+for restart in 0 1; do
+    note "aimd against a cap of 2 (429s), SIGALRM every ms, SA_RESTART=$restart"
+    BACKOFF_MAX_ATTEMPTS=0 BACKOFF_STATS="$TMP/astats.$restart" LD_PRELOAD="$LIB" \
+        "$H" "$URL" "$THREADS" "$CALLS" "$restart" >"$TMP/out" 2>"$TMP/err" ||
+        fail "a call failed under the signal storm (aimd, SA_RESTART=$restart): $(tail -n 5 "$TMP/err")"
+    cat "$TMP/out" "$TMP/astats.$restart"
+    signals=$(sed -n 's/.* signals \([0-9]*\)$/\1/p' "$TMP/out")
+    [ "$signals" -ge 100 ] || fail "only $signals signals arrived: no storm"
+done
+stop_server
+echo "ok"
