@@ -1,0 +1,55 @@
+#!/bin/sh
+# Absurd and garbage Retry-After values (ratelimit-server --retry-after-raw
+# sends them verbatim on every 429): huge numbers, overflowing numbers,
+# negatives, words, far-future and past dates, empty.  Under the shim, with
+# BACKOFF_CAP_MS=300 and 3 attempts, every call returns the final 429 to
+# the program, every wait in the trace is at most the cap, and the whole
+# call stays within 2 waits x cap (+ 2 s of slack).  A sane Retry-After of
+# 2 s with a 5 s cap is honoured (the wait is at least 2 s), so the trace
+# check can fail.
+. "$(dirname "$0")/lib.sh"
+
+BO="$BUILD/backoff"
+[ -x "$BO" ] && [ -f "$BUILD/libbackoff.so" ] || fail "build $BO and $BUILD/libbackoff.so first"
+CURL=/usr/bin/curl
+
+# max_delay TRACE: the largest delay_ms in the trace.
+max_delay() {
+    awk -F, 'NR > 1 && $10 + 0 > m { m = $10 + 0 } END { print m + 0 }' "$1"
+}
+
+n=0
+for value in 99999999999 9223372036854775807 18446744073709551616 \
+    99999999999999999999999999999999 -1 -9223372036854775808 abc 1e9 0x7fffffff \
+    "Fri, 31 Dec 9999 23:59:59 GMT" "Thu, 01 Jan 1970 00:00:00 GMT" "Sun, 06 Nov 1994" \
+    0 "" "   5   " "5; garbage" "1.5" "+7"; do
+    n=$((n + 1))
+    start_server "ra$n" --max-busy 0 --retry-after-raw "$value"
+    for policy in aimd exponential; do
+        t0=$(date +%s%N)
+        rc=0
+        BACKOFF_POLICY=$policy BACKOFF_CAP_MS=300 BACKOFF_BASE_MS=10 BACKOFF_MAX_ATTEMPTS=3 \
+            "$BO" --trace "$TMP/t$n.$policy.csv" -- $CURL -s "http://127.0.0.1:$PORT/item/1" \
+            >"$TMP/o$n" 2>"$TMP/e$n" || rc=$?
+        ms=$((($(date +%s%N) - t0) / 1000000))
+        [ $rc -eq 0 ] || fail "Retry-After \"$value\" ($policy): curl exited $rc: $(cat "$TMP/e$n")"
+        [ "$(cat "$TMP/o$n")" = rejected ] || fail "Retry-After \"$value\": the final 429's body was not returned"
+        rows=$(($(wc -l <"$TMP/t$n.$policy.csv") - 1))
+        md=$(max_delay "$TMP/t$n.$policy.csv")
+        note "Retry-After \"$value\" ($policy): $rows attempts, longest wait $md ms, call $ms ms"
+        [ "$rows" -eq 3 ] || fail "Retry-After \"$value\": $rows attempts, expected 3"
+        [ "$md" -le 300 ] || fail "Retry-After \"$value\": a wait of $md ms exceeds the 300 ms cap"
+        [ "$ms" -lt 2600 ] || fail "Retry-After \"$value\": the call took $ms ms"
+    done
+    stop_server
+done
+
+note "a sane Retry-After: 2 s with a 5 s cap is waited"
+start_server sane --max-busy 0 --retry-after 2
+BACKOFF_CAP_MS=5000 BACKOFF_MAX_ATTEMPTS=2 "$BO" --trace "$TMP/sane.csv" -- \
+    $CURL -s "http://127.0.0.1:$PORT/item/1" >/dev/null || fail "curl failed"
+md=$(max_delay "$TMP/sane.csv")
+note "longest wait $md ms"
+[ "$md" -ge 2000 ] && [ "$md" -le 5000 ] || fail "Retry-After: 2 gave a wait of $md ms"
+stop_server
+echo "ok"
