@@ -63,7 +63,7 @@ for reply in 'b"HTTP/1.1 abc OK\r\nContent-Length: 2\r\n\r\nhi"' \
     BACKOFF_MAX_ATTEMPTS=4 BACKOFF_BASE_MS=10 "$BO" --stats "$TMP/s$n.json" -- \
         $CURL -s -m 10 "http://127.0.0.1:$RAW_PORT/item/1" >"$TMP/shim$n" 2>&1 || rc=$?
     conns=$(($(cat "$TMP/m$n.count") - before))
-    label=$(printf '%s' "$reply" | cut -c1-40)
+    label=$(printf '%s' "$reply" | tr '\\' '/' | cut -c1-40)
     note "reply $label: curl exit $plain_rc without the shim, $rc with it; $conns connection(s), attempts $(stats_sum "$TMP/s$n.json" attempts)"
     [ $rc -eq $plain_rc ] || fail "reply $label: exit $rc under the shim, $plain_rc without"
     cmp -s "$TMP/plain$n" "$TMP/shim$n" || fail "reply $label: the program saw different bytes under the shim"
