@@ -1,0 +1,29 @@
+#!/bin/sh
+# Forks while other threads hold the shim's lock: shim_fork runs 16 threads
+# that go through a one-request window (BACKOFF_WINDOW=1) against a server
+# answering at once, so the destination's mutex is taken and released all
+# the time, while the main thread forks STRESS_FORKS times (50 in `make
+# test`, 200 in `make stress`); each child must fetch an item with curl
+# through the shim and exit within 10 s (a lock inherited held would hang
+# it; the helper counts a child killed by its alarm as a failure).
+. "$(dirname "$0")/lib.sh"
+
+LIB="$BUILD/libbackoff.so"
+H="$BUILD/tests/helpers/shim_fork"
+[ -f "$LIB" ] && [ -x "$H" ] || fail "build $LIB and $H first"
+FORKS=${STRESS_FORKS:-50}
+
+start_server forks --service-ms 0
+URL="http://127.0.0.1:$PORT"
+note "16 threads in a window of one, $FORKS forks"
+BACKOFF_WINDOW=1 BACKOFF_WINDOW_MAX=1 BACKOFF_STATS="$TMP/stats.json" LD_PRELOAD="$LIB" \
+    "$H" "$URL" 16 "$FORKS" >"$TMP/out" 2>"$TMP/err" || fail "$(cat "$TMP/out" "$TMP/err" | tail -n 10)"
+cat "$TMP/out"
+grep -q "^forks ok $FORKS of $FORKS; thread failures 0" "$TMP/out" || fail "not every fork succeeded"
+# The children leave with _exit (no stats of theirs); the parent's count shows
+# the threads were inside the shim while it forked.
+calls=$(stats_sum "$TMP/stats.json" calls)
+note "calls through the shim: $calls"
+[ "$calls" -gt "$FORKS" ] || fail "the threads made no calls through the shim while forking"
+stop_server
+echo "ok"
