@@ -137,7 +137,7 @@ ASAN_ENV = ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0:log_path=$(CURDI
 TSAN_ENV = TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 log_path=$(CURDIR)/build-tsan/san/tsan"
 # The threaded tests: the shared window under 256 loadgen threads, forks
 # while threads hold the shim's locks, signals while threads back off.
-TSAN_TESTS ?= test_shim_loadgen test_stress_threads test_shim_fork test_stress_signals
+TSAN_TESTS ?= test_shim_loadgen test_stress_threads test_stress_fork test_stress_signals
 TSAN_STRESS_CALLS ?= 20
 TSAN_PROGRAMS = build-tsan/libbackoff.so build-tsan/backoff build-tsan/loadgen \
                 build-tsan/ratelimit-server $(HELPER_SRC:tests/helpers/%.c=build-tsan/tests/helpers/%)
