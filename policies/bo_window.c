@@ -26,9 +26,10 @@
  *     (an admission waited while >= 75% of it was in flight) is not
  *     application-limited and may grow past it;
  *   - Retry-After as a rate hint: a server that sends Retry-After meters
- *     requests over time, so the window also paces at the rate delivered
- *     between such hints (the wait included), x beta when that is lower, and
- *     probes upwards by 3% a second.
+ *     requests over time, so the window also paces at a rate, found by
+ *     bracketing between the fastest pace held without a hint and the pace
+ *     that drew the last one (see BO_RATE_STEP_NS), since with whole-second
+ *     Retry-After every hint costs a second.
  * A loss signal (no answer) sets cwnd to 1 in both modes; ssthresh drops
  * only on the first loss in a row, so a run of failed probes does not leave
  * the window stuck in congestion avoidance after the server comes back.
@@ -59,8 +60,21 @@
 /* Fraction of the window in flight for a wait to mean "not app-limited". */
 #define BO_BLOCKED_FULL 0.75
 
-/* Rate-hint probing: +3% per second of successes. */
-#define BO_RATE_GROWTH_PER_S 0.03
+/*
+ * Rate-hint search.  A server that answers Retry-After meters requests over
+ * time (a token bucket), and with whole-second Retry-After every hint costs
+ * the client at least a second: so the paced rate is found by bracketing.
+ * ok = the highest pace held for a whole step without a hint, bad = the pace
+ * that drew the last hint; each step without a hint raises the pace halfway
+ * to bad (or, while no bad is known, by 1/n, n being the successes the first
+ * estimate rested on: one success says little, twenty say a lot).  Once ok
+ * and bad are within 3% the pace stays at ok; bad creeps up 0.2% a step so
+ * that a limit that rose is found again.
+ */
+#define BO_RATE_STEP_NS 1000000000LL
+#define BO_RATE_CLOSE 1.05
+#define BO_RATE_BAD_DRIFT 1.002
+#define BO_RATE_GROWTH_MAX 1.0
 
 /* Delivery-rate estimate decays by this factor per decrease (max filter). */
 #define BO_RATE_DECAY 0.9
@@ -106,6 +120,10 @@ void bo_window_init(bo_window *w, const bo_config *cfg)
     w->period_start_ns = -1; /* set by the first send */
     w->period_delivered = 0;
     w->last_success_ns = 0;
+    w->rate_ok_hz = 0;
+    w->rate_bad_hz = 0;
+    w->rate_growth = 0;
+    w->rate_step_ns = 0;
     w->blocked_ns = -1;
 }
 
@@ -164,6 +182,30 @@ static void release(bo_window *w)
         w->inflight--;
 }
 
+/*
+ * One probing step of the rate-hint search (see BO_RATE_STEP_NS): the pace
+ * held a whole step without a hint, so it is known good; pick the next one.
+ */
+static void rate_step(bo_window *w, int64_t now_ns)
+{
+    double r = w->rate_limit_hz;
+
+    if (r > w->rate_ok_hz)
+        w->rate_ok_hz = r;
+    if (w->rate_bad_hz > 0 && w->rate_bad_hz <= w->rate_ok_hz)
+        w->rate_bad_hz = 0; /* the limit rose past the old bound */
+    if (w->rate_bad_hz <= 0) {
+        r = w->rate_ok_hz * (1.0 + w->rate_growth);
+    } else if (w->rate_bad_hz > w->rate_ok_hz * BO_RATE_CLOSE) {
+        r = (w->rate_ok_hz + w->rate_bad_hz) / 2;
+    } else {
+        r = w->rate_ok_hz;
+        w->rate_bad_hz *= BO_RATE_BAD_DRIFT;
+    }
+    w->rate_limit_hz = r;
+    w->rate_step_ns = now_ns;
+}
+
 void bo_window_on_success(bo_window *w, const bo_ticket *t, int64_t now_ns)
 {
     /* 000's size(flying) is taken before the response leaves the set. */
@@ -195,9 +237,8 @@ void bo_window_on_success(bo_window *w, const bo_ticket *t, int64_t now_ns)
             w->delivery_rate = rate;
     }
     if (w->improved && w->rate_limit_hz > 0) {
-        int64_t dt = w->last_success_ns > 0 ? now_ns - w->last_success_ns : 0;
-        if (dt > 0)
-            w->rate_limit_hz *= 1.0 + BO_RATE_GROWTH_PER_S * ((double)dt / NS_PER_S);
+        if (now_ns - w->rate_step_ns >= BO_RATE_STEP_NS)
+            rate_step(w, now_ns);
         /* Once the window, not the hint, is what limits, drop the hint. */
         if (w->min_rtt_ns > 0 &&
             w->rate_limit_hz > 2.0 * w->cwnd * NS_PER_S / (double)w->min_rtt_ns)
@@ -270,13 +311,31 @@ void bo_window_on_retry_after(bo_window *w, int64_t retry_after_ns, int64_t now_
     double span = (double)(resume - start);
     uint64_t got = w->delivered - w->period_delivered;
 
-    if (span > 0 && got > 0) {
-        double rate = (double)got * NS_PER_S / span;
-        if (w->rate_limit_hz <= 0 || rate < w->rate_limit_hz * w->beta)
-            w->rate_limit_hz = rate;
-        else
-            w->rate_limit_hz *= w->beta;
+    if (w->rate_limit_hz <= 0) {
+        /* First hint: the rate delivered so far, the wait included. */
+        if (span > 0 && got > 0) {
+            w->rate_limit_hz = (double)got * NS_PER_S / span;
+            w->rate_growth = 1.0 / (double)got;
+            if (w->rate_growth > BO_RATE_GROWTH_MAX)
+                w->rate_growth = BO_RATE_GROWTH_MAX;
+        }
+    } else {
+        /* The pace was too fast: it is the new upper bound. */
+        double r = w->rate_limit_hz;
+        if (w->rate_ok_hz >= r)
+            w->rate_ok_hz = 0; /* hinted at the known-good pace: the limit fell */
+        w->rate_bad_hz = r;
+        r *= w->beta;
+        if (w->rate_ok_hz > 0) {
+            double mid = (w->rate_ok_hz + w->rate_bad_hz) / 2;
+            if (mid < r)
+                r = mid;
+            if (r < w->rate_ok_hz)
+                r = w->rate_ok_hz;
+        }
+        w->rate_limit_hz = r;
     }
+    w->rate_step_ns = resume;
     w->period_start_ns = resume;
     w->period_delivered = w->delivered;
     if (w->next_send_ns < resume)

@@ -49,6 +49,10 @@ typedef struct bo_window {
     int64_t period_start_ns;  /* start of the rate-measurement period; -1 = none */
     uint64_t period_delivered;/* delivered count at period_start_ns */
     int64_t last_success_ns;  /* time of the last success (rate growth) */
+    double rate_ok_hz;        /* highest pace held a whole step without a hint; 0 = none */
+    double rate_bad_hz;       /* pace that drew the last hint; 0 = unknown */
+    double rate_growth;       /* per-step growth while no upper bound is known */
+    int64_t rate_step_ns;     /* start of the current probing step */
     int64_t blocked_ns;       /* last time an admission waited on the window */
 } bo_window;
 

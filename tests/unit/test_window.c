@@ -376,6 +376,94 @@ START_TEST(test_retry_after_rate_hint)
 }
 END_TEST
 
+/*
+ * Sequential attempts at the window's pace from t, each answered 1 ms after
+ * it left, until one probing step of the rate-hint search has ended; returns
+ * the time of the last answer.
+ */
+static int64_t hold_one_step(bo_window *w, int64_t t)
+{
+    int64_t step = w->rate_step_ns;
+    bo_ticket tk;
+    for (int i = 0; i < 1000 && w->rate_step_ns == step; i++) {
+        t = bo_window_next_send_ns(w, t);
+        bo_window_on_send(w, t, &tk);
+        t += 1 * MS;
+        bo_window_on_success(w, &tk, t);
+    }
+    ck_assert_int_ne(w->rate_step_ns, step);
+    return t;
+}
+
+/* A throttle with Retry-After 1 s at time t, from an attempt sent at t - 1 ms. */
+static int64_t hint_at(bo_window *w, int64_t t)
+{
+    bo_ticket tk;
+    bo_window_on_send(w, t - 1 * MS, &tk);
+    bo_window_on_signal(w, &tk, BO_SIGNAL_THROTTLE, t);
+    bo_window_on_retry_after(w, 1000 * MS, t);
+    return t + 1000 * MS;
+}
+
+/*
+ * The rate-hint search: an estimate resting on one success doubles every
+ * step held without a hint; a hint above the known-good pace goes back to
+ * min(beta x the hinted pace, halfway to ok), never below ok; within 5% the
+ * pace stays at ok; a hint at ok itself means the limit fell: ok is
+ * forgotten and the pace drops by beta.
+ */
+START_TEST(test_rate_hint_search)
+{
+    bo_config c = improved_cfg();
+    bo_window w;
+    bo_ticket tk;
+    bo_window_init(&w, &c);
+    /* One success, then a 429 with Retry-After 1 s (a burst-1 bucket). */
+    bo_window_on_send(&w, 0, &tk);
+    bo_window_on_success(&w, &tk, 1 * MS);
+    int64_t t = hint_at(&w, 2 * MS);
+    double r0 = w.rate_limit_hz;
+    ck_assert_double_eq_tol(r0, 1 / 1.002, 1e-9);
+    ck_assert_double_eq_tol(w.rate_growth, 1.0, EPS);
+    ck_assert_int_ge(bo_window_next_send_ns(&w, 2 * MS), 1002 * MS);
+    /* Each step held without a hint doubles the pace; ok follows. */
+    t = hold_one_step(&w, t);
+    ck_assert_double_eq_tol(w.rate_limit_hz, 2 * r0, 1e-9);
+    t = hold_one_step(&w, t);
+    ck_assert_double_eq_tol(w.rate_limit_hz, 4 * r0, 1e-9);
+    ck_assert_double_eq_tol(w.rate_ok_hz, 2 * r0, 1e-9);
+    /* Hinted at 4: bad = 4, pace min(3.6, 3) = 3. */
+    t = hint_at(&w, t);
+    ck_assert_double_eq_tol(w.rate_bad_hz, 4 * r0, 1e-9);
+    ck_assert_double_eq_tol(w.rate_limit_hz, 3 * r0, 1e-9);
+    /* 3 held: ok = 3, probe halfway to bad: 3.5. */
+    t = hold_one_step(&w, t);
+    ck_assert_double_eq_tol(w.rate_ok_hz, 3 * r0, 1e-9);
+    ck_assert_double_eq_tol(w.rate_limit_hz, 3.5 * r0, 1e-9);
+    /* Hinted at 3.5: pace min(3.15, 3.25) = 3.15, above ok. */
+    t = hint_at(&w, t);
+    ck_assert_double_eq_tol(w.rate_limit_hz, 3.15 * r0, 1e-9);
+    /* 3.15 held; bad 3.5 is more than 5% above: probe 3.325. */
+    t = hold_one_step(&w, t);
+    ck_assert_double_eq_tol(w.rate_limit_hz, 3.325 * r0, 1e-9);
+    /* Hinted at 3.325: min(2.9925, 3.2375) is below ok: back to ok, 3.15. */
+    t = hint_at(&w, t);
+    ck_assert_double_eq_tol(w.rate_limit_hz, 3.15 * r0, 1e-9);
+    t = hold_one_step(&w, t);
+    ck_assert_double_eq_tol(w.rate_limit_hz, 3.2375 * r0, 1e-9);
+    t = hint_at(&w, t);
+    /* ok 3.15 and bad 3.2375 are within 5%: the pace stays at ok. */
+    t = hold_one_step(&w, t);
+    ck_assert_double_eq_tol(w.rate_limit_hz, 3.15 * r0, 1e-9);
+    t = hold_one_step(&w, t);
+    ck_assert_double_eq_tol(w.rate_limit_hz, 3.15 * r0, 1e-9);
+    /* A hint at the known-good pace: the limit fell; forget ok, cut by beta. */
+    hint_at(&w, t);
+    ck_assert_double_eq_tol(w.rate_ok_hz, 0, EPS);
+    ck_assert_double_eq_tol(w.rate_limit_hz, 3.15 * r0 * w.beta, 1e-9);
+}
+END_TEST
+
 static Suite *window_suite(void)
 {
     Suite *s = suite_create("window");
@@ -399,6 +487,7 @@ static Suite *window_suite(void)
     tcase_add_test(ti, test_bdp_sizing_on_decrease);
     tcase_add_test(ti, test_delivery_rate_sample);
     tcase_add_test(ti, test_retry_after_rate_hint);
+    tcase_add_test(ti, test_rate_hint_search);
     suite_add_tcase(s, ti);
     return s;
 }
