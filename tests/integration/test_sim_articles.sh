@@ -100,6 +100,12 @@ check "aimd outage (shared): attempts while down <= 10% of the normal rate" "v1 
 "$SIM" --scenario pacing --policy aimd --seed 1 >"$TMP/p.tsv"
 check "aimd pacing: completion <= 1.10x optimum" "v1 <= 1.10" "$(field "$TMP/p.tsv" aimd ratio)"
 check "aimd pacing: <= 5% of requests answered 429" "v1 <= 5" "$(field "$TMP/p.tsv" aimd throttled_pct)"
+# A burst-1 bucket with whole-second Retry-After: the first rate learnt rests on
+# one success; the bracketing search must still get close (3.31x before it).
+"$SIM" --scenario pacing --policy aimd,exponential --bucket-burst 1 --seed 1 >"$TMP/p1.tsv"
+check "aimd pacing, burst-1 bucket: completion <= 1.5x optimum" "v1 <= 1.5" "$(field "$TMP/p1.tsv" aimd ratio)"
+check "aimd pacing, burst-1 bucket: 5x faster than exponential" "v1 * 5 <= v2" \
+    "$(field "$TMP/p1.tsv" aimd completion_s)" "$(field "$TMP/p1.tsv" exponential completion_s)"
 
 "$SIM" --scenario contention --clients 100 --policy aimd --seed 1 >"$TMP/c.tsv"
 check "aimd contention (shared, N=100): fewer calls than full jitter" "v1 < v2" \
