@@ -138,7 +138,7 @@ TSAN_ENV = TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 log
 # The threaded tests: the shared window under 256 loadgen threads, forks
 # while threads hold the shim's locks, signals while threads back off.
 TSAN_TESTS ?= test_shim_loadgen test_stress_threads test_stress_fork test_stress_signals
-TSAN_STRESS_CALLS ?= 20
+TSAN_STRESS_CALLS ?= 200
 TSAN_PROGRAMS = build-tsan/libbackoff.so build-tsan/backoff build-tsan/loadgen \
                 build-tsan/ratelimit-server $(HELPER_SRC:tests/helpers/%.c=build-tsan/tests/helpers/%)
 
