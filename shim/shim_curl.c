@@ -600,6 +600,20 @@ static int hold(handle_rec *r, enum seg_kind kind, const char *p, size_t n)
     return 0;
 }
 
+/*
+ * Retry-After seconds (libcurl's curl_off_t) as nanoseconds, saturating: a
+ * date far ahead or an absurd number must not wrap into a negative hint; the
+ * engine bounds the wait by BACKOFF_CAP_MS.
+ */
+static int64_t retry_after_to_ns(curl_off_t seconds)
+{
+    if (seconds <= 0)
+        return -1;
+    if (seconds >= INT64_MAX / 1000000000LL)
+        return INT64_MAX;
+    return (int64_t)seconds * 1000000000LL;
+}
+
 static bool upload_rewindable(const handle_rec *r, long start_pos)
 {
     if (!has_upload(r) || r->postfields || r->method == M_MIME)
@@ -853,7 +867,7 @@ static CURLcode managed_perform(handle_rec *r, int *err_out)
                               .code = (int)code};
         if (res.outcome.verdict != BO_VERDICT_SUCCESS &&
             real.getinfo(r->h, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
-            res.retry_after_ns = (int64_t)ra * 1000000000LL;
+            res.retry_after_ns = retry_after_to_ns(ra);
         if (!bo_shim_complete(sd, &call, &res, id, method, inflight, &until))
             break;
         if (!rewind_upload(r, start_pos)) {
