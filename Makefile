@@ -157,8 +157,14 @@ define run_san_tests
 	exit $$failed
 endef
 
-# Every integration test but the valgrind one (valgrind cannot run ASan code).
-ASAN_TESTS ?= $(filter-out test_fault_valgrind,$(patsubst tests/integration/%.sh,%,$(wildcard tests/integration/test_*.sh)))
+# Every integration test but the valgrind one (valgrind cannot run ASan code)
+# and the fork stress: gcc's ASan runtime does not hold its allocator's locks
+# across fork(), so a child forked while another thread is in malloc hangs
+# inside ASan (seen: 1 child in 50, stuck in SizeClassAllocator64's mutex
+# under curl's malloc, no shim lock involved).  Forks are checked by
+# check-tsan, make stress and make test.
+ASAN_TESTS ?= $(filter-out test_fault_valgrind test_stress_fork test_shim_fork,\
+                $(patsubst tests/integration/%.sh,%,$(wildcard tests/integration/test_*.sh)))
 
 check-asan: deps
 	@$(MAKE) --no-print-directory BUILD=build-asan CC=$(CC) SAN="$(ASAN_SAN)" unit
