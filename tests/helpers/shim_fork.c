@@ -8,6 +8,7 @@
  */
 #include <curl/curl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +21,7 @@
 #define THREAD_MAX_REQUESTS 100000
 
 static const char *g_url;
-static volatile int g_stop;
+static atomic_int g_stop;
 static int g_thread_failures;
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 

@@ -13,12 +13,23 @@ CURL=/usr/bin/curl
 
 # 10 tokens/s, burst 3: sequential curls run at 30+/s, three times too fast.
 start_server bucket --rate 10 --burst 3
+BUCKET_PID=$SERVER_PID
 URL="http://127.0.0.1:$PORT"
 STATS="$TMP/stats.jsonl"
 
-# drain: empty the bucket without the shim, so the next request meets a 429.
+# drain: point URL at a fresh server that rejects everything (429, Retry-After
+# 1 s) for its first second and admits one at a time after it, so the next
+# request meets a 429 for certain and its retry a 200.  (Emptying the token
+# bucket instead left a fractional token that refilled before the next call.)
+GATE_PID=""
 drain() {
-    for _ in 1 2 3 4 5; do $CURL -s -o /dev/null "$URL/item/0" || true; done
+    if [ -n "$GATE_PID" ]; then
+        kill "$GATE_PID" 2>/dev/null || true
+        wait "$GATE_PID" 2>/dev/null || true
+    fi
+    start_server gate --max-busy 1 --capacity "0:0,1:1" --retry-after 1
+    GATE_PID=$SERVER_PID
+    URL="http://127.0.0.1:$PORT"
 }
 
 note "30 sequential requests through backoff --"
@@ -54,6 +65,10 @@ vlines=$(cat "$TMP"/err.* | grep -c '^backoff: ' || true)
 awk -F, 'NR > 1 && (NF != 13 || $4 != "http://127.0.0.1:'"$PORT"'") { bad++ } END { exit bad > 0 }' "$TMP/trace.csv" ||
     fail "malformed trace rows"
 [ "$(awk -F, '$7 == "retry" && $8 == 429' "$TMP/trace.csv" | wc -l)" -eq "$retries" ] || fail "trace retries are not the 429s"
+
+kill -TERM "$BUCKET_PID" 2>/dev/null || true
+wait "$BUCKET_PID" 2>/dev/null || true
+note "bucket server: $(tail -n 2 "$TMP/bucket.out" | tr '\t\n' ' ')"
 
 # one_call_retried STATSFILE: the single call in the file took 2+ attempts.
 one_call_retried() {
@@ -110,6 +125,4 @@ BACKOFF_HOSTS="example.org,127.0.0.1:$PORT" "$BO" --stats "$TMP/h2.json" -- $CUR
 item_body 45 | cmp -s - "$TMP/h2.out" || fail "listed host: body differs"
 [ "$(stats_sum "$TMP/h2.json" attempts)" -ge 2 ] || fail "listed host: not retried"
 
-stop_server
-note "server: $(cat "$TMP/bucket.out" | tail -n 2 | tr '\t\n' ' ')"
 echo "ok"
