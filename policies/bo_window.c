@@ -75,6 +75,15 @@
 #define BO_RATE_CLOSE 1.05
 #define BO_RATE_BAD_DRIFT 1.002
 #define BO_RATE_GROWTH_MAX 1.0
+/*
+ * A cut must lengthen the stretch between hints by this much, or the
+ * learnt rate is dropped: a token bucket lasts longer whenever the pace
+ * drops, but a server that rejects on concurrency, or closes on its own
+ * schedule, answers 429 as often at any pace.
+ */
+#define BO_RATE_CUT_HELPED 1.05
+/* ... judged only on stretches this rich: a burst-1 bucket's hold one token at any pace. */
+#define BO_RATE_STRETCH_MIN_OK 5
 
 /* Delivery-rate estimate decays by this factor per decrease (max filter). */
 #define BO_RATE_DECAY 0.9
@@ -124,6 +133,8 @@ void bo_window_init(bo_window *w, const bo_config *cfg)
     w->rate_bad_hz = 0;
     w->rate_growth = 0;
     w->rate_step_ns = 0;
+    w->rate_stretch_ns = 0;
+    w->rate_cut_from_hz = 0;
     w->blocked_ns = -1;
 }
 
@@ -204,6 +215,7 @@ static void rate_step(bo_window *w, int64_t now_ns)
     }
     w->rate_limit_hz = r;
     w->rate_step_ns = now_ns;
+    w->rate_cut_from_hz = 0; /* the pace moved on: the last cut is settled */
 }
 
 void bo_window_on_success(bo_window *w, const bo_ticket *t, int64_t now_ns)
@@ -319,9 +331,21 @@ void bo_window_on_retry_after(bo_window *w, int64_t retry_after_ns, int64_t now_
             if (w->rate_growth > BO_RATE_GROWTH_MAX)
                 w->rate_growth = BO_RATE_GROWTH_MAX;
         }
+    } else if (w->rate_cut_from_hz > 0 && w->rate_stretch_ns > 0 && got >= BO_RATE_STRETCH_MIN_OK &&
+               (double)(now_ns - start) < BO_RATE_CUT_HELPED * (double)w->rate_stretch_ns) {
+        /*
+         * The last cut did not make the server last longer: it is not
+         * metering a rate (it rejects on concurrency, or closes on its own
+         * schedule), so drop the learnt rate and leave it to the window.
+         */
+        w->rate_limit_hz = 0;
+        w->rate_ok_hz = 0;
+        w->rate_bad_hz = 0;
+        w->rate_cut_from_hz = 0;
     } else {
         /* The pace was too fast: it is the new upper bound. */
         double r = w->rate_limit_hz;
+        w->rate_cut_from_hz = r;
         if (w->rate_ok_hz >= r)
             w->rate_ok_hz = 0; /* hinted at the known-good pace: the limit fell */
         w->rate_bad_hz = r;
@@ -335,6 +359,7 @@ void bo_window_on_retry_after(bo_window *w, int64_t retry_after_ns, int64_t now_
         }
         w->rate_limit_hz = r;
     }
+    w->rate_stretch_ns = now_ns - start;
     w->rate_step_ns = resume;
     w->period_start_ns = resume;
     w->period_delivered = w->delivered;

@@ -53,6 +53,8 @@ typedef struct bo_window {
     double rate_bad_hz;       /* pace that drew the last hint; 0 = unknown */
     double rate_growth;       /* per-step growth while no upper bound is known */
     int64_t rate_step_ns;     /* start of the current probing step */
+    int64_t rate_stretch_ns;  /* hint-free stretch that ended in the last hint; 0 = none */
+    double rate_cut_from_hz;  /* pace before the last cut, to undo a cut that did not help; 0 = none */
     int64_t blocked_ns;       /* last time an admission waited on the window */
 } bo_window;
 

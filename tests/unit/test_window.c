@@ -464,6 +464,55 @@ START_TEST(test_rate_hint_search)
 }
 END_TEST
 
+/* Sequential paced attempts from t until t + span (no step boundary crossed
+ * when span < 1 s), each answered 1 ms after it left; returns the last answer. */
+static int64_t paced_for(bo_window *w, int64_t t, int64_t span)
+{
+    int64_t end = t + span;
+    bo_ticket tk;
+    for (int i = 0; i < 100000; i++) {
+        int64_t n = bo_window_next_send_ns(w, t);
+        if (n >= end)
+            break;
+        bo_window_on_send(w, n, &tk);
+        t = n + 1 * MS;
+        bo_window_on_success(w, &tk, t);
+    }
+    return t;
+}
+
+/*
+ * A server that answers 429 + Retry-After every 0.5 s whatever the pace
+ * (it closes on its own schedule): after a cut that did not lengthen the
+ * stretch between hints, the learnt rate is dropped; a token bucket, whose
+ * stretch grows when the pace drops, keeps its bracketing.
+ */
+START_TEST(test_rate_hint_dropped_when_cuts_do_not_help)
+{
+    bo_config c = improved_cfg();
+    bo_window w;
+    bo_ticket tk;
+    bo_window_init(&w, &c);
+    /* 40 successes in 0.4 s, then a hint: about 40 / 1.4 s. */
+    for (int i = 0; i < 40; i++) {
+        bo_window_on_send(&w, i * 10 * MS, &tk);
+        bo_window_on_success(&w, &tk, i * 10 * MS + 1 * MS);
+    }
+    int64_t t = hint_at(&w, 400 * MS);
+    double r1 = w.rate_limit_hz;
+    ck_assert(r1 > 20 && r1 < 40);
+    /* Hinted again after 0.5 s at that pace: a cut. */
+    t = paced_for(&w, t, 500 * MS);
+    t = hint_at(&w, t + 1 * MS);
+    ck_assert_double_eq_tol(w.rate_limit_hz, r1 * w.beta, 1e-9);
+    /* Hinted again after the same 0.5 s at the slower pace: the cut did not help. */
+    t = paced_for(&w, t, 500 * MS);
+    hint_at(&w, t + 1 * MS);
+    ck_assert_double_eq_tol(w.rate_limit_hz, 0, EPS);
+    ck_assert_double_eq_tol(w.rate_bad_hz, 0, EPS);
+}
+END_TEST
+
 static Suite *window_suite(void)
 {
     Suite *s = suite_create("window");
@@ -488,6 +537,7 @@ static Suite *window_suite(void)
     tcase_add_test(ti, test_delivery_rate_sample);
     tcase_add_test(ti, test_retry_after_rate_hint);
     tcase_add_test(ti, test_rate_hint_search);
+    tcase_add_test(ti, test_rate_hint_dropped_when_cuts_do_not_help);
     suite_add_tcase(s, ti);
     return s;
 }
