@@ -6,14 +6,14 @@
 . "$(dirname "$0")/lib.sh"
 
 LIB="$BUILD/libbackoff.so"
-H="$BUILD/tests/helpers/shim_fork"
+H="$BUILD/tests/helpers/stress_fork"
 [ -f "$LIB" ] && [ -x "$H" ] || fail "build $LIB and $H first"
 
 start_server forkee --service-ms 10
 URL="http://127.0.0.1:$PORT"
 
 note "without the shim (the helper itself works)"
-"$H" "$URL" 4 5 || fail "shim_fork fails without the shim"
+"$H" "$URL" 4 5 || fail "stress_fork fails without the shim"
 
 note "under the shim, window of one: threads queue inside the shim while the main thread forks"
 BACKOFF_WINDOW=1 BACKOFF_WINDOW_MAX=1 BACKOFF_STATS="$TMP/stats.json" LD_PRELOAD="$LIB" \
