@@ -54,7 +54,9 @@ row() { # fields in HEADER order; missing ones print "-"
 echo "# backoff bench: $(uname -srm), $(nproc) cores, $(awk '/model name/ { sub(/.*: /, ""); print; exit }' /proc/cpuinfo)"
 echo "# date: $(date -u '+%Y-%m-%d %H:%M UTC'); real time on 127.0.0.1, times scaled as each scenario says"
 echo "# burst: 000 / 5 (2000 req at 5000/s, max_busy 50, 100 ms success, 10 ms rejection, 20 ms travel); optimum 4 s"
-echo "# outage: 003 with 200 clients of 2 s mean think time (100 req/s), 2 s timeout, server SIGSTOPped 5 s"
+echo "# outage: 003 with 200 clients of 2 s mean think time (100 req/s), 2 s timeout, server SIGSTOPped 5 s;"
+echo "#   recovery_s: end of the first 1 s window after SIGCONT with >= 90% of the success rate before the stop;"
+echo "#   down_attempt_pct: attempts sent while stopped, per second, as a % of the attempts per second before it"
 echo "# pacing: 002 with 200 sequential requests (not 600), token bucket 20/s burst 20; fairness: 4 processes x 500 req, max_busy 50"
 printf '%s\n' "$HEADER"
 
@@ -103,16 +105,19 @@ bench_outage() {
         wait "$LOADGEN_PIDS" || true
         LOADGEN_PIDS=""
         stop_server
-        # recovery: first second after SIGCONT from which successes per second stay
-        # at >= 90% of the rate before the stop (2..8 s), up to 2 s before loadgen's
-        # last start (22 s), after which its clients wind down.
+        # recovery: the end of the first 1 s window after SIGCONT (windows start
+        # every 100 ms) in which successes reach 90% of the rate before the stop
+        # (from 2 s to the stop), up to 2 s before loadgen's last start (22 s).
         rec=$(awk -F, -v t0="$t0" -v s="$stop_at" -v c="$cont_at" '
-            NR > 1 && $3 >= 200 && $3 < 300 { end = t0 + $1 + $5; b = int((end - c) / 1000);
+            NR > 1 && $3 >= 200 && $3 < 300 { end = t0 + $1 + $5;
                                               if (end >= t0 + 2000 && end < s) pre++;
-                                              if (end >= c) ok[b]++ }
-            END { base = pre / ((s - t0 - 2000) / 1000); last = int((t0 + 22000 - c) / 1000) - 2;
-                  for (i = last; i >= 0; i--) if (ok[i] < 0.9 * base) break;
-                  r = i + 1; if (r > last) print "never"; else printf "%d\n", r }' "$WORK/outage-loadgen.csv")
+                                              if (end >= c) at[n++] = end - c }
+            END { base = pre / ((s - t0 - 2000) / 1000); last = t0 + 20000 - c - 1000;
+                  for (w = 0; w <= last; w += 100) {
+                      k = 0; for (i = 0; i < n; i++) if (at[i] >= w && at[i] < w + 1000) k++
+                      if (k >= 0.9 * base) { printf "%.1f\n", (w + 1000) / 1000; exit }
+                  }
+                  print "never" }' "$WORK/outage-loadgen.csv")
         # Attempts sent while the server was stopped: they time out (curl code 28)
         # between stop + 2 s and cont + 2 s (the one probe that is in flight at
         # SIGCONT succeeds instead and is not counted).
@@ -167,10 +172,10 @@ bench_fairness() {
         tputs=""
         for k in 1 2 3 4; do
             tputs="$tputs $(awk -v o="$(col "$WORK/fair-$k.tsv" ok)" -v c="$(col "$WORK/fair-$k.tsv" completion_s)" \
-                'BEGIN { printf "%.2f", c > 0 ? o / c : 0 }')"
+                'BEGIN { printf "%.2f", (c > 0 ? o / c : 0) }')"
         done
         jain=$(echo "$tputs" | awk '{ for (i = 1; i <= NF; i++) { s += $i; q += $i * $i } }
-                                   END { printf "%.3f", q > 0 ? s * s / (NF * q) : 0 }')
+                                   END { printf "%.3f", (q > 0 ? s * s / (NF * q) : 0) }')
         att=$(col "$WORK/fair-server.tsv" requests)
         rej=$(col "$WORK/fair-server.tsv" rejected)
         row fairness "$p" - - - 2000 - "$att" \
