@@ -115,7 +115,7 @@ demo: deps-demo
 	@BUILD=$(BUILD) sh demo/demo.sh
 
 bench: deps-demo
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory all >&2
 	@BUILD=$(BUILD) sh demo/bench.sh
 
 # Sanitizer builds live in their own build directories.  Each check builds
