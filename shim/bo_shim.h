@@ -60,6 +60,17 @@ bo_rng *bo_shim_rng(void);
 extern __thread int bo_shim_busy;
 
 /*
+ * A fork-safe once: fn runs at most once, under the shim's init lock, which
+ * the fork handlers hold across fork() so that a child never inherits an
+ * initialization half done.  (pthread_once is not enough: ThreadSanitizer's
+ * replaces glibc's and does not notice a fork, so a child forked while
+ * another thread was inside one waited forever.)  *done is set when fn
+ * returns; fn must not call pthread_atfork (glibc holds its atfork lock
+ * while the prepare handlers run).
+ */
+void bo_shim_once(int *done, void (*fn)(void));
+
+/*
  * The destination block for `key`, created on first use; NULL when the
  * table is full or allocation fails (the caller then passes through).
  */

@@ -28,7 +28,7 @@
 typedef int (*connect_fn)(int, const struct sockaddr *, socklen_t);
 
 static connect_fn real_connect_fn;
-static pthread_once_t g_connect_once = PTHREAD_ONCE_INIT;
+static int g_connect_bound;
 
 /* Bind libc's connect(); abort loudly if it is missing or is ourselves. */
 static void resolve_connect(void)
@@ -43,7 +43,7 @@ static void resolve_connect(void)
 
 static int real_connect(int fd, const struct sockaddr *sa, socklen_t len)
 {
-    pthread_once(&g_connect_once, resolve_connect);
+    bo_shim_once(&g_connect_bound, resolve_connect);
     return real_connect_fn(fd, sa, len);
 }
 

@@ -62,7 +62,6 @@ static struct {
     free_fn free;
 } real;
 
-static pthread_once_t g_sym_once = PTHREAD_ONCE_INIT;
 
 static void die(const char *what, const char *name)
 {
@@ -140,18 +139,11 @@ static void resolve_curl(void)
 #undef BIND_OTHER
 }
 
-static int g_bound; /* set once resolve_curl has run: skips pthread_once */
-
-static void resolve_curl_once(void)
-{
-    resolve_curl();
-    __atomic_store_n(&g_bound, 1, __ATOMIC_RELEASE);
-}
+static int g_bound; /* set once resolve_curl has run */
 
 static void bind_curl(void)
 {
-    if (!__atomic_load_n(&g_bound, __ATOMIC_ACQUIRE))
-        pthread_once(&g_sym_once, resolve_curl_once);
+    bo_shim_once(&g_bound, resolve_curl);
 }
 
 /* ---- per-handle records ---------------------------------------------- */
@@ -206,7 +198,6 @@ typedef struct handle_rec {
 #define NBUCKETS 4096
 static handle_rec *g_buckets[NBUCKETS];
 static pthread_mutex_t g_rec_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t g_rec_once = PTHREAD_ONCE_INIT;
 
 static size_t bucket_of(const CURL *h)
 {
@@ -224,7 +215,8 @@ static void rec_after_fork(void)
     pthread_mutex_unlock(&g_rec_lock);
 }
 
-static void rec_init_once(void)
+/* At load, while the process has one thread: the record table's fork handlers. */
+__attribute__((constructor)) static void rec_init(void)
 {
     pthread_atfork(rec_prepare_fork, rec_after_fork, rec_after_fork);
 }
@@ -318,7 +310,6 @@ static handle_rec *rec_get(CURL *h)
     handle_rec *r = rec_find(h);
     if (r != NULL)
         return r;
-    pthread_once(&g_rec_once, rec_init_once);
     r = calloc(1, sizeof *r);
     if (r == NULL)
         return NULL;

@@ -42,7 +42,22 @@ static unsigned g_ndests;
 static uint64_t st_wait_ns, st_call_ids;
 
 /* Trace file: opened on the first row. */
-static pthread_once_t g_trace_once = PTHREAD_ONCE_INIT;
+static int g_trace_opened;
+
+/* Guards every lazy initialization (bo_shim_once); held across fork(). */
+static pthread_mutex_t g_init_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+
+void bo_shim_once(int *done, void (*fn)(void))
+{
+    if (__atomic_load_n(done, __ATOMIC_ACQUIRE))
+        return;
+    pthread_mutex_lock(&g_init_lock);
+    if (!__atomic_load_n(done, __ATOMIC_RELAXED)) {
+        fn();
+        __atomic_store_n(done, 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&g_init_lock);
+}
 static int g_trace_fd = -1;
 
 #define NS_PER_MS 1000000LL
@@ -113,6 +128,8 @@ static void load_config(void)
     char err[BO_ERR_LEN];
     int saved = errno;
 
+    /* Even pass-through binds symbols lazily under the init lock. */
+    pthread_atfork(prepare_fork, parent_fork, child_fork);
     if (bo_config_load(&g_cfg, env_get, NULL, err, sizeof err) != 0) {
         const char *strict = getenv("BACKOFF_STRICT");
         size_t n = strlen(err);
@@ -135,7 +152,6 @@ static void load_config(void)
         g_seed = ((uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec) ^
                  ((uint64_t)getpid() << 32);
     }
-    pthread_atfork(prepare_fork, parent_fork, child_fork);
     g_cfg_ok = true;
     errno = saved;
 }
@@ -342,7 +358,7 @@ static void write_trace(const trace_row *r)
     struct timespec ts;
     int n;
 
-    pthread_once(&g_trace_once, open_trace);
+    bo_shim_once(&g_trace_opened, open_trace);
     if (g_trace_fd < 0)
         return;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -484,6 +500,7 @@ out:
  */
 static void prepare_fork(void)
 {
+    pthread_mutex_lock(&g_init_lock);
     pthread_mutex_lock(&g_dest_lock);
     for (unsigned i = 0; i < g_ndests; i++)
         pthread_mutex_lock(&g_dests[i]->mu);
@@ -494,6 +511,7 @@ static void parent_fork(void)
     for (unsigned i = g_ndests; i-- > 0;)
         pthread_mutex_unlock(&g_dests[i]->mu);
     pthread_mutex_unlock(&g_dest_lock);
+    pthread_mutex_unlock(&g_init_lock);
 }
 
 /*
@@ -518,6 +536,7 @@ static void child_fork(void)
     }
     pthread_condattr_destroy(&ca);
     pthread_mutex_unlock(&g_dest_lock);
+    pthread_mutex_unlock(&g_init_lock);
     st_wait_ns = 0;
     /* The trace fd is shared with the parent (O_APPEND): rows stay whole. */
 }
