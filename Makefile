@@ -77,11 +77,11 @@ $(BUILD)/backoff-sim: $(SIM_SRC) $(BUILD)/libpolicies.a $(wildcard policies/*.h 
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $(SIM_SRC) $(BUILD)/libpolicies.a $(ALL_LDFLAGS) -lm
 
-$(BUILD)/ratelimit-server: $(SERVER_SRC) $(wildcard demo/server/*.h)
+$(BUILD)/ratelimit-server: $(SERVER_SRC) $(wildcard demo/server/*.h demo/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(MHD_CFLAGS) -o $@ $(SERVER_SRC) $(ALL_LDFLAGS) $(MHD_LIBS) -lm
 
-$(BUILD)/loadgen: $(LOADGEN_SRC) $(wildcard demo/loadgen/*.h)
+$(BUILD)/loadgen: $(LOADGEN_SRC) $(wildcard demo/loadgen/*.h demo/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(CURL_CFLAGS) -o $@ $(LOADGEN_SRC) $(ALL_LDFLAGS) $(CURL_LIBS) -lm
 

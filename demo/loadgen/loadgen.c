@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "../item_body.h"
+#include "../cli_parse.h"
 
 static const char usage[] =
     "usage: loadgen --url URL [flags]\n"
@@ -338,28 +339,6 @@ static int bad(const char *flag, const char *value, const char *expected)
     return 2;
 }
 
-static int parse_long(const char *s, long min, long max, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < min || v > max)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-static int parse_double(const char *s, double min, double max, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno != 0 || end == s || *end != '\0' || !isfinite(v) || v < min || v > max)
-        return -1;
-    *out = v;
-    return 0;
-}
-
 /* Fills o from argv: returns 0 to run, 1 after --help, 2 after a bad flag. */
 static int parse_args(int argc, char **argv)
 {
@@ -394,24 +373,24 @@ static int parse_args(int argc, char **argv)
                 return bad(name, val, "an http:// or https:// URL");
             o.url = val;
         } else if (strcmp(name, "--requests") == 0) {
-            if (parse_long(val, 0, 1000000000, &l))
+            if (cli_parse_long(val, 0, 1000000000, &l))
                 return bad(name, val, "an integer from 0 to 1000000000");
             o.requests = l;
             have_requests = 1;
         } else if (strcmp(name, "--threads") == 0) {
-            if (parse_long(val, 1, 10000, &l))
+            if (cli_parse_long(val, 1, 10000, &l))
                 return bad(name, val, "an integer from 1 to 10000");
             o.threads = (int)l;
         } else if (strcmp(name, "--rate") == 0) {
-            if (parse_double(val, 1e-6, 1e9, &d))
+            if (cli_parse_double(val, 1e-6, 1e9, &d))
                 return bad(name, val, "requests per second, a number > 0");
             o.rate = d;
         } else if (strcmp(name, "--think-ms") == 0) {
-            if (parse_double(val, 0, 3.6e6, &d))
+            if (cli_parse_double(val, 0, 3.6e6, &d))
                 return bad(name, val, "milliseconds, a number from 0 to 3600000");
             o.think_ms = d;
         } else if (strcmp(name, "--duration-s") == 0) {
-            if (parse_double(val, 1e-3, 1e7, &d))
+            if (cli_parse_double(val, 1e-3, 1e7, &d))
                 return bad(name, val, "seconds, a number > 0");
             o.duration_s = d;
         } else if (strcmp(name, "--method") == 0) {
@@ -424,17 +403,17 @@ static int parse_args(int argc, char **argv)
             else
                 return bad(name, val, "GET, POST or PUT");
         } else if (strcmp(name, "--data-size") == 0) {
-            if (parse_long(val, 0, 1L << 30, &l))
+            if (cli_parse_long(val, 0, 1L << 30, &l))
                 return bad(name, val, "bytes, an integer from 0 to 1073741824");
             o.data_size = l;
         } else if (strcmp(name, "--timeout-ms") == 0) {
-            if (parse_long(val, 1, 86400000, &l))
+            if (cli_parse_long(val, 1, 86400000, &l))
                 return bad(name, val, "milliseconds, an integer from 1 to 86400000");
             o.timeout_ms = l;
         } else if (strcmp(name, "--csv") == 0) {
             o.csv = val;
         } else if (strcmp(name, "--seed") == 0) {
-            if (parse_long(val, 0, LONG_MAX, &l))
+            if (cli_parse_long(val, 0, LONG_MAX, &l))
                 return bad(name, val, "an integer >= 0");
             o.seed = (unsigned long long)l;
         } else {

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "server.h"
+#include "../cli_parse.h"
 
 static const char usage[] =
     "usage: ratelimit-server [flags]\n"
@@ -69,30 +70,6 @@ static int bad(const char *flag, const char *value, const char *expected)
     return 2;
 }
 
-/* Parses a whole decimal integer in [min, max]; returns 0 on success. */
-static int parse_long(const char *s, long min, long max, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < min || v > max)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-/* Parses a finite number in [min, max]; returns 0 on success. */
-static int parse_double(const char *s, double min, double max, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno != 0 || end == s || *end != '\0' || !isfinite(v) || v < min || v > max)
-        return -1;
-    *out = v;
-    return 0;
-}
-
 /* Parses "SEC:N,SEC:N" with seconds ascending into cfg->capacity. */
 static int parse_capacity(const char *s, struct bo_srv_config *cfg)
 {
@@ -110,8 +87,8 @@ static int parse_capacity(const char *s, struct bo_srv_config *cfg)
         if (!colon || cfg->ncapacity == BO_SRV_MAX_CAPACITY)
             return -1;
         *colon = '\0';
-        if (parse_double(tok, 0, 1e6, &at) != 0 || at <= last ||
-            parse_long(colon + 1, 0, 1000000, &n) != 0)
+        if (cli_parse_double(tok, 0, 1e6, &at) != 0 || at <= last ||
+            cli_parse_long(colon + 1, 0, 1000000, &n) != 0)
             return -1;
         last = at;
         cfg->capacity[cfg->ncapacity].at_ms = (uint64_t)(at * 1000.0);
@@ -164,24 +141,24 @@ int bo_srv_parse_args(int argc, char **argv, struct bo_srv_config *cfg)
         long l;
         double d;
         if (strcmp(name, "--port") == 0) {
-            if (parse_long(val, 0, 65535, &l))
+            if (cli_parse_long(val, 0, 65535, &l))
                 return bad(name, val, "a port number from 0 to 65535");
             cfg->port = (int)l;
         } else if (strcmp(name, "--threads") == 0) {
-            if (parse_long(val, 1, 64, &l))
+            if (cli_parse_long(val, 1, 64, &l))
                 return bad(name, val, "an integer from 1 to 64");
             cfg->threads = (int)l;
         } else if (strcmp(name, "--duration") == 0) {
-            if (parse_double(val, 0, 1e7, &d))
+            if (cli_parse_double(val, 0, 1e7, &d))
                 return bad(name, val, "seconds, a number >= 0");
             cfg->duration_s = d;
         } else if (strcmp(name, "--max-busy") == 0) {
-            if (parse_long(val, 0, 1000000, &l))
+            if (cli_parse_long(val, 0, 1000000, &l))
                 return bad(name, val, "an integer from 0 to 1000000");
             cfg->max_busy = l;
         } else if (strcmp(name, "--service-ms") == 0 || strcmp(name, "--error-ms") == 0 ||
                    strcmp(name, "--delay-ms") == 0 || strcmp(name, "--post-delay-ms") == 0) {
-            if (parse_long(val, 0, 3600000, &l))
+            if (cli_parse_long(val, 0, 3600000, &l))
                 return bad(name, val, "milliseconds, an integer from 0 to 3600000");
             if (name[2] == 's')
                 cfg->service_ms = l;
@@ -196,35 +173,35 @@ int bo_srv_parse_args(int argc, char **argv, struct bo_srv_config *cfg)
                 return bad(name, val, "429 or 503");
             cfg->reject_status = atoi(val);
         } else if (strcmp(name, "--retry-after") == 0) {
-            if (parse_long(val, 0, 86400, &l))
+            if (cli_parse_long(val, 0, 86400, &l))
                 return bad(name, val, "seconds, an integer from 0 to 86400");
             cfg->retry_after = l;
         } else if (strcmp(name, "--rate") == 0) {
-            if (parse_double(val, 1e-6, 1e9, &d))
+            if (cli_parse_double(val, 1e-6, 1e9, &d))
                 return bad(name, val, "requests per second, a number > 0");
             cfg->rate = d;
         } else if (strcmp(name, "--burst") == 0) {
-            if (parse_double(val, 1, 1e9, &d))
+            if (cli_parse_double(val, 1, 1e9, &d))
                 return bad(name, val, "a number >= 1");
             cfg->burst = d;
             have_burst = 1;
         } else if (strcmp(name, "--latency-limit") == 0) {
-            if (parse_long(val, 1, 1000000, &l))
+            if (cli_parse_long(val, 1, 1000000, &l))
                 return bad(name, val, "an integer from 1 to 1000000");
             cfg->latency_limit = l;
         } else if (strcmp(name, "--latency-factor") == 0) {
-            if (parse_double(val, 1, 100, &d))
+            if (cli_parse_double(val, 1, 100, &d))
                 return bad(name, val, "a number from 1 to 100");
             cfg->latency_factor = d;
         } else if (strcmp(name, "--latency-k") == 0) {
-            if (parse_double(val, 1e-3, 1e6, &d))
+            if (cli_parse_double(val, 1e-3, 1e6, &d))
                 return bad(name, val, "a number > 0");
             cfg->latency_k = d;
         } else if (strcmp(name, "--capacity") == 0) {
             if (parse_capacity(val, cfg))
                 return bad(name, val, "\"SEC:N,SEC:N,...\" with seconds ascending");
         } else if (strcmp(name, "--outage-at") == 0 || strcmp(name, "--outage-for") == 0) {
-            if (parse_double(val, 0, 1e6, &d))
+            if (cli_parse_double(val, 0, 1e6, &d))
                 return bad(name, val, "seconds, a number >= 0");
             if (name[9] == 'a')
                 cfg->outage_at_s = d;
@@ -240,11 +217,11 @@ int bo_srv_parse_args(int argc, char **argv, struct bo_srv_config *cfg)
             else
                 return bad(name, val, "refuse, 503 or stall");
         } else if (strcmp(name, "--corrupt-every") == 0) {
-            if (parse_long(val, 1, 1000000000, &l))
+            if (cli_parse_long(val, 1, 1000000000, &l))
                 return bad(name, val, "an integer >= 1");
             cfg->corrupt_every = l;
         } else if (strcmp(name, "--fault-drop") == 0 || strcmp(name, "--fault-reset") == 0) {
-            if (parse_long(val, 1, 1000000000, &l))
+            if (cli_parse_long(val, 1, 1000000000, &l))
                 return bad(name, val, "an integer >= 1");
             if (name[8] == 'd')
                 cfg->fault_drop_every = l;
@@ -260,7 +237,7 @@ int bo_srv_parse_args(int argc, char **argv, struct bo_srv_config *cfg)
                 return bad(name, val, "a file path");
             cfg->log_path = val;
         } else if (strcmp(name, "--idle-timeout") == 0) {
-            if (parse_long(val, 1, 86400, &l))
+            if (cli_parse_long(val, 1, 86400, &l))
                 return bad(name, val, "seconds, an integer from 1 to 86400");
             cfg->idle_timeout_s = l;
         } else {
