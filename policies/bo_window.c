@@ -128,7 +128,6 @@ void bo_window_init(bo_window *w, const bo_config *cfg)
     w->rate_limit_hz = 0;
     w->period_start_ns = -1; /* set by the first send */
     w->period_delivered = 0;
-    w->last_success_ns = 0;
     w->rate_ok_hz = 0;
     w->rate_bad_hz = 0;
     w->rate_growth = 0;
@@ -256,7 +255,6 @@ void bo_window_on_success(bo_window *w, const bo_ticket *t, int64_t now_ns)
             w->rate_limit_hz > 2.0 * w->cwnd * NS_PER_S / (double)w->min_rtt_ns)
             w->rate_limit_hz = 0;
     }
-    w->last_success_ns = now_ns;
 }
 
 /* Start a new epoch: signals of attempts already in flight are ignored. */

@@ -48,7 +48,6 @@ typedef struct bo_window {
     double rate_limit_hz;     /* paced rate learnt from Retry-After; 0 = none */
     int64_t period_start_ns;  /* start of the rate-measurement period; -1 = none */
     uint64_t period_delivered;/* delivered count at period_start_ns */
-    int64_t last_success_ns;  /* time of the last success (rate growth) */
     double rate_ok_hz;        /* highest pace held a whole step without a hint; 0 = none */
     double rate_bad_hz;       /* pace that drew the last hint; 0 = unknown */
     double rate_growth;       /* per-step growth while no upper bound is known */
