@@ -7,7 +7,9 @@
  *                  destination table, the shared wait/complete loop, stats,
  *                  trace, verbose lines, fork handlers;
  *   shim_curl.c    the libcurl hooks and the per-handle records;
- *   shim_connect.c the connect() hook.
+ *   shim_connect.c the connect() hook;
+ *   shim_fork.c    the one set of fork handlers, calling each module's
+ *                  below in a stated order.
  *
  * Policy decisions are never made here: they come from policies/.
  */
@@ -89,8 +91,8 @@ int bo_shim_admit(bo_shim_dest *sd, bo_call *call, int64_t now_ns, unsigned *inf
 
 /*
  * Report the admitted attempt's result.  Returns true when the caller must
- * retry, after sleeping until *until_ns (the caller sleeps with
- * bo_shim_sleep_until after cleaning up).  Writes the trace row, the
+ * retry, after waiting until *until_ns (the caller waits with
+ * bo_shim_wait_until after cleaning up).  Writes the trace row, the
  * verbose line and the counters.
  */
 bool bo_shim_complete(bo_shim_dest *sd, bo_call *call, const bo_shim_result *r,
@@ -103,7 +105,23 @@ bool bo_shim_complete(bo_shim_dest *sd, bo_call *call, const bo_shim_result *r,
  */
 void bo_shim_call_abandoned(bo_shim_dest *sd);
 
-/* Sleep until the monotonic deadline, restarting after EINTR; counts wait_ms. */
-void bo_shim_sleep_until(int64_t until_ns);
+/*
+ * Wait until the monotonic deadline until_ns on behalf of the program's
+ * call; counts wait_ms.  Returns 0 when the deadline came, or EINTR when a
+ * signal whose handler was installed without SA_RESTART interrupted the wait,
+ * as it would have interrupted the program's own blocking call.  A handler
+ * installed with SA_RESTART does not end the wait: it resumes with the time
+ * that is left.  (The wait is a blocking read() of a timerfd, which the
+ * kernel restarts or interrupts by exactly those rules.)
+ */
+int bo_shim_wait_until(int64_t until_ns);
+
+/* Fork handlers of each module, called by shim_fork.c in its stated order. */
+void bo_shim_state_prepare_fork(void);
+void bo_shim_state_parent_fork(void);
+void bo_shim_state_child_fork(void);
+void bo_shim_curl_prepare_fork(void);
+void bo_shim_curl_parent_fork(void);
+void bo_shim_curl_child_fork(void);
 
 #endif

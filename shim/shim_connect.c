@@ -222,7 +222,8 @@ static int managed_connect(bo_shim_dest *sd, int fd, const struct sockaddr *sa, 
             bo_shim_call_abandoned(sd); /* no clean socket: the last failure stands */
             break;
         }
-        bo_shim_sleep_until(until);
+        while (bo_shim_wait_until(until) == EINTR) {
+        }
         now = 0; /* the next admission reads the clock */
     }
     return rc;

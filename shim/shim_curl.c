@@ -205,20 +205,25 @@ static size_t bucket_of(const CURL *h)
     return (size_t)(((x >> 4) * 0x9e3779b97f4a7c15ULL) >> 52) % NBUCKETS;
 }
 
-static void rec_prepare_fork(void)
+/*
+ * Fork (called by shim_fork.c): the record lock is a leaf (nothing else is
+ * taken while it is held), so it is taken last and, in the child, where its
+ * holder may be a thread that does not exist, initialised anew.  Records
+ * stay valid in the child: they belong to handles the child inherited.
+ */
+void bo_shim_curl_prepare_fork(void)
 {
     pthread_mutex_lock(&g_rec_lock);
 }
 
-static void rec_after_fork(void)
+void bo_shim_curl_parent_fork(void)
 {
     pthread_mutex_unlock(&g_rec_lock);
 }
 
-/* At load, while the process has one thread: the record table's fork handlers. */
-__attribute__((constructor)) static void rec_init(void)
+void bo_shim_curl_child_fork(void)
 {
-    pthread_atfork(rec_prepare_fork, rec_after_fork, rec_after_fork);
+    pthread_mutex_init(&g_rec_lock, NULL);
 }
 
 /*
@@ -866,7 +871,8 @@ static CURLcode managed_perform(handle_rec *r, int *err_out)
             break;
         }
         r->held_len = 0; /* the retried attempt's bytes are dropped */
-        bo_shim_sleep_until(until);
+        while (bo_shim_wait_until(until) == EINTR) {
+        }
         now = 0; /* the next admission reads the clock */
     }
     if (r->mode == MODE_HOLD && commit(r) != 0 && code == CURLE_OK)

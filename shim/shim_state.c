@@ -17,6 +17,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <sched.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,6 +29,7 @@ static bool g_cfg_ok;
 static pthread_once_t g_cfg_once = PTHREAD_ONCE_INIT;
 static uint64_t g_seed;
 static uint64_t g_thread_counter;
+static uint64_t g_forks; /* forks so far, counted under the fork handlers' locks */
 
 static __thread bo_rng tl_rng;
 static __thread bool tl_rng_ready;
@@ -85,6 +87,25 @@ static const char *env_get(void *ctx, const char *name)
     return getenv(name);
 }
 
+/* A mutex as at its first initialization (recursive or adaptive). */
+static void init_mutex(pthread_mutex_t *mu, int type)
+{
+    pthread_mutexattr_t ma;
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_settype(&ma, type);
+    pthread_mutex_init(mu, &ma);
+    pthread_mutexattr_destroy(&ma);
+}
+
+static void init_cond(pthread_cond_t *cv)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(cv, &ca);
+    pthread_condattr_destroy(&ca);
+}
+
 int64_t bo_shim_now_ns(void)
 {
     struct timespec ts;
@@ -114,10 +135,6 @@ static void write_all(int fd, const char *buf, size_t len)
     }
 }
 
-static void prepare_fork(void);
-static void parent_fork(void);
-static void child_fork(void);
-
 /*
  * Parse BACKOFF_* once.  A bad value prints its one line and leaves the
  * library as pure pass-through (or exits 2 under BACKOFF_STRICT=1): the host
@@ -128,8 +145,6 @@ static void load_config(void)
     char err[BO_ERR_LEN];
     int saved = errno;
 
-    /* Even pass-through binds symbols lazily under the init lock. */
-    pthread_atfork(prepare_fork, parent_fork, child_fork);
     if (bo_config_load(&g_cfg, env_get, NULL, err, sizeof err) != 0) {
         const char *strict = getenv("BACKOFF_STRICT");
         size_t n = strlen(err);
@@ -201,7 +216,6 @@ bo_shim_dest *bo_shim_dest_get(const char *key)
 {
     const bo_config *cfg = bo_shim_config();
     bo_shim_dest *sd = NULL;
-    pthread_condattr_t ca;
 
     if (cfg == NULL || strlen(key) >= BO_DEST_KEY_LEN)
         return NULL;
@@ -220,15 +234,8 @@ bo_shim_dest *bo_shim_dest_get(const char *key)
     snprintf(sd->key, sizeof sd->key, "%s", key);
     /* Adaptive: the critical sections are a few counter updates, so a
      * short spin beats a futex sleep when threads collide. */
-    pthread_mutexattr_t ma;
-    pthread_mutexattr_init(&ma);
-    pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
-    pthread_mutex_init(&sd->mu, &ma);
-    pthread_mutexattr_destroy(&ma);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&sd->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    init_mutex(&sd->mu, PTHREAD_MUTEX_ADAPTIVE_NP);
+    init_cond(&sd->cv);
     bo_dest_init(&sd->d, cfg, bo_shim_now_ns());
     sd->cwnd_max = sd->d.window.cwnd;
     g_dests[g_ndests++] = sd;
@@ -295,16 +302,29 @@ void bo_shim_call_abandoned(bo_shim_dest *sd)
     pthread_mutex_unlock(&sd->mu);
 }
 
-void bo_shim_sleep_until(int64_t until_ns)
+int bo_shim_wait_until(int64_t until_ns)
 {
     int64_t from = bo_shim_now_ns();
-    struct timespec ts = to_timespec(until_ns);
+    int rc = 0, saved = errno, fd;
+    struct itimerspec its = {.it_value = to_timespec(until_ns)};
 
     if (until_ns <= from)
-        return;
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+        return 0;
+    fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+    if (fd >= 0 && timerfd_settime(fd, TFD_TIMER_ABSTIME, &its, NULL) == 0) {
+        uint64_t expirations;
+        if (read(fd, &expirations, sizeof expirations) < 0 && errno == EINTR)
+            rc = EINTR;
+    } else {
+        /* No descriptor to spare: sleep, resuming after any signal. */
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &its.it_value, NULL) == EINTR) {
+        }
     }
+    if (fd >= 0)
+        close(fd);
     add(&st_wait_ns, (uint64_t)(bo_shim_now_ns() - from));
+    errno = saved;
+    return rc;
 }
 
 /* Open the trace file once; write the header when the file is empty. */
@@ -494,19 +514,23 @@ out:
 }
 
 /*
- * Fork: hold every lock across fork() so that the child never inherits one
- * held by a thread that does not exist there.  Order: table, then each
- * destination in table order (nobody holds two of them otherwise).
+ * Fork (called by shim_fork.c, the library's one set of atfork handlers):
+ * hold every lock of this module across fork() so that the child never
+ * inherits one held by a thread that does not exist there.  Order: the init
+ * lock, the table, then each destination in table order (nobody holds two
+ * destinations otherwise, and no code takes the init lock or the table
+ * while holding a destination).
  */
-static void prepare_fork(void)
+void bo_shim_state_prepare_fork(void)
 {
     pthread_mutex_lock(&g_init_lock);
     pthread_mutex_lock(&g_dest_lock);
     for (unsigned i = 0; i < g_ndests; i++)
         pthread_mutex_lock(&g_dests[i]->mu);
+    g_forks++;
 }
 
-static void parent_fork(void)
+void bo_shim_state_parent_fork(void)
 {
     for (unsigned i = g_ndests; i-- > 0;)
         pthread_mutex_unlock(&g_dests[i]->mu);
@@ -515,28 +539,33 @@ static void parent_fork(void)
 }
 
 /*
- * In the child only the forking thread exists: the attempts the parent's
- * other threads had in flight will never complete here, so the in-flight
- * counts start again from zero, the condition variables (whose waiters are
- * gone) are made anew, and the stats count the child's own calls.
+ * In the child only the forking thread exists.  Every lock held across
+ * fork() is initialised anew rather than unlocked: a recursive mutex records
+ * its owner's thread id, the child's thread has another one, and an unlock
+ * there fails with EPERM and leaves the lock held for good (the child's own
+ * next fork then waited forever).  The attempts the parent's other threads
+ * had in flight will never complete here, so the in-flight counts start
+ * again from zero; the condition variables, whose waiters are gone, are made
+ * anew; the stats count the child's own calls; and the child's generators
+ * are seeded apart from the parent's, so that parent and child never draw
+ * the same jitter.
  */
-static void child_fork(void)
+void bo_shim_state_child_fork(void)
 {
-    pthread_condattr_t ca;
-
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    for (unsigned i = g_ndests; i-- > 0;) {
+    for (unsigned i = 0; i < g_ndests; i++) {
         bo_shim_dest *sd = g_dests[i];
         sd->d.window.inflight = 0;
         sd->calls = sd->attempts = sd->retries = 0;
         sd->throttled = sd->failed = sd->gave_up = 0;
-        pthread_cond_init(&sd->cv, &ca);
-        pthread_mutex_unlock(&sd->mu);
+        init_cond(&sd->cv);
+        init_mutex(&sd->mu, PTHREAD_MUTEX_ADAPTIVE_NP);
     }
-    pthread_condattr_destroy(&ca);
-    pthread_mutex_unlock(&g_dest_lock);
-    pthread_mutex_unlock(&g_init_lock);
+    init_mutex(&g_dest_lock, PTHREAD_MUTEX_DEFAULT);
+    init_mutex(&g_init_lock, PTHREAD_MUTEX_RECURSIVE);
     st_wait_ns = 0;
+    bo_rng mix;
+    bo_rng_seed(&mix, g_seed ^ (g_forks * 0x9e3779b97f4a7c15ULL));
+    g_seed = bo_rng_next(&mix);
+    tl_rng_ready = false;
     /* The trace fd is shared with the parent (O_APPEND): rows stay whole. */
 }
