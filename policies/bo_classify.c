@@ -32,11 +32,13 @@ bool bo_method_idempotent(const char *method)
     return false;
 }
 
-/* The errno values of connect() that mean "the request was never sent". */
-static bool connect_errno_retryable(int e)
+bool bo_connect_errno_retryable(int err, bool unix_socket, bool unknown)
 {
-    return e == ECONNREFUSED || e == ETIMEDOUT || e == ENETUNREACH || e == EHOSTUNREACH ||
-           e == EAGAIN;
+    if (err == EAGAIN)
+        return unix_socket;
+    if (err == ECONNREFUSED || err == ETIMEDOUT || err == ENETUNREACH || err == EHOSTUNREACH)
+        return !unknown;
+    return false;
 }
 
 /*
@@ -90,7 +92,7 @@ static bool failure_class(const bo_attempt *a, unsigned *bits, bo_signal *sig, s
     *sig = BO_SIGNAL_NONE;
     *saf = SAFE_ALWAYS;
     if (a->connect_errno != 0) {
-        if (!connect_errno_retryable(a->connect_errno))
+        if (!bo_connect_errno_retryable(a->connect_errno, a->connect_unix, a->connect_unknown))
             return false;
         *bits = BO_RETRY_CONNECT;
         *sig = BO_SIGNAL_LOSS;

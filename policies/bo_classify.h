@@ -7,7 +7,9 @@
  *     unsafe_retry;
  *   - never once a body byte has been delivered to the program;
  *   - an upload only when it can be rewound;
- *   - only what BACKOFF_RETRY_ON lists.
+ *   - only what BACKOFF_RETRY_ON lists;
+ *   - a failed connect() only when it means "busy or restarting", never
+ *     "nothing here" (bo_connect_errno_retryable).
  * Codes are libcurl's CURLcode numbers (stable ABI), so this module needs no
  * libcurl header.
  */
@@ -59,7 +61,24 @@ typedef struct bo_attempt {
     bool upload_rewindable;   /* ... and it can be sent again */
     bool request_sent;        /* the request may have reached the server */
     int connect_errno;        /* connect() hook: errno of the failed connect, else 0 */
+    bool connect_unix;        /* connect() hook: a UNIX-domain socket (else TCP) */
+    bool connect_unknown;     /* connect() hook: the destination never accepted a connection
+                                 in this process and BACKOFF_HOSTS does not name it */
 } bo_attempt;
+
+/*
+ * May a connect() that failed with `err` be retried?  Only a failure that
+ * means "busy or restarting", never one that means "nothing here":
+ *   - EAGAIN on a UNIX socket (the listener's backlog is full): always;
+ *     EAGAIN on TCP (no local port or route cache entry): never;
+ *   - ECONNREFUSED, ETIMEDOUT, ENETUNREACH, EHOSTUNREACH: only on a
+ *     destination that is not `unknown`, i.e. one that has accepted a
+ *     connection before (it is restarting) or that the user named in
+ *     BACKOFF_HOSTS; on any other one they are what a probe, an address
+ *     fallback loop or a stale socket file expects to get at once;
+ *   - anything else (EINTR, EACCES, EINPROGRESS, ENOENT...): never.
+ */
+bool bo_connect_errno_retryable(int err, bool unix_socket, bool unknown);
 
 /* Classify one attempt. */
 bo_outcome bo_classify(const bo_config *cfg, const bo_attempt *a);

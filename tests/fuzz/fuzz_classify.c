@@ -73,6 +73,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     a.upload_rewindable = (sel >> 2) & 1;
     a.request_sent = (sel >> 3) & 1;
     a.connect_errno = (sel & 0x10) ? errnos[fuzz_u8(&in) % 12] : 0;
+    a.connect_unix = (sel >> 5) & 1;
+    a.connect_unknown = (sel >> 6) & 1;
 
     bo_outcome o = bo_classify(&cfg, &a);
     if (o.verdict != BO_VERDICT_SUCCESS && o.verdict != BO_VERDICT_RETRY &&
@@ -93,6 +95,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (a.request_sent && !bo_method_idempotent(a.method) && !cfg.unsafe_retry && !exempt(&a))
             abort();
         if (a.connect_errno == 0 && a.curl_code == 0 && a.http_status >= 200 && a.http_status < 400)
+            abort();
+        /* "Nothing here" is never retried: an unknown destination's refusal,
+         * TCP's EAGAIN. */
+        if (a.connect_errno != 0 && a.connect_unknown && a.connect_errno != EAGAIN)
+            abort();
+        if (a.connect_errno == EAGAIN && !a.connect_unix)
             abort();
         /* 429 is retried only when listed. */
         if (a.connect_errno == 0 && a.curl_code == 0 && a.http_status == 429 &&

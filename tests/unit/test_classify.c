@@ -104,7 +104,7 @@ static const row rows[] = {
     {"connect() ETIMEDOUT",       DEF,            0, NULL,        0,   0,  0,  0, 0, ETIMEDOUT,    R, LOSS},
     {"connect() ENETUNREACH",     DEF,            0, NULL,        0,   0,  0,  0, 0, ENETUNREACH,  R, LOSS},
     {"connect() EHOSTUNREACH",    DEF,            0, NULL,        0,   0,  0,  0, 0, EHOSTUNREACH, R, LOSS},
-    {"connect() EAGAIN",          DEF,            0, NULL,        0,   0,  0,  0, 0, EAGAIN,       R, LOSS},
+    {"connect() EAGAIN on TCP",   DEF,            0, NULL,        0,   0,  0,  0, 0, EAGAIN,       F, NONE},
     {"connect() ETIMEDOUT needs connect bit", BO_RETRY_TIMEOUT, 0, NULL, 0, 0, 0, 0, 0, ETIMEDOUT, F, LOSS},
     {"connect() EACCES",          ALL,            1, NULL,        0,   0,  0,  0, 0, EACCES,       F, NONE},
     {"connect() EINPROGRESS",     ALL,            1, NULL,        0,   0,  0,  0, 0, EINPROGRESS,  F, NONE},
@@ -181,6 +181,63 @@ START_TEST(test_default_retry_on)
 }
 END_TEST
 
+/*
+ * connect(): a refusal is retried only where it means "busy or restarting":
+ * on a destination seen alive or named in BACKOFF_HOSTS, or a UNIX socket's
+ * full backlog; never on a destination never seen accepting (a probe, an
+ * address fallback, a stale socket file).
+ */
+typedef struct conn_row {
+    int err;
+    int unix_socket, unknown;
+    int retry; /* bo_connect_errno_retryable and bo_classify's verdict */
+} conn_row;
+
+/* clang-format off */
+static const conn_row conn_rows[] = {
+    /* errno        unix unknown retry */
+    {ECONNREFUSED,  0,   0,      1},
+    {ECONNREFUSED,  0,   1,      0},
+    {ECONNREFUSED,  1,   0,      1},
+    {ECONNREFUSED,  1,   1,      0},
+    {ETIMEDOUT,     0,   0,      1},
+    {ETIMEDOUT,     0,   1,      0},
+    {ENETUNREACH,   0,   0,      1},
+    {ENETUNREACH,   0,   1,      0},
+    {EHOSTUNREACH,  0,   0,      1},
+    {EHOSTUNREACH,  0,   1,      0},
+    {EAGAIN,        1,   1,      1},
+    {EAGAIN,        1,   0,      1},
+    {EAGAIN,        0,   0,      0},
+    {EAGAIN,        0,   1,      0},
+    {ENOENT,        1,   0,      0},
+    {EINTR,         0,   0,      0},
+    {EACCES,        0,   0,      0},
+    {EINPROGRESS,   0,   0,      0},
+    {EALREADY,      0,   0,      0},
+};
+/* clang-format on */
+
+START_TEST(test_connect_rule)
+{
+    const conn_row *w = &conn_rows[_i];
+    bo_config c;
+    bo_attempt a = {0};
+    bo_config_defaults(&c);
+    a.connect_errno = w->err;
+    a.connect_unix = w->unix_socket != 0;
+    a.connect_unknown = w->unknown != 0;
+    bool r = bo_connect_errno_retryable(w->err, w->unix_socket != 0, w->unknown != 0);
+    ck_assert_msg(r == (w->retry != 0), "row %d errno %d unix %d unknown %d: got %d", _i,
+                  w->err, w->unix_socket, w->unknown, r);
+    bo_outcome o = bo_classify(&c, &a);
+    ck_assert_int_eq(o.verdict, w->retry ? BO_VERDICT_RETRY : BO_VERDICT_FINAL);
+    /* Not listed in BACKOFF_RETRY_ON: never retried, whatever the destination. */
+    c.retry_on &= ~(unsigned)BO_RETRY_CONNECT;
+    ck_assert_int_eq(bo_classify(&c, &a).verdict, BO_VERDICT_FINAL);
+}
+END_TEST
+
 static Suite *classify_suite(void)
 {
     Suite *s = suite_create("classify");
@@ -188,6 +245,7 @@ static Suite *classify_suite(void)
     tcase_add_loop_test(tc, test_table, 0, (int)(sizeof rows / sizeof rows[0]));
     tcase_add_test(tc, test_method_idempotent);
     tcase_add_test(tc, test_default_retry_on);
+    tcase_add_loop_test(tc, test_connect_rule, 0, (int)(sizeof conn_rows / sizeof conn_rows[0]));
     suite_add_tcase(s, tc);
     return s;
 }
