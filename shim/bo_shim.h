@@ -26,6 +26,13 @@
 
 #define BO_EXPORT __attribute__((visibility("default")))
 
+/*
+ * connect(): the bound of one call, retries and waits included, when
+ * BACKOFF_MAX_TIME_MS is unset (0); the socket's own SO_SNDTIMEO,
+ * TCP_USER_TIMEOUT and TCP_SYNCNT bound it further (shim_connect.c).
+ */
+#define BO_CONNECT_MAX_TIME_MS 30000
+
 /* Destinations per process; beyond this, new destinations pass through. */
 #define BO_MAX_DESTS 256
 #define BO_DEST_KEY_LEN 300
@@ -39,6 +46,10 @@ typedef struct bo_shim_dest {
     double cwnd_max;            /* largest cwnd seen (stats), guarded by mu */
     /* BACKOFF_STATS counters, guarded by mu (no shared atomics on the hot path) */
     uint64_t calls, attempts, retries, throttled, failed, gave_up;
+    /* connect() hook: set (atomically, never cleared) once a connect to this
+     * destination succeeded in this process: a refusal then means
+     * "restarting", not "nothing here" (bo_connect_errno_retryable). */
+    int alive;
 } bo_shim_dest;
 
 /* What one finished attempt tells the shared loop. */
@@ -115,6 +126,18 @@ void bo_shim_call_abandoned(bo_shim_dest *sd);
  * kernel restarts or interrupts by exactly those rules.)
  */
 int bo_shim_wait_until(int64_t until_ns);
+
+/*
+ * bo_shim_admit for a call that a signal may interrupt (the connect() hook):
+ * the waits are bo_shim_wait_until's, so a signal whose handler lacks
+ * SA_RESTART ends them, and none runs past deadline_ns (the call's own
+ * bound; INT64_MAX for none).  Completions on the destination are noticed
+ * within ADMIT_POLL_NS (the timerfd wait cannot also wait on the condition
+ * variable).  Returns 0 to go (as bo_shim_admit), -1 when the budget or
+ * deadline_ns ran out for a retry, or EINTR (nothing admitted).
+ */
+int bo_shim_admit_intr(bo_shim_dest *sd, bo_call *call, int64_t deadline_ns,
+                       unsigned *inflight);
 
 /* Fork handlers of each module, called by shim_fork.c in its stated order. */
 void bo_shim_state_prepare_fork(void);

@@ -1,14 +1,18 @@
 /*
  * shim_connect: the connect() hook of libbackoff.so.
  *
- * Only blocking stream sockets (TCP over IPv4/IPv6, unix sockets) are
+ * Only blocking stream sockets (TCP over IPv4/IPv6, UNIX sockets) are
  * managed; non-blocking connects (libcurl's own among them) and datagram
- * sockets pass straight through.  A connect that fails with ECONNREFUSED,
- * ETIMEDOUT, ENETUNREACH, EHOSTUNREACH (or EAGAIN on a unix socket) is
- * retried under the policy on a socket in a clean state, made anew with the
- * same domain/type/protocol, its status and descriptor flags and a few
- * common options copied, and placed on the caller's descriptor number.  On
- * final failure errno is what libc left after the last attempt.
+ * sockets pass straight through.  Which failures are retried is
+ * bo_connect_errno_retryable's rule (policies/bo_classify.h): a refusal is
+ * retried only from a destination that accepted a connection before in this
+ * process, or that BACKOFF_HOSTS names, and a UNIX socket's full backlog;
+ * any other refusal is handed back at once, outside the window.  A retry
+ * reuses the program's own socket, so every option, flag and binding stays
+ * as the program set it.  The call is bounded by connect_deadline (the
+ * program's own limits, BACKOFF_MAX_TIME_MS or BO_CONNECT_MAX_TIME_MS) and
+ * a signal whose handler lacks SA_RESTART ends a wait with EINTR.  On final
+ * failure errno is what libc left after the last attempt.
  */
 #include "bo_shim.h"
 
@@ -24,6 +28,9 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+#define NS_PER_MS 1000000LL
+#define NS_PER_S 1000000000LL
 
 typedef int (*connect_fn)(int, const struct sockaddr *, socklen_t);
 
@@ -97,136 +104,198 @@ static int dest_key(const bo_config *cfg, const struct sockaddr *sa, socklen_t l
 }
 
 /*
- * Is this a connect the shim manages: a blocking stream socket that the
- * caller did not bind (a binding could not be recreated on a new socket)?
+ * Is this a connect the shim manages: a blocking stream socket?  A bound
+ * socket is managed too: a retry reuses the very socket, so its binding is
+ * what the kernel keeps for a plain second connect() (an explicit port
+ * stays; an ephemeral one is picked again, as without the library).
  */
-static bool manageable(int fd, int family)
+static bool manageable(int fd)
 {
     int type = 0, flags;
     socklen_t tl = sizeof type;
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof ss;
 
     flags = fcntl(fd, F_GETFL); /* first: most connects (libcurl's) are non-blocking */
     if (flags < 0 || (flags & O_NONBLOCK))
         return false;
-    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) != 0 || type != SOCK_STREAM)
-        return false;
-    memset(&ss, 0, sizeof ss);
-    if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0)
-        return false;
-    if (family == AF_INET)
-        return ((struct sockaddr_in *)&ss)->sin_port == 0;
-    if (family == AF_INET6)
-        return ((struct sockaddr_in6 *)&ss)->sin6_port == 0;
-    return sl <= offsetof(struct sockaddr_un, sun_path);
+    return getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) == 0 && type == SOCK_STREAM;
 }
 
-static void copy_int_opt(int from, int to, int level, int name)
+static int64_t tv_ns(const struct timeval *tv)
 {
-    int v;
-    socklen_t l = sizeof v;
-    if (getsockopt(from, level, name, &v, &l) == 0)
-        (void)setsockopt(to, level, name, &v, l);
-}
-
-static void copy_tv_opt(int from, int to, int name)
-{
-    struct timeval tv;
-    socklen_t l = sizeof tv;
-    if (getsockopt(from, SOL_SOCKET, name, &tv, &l) == 0 && (tv.tv_sec || tv.tv_usec))
-        (void)setsockopt(to, SOL_SOCKET, name, &tv, l);
+    return (int64_t)tv->tv_sec * NS_PER_S + (int64_t)tv->tv_usec * 1000;
 }
 
 /*
- * Replace the socket on `fd` by a new one in a clean state with the same
- * domain, type, protocol, status flags (restored, never overwritten with
- * constants), descriptor flags and common options.  Returns 0 or -1.
+ * The bound of the whole call, retries and waits included, as a monotonic
+ * deadline: BACKOFF_MAX_TIME_MS (BO_CONNECT_MAX_TIME_MS when unset), and no
+ * later than the program's own limits on this socket would end one plain
+ * connect: SO_SNDTIMEO, TCP_USER_TIMEOUT, and the SYN retransmissions that
+ * TCP_SYNCNT allows (2^(n+1) - 1 s with the initial 1 s timeout).
  */
-static int fresh_socket(int fd, int family)
+static int64_t connect_deadline(const bo_config *cfg, int fd, int family, int64_t start)
 {
-    int type = 0, proto = 0, fl, fdfl, nfd;
-    socklen_t l = sizeof type;
+    int64_t budget = (cfg->max_time_ms > 0 ? cfg->max_time_ms : BO_CONNECT_MAX_TIME_MS) * NS_PER_MS;
+    struct timeval tv;
+    socklen_t l = sizeof tv;
+    int v;
 
-    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) != 0)
-        return -1;
-    l = sizeof proto;
-    if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &l) != 0)
-        proto = 0;
-    if ((fl = fcntl(fd, F_GETFL)) < 0 || (fdfl = fcntl(fd, F_GETFD)) < 0)
-        return -1;
-    nfd = socket(family, type, proto);
-    if (nfd < 0)
-        return -1;
-    copy_int_opt(fd, nfd, SOL_SOCKET, SO_KEEPALIVE);
-    copy_int_opt(fd, nfd, SOL_SOCKET, SO_REUSEADDR);
-    copy_tv_opt(fd, nfd, SO_RCVTIMEO);
-    copy_tv_opt(fd, nfd, SO_SNDTIMEO);
-    if (family != AF_UNIX)
-        copy_int_opt(fd, nfd, IPPROTO_TCP, TCP_NODELAY);
-    if (fcntl(nfd, F_SETFL, fl) != 0)
-        goto fail;
-    if (dup2(nfd, fd) < 0)
-        goto fail;
-    close(nfd);
-    if (fcntl(fd, F_SETFD, fdfl) != 0)
-        return -1;
-    return 0;
-fail:
-    close(nfd);
-    return -1;
+    if (getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, &l) == 0 && tv_ns(&tv) > 0 &&
+        tv_ns(&tv) < budget)
+        budget = tv_ns(&tv);
+    if (family != AF_UNIX) {
+        l = sizeof v;
+        if (getsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &v, &l) == 0 && v > 0 &&
+            (int64_t)v * NS_PER_MS < budget)
+            budget = (int64_t)v * NS_PER_MS;
+        l = sizeof v;
+        if (getsockopt(fd, IPPROTO_TCP, TCP_SYNCNT, &v, &l) == 0 && v > 0 && v < 30 &&
+            (((int64_t)1 << (v + 1)) - 1) * NS_PER_S < budget)
+            budget = (((int64_t)1 << (v + 1)) - 1) * NS_PER_S;
+    }
+    return start + budget;
 }
 
-static int managed_connect(bo_shim_dest *sd, int fd, const struct sockaddr *sa, socklen_t len,
-                           int *err)
+/*
+ * One retry on the program's own socket (Linux lets a TCP or UNIX stream
+ * socket whose connect failed connect again, with every option, flag and
+ * binding as the program set them).  A TCP attempt may not run past the
+ * call's deadline: its SO_SNDTIMEO is lowered to the time left for the
+ * attempt and restored.  When that runs out the kernel answers EINPROGRESS;
+ * if the program set no send timeout of its own the attempt is aborted and
+ * ETIMEDOUT returned, as a plain connect that timed out leaves it.  Returns
+ * connect()'s value; *err gets its errno.
+ */
+static int retry_attempt(int fd, const struct sockaddr *sa, socklen_t len, int64_t deadline,
+                         int *err)
 {
-    const bo_config *cfg = bo_shim_config();
-    uint64_t id = bo_shim_next_call_id();
-    bo_call call;
-    unsigned inflight = 0;
-    int rc = -1;
-    bool have_result = false;
+    struct timeval own, left;
+    socklen_t l = sizeof own;
+    int64_t rest = deadline - bo_shim_now_ns();
+    bool bounded = false;
+    int rc;
 
-    int64_t now = bo_shim_now_ns();
-    bo_call_begin(&call, now);
-    for (;;) {
-        int64_t until;
-        if (bo_shim_admit(sd, &call, now, &inflight) != 0) {
-            if (!have_result) { /* the engine promises this never happens */
-                rc = real_connect(fd, sa, len);
-                *err = errno;
-            }
-            break;
+    if (sa->sa_family != AF_UNIX && rest > 0 &&
+        getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &own, &l) == 0 &&
+        (tv_ns(&own) == 0 || tv_ns(&own) > rest)) {
+        left.tv_sec = (time_t)(rest / NS_PER_S);
+        left.tv_usec = (suseconds_t)((rest % NS_PER_S) / 1000);
+        if (left.tv_sec == 0 && left.tv_usec == 0)
+            left.tv_usec = 1;
+        bounded = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &left, sizeof left) == 0;
+    }
+    rc = real_connect(fd, sa, len);
+    *err = rc == 0 ? 0 : errno;
+    if (bounded) {
+        (void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &own, sizeof own);
+        if (rc != 0 && *err == EINPROGRESS && tv_ns(&own) == 0) {
+            struct sockaddr unspec = {.sa_family = AF_UNSPEC};
+            (void)real_connect(fd, &unspec, sizeof unspec);
+            *err = ETIMEDOUT;
         }
-        rc = real_connect(fd, sa, len);
-        *err = rc == 0 ? 0 : errno;
-        have_result = true;
-        bo_attempt a = {.curl_code = BO_CURLE_OK,
-                        .http_status = 0,
-                        .method = NULL,
-                        .body_delivered = 0,
-                        .has_upload = false,
-                        .upload_rewindable = false,
-                        .request_sent = false,
-                        .connect_errno = *err};
-        bo_shim_result res = {.outcome = bo_classify(cfg, &a),
-                              .retry_after_ns = -1,
-                              .status = 0,
-                              .code = *err};
-        /* EAGAIN means "listener's backlog full" only on unix sockets. */
-        if (*err == EAGAIN && sa->sa_family != AF_UNIX)
-            res.outcome.verdict = BO_VERDICT_FINAL;
-        if (!bo_shim_complete(sd, &call, &res, id, "connect", inflight, &until))
-            break;
-        if (fresh_socket(fd, sa->sa_family) != 0) {
-            bo_shim_call_abandoned(sd); /* no clean socket: the last failure stands */
-            break;
-        }
-        while (bo_shim_wait_until(until) == EINTR) {
-        }
-        now = 0; /* the next admission reads the clock */
     }
     return rc;
+}
+
+/* Errors that say the kernel would not take the socket again (not seen on Linux). */
+static bool not_reusable(int e)
+{
+    return e == EALREADY || e == EISCONN || e == EBADFD || e == EINVAL;
+}
+
+/*
+ * A signal ended a wait between attempts: leave the socket as a plain
+ * connect interrupted by that signal leaves it, with the connection request
+ * under way (POSIX: "the connection shall be established asynchronously"),
+ * so that a program that polls for it learns how it ended.  The status
+ * flags are restored as they were.
+ */
+static void continue_asynchronously(int fd, const struct sockaddr *sa, socklen_t len)
+{
+    int fl = fcntl(fd, F_GETFL);
+
+    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) != 0)
+        return;
+    (void)real_connect(fd, sa, len);
+    (void)fcntl(fd, F_SETFL, fl);
+}
+
+/*
+ * One connect() call under the policy.  A destination that is neither known
+ * alive nor named gets its first attempt outside the window (no slot, no
+ * wait, nothing counted) and its "nothing here" refusal back at once, so
+ * that a failing destination never holds a process's threads in line.  The
+ * call's deadline (connect_deadline) bounds the retries; a signal without
+ * SA_RESTART during a wait ends the call with EINTR.
+ */
+static int managed_connect(bo_shim_dest *sd, int fd, const struct sockaddr *sa, socklen_t len,
+                           bool named, int *err)
+{
+    const bo_config *cfg = bo_shim_config();
+    bool is_unix = sa->sa_family == AF_UNIX;
+    bool known = named || __atomic_load_n(&sd->alive, __ATOMIC_RELAXED);
+    int64_t start = bo_shim_now_ns(), deadline = INT64_MAX, until;
+    uint64_t id = 0;
+    unsigned inflight = 0;
+    bo_call call;
+    int rc = -1, e;
+
+    bo_call_begin(&call, start);
+    for (;;) {
+        bool admitted = known || call.attempts > 0;
+        if (admitted) {
+            int a = bo_shim_admit_intr(sd, &call, deadline, &inflight);
+            if (a == EINTR)
+                goto interrupted;
+            if (a != 0) /* a retry past the deadline: the last result stands */
+                break;
+        }
+        if (call.attempts <= 1) {
+            rc = real_connect(fd, sa, len);
+            e = rc == 0 ? 0 : errno;
+        } else {
+            rc = retry_attempt(fd, sa, len, deadline, &e);
+            if (rc != 0 && not_reusable(e)) {
+                bo_shim_result gone = {{BO_VERDICT_FINAL, BO_SIGNAL_NONE}, -1, 0, e};
+                (void)bo_shim_complete(sd, &call, &gone, id, "connect", inflight, &until);
+                rc = -1; /* *err keeps the previous attempt's errno */
+                break;
+            }
+        }
+        *err = e;
+        if (rc == 0 && !__atomic_load_n(&sd->alive, __ATOMIC_RELAXED))
+            __atomic_store_n(&sd->alive, 1, __ATOMIC_RELAXED);
+        bo_attempt at = {.curl_code = BO_CURLE_OK,
+                         .connect_errno = e,
+                         .connect_unix = is_unix,
+                         .connect_unknown = !known};
+        bo_shim_result res = {.outcome = bo_classify(cfg, &at),
+                              .retry_after_ns = -1,
+                              .status = 0,
+                              .code = e};
+        if (!admitted) {
+            if (res.outcome.verdict != BO_VERDICT_RETRY)
+                return rc; /* handed back as plain: no slot was taken */
+            call.attempts = 1; /* it ran outside the window, and it counts */
+        }
+        if (id == 0)
+            id = bo_shim_next_call_id();
+        if (!bo_shim_complete(sd, &call, &res, id, "connect", inflight, &until))
+            break;
+        if (deadline == INT64_MAX)
+            deadline = connect_deadline(cfg, fd, sa->sa_family, start);
+        if (until >= deadline) {
+            bo_shim_call_abandoned(sd); /* no time for another attempt */
+            break;
+        }
+        if (bo_shim_wait_until(until) == EINTR)
+            goto interrupted;
+    }
+    return rc;
+interrupted:
+    bo_shim_call_abandoned(sd);
+    continue_asynchronously(fd, sa, len);
+    *err = EINTR;
+    return -1;
 }
 
 static int shim_connect(int fd, const struct sockaddr *sa, socklen_t len)
@@ -240,14 +309,15 @@ static int shim_connect(int fd, const struct sockaddr *sa, socklen_t len)
         return real_connect(fd, sa, len);
     if (sa->sa_family != AF_INET && sa->sa_family != AF_INET6 && sa->sa_family != AF_UNIX)
         return real_connect(fd, sa, len);
-    if (!manageable(fd, sa->sa_family) || dest_key(cfg, sa, len, key, sizeof key) != 0 ||
+    if (!manageable(fd) || dest_key(cfg, sa, len, key, sizeof key) != 0 ||
         (sd = bo_shim_dest_get(key)) == NULL) {
         errno = saved;
         return real_connect(fd, sa, len);
     }
     bo_shim_busy = 1;
     err = saved;
-    rc = managed_connect(sd, fd, sa, len, &err);
+    /* dest_key admits a destination under a non-empty BACKOFF_HOSTS only when named. */
+    rc = managed_connect(sd, fd, sa, len, cfg->n_hosts > 0, &err);
     bo_shim_busy = 0;
     errno = rc == 0 ? saved : err;
     return rc;

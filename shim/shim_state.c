@@ -327,6 +327,44 @@ int bo_shim_wait_until(int64_t until_ns)
     return rc;
 }
 
+/* Longest single wait of bo_shim_admit_intr: how late it may notice a completion. */
+#define ADMIT_POLL_NS (10 * NS_PER_MS)
+
+int bo_shim_admit_intr(bo_shim_dest *sd, bo_call *call, int64_t deadline_ns,
+                       unsigned *inflight)
+{
+    const bo_config *cfg = &g_cfg;
+    int64_t until = 0;
+
+    for (;;) {
+        int64_t now = bo_shim_now_ns();
+        if (call->attempts > 0 && now >= deadline_ns)
+            goto give_up;
+        pthread_mutex_lock(&sd->mu);
+        bo_admit a = bo_dest_admit(&sd->d, cfg, call, now, &until);
+        if (a == BO_ADMIT_GO)
+            *inflight = sd->d.window.inflight;
+        pthread_mutex_unlock(&sd->mu);
+        if (a == BO_ADMIT_GO)
+            return 0;
+        if (a == BO_ADMIT_GIVE_UP)
+            goto give_up;
+        if (until > now + ADMIT_POLL_NS || until <= now)
+            until = now + (until <= now ? NS_PER_MS / 10 : ADMIT_POLL_NS);
+        if (call->attempts > 0 && until > deadline_ns)
+            until = deadline_ns;
+        if (bo_shim_wait_until(until) == EINTR)
+            return EINTR;
+    }
+give_up:
+    pthread_mutex_lock(&sd->mu);
+    sd->calls++;
+    sd->failed++;
+    sd->gave_up++;
+    pthread_mutex_unlock(&sd->mu);
+    return -1;
+}
+
 /* Open the trace file once; write the header when the file is empty. */
 static void open_trace(void)
 {
