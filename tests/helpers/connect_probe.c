@@ -21,6 +21,7 @@
  *   alarm              connect once (seen alive), the listener goes away,
  *                      alarm(1) with a handler without SA_RESTART around
  *                      the next connect; prints also how the socket ends
+ *   alarm restart      the same with SA_RESTART: the wait resumes
  *   sndtimeo MS        as alarm, with SO_SNDTIMEO MS instead of the alarm
  */
 #include <arpa/inet.h>
@@ -398,7 +399,7 @@ static socklen_t alive_then_gone(struct sockaddr_storage *ss)
     return l;
 }
 
-static int mode_alarm(void)
+static int mode_alarm(bool restart)
 {
     struct sockaddr_storage ss;
     socklen_t l = alive_then_gone(&ss);
@@ -408,7 +409,8 @@ static int mode_alarm(void)
     double ms, t0;
 
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_alarm; /* no SA_RESTART */
+    sa.sa_handler = on_alarm; /* no SA_RESTART unless asked */
+    sa.sa_flags = restart ? SA_RESTART : 0;
     sigaction(SIGALRM, &sa, NULL);
     t0 = now_ms();
     alarm(1);
@@ -455,10 +457,10 @@ int main(int argc, char **argv)
     if (argc >= 2 && strcmp(argv[1], "syncnt") == 0)
         return mode_syncnt();
     if (argc >= 2 && strcmp(argv[1], "alarm") == 0)
-        return mode_alarm();
+        return mode_alarm(argc >= 3 && strcmp(argv[2], "restart") == 0);
     if (argc >= 3 && strcmp(argv[1], "sndtimeo") == 0)
         return mode_sndtimeo(atoi(argv[2]));
     fprintf(stderr, "usage: connect_probe tcp ADDR PORT | loop | unix-stale DIR | abstract NAME |"
-                    " threads N PORT | opts 4|6 DELAY_MS [nobind] | syncnt | alarm | sndtimeo MS\n");
+                    " threads N PORT | opts 4|6 DELAY_MS [nobind] | syncnt | alarm [restart] | sndtimeo MS\n");
     return 2;
 }

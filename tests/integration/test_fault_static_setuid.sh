@@ -19,10 +19,11 @@ CC=${CC:-cc}
 CLOSED=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 
 # run_hooked BIN [prefix...]: runs BIN against the closed port under the shim
-# (3 attempts, 10 ms apart, verbose, stats on stderr); stdout+stderr in $TMP/run.
+# (named in BACKOFF_HOSTS, so that its refusal is retried: 3 attempts, 10 ms
+# apart, verbose, stats on stderr); stdout+stderr in $TMP/run.
 run_hooked() {
     bin=$1; shift
-    "$@" env BACKOFF_VERBOSE=1 BACKOFF_MAX_ATTEMPTS=3 BACKOFF_BASE_MS=10 BACKOFF_POLICY=fixed \
+    "$@" env BACKOFF_HOSTS=127.0.0.1 BACKOFF_VERBOSE=1 BACKOFF_MAX_ATTEMPTS=3 BACKOFF_BASE_MS=10 BACKOFF_POLICY=fixed \
         BACKOFF_STATS=stderr LD_PRELOAD="$LIB" "$bin" "$CLOSED" >"$TMP/run" 2>&1 || true
 }
 

@@ -1,10 +1,12 @@
 #!/bin/sh
 # connect(): a blocking client (Debian's python3, socket.create_connection
 # without a timeout) to a port that starts listening 1 s later succeeds
-# under the shim and fails without it; on final failure errno is what libc
-# left (ECONNREFUSED); a unix socket whose listener returns is reached;
-# a non-blocking connect passes straight through;
-# BACKOFF_CONNECT=0 and BACKOFF_HOSTS turn the hook off.
+# under the shim when BACKOFF_HOSTS names it, and fails without the shim and
+# when not named (a destination never seen accepting: handed back at once);
+# on final failure errno is what libc left (ECONNREFUSED); a unix socket
+# whose listener restarts (seen alive, then a stale file) is reached again;
+# a non-blocking connect passes straight through; BACKOFF_CONNECT=0 and
+# BACKOFF_HOSTS turn the hook off.
 . "$(dirname "$0")/lib.sh"
 
 PY=/usr/bin/python3
@@ -47,10 +49,19 @@ out=$($PY -c "$CLIENT" "$port")
 note "$out"
 [ "$out" = "error ECONNREFUSED" ] || fail "without the shim: $out"
 
-note "under the shim: connects once the port listens"
+note "under the shim, not named and never seen accepting: handed back at once"
 port=$(free_port)
 listen_later "$port" 1
 out=$(BACKOFF_POLICY=exponential BACKOFF_BASE_MS=100 BACKOFF_MAX_ATTEMPTS=20 \
+    BACKOFF_STATS="$TMP/b.json" LD_PRELOAD="$LIB" $PY -c "$CLIENT" "$port")
+note "$out; attempts $(stats_sum "$TMP/b.json" attempts)"
+[ "$out" = "error ECONNREFUSED" ] || fail "an unknown destination was retried: $out"
+[ "$(stats_sum "$TMP/b.json" attempts)" -eq 0 ] || fail "an unknown destination was counted"
+
+note "under the shim, named in BACKOFF_HOSTS: connects once the port listens"
+port=$(free_port)
+listen_later "$port" 1
+out=$(BACKOFF_HOSTS=127.0.0.1 BACKOFF_POLICY=exponential BACKOFF_BASE_MS=100 BACKOFF_MAX_ATTEMPTS=20 \
     BACKOFF_STATS="$TMP/c.json" LD_PRELOAD="$LIB" $PY -c "$CLIENT" "$port")
 note "$out; attempts $(stats_sum "$TMP/c.json" attempts)"
 [ "$out" = "connected hello" ] || fail "under the shim: $out"
@@ -59,13 +70,13 @@ note "$out; attempts $(stats_sum "$TMP/c.json" attempts)"
 note "the default policy (aimd) connects too"
 port=$(free_port)
 listen_later "$port" 1
-out=$(BACKOFF_STATS="$TMP/d.json" LD_PRELOAD="$LIB" $PY -c "$CLIENT" "$port")
+out=$(BACKOFF_HOSTS=127.0.0.1 BACKOFF_STATS="$TMP/d.json" LD_PRELOAD="$LIB" $PY -c "$CLIENT" "$port")
 note "$out; attempts $(stats_sum "$TMP/d.json" attempts)"
 [ "$out" = "connected hello" ] || fail "under the shim (aimd): $out"
 
 note "final failure: errno as libc left it"
 port=$(free_port)
-out=$(BACKOFF_POLICY=fixed BACKOFF_BASE_MS=20 BACKOFF_MAX_ATTEMPTS=3 BACKOFF_STATS="$TMP/e.json" \
+out=$(BACKOFF_HOSTS=127.0.0.1 BACKOFF_POLICY=fixed BACKOFF_BASE_MS=20 BACKOFF_MAX_ATTEMPTS=3 BACKOFF_STATS="$TMP/e.json" \
     LD_PRELOAD="$LIB" $PY -c "$CLIENT" "$port")
 note "$out; attempts $(stats_sum "$TMP/e.json" attempts)"
 [ "$out" = "error ECONNREFUSED" ] || fail "final failure: $out"
@@ -75,12 +86,12 @@ note "a small C client: errno and the descriptor number survive the retries"
 if [ -x "$BUILD/tests/helpers/shim_connect" ]; then
     port=$(free_port)
     listen_later "$port" 1
-    out=$(BACKOFF_POLICY=exponential BACKOFF_BASE_MS=100 BACKOFF_MAX_ATTEMPTS=20 \
+    out=$(BACKOFF_HOSTS=127.0.0.1 BACKOFF_POLICY=exponential BACKOFF_BASE_MS=100 BACKOFF_MAX_ATTEMPTS=20 \
         LD_PRELOAD="$LIB" "$BUILD/tests/helpers/shim_connect" "$port")
     note "$out"
     [ "$out" = "connected fd-kept flags-kept hello" ] || fail "C client: $out"
     port=$(free_port)
-    out=$(BACKOFF_POLICY=fixed BACKOFF_BASE_MS=20 BACKOFF_MAX_ATTEMPTS=2 \
+    out=$(BACKOFF_HOSTS=127.0.0.1 BACKOFF_POLICY=fixed BACKOFF_BASE_MS=20 BACKOFF_MAX_ATTEMPTS=2 \
         LD_PRELOAD="$LIB" "$BUILD/tests/helpers/shim_connect" "$port" || true)
     note "$out"
     [ "$out" = "failed errno=ECONNREFUSED" ] || fail "C client final failure: $out"
@@ -88,10 +99,18 @@ else
     fail "build $BUILD/tests/helpers/shim_connect first"
 fi
 
-note "a unix socket whose listener comes back 1 s later (ECONNREFUSED on a stale socket file)"
+note "a unix socket whose listener restarts: served, then a stale socket file, back 1 s later"
 UNIX_SRV='
 import os, socket, sys, time
 path = sys.argv[1]
+s = socket.socket(socket.AF_UNIX)
+s.bind(path)
+s.listen(4)
+s.settimeout(20)
+c, _ = s.accept()         # the client sees it alive once
+c.close()
+s.close()
+os.unlink(path)
 stale = socket.socket(socket.AF_UNIX)
 stale.bind(path)          # a socket file nobody listens on: connect() is refused
 stale.close()
@@ -107,7 +126,19 @@ c.sendall(b"hello")
 c.close()
 '
 UNIX_CLIENT='
-import errno, socket, sys
+import errno, os, socket, sys, time
+first = socket.socket(socket.AF_UNIX)
+for i in range(200):
+    try:
+        first.connect(sys.argv[1])
+        break
+    except OSError:
+        time.sleep(0.02)
+first.close()
+for i in range(200):      # until the server has left a stale file
+    if os.path.exists(sys.argv[2]) and open(sys.argv[2]).read().strip() == "stale":
+        break
+    time.sleep(0.02)
 s = socket.socket(socket.AF_UNIX)
 try:
     s.connect(sys.argv[1])
@@ -120,11 +151,7 @@ unix_case() { # NAME ENV... : start the server, run the client with ENV
     rm -f "$TMP/$name.sock"
     $PY -c "$UNIX_SRV" "$TMP/$name.sock" >"$TMP/$name.srv" 2>&1 &
     PIDS="$PIDS $!"
-    i=0
-    until grep -q stale "$TMP/$name.srv" 2>/dev/null; do
-        i=$((i + 1)); [ $i -gt 100 ] && fail "unix server did not start"; sleep 0.02
-    done
-    env "$@" $PY -c "$UNIX_CLIENT" "$TMP/$name.sock"
+    env "$@" $PY -c "$UNIX_CLIENT" "$TMP/$name.sock" "$TMP/$name.srv"
 }
 out=$(unix_case u1 BACKOFF_CONNECT=1)
 note "without the shim: $out"
