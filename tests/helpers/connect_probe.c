@@ -23,6 +23,10 @@
  *                      the next connect; prints also how the socket ends
  *   alarm restart      the same with SA_RESTART: the wait resumes
  *   sndtimeo MS        as alarm, with SO_SNDTIMEO MS instead of the alarm
+ *                      (0: none set)
+ *   blackhole          as alarm without one; 300 ms later the port listens
+ *                      again with a full backlog, so that a retry's SYNs
+ *                      are dropped (a retry attempt that would hang)
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -439,6 +443,41 @@ static int mode_sndtimeo(int ms_limit)
     return 0;
 }
 
+static int g_bh_port;
+
+/* After 300 ms, a listener on the port again, its backlog (0) filled at
+ * once by a non-blocking connect: from then on SYNs are dropped. */
+static void *blackhole_later(void *arg)
+{
+    (void)arg;
+    struct timespec ts = {0, 300 * 1000000L};
+    nanosleep(&ts, NULL);
+    int lfd = listener(AF_INET, 0, &g_bh_port);
+    struct sockaddr_storage ss;
+    socklen_t l = make_addr("127.0.0.1", g_bh_port, &ss);
+    int fill = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    (void)connect(fill, (struct sockaddr *)&ss, l);
+    pause(); /* keep both open until the process ends */
+    (void)lfd;
+    return NULL;
+}
+
+static int mode_blackhole(void)
+{
+    struct sockaddr_storage ss;
+    socklen_t l = alive_then_gone(&ss);
+    pthread_t th;
+    int fd = socket(AF_INET, SOCK_STREAM, 0), err;
+    double ms;
+
+    g_bh_port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    pthread_create(&th, NULL, blackhole_later, NULL);
+    int rc = timed_connect(fd, (struct sockaddr *)&ss, l, &err, &ms);
+    report(rc, err, ms);
+    fflush(stdout);
+    _exit(0);
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -458,9 +497,12 @@ int main(int argc, char **argv)
         return mode_syncnt();
     if (argc >= 2 && strcmp(argv[1], "alarm") == 0)
         return mode_alarm(argc >= 3 && strcmp(argv[2], "restart") == 0);
+    if (argc >= 2 && strcmp(argv[1], "blackhole") == 0)
+        return mode_blackhole();
     if (argc >= 3 && strcmp(argv[1], "sndtimeo") == 0)
         return mode_sndtimeo(atoi(argv[2]));
     fprintf(stderr, "usage: connect_probe tcp ADDR PORT | loop | unix-stale DIR | abstract NAME |"
-                    " threads N PORT | opts 4|6 DELAY_MS [nobind] | syncnt | alarm [restart] | sndtimeo MS\n");
+                    " threads N PORT | opts 4|6 DELAY_MS [nobind] | syncnt | alarm [restart] |"
+                    " sndtimeo MS | blackhole\n");
     return 2;
 }

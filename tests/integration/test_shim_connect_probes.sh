@@ -17,7 +17,8 @@
 # TCP_SYNCNT 1 against a full backlog ends within plain + 0.5 s; alarm(1)
 # with a handler without SA_RESTART against a destination being retried
 # ends connect() with EINTR at 1.0 s (with SA_RESTART the wait resumes);
-# SO_SNDTIMEO 1 s bounds the retries.
+# SO_SNDTIMEO 1 s bounds the retries; a retry attempt whose SYNs are dropped
+# is cut at BACKOFF_MAX_TIME_MS; with no bound set, connect() ends by 30 s.
 . "$(dirname "$0")/lib.sh"
 
 LIB="$(cd "$BUILD" && pwd)/libbackoff.so"
@@ -63,6 +64,12 @@ probe() {
 }
 
 CLOSED=$(free_port)
+
+# The default bound (BO_CONNECT_MAX_TIME_MS, 30 s) takes 30 s to show: it runs
+# in the background while the rest goes on, and is checked at the end.
+BACKOFF_MAX_ATTEMPTS=0 LD_PRELOAD="$LIB" bounded 45 "$PROBE" sndtimeo 0 >"$TMP/default.out" 2>&1 &
+DEFAULT_PID=$!
+PIDS="$PIDS $DEFAULT_PID"
 
 PY_TCP='
 import errno, socket, sys, time
@@ -171,4 +178,18 @@ note "preloaded: $out"
 [ "$(field "$out" errno)" = ECONNREFUSED ] || fail "sndtimeo: $out"
 awk -v m="$(field "$out" ms)" 'BEGIN { exit !(m <= 1100) }' ||
     fail "sndtimeo: connect() returned at $(field "$out" ms) ms, past SO_SNDTIMEO 1000 ms"
+note "a retry attempt whose SYNs are dropped is cut at the deadline (BACKOFF_MAX_TIME_MS=2000)"
+out=$(BACKOFF_MAX_TIME_MS=2000 LD_PRELOAD="$LIB" bounded 20 "$PROBE" blackhole)
+note "preloaded: $out; plain: $(bounded 20 "$PROBE" blackhole)"
+[ "$(field "$out" errno)" = ETIMEDOUT ] || fail "blackhole: $out"
+awk -v m="$(field "$out" ms)" 'BEGIN { exit !(m >= 1900 && m <= 2300) }' ||
+    fail "blackhole: connect() returned at $(field "$out" ms) ms, expected about 2000"
+
+note "BACKOFF_MAX_TIME_MS unset, BACKOFF_MAX_ATTEMPTS=0: connect() ends by the 30 s default"
+wait "$DEFAULT_PID" || fail "default bound: the run failed or hung: $(cat "$TMP/default.out")"
+out=$(cat "$TMP/default.out")
+note "preloaded: $out"
+[ "$(field "$out" errno)" = ECONNREFUSED ] || fail "default bound: $out"
+awk -v m="$(field "$out" ms)" 'BEGIN { exit !(m >= 28000 && m <= 30500) }' ||
+    fail "default bound: connect() returned at $(field "$out" ms) ms, expected at most 30000"
 echo "ok"
