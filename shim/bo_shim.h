@@ -131,10 +131,13 @@ int bo_shim_wait_until(int64_t until_ns);
  * bo_shim_admit for a call that a signal may interrupt (the connect() hook):
  * the waits are bo_shim_wait_until's, so a signal whose handler lacks
  * SA_RESTART ends them, and none runs past deadline_ns (the call's own
- * bound; INT64_MAX for none).  Completions on the destination are noticed
- * within ADMIT_POLL_NS (the timerfd wait cannot also wait on the condition
- * variable).  Returns 0 to go (as bo_shim_admit), -1 when the budget or
- * deadline_ns ran out for a retry, or EINTR (nothing admitted).
+ * bound, first attempt included; INT64_MAX for none).  Completions on the
+ * destination are noticed within ADMIT_POLL_NS (the timerfd wait cannot
+ * also wait on the condition variable).  Returns 0 to go (as
+ * bo_shim_admit); -1 when the budget or deadline_ns ran out: for a retry
+ * the call is counted as given up and the last result stands, for a first
+ * attempt nothing is counted and the caller makes its one attempt outside
+ * the window; or EINTR (nothing admitted, nothing counted).
  */
 int bo_shim_admit_intr(bo_shim_dest *sd, bo_call *call, int64_t deadline_ns,
                        unsigned *inflight);

@@ -240,14 +240,23 @@ static int managed_connect(bo_shim_dest *sd, int fd, const struct sockaddr *sa, 
     int rc = -1, e;
 
     bo_call_begin(&call, start);
+    if (known) /* the first admission may wait (an outage): bound it too */
+        deadline = connect_deadline(cfg, fd, sa->sa_family, start);
     for (;;) {
         bool admitted = known || call.attempts > 0;
         if (admitted) {
             int a = bo_shim_admit_intr(sd, &call, deadline, &inflight);
             if (a == EINTR)
                 goto interrupted;
-            if (a != 0) /* a retry past the deadline: the last result stands */
+            if (a != 0 && call.attempts > 0) /* a retry past the deadline: the last result stands */
                 break;
+            if (a != 0) { /* the deadline came before a first slot: one plain attempt */
+                rc = real_connect(fd, sa, len);
+                *err = rc == 0 ? 0 : errno;
+                if (rc == 0)
+                    __atomic_store_n(&sd->alive, 1, __ATOMIC_RELAXED);
+                return rc;
+            }
         }
         if (call.attempts <= 1) {
             rc = real_connect(fd, sa, len);

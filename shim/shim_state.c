@@ -338,8 +338,11 @@ int bo_shim_admit_intr(bo_shim_dest *sd, bo_call *call, int64_t deadline_ns,
 
     for (;;) {
         int64_t now = bo_shim_now_ns();
-        if (call->attempts > 0 && now >= deadline_ns)
+        if (now >= deadline_ns) {
+            if (call->attempts == 0)
+                return -1; /* the caller runs its one attempt outside the window */
             goto give_up;
+        }
         pthread_mutex_lock(&sd->mu);
         bo_admit a = bo_dest_admit(&sd->d, cfg, call, now, &until);
         if (a == BO_ADMIT_GO)
@@ -351,7 +354,7 @@ int bo_shim_admit_intr(bo_shim_dest *sd, bo_call *call, int64_t deadline_ns,
             goto give_up;
         if (until > now + ADMIT_POLL_NS || until <= now)
             until = now + (until <= now ? NS_PER_MS / 10 : ADMIT_POLL_NS);
-        if (call->attempts > 0 && until > deadline_ns)
+        if (until > deadline_ns)
             until = deadline_ns;
         if (bo_shim_wait_until(until) == EINTR)
             return EINTR;

@@ -24,7 +24,7 @@
  *   alarm restart      the same with SA_RESTART: the wait resumes
  *   sndtimeo MS        as alarm, with SO_SNDTIMEO MS instead of the alarm
  *                      (0: none set)
- *   blackhole          as alarm without one; 300 ms later the port listens
+ *   blackhole          as alarm without one; 500 ms later the port listens
  *                      again with a full backlog, so that a retry's SYNs
  *                      are dropped (a retry attempt that would hang)
  */
@@ -445,12 +445,13 @@ static int mode_sndtimeo(int ms_limit)
 
 static int g_bh_port;
 
-/* After 300 ms, a listener on the port again, its backlog (0) filled at
- * once by a non-blocking connect: from then on SYNs are dropped. */
+/* After 500 ms (between the default policy's retries at 300 and 700 ms), a
+ * listener on the port again, its backlog (0) filled at once by a
+ * non-blocking connect: from then on SYNs are dropped. */
 static void *blackhole_later(void *arg)
 {
     (void)arg;
-    struct timespec ts = {0, 300 * 1000000L};
+    struct timespec ts = {0, 500 * 1000000L};
     nanosleep(&ts, NULL);
     int lfd = listener(AF_INET, 0, &g_bh_port);
     struct sockaddr_storage ss;

@@ -133,6 +133,12 @@ plain=$(bounded 20 "$PROBE" threads 10 "$CLOSED")
 pre=$(LD_PRELOAD="$LIB" bounded 20 "$PROBE" threads 10 "$CLOSED")
 same_within "$plain" "$pre" last_ms 50 "C 10 threads to a closed port"
 
+note "10 threads to a refusing destination that is retried (named): each call ends by BACKOFF_MAX_TIME_MS=2000"
+out=$(BACKOFF_HOSTS=127.0.0.1 BACKOFF_MAX_TIME_MS=2000 LD_PRELOAD="$LIB" bounded 30 "$PROBE" threads 10 "$CLOSED")
+note "preloaded: $out"
+awk -v m="$(field "$out" last_ms)" 'BEGIN { exit !(m >= 1500 && m <= 2300) }' ||
+    fail "named destination, 10 threads: the last returned at $(field "$out" last_ms) ms, bound 2000"
+
 note "options survive a retried connect (server up 0.5 s later; plain: server already up)"
 for fam in 4 6; do
     for b in bind nobind; do
