@@ -7,7 +7,9 @@
  *                  destination table, the shared wait/complete loop, stats,
  *                  trace, verbose lines, fork handlers;
  *   shim_curl.c    the libcurl hooks and the per-handle records;
- *   shim_connect.c the connect() hook.
+ *   shim_connect.c the connect() hook;
+ *   shim_dl.c      the dlopen/dlmopen/dlsym/dlvsym hooks and the registry
+ *                  of the libcurl copies loaded in the process.
  *
  * Policy decisions are never made here: they come from policies/.
  */
@@ -105,5 +107,44 @@ void bo_shim_call_abandoned(bo_shim_dest *sd);
 
 /* Sleep until the monotonic deadline, restarting after EINTR; counts wait_ms. */
 void bo_shim_sleep_until(int64_t until_ns);
+
+/* ---- libcurl copies (registry: shim_dl.c; wrappers: shim_curl.c) ---- */
+
+/* The libcurl functions each copy is bound for; the hooked ones first. */
+enum {
+    BO_CURL_PERFORM,
+    BO_CURL_SETOPT,
+    BO_CURL_RESET,
+    BO_CURL_DUPHANDLE,
+    BO_CURL_CLEANUP,
+    BO_CURL_NHOOKED,
+    BO_CURL_GETINFO = BO_CURL_NHOOKED,
+    BO_CURL_URL,
+    BO_CURL_URL_SET,
+    BO_CURL_URL_GET,
+    BO_CURL_URL_CLEANUP,
+    BO_CURL_FREE,
+    BO_CURL_NFNS
+};
+extern const char *const bo_curl_fn_names[BO_CURL_NFNS];
+
+/* libcurl copies per process; beyond this, calls into others pass through. */
+#define BO_MAX_CURLS 8
+
+/* The slot of the libcurl the global scope binds after the shim, or -1. */
+int bo_curl_slot_global(void);
+
+/*
+ * The slot of the libcurl a caller (a return address) of the exported hooks
+ * means when the global scope has none: its own object's dependency, else
+ * the first libcurl loaded; -1 when none is loaded.
+ */
+int bo_curl_slot_for_caller(const void *ret);
+
+/* shim_curl.c: bind slot's real functions (under the registry's lock, once). */
+void bo_curl_bind(int slot, void *const fn[BO_CURL_NFNS]);
+
+/* shim_curl.c: the wrapper of hooked function fn bound to slot's libcurl. */
+void *bo_curl_wrapper(int slot, int fn);
 
 #endif
