@@ -522,6 +522,35 @@ static const obj_view *obj_holding(const walk_state *w, uintptr_t a)
     return NULL;
 }
 
+/* The shim's own dl hooks, by the names below (the trampolines' addresses). */
+extern const char bo_tramp_dlsym[], bo_tramp_dlvsym[], bo_tramp_dlopen[], bo_tramp_dlmopen[];
+static const char *const dl_names[] = {"dlsym", "dlvsym", "dlopen", "dlmopen"};
+
+/*
+ * A deep-bound object binds the dl functions to libc as well, past the
+ * shim: its references to a real one are routed to the shim's hook, so that
+ * what it loads and looks up in turn is reached too.  Returns the hook for
+ * value v of a reference to `name`, or NULL.
+ */
+static void *dl_hook_for(const char *name, uintptr_t v)
+{
+#if defined(__x86_64__)
+    void *real[] = {(void *)bo_dl_real_dlsym, (void *)bo_dl_real_dlvsym, (void *)bo_dl_real_dlopen,
+                    (void *)bo_dl_real_dlmopen};
+    void *hook[] = {(void *)bo_tramp_dlsym, (void *)bo_tramp_dlvsym, (void *)bo_tramp_dlopen,
+                    (void *)bo_tramp_dlmopen};
+    if (name[0] != 'd' || name[1] != 'l')
+        return NULL;
+    for (size_t i = 0; i < sizeof dl_names / sizeof dl_names[0]; i++)
+        if (strcmp(name, dl_names[i]) == 0 && v == (uintptr_t)real[i])
+            return hook[i];
+#else
+    (void)name;
+    (void)v;
+#endif
+    return NULL;
+}
+
 /* Route one object's references to hooked names that bound to a libcurl. */
 static void rewrite_object(walk_state *w, const obj_view *ov)
 {
@@ -546,13 +575,21 @@ static void rewrite_object(walk_state *w, const obj_view *ov)
             unsigned long type = ELF64_R_TYPE(r->r_info);
             if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT)
                 continue;
-            int fi = hooked_index(o.strtab + o.symtab[ELF64_R_SYM(r->r_info)].st_name);
-            if (fi < 0)
-                continue;
+            const char *name = o.strtab + o.symtab[ELF64_R_SYM(r->r_info)].st_name;
+            int fi = hooked_index(name);
             void **slot = (void **)(ov->base + r->r_offset);
-            uintptr_t v = (uintptr_t)__atomic_load_n(slot, __ATOMIC_ACQUIRE);
+            uintptr_t v;
             const obj_view *to;
+            void *hook;
             int s;
+            if (fi < 0 && name[0] != 'd')
+                continue;
+            v = (uintptr_t)__atomic_load_n(slot, __ATOMIC_ACQUIRE);
+            if (fi < 0) {
+                if ((hook = dl_hook_for(name, v)) != NULL && patch_entry(slot, hook))
+                    w->rewritten++;
+                continue;
+            }
             if (v == 0 || in_self(v) || (to = obj_holding(w, v)) == NULL || to == ov ||
                 (s = slot_for_object(to->base, to->dyn)) < 0 || (uintptr_t)g_slots[s].fn[fi] != v)
                 continue; /* unbound yet (lazy), already ours, or not a libcurl */
@@ -745,7 +782,10 @@ void *bo_dl_open_post(void *handle)
 #define BO_TRAMPOLINE(name, pre, real, post)                                          \
     __asm__(".text\n"                                                                 \
             ".globl " #name "\n"                                                      \
-            ".type " #name ", @function\n" #name ":\n"                                \
+            ".type " #name ", @function\n"                                           \
+            ".globl bo_tramp_" #name "\n"                                             \
+            ".hidden bo_tramp_" #name "\n"                                            \
+            "bo_tramp_" #name ":\n" #name ":\n"                                       \
             ".cfi_startproc\n"                                                        \
             "endbr64\n"                                                               \
             "push %rdi\n.cfi_adjust_cfa_offset 8\n"                                   \
