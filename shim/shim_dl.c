@@ -24,8 +24,9 @@
  * glibc's function with the stack untouched; a call whose result the shim
  * must see gets as return address a `ret` byte inside the caller's own
  * object, which returns on into the shim's post-processing: glibc sees the
- * caller it would have seen without the shim.  x86_64 only; elsewhere the
- * hooks are not built and the library behaves as before.
+ * caller it would have seen without the shim.  x86_64 only; elsewhere (and
+ * with BO_DL_NO_HOOKS: the fuzz target, a program of its own) the hooks are
+ * not built and only the registry remains.
  *
  * The real functions are found by reading libc's dynamic symbol table
  * (calling dlsym would come back here).  Locks: g_slot_lock (the registry,
@@ -524,7 +525,6 @@ static const obj_view *obj_holding(const walk_state *w, uintptr_t a)
 
 /* The shim's own dl hooks, by the names below (the trampolines' addresses). */
 extern const char bo_tramp_dlsym[], bo_tramp_dlvsym[], bo_tramp_dlopen[], bo_tramp_dlmopen[];
-static const char *const dl_names[] = {"dlsym", "dlvsym", "dlopen", "dlmopen"};
 
 /*
  * A deep-bound object binds the dl functions to libc as well, past the
@@ -534,7 +534,8 @@ static const char *const dl_names[] = {"dlsym", "dlvsym", "dlopen", "dlmopen"};
  */
 static void *dl_hook_for(const char *name, uintptr_t v)
 {
-#if defined(__x86_64__)
+#if defined(__x86_64__) && !defined(BO_DL_NO_HOOKS)
+    static const char *const dl_names[] = {"dlsym", "dlvsym", "dlopen", "dlmopen"};
     void *real[] = {(void *)bo_dl_real_dlsym, (void *)bo_dl_real_dlvsym, (void *)bo_dl_real_dlopen,
                     (void *)bo_dl_real_dlmopen};
     void *hook[] = {(void *)bo_tramp_dlsym, (void *)bo_tramp_dlvsym, (void *)bo_tramp_dlopen,
@@ -818,7 +819,7 @@ void *bo_dl_open_post(void *handle)
             "ret\n"                                                                   \
             ".size " #name "_post, .-" #name "_post\n")
 
-#if defined(__x86_64__)
+#if defined(__x86_64__) && !defined(BO_DL_NO_HOOKS)
 BO_TRAMPOLINE(dlsym, bo_dl_sym_pre, bo_dl_real_dlsym, bo_dl_sym_post);
 BO_TRAMPOLINE(dlvsym, bo_dl_sym_pre, bo_dl_real_dlvsym, bo_dl_sym_post);
 BO_TRAMPOLINE(dlopen, bo_dl_open_pre, bo_dl_real_dlopen, bo_dl_open_post);
