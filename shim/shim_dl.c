@@ -294,9 +294,13 @@ static void dl_init(void)
         die("dlsym, dlvsym, dlopen or dlmopen");
 }
 
+static int seen_cb(struct dl_phdr_info *info, size_t size, void *data);
+
+/* At load: the objects of the program's start are not new to any walk. */
 __attribute__((constructor)) static void dl_ctor(void)
 {
     dl_init();
+    dl_iterate_phdr(seen_cb, NULL);
 }
 
 /* ---- the libcurl registry -------------------------------------------- */
@@ -452,14 +456,53 @@ typedef struct obj_view {
     uintptr_t base, lo, hi;
     const ElfW(Dyn) *dyn;
     const char *name;
+    bool is_new;               /* not listed by any earlier walk */
 } obj_view;
+
+/* A lazy PLT entry of a new object, resolved after the walk. */
+typedef struct lazy_entry {
+    void **slot;
+    uintptr_t stub;            /* its value when seen: the PLT stub */
+    int fi;
+} lazy_entry;
 
 typedef struct walk_state {
     obj_view *objs;
     size_t n, cap;
+    lazy_entry *lazy;
+    size_t nlazy, lazy_cap;
     unsigned rewritten;
     bool done;
 } walk_state;
+
+/*
+ * The objects listed by earlier walks (their dynamic sections), so that a
+ * walk knows which objects the load just brought in.  Written only inside
+ * dl_iterate_phdr, whose lock serializes the walks.
+ */
+#define MAX_SEEN 4096
+static const void *g_seen[MAX_SEEN];
+static size_t g_nseen;
+
+static bool seen_add(const void *dyn)
+{
+    for (size_t i = 0; i < g_nseen; i++)
+        if (g_seen[i] == dyn)
+            return false;
+    if (g_nseen < MAX_SEEN)
+        g_seen[g_nseen++] = dyn;
+    else
+        return false; /* full: no object counts as new, lazy entries stay */
+    return true;
+}
+
+static int seen_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    (void)data;
+    seen_add(phdr_dynamic(info));
+    return 0;
+}
 
 /* The protection of the mapping holding addr (from /proc/self/maps), or -1. */
 static int page_prot(uintptr_t addr)
@@ -552,6 +595,49 @@ static void *dl_hook_for(const char *name, uintptr_t v)
     return NULL;
 }
 
+static void lazy_add(walk_state *w, void **slot, uintptr_t stub, int fi)
+{
+    if (w->nlazy == w->lazy_cap) {
+        size_t cap = w->lazy_cap ? w->lazy_cap * 2 : 16;
+        lazy_entry *nl = realloc(w->lazy, cap * sizeof *nl);
+        if (nl == NULL)
+            return;
+        w->lazy = nl;
+        w->lazy_cap = cap;
+    }
+    w->lazy[w->nlazy++] = (lazy_entry){.slot = slot, .stub = stub, .fi = fi};
+}
+
+/*
+ * A lazy entry of an object the load brought in binds, at its first call,
+ * to the first definition in the object's own scope (RTLD_DEEPBIND: its
+ * dependencies first; a dlmopen namespace: that namespace).  Resolved here,
+ * outside the loader's lock, with a lookup in that scope; when it is a
+ * libcurl, the entry gets the wrapper now.
+ */
+static void resolve_lazy(walk_state *w)
+{
+    for (size_t i = 0; i < w->nlazy; i++) {
+        const lazy_entry *e = &w->lazy[i];
+        Dl_info info;
+        struct link_map *lm = NULL;
+        void *p;
+        int s;
+        if (dladdr1(e->slot, &info, (void **)&lm, RTLD_DL_LINKMAP) == 0 || lm == NULL)
+            continue;
+        p = bo_dl_real_dlsym(lm, bo_curl_fn_names[e->fi]);
+        if (p == NULL) {
+            (void)dlerror(); /* leave no error of ours for the program's dlerror() */
+            continue;
+        }
+        if (in_self((uintptr_t)p) || (s = slot_for_addr(p)) < 0 || g_slots[s].fn[e->fi] != p ||
+            (uintptr_t)__atomic_load_n(e->slot, __ATOMIC_ACQUIRE) != e->stub)
+            continue;
+        if (patch_entry(e->slot, bo_curl_wrapper(s, e->fi)))
+            w->rewritten++;
+    }
+}
+
 /* Route one object's references to hooked names that bound to a libcurl. */
 static void rewrite_object(walk_state *w, const obj_view *ov)
 {
@@ -591,6 +677,10 @@ static void rewrite_object(walk_state *w, const obj_view *ov)
                     w->rewritten++;
                 continue;
             }
+            if (type == R_X86_64_JUMP_SLOT && ov->is_new && v != 0 && obj_holding(w, v) == ov) {
+                lazy_add(w, slot, v, fi); /* a lazy PLT entry, not bound yet */
+                continue;
+            }
             if (v == 0 || in_self(v) || (to = obj_holding(w, v)) == NULL || to == ov ||
                 (s = slot_for_object(to->base, to->dyn)) < 0 || (uintptr_t)g_slots[s].fn[fi] != v)
                 continue; /* unbound yet (lazy), already ours, or not a libcurl */
@@ -605,6 +695,7 @@ static int collect_cb(struct dl_phdr_info *info, size_t size, void *data)
     walk_state *w = data;
     obj_view v = {.base = info->dlpi_addr, .dyn = phdr_dynamic(info), .name = info->dlpi_name};
     (void)size;
+    v.is_new = v.dyn != NULL && seen_add(v.dyn);
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         uintptr_t a = info->dlpi_addr + ph->p_vaddr;
@@ -650,7 +741,9 @@ static unsigned rewrite_all(void)
 {
     walk_state w = {0};
     dl_iterate_phdr(walk_cb, &w);
+    resolve_lazy(&w);
     free(w.objs);
+    free(w.lazy);
     return w.rewritten;
 }
 

@@ -10,6 +10,7 @@
  *   plugin SO   dlopen(SO, RTLD_NOW | RTLD_DEEPBIND); SO's plugin_get()
  *               calls libcurl itself; prints "tag=T" with T from SO's
  *               plugin_tag() when it has one
+ *   lazy SO     the same with dlopen(SO, RTLD_LAZY | RTLD_DEEPBIND)
  *   two         libcurl.so.4 and libcurl-gnutls.so.4 both dlopen()ed
  *               RTLD_LOCAL: items alternate between them, each handle made
  *               and performed by its own copy; also prints "distinct=1" when
@@ -156,7 +157,7 @@ int main(int argc, char **argv)
     buf *b = malloc(sizeof *b);
 
     if (argc < 4 || b == NULL) {
-        fprintf(stderr, "usage: shim_dl_client dlsym|dlvsym|plugin|two|threads URL N [SO]\n");
+        fprintf(stderr, "usage: shim_dl_client dlsym|dlvsym|plugin|lazy|two|threads URL N [SO]\n");
         return 2;
     }
     mode = argv[1];
@@ -170,8 +171,9 @@ int main(int argc, char **argv)
             ok += fetch(&a, base, i, b) == 0;
             emit(b);
         }
-    } else if (strcmp(mode, "plugin") == 0 && argc > 4) {
-        void *lib = must(dlopen(argv[4], RTLD_NOW | RTLD_DEEPBIND), argv[4]);
+    } else if ((strcmp(mode, "plugin") == 0 || strcmp(mode, "lazy") == 0) && argc > 4) {
+        int how = strcmp(mode, "lazy") == 0 ? RTLD_LAZY : RTLD_NOW;
+        void *lib = must(dlopen(argv[4], how | RTLD_DEEPBIND), argv[4]);
         plugin_fn get;
         char url[1024], expect[64];
         const char *(*tag)(void);

@@ -1,7 +1,8 @@
 #!/bin/sh
 # libcurl reached however the program loads it (issue 21): a dlopen+dlsym
 # client (and dlvsym), a host that loads a libcurl plugin with RTLD_DEEPBIND
-# (directly, and through a plugin that finds it by its own DT_RUNPATH),
+# (directly, bound now or lazily, and through a plugin that finds it by its
+# own DT_RUNPATH),
 # PHP's curl_exec (Debian's php-curl: curl.so is loaded RTLD_DEEPBIND), two
 # libcurl copies in one process, threads performing while others
 # dlopen/dlsym/dlclose.  Against a token bucket of 20/s, burst 20, with
@@ -110,6 +111,9 @@ mkdir -p "$TMP/sub"
 cc -shared -fPIC -O2 $CURL_CFLAGS -o "$TMP/plugin.so" "$TMP/plugin.c" $CURL_LIBS ||
     fail "cannot build the plugin"
 # shellcheck disable=SC2086
+cc -shared -fPIC -O2 $CURL_CFLAGS -Wl,-z,lazy -o "$TMP/plugin-lazy.so" "$TMP/plugin.c" $CURL_LIBS ||
+    fail "cannot build the lazy plugin"
+# shellcheck disable=SC2086
 cc -shared -fPIC -O2 $CURL_CFLAGS -o "$TMP/sub/inner.so" "$TMP/plugin.c" $CURL_LIBS ||
     fail "cannot build inner.so"
 cc -shared -fPIC -O2 -o "$TMP/outer.so" "$TMP/outer.c" -Wl,--enable-new-dtags,-rpath,'$ORIGIN/sub' ||
@@ -158,6 +162,7 @@ run() {
     case $_name in
     dlsym | dlvsym | two | threads) set -- "$CLIENT" "$_name" "$URL" "$N" ;;
     plugin) set -- "$CLIENT" plugin "$URL" "$N" "$TMP/plugin.so" ;;
+    lazy) set -- "$CLIENT" lazy "$URL" "$N" "$TMP/plugin-lazy.so" ;;
     runpath) set -- "$CLIENT" plugin "$URL" "$N" "$TMP/outer.so" ;;
     php-exec) set -- php "$TMP/exec.php" "$URL" "$N" ;;
     php-multi) set -- php "$TMP/multi.php" "$URL" "$N" ;;
@@ -174,13 +179,13 @@ run() {
 
 ok_count() { sed -n "s/^ok=\([0-9]*\)\/$N\$/\1/p" "$1"; }
 
-PROGRAMS="dlsym dlvsym plugin runpath php-exec two threads"
+PROGRAMS="dlsym dlvsym plugin lazy runpath php-exec two threads"
 HAVE_GNUTLS=1
 [ -e /usr/lib/x86_64-linux-gnu/libcurl-gnutls.so.4 ] || [ -e /usr/lib/libcurl-gnutls.so.4 ] ||
     HAVE_GNUTLS=0
 if [ $HAVE_GNUTLS = 0 ]; then
     note "libcurl-gnutls.so.4 is not installed: the two-copies and threads parts are skipped"
-    PROGRAMS="dlsym dlvsym plugin runpath php-exec"
+    PROGRAMS="dlsym dlvsym plugin lazy runpath php-exec"
 fi
 
 # ---- throttled: 60/60 under the shim, fewer without ----------------------
