@@ -60,6 +60,11 @@ $(BUILD)/obj/shim/%.o: shim/%.c $(wildcard policies/*.h shim/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -fvisibility=hidden $(CURL_CFLAGS) -c $< -o $@
 
+# shim_dl.c's hooks run inside the sanitizer runtimes' own start (they look
+# up their interceptors with dlsym before their shadow memory exists): no
+# ASan/TSan instrumentation there (UBSan stays).
+$(BUILD)/obj/shim/shim_dl.o: ALL_CFLAGS += $(if $(SAN),-fno-sanitize=address -fno-sanitize=thread)
+
 $(BUILD)/libpolicies.a: $(POLICY_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^

@@ -103,9 +103,16 @@ static void resolve_curl(void)
         g_global = &g_real[s];
 }
 
-/* Each thread remembers the last caller it resolved (no global libcurl). */
-static __thread const void *tl_caller;
-static __thread const curl_real *tl_caller_real;
+/*
+ * Without a global libcurl, each thread remembers the libcurl of the last
+ * callers it resolved (a small direct-mapped table by return address: a
+ * module such as pycurl calls from a handful of places).
+ */
+#define CALLER_CACHE 16
+static __thread struct {
+    const void *ret;
+    const curl_real *real;
+} tl_callers[CALLER_CACHE];
 
 /*
  * The libcurl an exported hook's caller was bound to without the shim: the
@@ -119,15 +126,16 @@ static const curl_real *caller_real(const void *ret)
     bo_shim_once(&g_bound, resolve_curl);
     if (g_global != NULL)
         return g_global;
-    if (ret == tl_caller && tl_caller_real != NULL)
-        return tl_caller_real;
+    size_t i = ((uintptr_t)ret >> 2) % CALLER_CACHE;
+    if (tl_callers[i].ret == ret && tl_callers[i].real != NULL)
+        return tl_callers[i].real;
     int s = bo_curl_slot_for_caller(ret);
     errno = saved;
     if (s < 0)
         die("cannot find the program's libcurl for", "curl_easy_perform");
-    tl_caller = ret;
-    tl_caller_real = &g_real[s];
-    return tl_caller_real;
+    tl_callers[i].ret = ret;
+    tl_callers[i].real = &g_real[s];
+    return &g_real[s];
 }
 
 /* ---- per-handle records ---------------------------------------------- */

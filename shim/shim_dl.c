@@ -59,13 +59,37 @@ const char *const bo_curl_fn_names[BO_CURL_NFNS] = {
     [BO_CURL_FREE] = "curl_free",
 };
 
+/*
+ * The hooks run before anything else can (the sanitizer runtimes look up
+ * their interceptors with dlsym during their own start), so the code on
+ * the path of every dl call calls no library function: these compare
+ * strings by hand.
+ */
+static bool str_eq(const char *a, const char *b)
+{
+    while (*a != '\0' && *a == *b) {
+        a++;
+        b++;
+    }
+    return *a == *b;
+}
+
+static bool has_prefix(const char *s, const char *prefix)
+{
+    while (*prefix != '\0' && *s == *prefix) {
+        s++;
+        prefix++;
+    }
+    return *prefix == '\0';
+}
+
 /* The index of a hooked libcurl function named `name`, or -1. */
 static int hooked_index(const char *name)
 {
-    if (name == NULL || name[0] != 'c' || strncmp(name, "curl_easy_", 10) != 0)
+    if (name == NULL || name[0] != 'c' || !has_prefix(name, "curl_easy_"))
         return -1;
     for (int i = 0; i < BO_CURL_NHOOKED; i++)
-        if (strcmp(name + 10, bo_curl_fn_names[i] + 10) == 0)
+        if (str_eq(name + 10, bo_curl_fn_names[i] + 10))
             return i;
     return -1;
 }
@@ -96,8 +120,7 @@ static int elf_parse(elf_obj *o, uintptr_t base, const ElfW(Dyn) *dyn)
 {
     bool plt_rela = true;
 
-    memset(o, 0, sizeof *o);
-    o->base = base;
+    *o = (elf_obj){.base = base};
     if (dyn == NULL)
         return -1;
     for (const ElfW(Dyn) *d = dyn; d->d_tag != DT_NULL; d++) {
@@ -151,7 +174,7 @@ static bool sym_matches(const elf_obj *o, uint32_t i, const char *name)
         return false;
     if (o->versym != NULL && (o->versym[i] & 0x8000) != 0)
         return false; /* a hidden, non-default version */
-    return strcmp(o->strtab + s->st_name, name) == 0;
+    return str_eq(o->strtab + s->st_name, name);
 }
 
 /* The address the object defines for `name` (default version), or NULL. */
@@ -208,12 +231,13 @@ static const ElfW(Dyn) *phdr_dynamic(const struct dl_phdr_info *info)
 
 static bool name_is(const char *path, const char *prefix)
 {
-    const char *base;
+    const char *base = path;
     if (path == NULL)
         return false;
-    base = strrchr(path, '/');
-    base = base != NULL ? base + 1 : path;
-    return strncmp(base, prefix, strlen(prefix)) == 0;
+    for (const char *c = path; *c != '\0'; c++)
+        if (*c == '/')
+            base = c + 1;
+    return has_prefix(base, prefix);
 }
 
 /* ---- the real dl functions ------------------------------------------- */
@@ -233,8 +257,33 @@ dlmopen_fn bo_dl_real_dlmopen;
  * answering a function of the shim, is left as glibc does it. */
 static uintptr_t g_self_lo, g_self_hi;
 
+static int self_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+    uintptr_t self = (uintptr_t)data, lo = 0, hi = 0;
+    bool mine = false;
+    (void)size;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type != PT_LOAD)
+            continue;
+        mine = mine || (self >= a && self < a + ph->p_memsz);
+        if (lo == 0 || a < lo)
+            lo = a;
+        if (a + ph->p_memsz > hi)
+            hi = a + ph->p_memsz;
+    }
+    if (!mine)
+        return 0;
+    g_self_lo = lo;
+    __atomic_store_n(&g_self_hi, hi, __ATOMIC_RELEASE);
+    return 1;
+}
+
 static bool in_self(uintptr_t a)
 {
+    if (__atomic_load_n(&g_self_hi, __ATOMIC_ACQUIRE) == 0)
+        dl_iterate_phdr(self_cb, (void *)(uintptr_t)self_cb);
     return a >= g_self_lo && a < g_self_hi;
 }
 
@@ -247,48 +296,26 @@ static void die(const char *what)
     abort();
 }
 
-static int init_cb(struct dl_phdr_info *info, size_t size, void *data)
-{
-    uintptr_t self = (uintptr_t)data;
-    (void)size;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-        if (ph->p_type == PT_LOAD && self >= lo && self < lo + ph->p_memsz) {
-            for (int j = 0; j < info->dlpi_phnum; j++) {
-                const ElfW(Phdr) *q = &info->dlpi_phdr[j];
-                uintptr_t a = info->dlpi_addr + q->p_vaddr;
-                if (q->p_type != PT_LOAD)
-                    continue;
-                if (g_self_lo == 0 || a < g_self_lo)
-                    g_self_lo = a;
-                if (a + q->p_memsz > g_self_hi)
-                    g_self_hi = a + q->p_memsz;
-            }
-        }
-    }
-    if (bo_dl_real_dlsym == NULL && name_is(info->dlpi_name, "libc.so")) {
-        elf_obj o;
-        if (elf_parse(&o, info->dlpi_addr, phdr_dynamic(info)) == 0) {
-            *(void **)&bo_dl_real_dlvsym = elf_sym(&o, "dlvsym");
-            *(void **)&bo_dl_real_dlopen = elf_sym(&o, "dlopen");
-            *(void **)&bo_dl_real_dlmopen = elf_sym(&o, "dlmopen");
-            __atomic_store_n((void **)&bo_dl_real_dlsym, elf_sym(&o, "dlsym"), __ATOMIC_RELEASE);
-        }
-    }
-    return 0;
-}
-
 /*
- * Find the real functions and the shim's extent.  Idempotent and lock-free:
- * it may run from any hook at any time, even before the constructors, and
- * two threads that race both find the same values.
+ * Find the real functions in libc's dynamic symbol table, walking the
+ * dynamic linker's list of objects (_r_debug): no library call, so it may
+ * run from the first dl call of the process, inside a sanitizer runtime's
+ * start.  Idempotent and lock-free: two threads that race find the same.
  */
 static void dl_init(void)
 {
-    if (__atomic_load_n((void **)&bo_dl_real_dlsym, __ATOMIC_ACQUIRE) != NULL && g_self_hi != 0)
+    if (__atomic_load_n((void **)&bo_dl_real_dlsym, __ATOMIC_ACQUIRE) != NULL)
         return;
-    dl_iterate_phdr(init_cb, (void *)(uintptr_t)dl_init);
+    for (const struct link_map *l = _r_debug.r_map; l != NULL; l = l->l_next) {
+        elf_obj o;
+        if (!name_is(l->l_name, "libc.so") || elf_parse(&o, l->l_addr, l->l_ld) != 0)
+            continue;
+        *(void **)&bo_dl_real_dlvsym = elf_sym(&o, "dlvsym");
+        *(void **)&bo_dl_real_dlopen = elf_sym(&o, "dlopen");
+        *(void **)&bo_dl_real_dlmopen = elf_sym(&o, "dlmopen");
+        __atomic_store_n((void **)&bo_dl_real_dlsym, elf_sym(&o, "dlsym"), __ATOMIC_RELEASE);
+        break;
+    }
     if (bo_dl_real_dlsym == NULL || bo_dl_real_dlvsym == NULL || bo_dl_real_dlopen == NULL ||
         bo_dl_real_dlmopen == NULL)
         die("dlsym, dlvsym, dlopen or dlmopen");
@@ -300,6 +327,7 @@ static int seen_cb(struct dl_phdr_info *info, size_t size, void *data);
 __attribute__((constructor)) static void dl_ctor(void)
 {
     dl_init();
+    in_self(0);
     dl_iterate_phdr(seen_cb, NULL);
 }
 
@@ -586,7 +614,7 @@ static void *dl_hook_for(const char *name, uintptr_t v)
     if (name[0] != 'd' || name[1] != 'l')
         return NULL;
     for (size_t i = 0; i < sizeof dl_names / sizeof dl_names[0]; i++)
-        if (strcmp(name, dl_names[i]) == 0 && v == (uintptr_t)real[i])
+        if (str_eq(name, dl_names[i]) && v == (uintptr_t)real[i])
             return hook[i];
 #else
     (void)name;
@@ -804,7 +832,7 @@ uintptr_t bo_dl_sym_pre(uintptr_t handle, uintptr_t name, uintptr_t version, con
     (void)handle;
     (void)version;
     dl_init();
-    if (!in_self((uintptr_t)caller) && (i = hooked_index((const char *)name)) >= 0) {
+    if ((i = hooked_index((const char *)name)) >= 0 && !in_self((uintptr_t)caller)) {
         tl_pending = i + 1;
         g = gadget_for(caller);
     }
