@@ -187,6 +187,15 @@ if [ $HAVE_GNUTLS = 0 ]; then
     note "libcurl-gnutls.so.4 is not installed: the two-copies and threads parts are skipped"
     PROGRAMS="dlsym dlvsym plugin lazy runpath php-exec"
 fi
+# A sanitized host (make check-asan/check-tsan) cannot dlopen with
+# RTLD_DEEPBIND at all (google/sanitizers#611): its runtime refuses.  PHP, a
+# foreign program, still loads curl.so deep-bound under the sanitized shim.
+DEEP=1
+if ldd "$CLIENT" 2>/dev/null | grep -Eq 'lib(asan|tsan)'; then
+    note "sanitized host: its RTLD_DEEPBIND plugin parts are skipped (the runtime refuses the flag)"
+    DEEP=0
+    PROGRAMS=$(echo "$PROGRAMS" | sed 's/ plugin lazy runpath//')
+fi
 
 # ---- throttled: 60/60 under the shim, fewer without ----------------------
 
@@ -212,7 +221,8 @@ for p in $PROGRAMS php-multi; do
     [ "$shim" -eq $N ] || fail "$p: $shim/$N correct bodies under the shim"
     [ "$calls" -eq $N ] || fail "$p: the shim counted $calls calls, expected $N"
 done
-grep -qx 'tag=plugin' "$TMP/plugin.shim" || fail "the deep-bound plugin's get_tag() no longer binds to its own"
+[ $DEEP = 0 ] || grep -qx 'tag=plugin' "$TMP/plugin.shim" ||
+    fail "the deep-bound plugin's get_tag() no longer binds to its own"
 if [ $HAVE_GNUTLS = 1 ]; then
     grep -qx 'distinct=1' "$TMP/two.shim" || fail "both copies' curl_easy_perform lookups gave one function"
 fi
@@ -243,22 +253,28 @@ LD_PRELOAD="$TMP/tagger.so $LIB" "$CLIENT" dlsym "$URL" 1 >/dev/null 2>"$TMP/fro
     fail "tagger.so in front of the shim: $(cat "$TMP/front.err")"
 LD_PRELOAD="$LIB $TMP/tagger.so" "$CLIENT" dlsym "$URL" 1 >/dev/null 2>"$TMP/behind.err" ||
     fail "tagger.so behind the shim: $(cat "$TMP/behind.err")"
-cat "$TMP/front.err" "$TMP/behind.err"
+LD_PRELOAD="$TMP/tagger.so" "$CLIENT" dlsym "$URL" 1 >/dev/null 2>"$TMP/alone.err" ||
+    fail "tagger.so alone: $(cat "$TMP/alone.err")"
+cat "$TMP/alone.err" "$TMP/front.err" "$TMP/behind.err"
+# write: libc's, or a sanitizer runtime's in front of it (as without the shim)
+write=$(grep '^lookup next write ' "$TMP/alone.err")
 for want in "lookup next connect libbackoff.so" "lookup next dlsym libbackoff.so" \
-    "lookup next write libc.so.6" "lookup next no_such_symbol none" \
+    "$write" "lookup next no_such_symbol none" \
     "lookup default connect libbackoff.so"; do
     grep -qx "$want" "$TMP/front.err" || fail "in front of the shim, expected '$want'"
 done
 for want in "lookup next connect libc.so.6" "lookup next dlsym libc.so.6" \
-    "lookup next write libc.so.6" "lookup next no_such_symbol none" \
+    "$write" "lookup next no_such_symbol none" \
     "lookup default connect libbackoff.so"; do
     grep -qx "$want" "$TMP/behind.err" || fail "behind the shim, expected '$want'"
 done
 
 # a deep-bound plugin keeps its own get_tag() although a preloaded library
 # defines one: only the libcurl references are routed
-LD_PRELOAD="$LIB $TMP/tagger.so" "$CLIENT" plugin "$URL" 1 "$TMP/plugin.so" >"$TMP/tag.out" 2>/dev/null ||
-    fail "plugin with tagger.so preloaded"
-grep -qx 'tag=plugin' "$TMP/tag.out" || fail "the deep-bound plugin's get_tag() bound to the preloaded one"
+if [ $DEEP = 1 ]; then
+    LD_PRELOAD="$LIB $TMP/tagger.so" "$CLIENT" plugin "$URL" 1 "$TMP/plugin.so" >"$TMP/tag.out" 2>/dev/null ||
+        fail "plugin with tagger.so preloaded"
+    grep -qx 'tag=plugin' "$TMP/tag.out" || fail "the deep-bound plugin's get_tag() bound to the preloaded one"
+fi
 stop_server
 echo "ok"
