@@ -118,7 +118,7 @@ static void emit(const buf *b)
 static api g_api;
 static const char *g_base;
 static int g_n, g_ok;
-static volatile int g_stop;
+static int g_stop; /* atomic */
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void *performer(void *arg)
@@ -139,7 +139,7 @@ static void *performer(void *arg)
 static void *loader(void *arg)
 {
     const char *name = arg;
-    while (!g_stop) {
+    while (!__atomic_load_n(&g_stop, __ATOMIC_RELAXED)) {
         void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
         if (lib == NULL)
             continue;
@@ -212,7 +212,7 @@ int main(int argc, char **argv)
             pthread_create(&t[i], NULL, performer, (void *)(i + 1));
         for (int i = 0; i < 4; i++)
             pthread_join(t[i], NULL);
-        g_stop = 1;
+        __atomic_store_n(&g_stop, 1, __ATOMIC_RELAXED);
         pthread_join(t[4], NULL);
         pthread_join(t[5], NULL);
         ok = g_ok;
