@@ -60,6 +60,11 @@ $(BUILD)/obj/shim/%.o: shim/%.c $(wildcard policies/*.h shim/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -fvisibility=hidden $(CURL_CFLAGS) -c $< -o $@
 
+# shim_dl.c's hooks run inside the sanitizer runtimes' own start (they look
+# up their interceptors with dlsym before their shadow memory exists): no
+# ASan/TSan instrumentation there (UBSan stays).
+$(BUILD)/obj/shim/shim_dl.o: ALL_CFLAGS += $(if $(SAN),-fno-sanitize=address -fno-sanitize=thread)
+
 $(BUILD)/libpolicies.a: $(POLICY_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
@@ -208,7 +213,8 @@ $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_input.h $(POLICY_SRC) 
 
 # The shim's parsers are static in shim_curl.c: the target includes that file
 # and links the rest of the shim (no libcurl: its symbols are bound lazily).
-$(FUZZ_BUILD)/fuzz_shim_parse: FUZZ_EXTRA = $(CURL_CFLAGS) shim/shim_state.c shim/shim_connect.c -ldl
+$(FUZZ_BUILD)/fuzz_shim_parse: FUZZ_EXTRA = $(CURL_CFLAGS) shim/shim_state.c shim/shim_connect.c shim/shim_dl.c \
+                                       -DBO_DL_NO_HOOKS -ldl
 $(FUZZ_BUILD)/fuzz_shim_parse: $(wildcard shim/*.c shim/*.h)
 
 fuzz: $(FUZZ_BIN)

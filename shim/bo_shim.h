@@ -8,6 +8,8 @@
  *                  trace, verbose lines, fork handlers;
  *   shim_curl.c    the libcurl hooks and the per-handle records;
  *   shim_connect.c the connect() hook;
+ *   shim_dl.c      the dlopen/dlmopen/dlsym/dlvsym hooks and the registry
+ *                  of the libcurl copies loaded in the process;
  *   shim_fork.c    the one set of fork handlers, calling each module's
  *                  below in a stated order.
  *
@@ -149,5 +151,47 @@ void bo_shim_state_child_fork(void);
 void bo_shim_curl_prepare_fork(void);
 void bo_shim_curl_parent_fork(void);
 void bo_shim_curl_child_fork(void);
+void bo_shim_dl_prepare_fork(void);
+void bo_shim_dl_parent_fork(void);
+void bo_shim_dl_child_fork(void);
+
+/* ---- libcurl copies (registry: shim_dl.c; wrappers: shim_curl.c) ---- */
+
+/* The libcurl functions each copy is bound for; the hooked ones first. */
+enum {
+    BO_CURL_PERFORM,
+    BO_CURL_SETOPT,
+    BO_CURL_RESET,
+    BO_CURL_DUPHANDLE,
+    BO_CURL_CLEANUP,
+    BO_CURL_NHOOKED,
+    BO_CURL_GETINFO = BO_CURL_NHOOKED,
+    BO_CURL_URL,
+    BO_CURL_URL_SET,
+    BO_CURL_URL_GET,
+    BO_CURL_URL_CLEANUP,
+    BO_CURL_FREE,
+    BO_CURL_NFNS
+};
+extern const char *const bo_curl_fn_names[BO_CURL_NFNS];
+
+/* libcurl copies per process; beyond this, calls into others pass through. */
+#define BO_MAX_CURLS 8
+
+/* The slot of the libcurl the global scope binds after the shim, or -1. */
+int bo_curl_slot_global(void);
+
+/*
+ * The slot of the libcurl a caller (a return address) of the exported hooks
+ * means when the global scope has none: its own object's dependency, else
+ * the first libcurl loaded; -1 when none is loaded.
+ */
+int bo_curl_slot_for_caller(const void *ret);
+
+/* shim_curl.c: bind slot's real functions (under the registry's lock, once). */
+void bo_curl_bind(int slot, void *const fn[BO_CURL_NFNS]);
+
+/* shim_curl.c: the wrapper of hooked function fn bound to slot's libcurl. */
+void *bo_curl_wrapper(int slot, int fn);
 
 #endif

@@ -48,20 +48,39 @@ typedef CURLUcode (*url_get_fn)(const CURLU *, CURLUPart, char **, unsigned int)
 typedef void (*url_cleanup_fn)(CURLU *);
 typedef void (*free_fn)(void *);
 
-static struct {
+/* One libcurl copy's real functions (the order of BO_CURL_*). */
+typedef struct curl_real {
     perform_fn perform;
     setopt_fn setopt;
-    getinfo_fn getinfo;
     reset_fn reset;
     dup_fn duphandle;
     cleanup_fn cleanup;
+    getinfo_fn getinfo;
     url_fn url;
     url_set_fn url_set;
     url_get_fn url_get;
     url_cleanup_fn url_cleanup;
     free_fn free;
-} real;
+} curl_real;
 
+/* One per libcurl copy of the process (the slots of shim_dl.c's registry). */
+static curl_real g_real[BO_MAX_CURLS];
+
+void bo_curl_bind(int slot, void *const fn[BO_CURL_NFNS])
+{
+    curl_real *c = &g_real[slot];
+    *(void **)&c->perform = fn[BO_CURL_PERFORM];
+    *(void **)&c->setopt = fn[BO_CURL_SETOPT];
+    *(void **)&c->reset = fn[BO_CURL_RESET];
+    *(void **)&c->duphandle = fn[BO_CURL_DUPHANDLE];
+    *(void **)&c->cleanup = fn[BO_CURL_CLEANUP];
+    *(void **)&c->getinfo = fn[BO_CURL_GETINFO];
+    *(void **)&c->url = fn[BO_CURL_URL];
+    *(void **)&c->url_set = fn[BO_CURL_URL_SET];
+    *(void **)&c->url_get = fn[BO_CURL_URL_GET];
+    *(void **)&c->url_cleanup = fn[BO_CURL_URL_CLEANUP];
+    *(void **)&c->free = fn[BO_CURL_FREE];
+}
 
 static void die(const char *what, const char *name)
 {
@@ -72,78 +91,51 @@ static void die(const char *what, const char *name)
     abort();
 }
 
-/* dl_iterate_phdr callback: the first loaded libcurl* object's path. */
-static int find_libcurl(struct dl_phdr_info *info, size_t size, void *data)
+/* The libcurl of the global scope, when it has one: every program call that
+ * reaches the exported hooks was bound to it. */
+static const curl_real *g_global;
+static int g_bound; /* set once resolve_curl has run */
+
+static void resolve_curl(void)
 {
-    const char *base;
-    (void)size;
-    if (info->dlpi_name == NULL || info->dlpi_name[0] == '\0')
-        return 0;
-    base = strrchr(info->dlpi_name, '/');
-    base = base != NULL ? base + 1 : info->dlpi_name;
-    if (strncmp(base, "libcurl", 7) != 0)
-        return 0;
-    *(const char **)data = info->dlpi_name;
-    return 1;
+    int s = bo_curl_slot_global();
+    if (s >= 0)
+        g_global = &g_real[s];
 }
 
 /*
- * Bind every libcurl function the shim calls, all from the one libcurl the
- * program uses.  RTLD_NEXT finds a libcurl linked into the program; a
- * libcurl that a module dlopen()ed with RTLD_LOCAL (python3-pycurl) is found
- * among the loaded objects.  Aborts loudly when a symbol is missing or
- * resolves to the shim itself: continuing would recurse or crash later.
+ * Without a global libcurl, each thread remembers the libcurl of the last
+ * callers it resolved (a small direct-mapped table by return address: a
+ * module such as pycurl calls from a handful of places).
  */
-static void resolve_curl(void)
+#define CALLER_CACHE 16
+static __thread struct {
+    const void *ret;
+    const curl_real *real;
+} tl_callers[CALLER_CACHE];
+
+/*
+ * The libcurl an exported hook's caller was bound to without the shim: the
+ * global scope's, else the one of the caller's own object (a module loaded
+ * RTLD_LOCAL, such as python3-pycurl's).  Aborts loudly when no libcurl is
+ * loaded: continuing would crash later.
+ */
+static const curl_real *caller_real(const void *ret)
 {
-    void *lib = NULL;
-    void *p = dlsym(RTLD_NEXT, "curl_easy_perform");
-    Dl_info info;
-
-    if (p != NULL && dladdr(p, &info) != 0 && info.dli_fname != NULL)
-        lib = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
-    if (lib == NULL) {
-        const char *path = NULL;
-        dl_iterate_phdr(find_libcurl, &path);
-        if (path != NULL)
-            lib = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
-    }
-    if (lib == NULL)
-        die("cannot find the program's libcurl for", "curl_easy_perform");
-#define BIND(field, name, self)                                      \
-    do {                                                              \
-        *(void **)&real.field = dlsym(lib, name);                     \
-        if (real.field == NULL)                                       \
-            die("cannot find libcurl's", name);                       \
-        if ((void *)real.field == (void *)(self))                     \
-            die("libcurl's symbol resolves to the shim itself:", name); \
-    } while (0)
-    BIND(perform, "curl_easy_perform", curl_easy_perform);
-    BIND(setopt, "curl_easy_setopt", curl_easy_setopt);
-    BIND(reset, "curl_easy_reset", curl_easy_reset);
-    BIND(duphandle, "curl_easy_duphandle", curl_easy_duphandle);
-    BIND(cleanup, "curl_easy_cleanup", curl_easy_cleanup);
-#undef BIND
-#define BIND_OTHER(field, name)                        \
-    do {                                               \
-        *(void **)&real.field = dlsym(lib, name);      \
-        if (real.field == NULL)                        \
-            die("cannot find libcurl's", name);        \
-    } while (0)
-    BIND_OTHER(getinfo, "curl_easy_getinfo");
-    BIND_OTHER(url, "curl_url");
-    BIND_OTHER(url_set, "curl_url_set");
-    BIND_OTHER(url_get, "curl_url_get");
-    BIND_OTHER(url_cleanup, "curl_url_cleanup");
-    BIND_OTHER(free, "curl_free");
-#undef BIND_OTHER
-}
-
-static int g_bound; /* set once resolve_curl has run */
-
-static void bind_curl(void)
-{
+    int saved = errno;
     bo_shim_once(&g_bound, resolve_curl);
+    if (g_global != NULL)
+        return g_global;
+    size_t i = ((uintptr_t)ret >> 2) % CALLER_CACHE;
+    if (tl_callers[i].ret == ret && tl_callers[i].real != NULL)
+        return tl_callers[i].real;
+    int s = bo_curl_slot_for_caller(ret);
+    errno = saved;
+    if (s < 0)
+        die("cannot find the program's libcurl for", "curl_easy_perform");
+    tl_callers[i].ret = ret;
+    tl_callers[i].real = &g_real[s];
+    return &g_real[s];
 }
 
 /* ---- per-handle records ---------------------------------------------- */
@@ -159,6 +151,7 @@ enum seg_kind { SEG_BODY = 0, SEG_HEADER = 1 };
 
 typedef struct handle_rec {
     CURL *h;
+    const curl_real *real;    /* the libcurl copy that made the record */
     struct handle_rec *next;  /* hash chain */
     bo_shim_dest *dest;       /* NULL: pass straight through */
     /* "scheme://authority" of the last parsed URL and its destination, so a
@@ -286,10 +279,10 @@ static size_t shim_header(char *p, size_t size, size_t nmemb, void *ud);
 /* Put the shim's callbacks in front, with the record as their data. */
 static void install_callbacks(handle_rec *r)
 {
-    real.setopt(r->h, CURLOPT_WRITEFUNCTION, shim_write);
-    real.setopt(r->h, CURLOPT_WRITEDATA, (void *)r);
-    real.setopt(r->h, CURLOPT_HEADERFUNCTION, shim_header);
-    real.setopt(r->h, CURLOPT_HEADERDATA, (void *)r);
+    r->real->setopt(r->h, CURLOPT_WRITEFUNCTION, shim_write);
+    r->real->setopt(r->h, CURLOPT_WRITEDATA, (void *)r);
+    r->real->setopt(r->h, CURLOPT_HEADERFUNCTION, shim_header);
+    r->real->setopt(r->h, CURLOPT_HEADERDATA, (void *)r);
 }
 
 /* libcurl's defaults for everything the record mirrors. */
@@ -298,10 +291,12 @@ static void rec_defaults(handle_rec *r)
     char *held = r->held;
     size_t cap = r->held_cap;
     CURL *h = r->h;
+    const curl_real *real = r->real;
     handle_rec *next = r->next;
 
     memset(r, 0, sizeof *r);
     r->h = h;
+    r->real = real;
     r->next = next;
     r->held = held;
     r->held_cap = cap;
@@ -310,7 +305,7 @@ static void rec_defaults(handle_rec *r)
 }
 
 /* The record of `h`, created (callbacks installed) on first sight. */
-static handle_rec *rec_get(CURL *h)
+static handle_rec *rec_get(const curl_real *real, CURL *h)
 {
     handle_rec *r = rec_find(h);
     if (r != NULL)
@@ -319,6 +314,7 @@ static handle_rec *rec_get(CURL *h)
     if (r == NULL)
         return NULL;
     r->h = h;
+    r->real = real;
     rec_defaults(r);
     install_callbacks(r);
     rec_insert(r);
@@ -343,15 +339,15 @@ static void record_url(handle_rec *r, const char *url, CURLU *given)
     if (cfg == NULL)
         return;
     if (u == NULL) {
-        if (url == NULL || (u = real.url()) == NULL)
+        if (url == NULL || (u = r->real->url()) == NULL)
             return;
-        if (real.url_set(u, CURLUPART_URL, url, CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME) !=
+        if (r->real->url_set(u, CURLUPART_URL, url, CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME) !=
             CURLUE_OK)
             goto out;
     }
-    if (real.url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
-        real.url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
-        real.url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK)
+    if (r->real->url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+        r->real->url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+        r->real->url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK)
         goto out;
     size_t hl = strlen(host);
     if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']')
@@ -368,11 +364,11 @@ static void record_url(handle_rec *r, const char *url, CURLU *given)
         *c = (char)(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
     r->dest = bo_shim_dest_get(key);
 out:
-    real.free(scheme);
-    real.free(host);
-    real.free(port);
+    r->real->free(scheme);
+    r->real->free(host);
+    r->real->free(port);
     if (given == NULL && u != NULL)
-        real.url_cleanup(u);
+        r->real->url_cleanup(u);
 }
 
 /* Length of "scheme://authority" at the start of url, or 0 when it has none. */
@@ -437,7 +433,7 @@ static CURLcode record_long(handle_rec *r, CURLoption opt, long v)
     default:
         break;
     }
-    return real.setopt(r->h, opt, v);
+    return r->real->setopt(r->h, opt, v);
 }
 
 static CURLcode record_ptr(handle_rec *r, CURLoption opt, void *p)
@@ -480,7 +476,7 @@ static CURLcode record_ptr(handle_rec *r, CURLoption opt, void *p)
     default:
         break;
     }
-    return real.setopt(r->h, opt, p);
+    return r->real->setopt(r->h, opt, p);
 }
 
 typedef void (*any_fn)(void);
@@ -503,7 +499,7 @@ static CURLcode record_fn(handle_rec *r, CURLoption opt, any_fn f)
     default:
         break;
     }
-    return real.setopt(r->h, opt, f);
+    return r->real->setopt(r->h, opt, f);
 }
 
 static const char *method_name(const handle_rec *r)
@@ -748,7 +744,7 @@ static bool tracked(CURLoption opt)
     }
 }
 
-static CURLcode shim_setopt(CURL *h, CURLoption opt, va_list ap)
+static CURLcode shim_setopt(const curl_real *real, CURL *h, CURLoption opt, va_list ap)
 {
     handle_rec *r = NULL;
 
@@ -756,28 +752,30 @@ static CURLcode shim_setopt(CURL *h, CURLoption opt, va_list ap)
      * options from its write callback): the shim itself only calls the real
      * setopt, so this cannot recurse. */
     if (h != NULL && tracked(opt) && bo_shim_config() != NULL)
-        r = rec_get(h);
+        r = rec_get(real, h);
+    if (r != NULL && r->real != real)
+        r = NULL; /* another libcurl's handle: not ours to mirror */
     if (r != NULL && opt != CURLOPT_URL && opt != CURLOPT_CURLU && opt != CURLOPT_WRITEDATA &&
         opt != CURLOPT_HEADERDATA && opt != CURLOPT_WRITEFUNCTION && opt != CURLOPT_HEADERFUNCTION)
         r->cached_status = 0; /* the method or upload may change what is retried */
     if (opt < CURLOPTTYPE_OBJECTPOINT) {
         long v = va_arg(ap, long);
-        return r ? record_long(r, opt, v) : real.setopt(h, opt, v);
+        return r ? record_long(r, opt, v) : real->setopt(h, opt, v);
     }
     if (opt < CURLOPTTYPE_FUNCTIONPOINT) {
         void *v = va_arg(ap, void *);
-        return r ? record_ptr(r, opt, v) : real.setopt(h, opt, v);
+        return r ? record_ptr(r, opt, v) : real->setopt(h, opt, v);
     }
     if (opt < CURLOPTTYPE_OFF_T) {
         any_fn v = va_arg(ap, any_fn);
-        return r ? record_fn(r, opt, v) : real.setopt(h, opt, v);
+        return r ? record_fn(r, opt, v) : real->setopt(h, opt, v);
     }
     if (opt < CURLOPTTYPE_BLOB) {
         curl_off_t v = va_arg(ap, curl_off_t);
-        return real.setopt(h, opt, v);
+        return real->setopt(h, opt, v);
     }
     struct curl_blob *v = va_arg(ap, struct curl_blob *);
-    return real.setopt(h, opt, v);
+    return real->setopt(h, opt, v);
 }
 
 /* Rewind the upload for another attempt; false when it cannot be. */
@@ -830,13 +828,13 @@ static CURLcode managed_perform(handle_rec *r, int *err_out)
             if (!have_result) { /* the engine promises this never happens */
                 attempt_reset(r);
                 r->mode = MODE_PASS;
-                code = real.perform(r->h);
+                code = r->real->perform(r->h);
                 *err_out = errno;
             }
             break; /* time budget spent while waiting: the last result stands */
         }
         attempt_reset(r);
-        code = real.perform(r->h);
+        code = r->real->perform(r->h);
         *err_out = errno;
         have_result = true;
 
@@ -846,9 +844,9 @@ static CURLcode managed_perform(handle_rec *r, int *err_out)
         long status = r->block_status, req_size = 1;
         curl_off_t ra = 0;
         if (status == 0 && code == CURLE_HTTP_RETURNED_ERROR)
-            real.getinfo(r->h, CURLINFO_RESPONSE_CODE, &status);
+            r->real->getinfo(r->h, CURLINFO_RESPONSE_CODE, &status);
         if (code != CURLE_OK) /* whether it was sent matters only for failures */
-            real.getinfo(r->h, CURLINFO_REQUEST_SIZE, &req_size);
+            r->real->getinfo(r->h, CURLINFO_REQUEST_SIZE, &req_size);
         bo_attempt a = {.curl_code = (int)code,
                         .http_status = (int)status,
                         .method = method,
@@ -862,7 +860,7 @@ static CURLcode managed_perform(handle_rec *r, int *err_out)
                               .status = (int)status,
                               .code = (int)code};
         if (res.outcome.verdict != BO_VERDICT_SUCCESS &&
-            real.getinfo(r->h, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
+            r->real->getinfo(r->h, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
             res.retry_after_ns = retry_after_to_ns(ra);
         if (!bo_shim_complete(sd, &call, &res, id, method, inflight, &until))
             break;
@@ -881,17 +879,18 @@ static CURLcode managed_perform(handle_rec *r, int *err_out)
     return code;
 }
 
-static CURLcode shim_perform(CURL *h)
+static CURLcode shim_perform(const curl_real *real, CURL *h)
 {
     handle_rec *r;
     int saved = errno, err;
     CURLcode code;
 
-    if (bo_shim_busy || bo_shim_config() == NULL || (r = rec_find(h)) == NULL)
-        return real.perform(h);
+    if (bo_shim_busy || bo_shim_config() == NULL || (r = rec_find(h)) == NULL ||
+        r->real != real)
+        return real->perform(h);
     if (r->dest == NULL) {
         attempt_reset(r);
-        return real.perform(h);
+        return real->perform(h);
     }
     bo_shim_busy = 1;
     err = saved;
@@ -901,11 +900,11 @@ static CURLcode shim_perform(CURL *h)
     return code;
 }
 
-static void shim_reset(CURL *h)
+static void shim_reset(const curl_real *real, CURL *h)
 {
     handle_rec *r = h == NULL ? NULL : rec_find(h);
-    real.reset(h);
-    if (r != NULL) {
+    real->reset(h);
+    if (r != NULL && r->real == real) {
         rec_defaults(r);
         install_callbacks(r);
     }
@@ -916,12 +915,12 @@ static void shim_reset(CURL *h)
  * destination block is shared, as it is per destination), fresh buffers,
  * and the shim's callbacks pointing at the new record.
  */
-static CURL *shim_duphandle(CURL *h)
+static CURL *shim_duphandle(const curl_real *real, CURL *h)
 {
-    CURL *dup = real.duphandle(h);
+    CURL *dup = real->duphandle(h);
     handle_rec *r, *c;
 
-    if (dup == NULL || (r = rec_find(h)) == NULL)
+    if (dup == NULL || (r = rec_find(h)) == NULL || r->real != real)
         return dup;
     c = malloc(sizeof *c);
     if (c == NULL)
@@ -938,14 +937,14 @@ static CURL *shim_duphandle(CURL *h)
     return dup;
 fail:
     /* Without a record the copy would call our callbacks with the original's. */
-    real.cleanup(dup);
+    real->cleanup(dup);
     return NULL;
 }
 
-static void shim_cleanup(CURL *h)
+static void shim_cleanup(const curl_real *real, CURL *h)
 {
     handle_rec *r = h != NULL ? rec_remove(h) : NULL;
-    real.cleanup(h);
+    real->cleanup(h);
     if (r != NULL) {
         free(r->held);
         free(r);
@@ -954,39 +953,99 @@ static void shim_cleanup(CURL *h)
 
 /* ---- exported hooks -------------------------------------------------- */
 
+/* The program's calls bound through the global scope; each finds the libcurl
+ * its caller would have reached. */
+#define CALLER_REAL() caller_real(__builtin_return_address(0))
+
 BO_EXPORT CURLcode curl_easy_setopt(CURL *h, CURLoption opt, ...)
 {
     va_list ap;
     CURLcode rc;
     int saved = errno;
-    bind_curl();
+    const curl_real *real = CALLER_REAL();
     va_start(ap, opt);
     errno = saved;
-    rc = shim_setopt(h, opt, ap);
+    rc = shim_setopt(real, h, opt, ap);
     va_end(ap);
     return rc;
 }
 
 BO_EXPORT CURLcode curl_easy_perform(CURL *h)
 {
-    bind_curl();
-    return shim_perform(h);
+    return shim_perform(CALLER_REAL(), h);
 }
 
 BO_EXPORT void curl_easy_reset(CURL *h)
 {
-    bind_curl();
-    shim_reset(h);
+    shim_reset(CALLER_REAL(), h);
 }
 
 BO_EXPORT CURL *curl_easy_duphandle(CURL *h)
 {
-    bind_curl();
-    return shim_duphandle(h);
+    return shim_duphandle(CALLER_REAL(), h);
 }
 
 BO_EXPORT void curl_easy_cleanup(CURL *h)
 {
-    bind_curl();
-    shim_cleanup(h);
+    shim_cleanup(CALLER_REAL(), h);
+}
+
+/*
+ * The wrappers handed out for one libcurl copy (dlsym through a handle, the
+ * GOT of a deep-bound object): each is bound to its slot's real functions,
+ * so it never calls into another copy.
+ */
+#define SLOT_WRAPPERS(i)                                                       \
+    static CURLcode perform_##i(CURL *h)                                       \
+    {                                                                          \
+        return shim_perform(&g_real[i], h);                                    \
+    }                                                                          \
+    static CURLcode setopt_##i(CURL *h, CURLoption opt, ...)                   \
+    {                                                                          \
+        va_list ap;                                                            \
+        CURLcode rc;                                                           \
+        int saved = errno;                                                     \
+        va_start(ap, opt);                                                     \
+        errno = saved;                                                         \
+        rc = shim_setopt(&g_real[i], h, opt, ap);                              \
+        va_end(ap);                                                            \
+        return rc;                                                             \
+    }                                                                          \
+    static void reset_##i(CURL *h)                                             \
+    {                                                                          \
+        shim_reset(&g_real[i], h);                                             \
+    }                                                                          \
+    static CURL *duphandle_##i(CURL *h)                                        \
+    {                                                                          \
+        return shim_duphandle(&g_real[i], h);                                  \
+    }                                                                          \
+    static void cleanup_##i(CURL *h)                                           \
+    {                                                                          \
+        shim_cleanup(&g_real[i], h);                                           \
+    }
+#define SLOT_ROW(i) {(void *)perform_##i, (void *)setopt_##i, (void *)reset_##i, \
+                     (void *)duphandle_##i, (void *)cleanup_##i}
+
+SLOT_WRAPPERS(0)
+SLOT_WRAPPERS(1)
+SLOT_WRAPPERS(2)
+SLOT_WRAPPERS(3)
+SLOT_WRAPPERS(4)
+SLOT_WRAPPERS(5)
+SLOT_WRAPPERS(6)
+SLOT_WRAPPERS(7)
+
+_Static_assert(BO_MAX_CURLS == 8, "one SLOT_WRAPPERS line per slot");
+_Static_assert(BO_CURL_PERFORM == 0 && BO_CURL_SETOPT == 1 && BO_CURL_RESET == 2 &&
+                   BO_CURL_DUPHANDLE == 3 && BO_CURL_CLEANUP == 4 && BO_CURL_NHOOKED == 5,
+               "SLOT_ROW follows BO_CURL_*");
+
+static void *const g_wrappers[BO_MAX_CURLS][BO_CURL_NHOOKED] = {
+    SLOT_ROW(0), SLOT_ROW(1), SLOT_ROW(2), SLOT_ROW(3),
+    SLOT_ROW(4), SLOT_ROW(5), SLOT_ROW(6), SLOT_ROW(7),
+};
+
+void *bo_curl_wrapper(int slot, int fn)
+{
+    return g_wrappers[slot][fn];
 }

@@ -7,8 +7,9 @@
  * by the child's thread, which has a new thread id.  The order is stated
  * here rather than left to the order in which the modules registered
  * handlers: outer locks first (shim_state: the init lock, the destination
- * table, each destination), leaf locks last (shim_curl: the handle records);
- * the parent releases in the reverse order.
+ * table, each destination), leaf locks last (shim_dl: the registry of
+ * libcurl copies; shim_curl: the handle records; neither is ever held while
+ * another lock is taken); the parent releases in the reverse order.
  *
  * vfork() and posix_spawn() (which system() and popen() use) run no atfork
  * handlers and need none: their child only execs, and the new program loads
@@ -19,18 +20,21 @@
 static void prepare_fork(void)
 {
     bo_shim_state_prepare_fork();
+    bo_shim_dl_prepare_fork();
     bo_shim_curl_prepare_fork();
 }
 
 static void parent_fork(void)
 {
     bo_shim_curl_parent_fork();
+    bo_shim_dl_parent_fork();
     bo_shim_state_parent_fork();
 }
 
 static void child_fork(void)
 {
     bo_shim_curl_child_fork();
+    bo_shim_dl_child_fork();
     bo_shim_state_child_fork();
 }
 

@@ -9,13 +9,23 @@
  * absolute path of the library goes in front of any LD_PRELOAD, and the
  * command is exec'd, so its exit status is ours (127: not found, 126: not
  * executable).
+ *
+ * `backoff --check CMD` also tells, before CMD runs, whether the library
+ * will reach CMD's libcurl: linked dynamically (DT_NEEDED, followed through
+ * the dependencies), loaded at run time (CMD or a script's interpreter
+ * imports dlopen), linked statically, not linked at all, or out of reach
+ * because CMD is setuid/setgid or a static program.
  */
+#include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <link.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "bo_config.h"
@@ -37,7 +47,10 @@ static void usage(FILE *out)
           "      --stats FILE      BACKOFF_STATS: JSON stats at exit (FILE or 'stderr')\n"
           "      --trace FILE      BACKOFF_TRACE: one CSV row per attempt\n"
           "  -v, --verbose         BACKOFF_VERBOSE=1: one stderr line per retry\n"
-          "      --check           validate the BACKOFF_* configuration; exit 0 or 2\n"
+          "      --check [CMD]     validate the BACKOFF_* configuration; exit 0 or 2;\n"
+          "                        with CMD, also tell whether CMD's libcurl will be reached\n"
+          "                        (exit 0: it will, or may when CMD loads it at run time;\n"
+          "                        1: it will not)\n"
           "      --print-config    print the effective configuration and exit\n"
           "      --help, --version\n"
           "\n"
@@ -106,6 +119,277 @@ static int set_preload(const char *lib)
     return rc;
 }
 
+/* ---- backoff --check CMD: will the library reach CMD's libcurl? ------ */
+
+#define MAX_OBJS 256
+
+typedef struct elf_facts {
+    bool elf, interp;        /* an ELF file; it has a dynamic linker (PT_INTERP) */
+    bool defines_curl;       /* defines curl_easy_perform: libcurl linked in */
+    bool imports_dlopen;     /* may load libraries at run time */
+    bool go, rust;           /* hints for a program with its own HTTP stack */
+    bool curl_string;        /* carries libcurl's version string */
+    char needed[64][256];
+    int nneeded;
+    char runpath[1024];
+} elf_facts;
+
+static const ElfW(Shdr) *section(const unsigned char *f, size_t len, const ElfW(Ehdr) *eh, size_t i)
+{
+    size_t off = eh->e_shoff + i * sizeof(ElfW(Shdr));
+    if (eh->e_shentsize != sizeof(ElfW(Shdr)) || off + sizeof(ElfW(Shdr)) > len)
+        return NULL;
+    return (const ElfW(Shdr) *)(f + off);
+}
+
+/* A string of a string table section, or NULL when out of bounds. */
+static const char *str_at(const unsigned char *f, size_t len, const ElfW(Shdr) *strtab, size_t i)
+{
+    if (strtab == NULL || strtab->sh_offset >= len || i >= strtab->sh_size ||
+        strtab->sh_offset + strtab->sh_size > len)
+        return NULL;
+    const char *p = (const char *)f + strtab->sh_offset + i;
+    return memchr(p, '\0', strtab->sh_size - i) != NULL ? p : NULL;
+}
+
+/* Read what matters of the ELF file at path (from its section headers). */
+static int elf_read(const char *path, elf_facts *ef)
+{
+    memset(ef, 0, sizeof *ef);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    unsigned char *f = NULL;
+    size_t len;
+
+    if (fd < 0)
+        return -1;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(ElfW(Ehdr)) ||
+        st.st_size > ((off_t)1 << 31)) {
+        close(fd);
+        return 0;
+    }
+    len = (size_t)st.st_size;
+    f = malloc(len);
+    if (f == NULL || read(fd, f, len) != (ssize_t)len) {
+        free(f);
+        close(fd);
+        return -1;
+    }
+    close(fd);
+    const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)f;
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32))
+        goto out;
+    ef->elf = true;
+    for (size_t i = 0; i < eh->e_phnum; i++) {
+        size_t off = eh->e_phoff + i * sizeof(ElfW(Phdr));
+        if (eh->e_phentsize != sizeof(ElfW(Phdr)) || off + sizeof(ElfW(Phdr)) > len)
+            break;
+        if (((const ElfW(Phdr) *)(f + off))->p_type == PT_INTERP)
+            ef->interp = true;
+    }
+    const ElfW(Shdr) *shstr = section(f, len, eh, eh->e_shstrndx);
+    for (size_t i = 0; i < eh->e_shnum; i++) {
+        const ElfW(Shdr) *sh = section(f, len, eh, i);
+        if (sh == NULL || sh->sh_offset > len || sh->sh_size > len - sh->sh_offset)
+            continue;
+        const char *sname = str_at(f, len, shstr, sh->sh_name);
+        if (sname != NULL && strcmp(sname, ".go.buildinfo") == 0)
+            ef->go = true;
+        const ElfW(Shdr) *strtab = sh->sh_link < eh->e_shnum ? section(f, len, eh, sh->sh_link) : NULL;
+        if (sh->sh_type == SHT_DYNAMIC) {
+            const ElfW(Dyn) *d = (const ElfW(Dyn) *)(f + sh->sh_offset);
+            for (size_t k = 0; k < sh->sh_size / sizeof *d && d[k].d_tag != DT_NULL; k++) {
+                const char *v = str_at(f, len, strtab, d[k].d_un.d_val);
+                if (v == NULL)
+                    continue;
+                if (d[k].d_tag == DT_NEEDED && ef->nneeded < 64)
+                    snprintf(ef->needed[ef->nneeded++], sizeof ef->needed[0], "%s", v);
+                else if (d[k].d_tag == DT_RUNPATH || (d[k].d_tag == DT_RPATH && !ef->runpath[0]))
+                    snprintf(ef->runpath, sizeof ef->runpath, "%s", v);
+            }
+        } else if (sh->sh_type == SHT_DYNSYM || sh->sh_type == SHT_SYMTAB) {
+            const ElfW(Sym) *sym = (const ElfW(Sym) *)(f + sh->sh_offset);
+            for (size_t k = 0; k < sh->sh_size / sizeof *sym; k++) {
+                const char *n = str_at(f, len, strtab, sym[k].st_name);
+                if (n == NULL || n[0] == '\0')
+                    continue;
+                if (strcmp(n, "curl_easy_perform") == 0 && sym[k].st_shndx != SHN_UNDEF)
+                    ef->defines_curl = true;
+                else if ((strcmp(n, "dlopen") == 0 || strcmp(n, "dlmopen") == 0) &&
+                         sym[k].st_shndx == SHN_UNDEF)
+                    ef->imports_dlopen = true;
+            }
+        }
+    }
+    ef->curl_string = memmem(f, len, "libcurl/", 8) != NULL;
+    ef->go = ef->go || memmem(f, len, "\xff Go buildinf:", 14) != NULL;
+    ef->rust = memmem(f, len, "/rustc/", 7) != NULL;
+out:
+    free(f);
+    return 0;
+}
+
+/* Find a DT_NEEDED name as the dynamic linker would (without its cache). */
+static bool find_needed(const char *name, const char *runpath, const char *origin, char *out,
+                        size_t outlen)
+{
+    static const char *const dirs[] = {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
+                                       "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
+                                       "/lib64", "/usr/lib64", "/lib", "/usr/lib",
+                                       "/usr/local/lib"};
+    char list[2048];
+    const char *ld = getenv("LD_LIBRARY_PATH");
+
+    if (strchr(name, '/') != NULL)
+        return snprintf(out, outlen, "%s", name) < (int)outlen && access(out, R_OK) == 0;
+    snprintf(list, sizeof list, "%s:%s", runpath, ld != NULL ? ld : "");
+    for (char *save = NULL, *d = strtok_r(list, ":", &save); d != NULL;
+         d = strtok_r(NULL, ":", &save)) {
+        int n = strncmp(d, "$ORIGIN", 7) == 0 ? snprintf(out, outlen, "%s%s/%s", origin, d + 7, name)
+                                              : snprintf(out, outlen, "%s/%s", d, name);
+        if (n > 0 && (size_t)n < outlen && access(out, R_OK) == 0)
+            return true;
+    }
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        snprintf(out, outlen, "%s/%s", dirs[i], name);
+        if (access(out, R_OK) == 0)
+            return true;
+    }
+    return false;
+}
+
+static bool base_is(const char *path, const char *prefix)
+{
+    const char *b = strrchr(path, '/');
+    b = b != NULL ? b + 1 : path;
+    return strncmp(b, prefix, strlen(prefix)) == 0;
+}
+
+/* CMD as execvp would find it (PATH), in out. */
+static bool find_cmd(const char *cmd, char *out, size_t outlen)
+{
+    const char *path = getenv("PATH");
+    char list[4096];
+
+    if (strchr(cmd, '/') != NULL)
+        return snprintf(out, outlen, "%s", cmd) < (int)outlen && access(out, F_OK) == 0;
+    snprintf(list, sizeof list, "%s", path != NULL ? path : "/usr/local/bin:/usr/bin:/bin");
+    for (char *save = NULL, *d = strtok_r(list, ":", &save); d != NULL;
+         d = strtok_r(NULL, ":", &save)) {
+        snprintf(out, outlen, "%s/%s", d, cmd);
+        if (access(out, X_OK) == 0)
+            return true;
+    }
+    return false;
+}
+
+/*
+ * Tell whether the library will reach the libcurl of the program at path
+ * (a script: its interpreter).  Prints one line; returns 0 when it will (or
+ * may, when the program loads libraries at run time), 1 when it will not,
+ * 2 when the program cannot be read.
+ */
+static int check_program(const char *cmd, int depth)
+{
+    char path[PATH_MAX], dep[PATH_MAX], origin[PATH_MAX];
+    static char seen[MAX_OBJS][PATH_MAX];
+    int nseen = 0, next = 0;
+    bool dl = false;
+    elf_facts ef;
+    struct stat st;
+
+    if (!find_cmd(cmd, path, sizeof path) || stat(path, &st) != 0) {
+        fprintf(stderr, "backoff: cannot find %s: give a path or a command on PATH\n", cmd);
+        return 2;
+    }
+    if (st.st_mode & (S_ISUID | S_ISGID)) {
+        printf("backoff: %s: not reached: it is setuid/setgid, and the dynamic linker ignores "
+               "LD_PRELOAD for such programs\n", path);
+        return 1;
+    }
+    if (elf_read(path, &ef) != 0) {
+        fprintf(stderr, "backoff: cannot read %s: %s\n", path, strerror(errno));
+        return 2;
+    }
+    if (!ef.elf) {
+        char line[PATH_MAX], *p, *arg;
+        FILE *fp = fopen(path, "r");
+        bool script = fp != NULL && fgets(line, sizeof line, fp) != NULL && line[0] == '#' &&
+                      line[1] == '!';
+        if (fp != NULL)
+            fclose(fp);
+        if (!script || depth > 2) {
+            printf("backoff: %s: not reached: not a program of this machine (ELF) nor a "
+                   "#! script\n", path);
+            return 1;
+        }
+        line[strcspn(line, "\r\n")] = '\0';
+        p = line + 2 + strspn(line + 2, " \t");
+        arg = p + strcspn(p, " \t");
+        if (*arg != '\0')
+            *arg++ = '\0';
+        arg += strspn(arg, " \t");
+        arg[strcspn(arg, " \t")] = '\0';
+        if (base_is(p, "env") && *arg != '\0')
+            p = arg;
+        printf("backoff: %s: a script run by %s\n", path, p);
+        return check_program(p, depth + 1);
+    }
+    if (!ef.interp) {
+        printf("backoff: %s: not reached: a statically linked program (no dynamic linker: "
+               "LD_PRELOAD is ignored)%s\n", path,
+               ef.go ? "; a Go program, with its own HTTP stack" : "");
+        return 1;
+    }
+    /* Breadth first through the dependencies, as the dynamic linker loads them. */
+    snprintf(seen[nseen++], PATH_MAX, "%s", path);
+    while (next < nseen) {
+        const char *obj = seen[next++];
+        elf_facts df;
+        if (next > 1 && elf_read(obj, &df) != 0)
+            continue;
+        const elf_facts *f = next == 1 ? &ef : &df;
+        if (next > 1 && base_is(obj, "libcurl")) {
+            printf("backoff: %s: reached: libcurl is linked dynamically (%s)\n", path, obj);
+            return 0;
+        }
+        /* The program itself, or an interpreter's library, loads modules. */
+        if (f->imports_dlopen && (next == 1 || base_is(obj, "libperl") || base_is(obj, "libpython") ||
+                                  base_is(obj, "libruby") || base_is(obj, "liblua") ||
+                                  base_is(obj, "libphp")))
+            dl = true;
+        if (snprintf(origin, sizeof origin, "%s", obj) >= (int)sizeof origin)
+            continue;
+        char *slash = strrchr(origin, '/');
+        if (slash != NULL)
+            *slash = '\0';
+        for (int i = 0; i < f->nneeded && nseen < MAX_OBJS; i++) {
+            if (!find_needed(f->needed[i], f->runpath, origin, dep, sizeof dep))
+                continue;
+            bool dup = false;
+            for (int k = 0; k < nseen && !dup; k++)
+                dup = strcmp(seen[k], dep) == 0;
+            if (!dup)
+                snprintf(seen[nseen++], PATH_MAX, "%s", dep);
+        }
+    }
+    if (ef.defines_curl || ef.curl_string) {
+        printf("backoff: %s: not reached: libcurl is linked statically into it (its calls "
+               "never pass through the dynamic linker)\n", path);
+        return 1;
+    }
+    if (dl) {
+        printf("backoff: %s: reached if it loads libcurl at run time: it does not link libcurl "
+               "but loads libraries with dlopen (PHP's curl extension, python3-pycurl, plugins, "
+               "RTLD_DEEPBIND or not are reached)\n", path);
+        return 0;
+    }
+    printf("backoff: %s: not reached: it does not use libcurl%s\n", path,
+           ef.go ? " (a Go program, with its own HTTP stack)"
+                 : ef.rust ? " (a Rust program: its HTTP stack, if any, is its own)" : "");
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     enum { OPT_STATS = 256, OPT_TRACE, OPT_CHECK, OPT_PRINT, OPT_HELP, OPT_VERSION };
@@ -164,7 +448,7 @@ int main(int argc, char **argv)
         return 2;
     }
     if (check)
-        return 0;
+        return optind < argc ? check_program(argv[optind], 0) : 0;
     if (print) {
         size_t need = bo_config_format(&cfg, NULL, 0) + 1;
         char *buf = malloc(need);
