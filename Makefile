@@ -141,8 +141,10 @@ ASAN_ENV = ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0:log_path=$(CURDI
            UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$(CURDIR)/build-asan/san/ubsan
 TSAN_ENV = TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 log_path=$(CURDIR)/build-tsan/san/tsan"
 # The threaded tests: the shared window under 256 loadgen threads, forks
-# while threads hold the shim's locks, signals while threads back off.
-TSAN_TESTS ?= test_shim_loadgen test_stress_threads test_stress_fork test_stress_signals
+# while threads hold the shim's locks, signals while threads back off, forks
+# in forked children (3 levels; from a thread while 16 threads retry).
+TSAN_TESTS ?= test_shim_loadgen test_stress_threads test_stress_fork test_stress_signals \
+              test_fork_tree
 TSAN_STRESS_CALLS ?= 200
 TSAN_PROGRAMS = build-tsan/libbackoff.so build-tsan/backoff build-tsan/loadgen \
                 build-tsan/ratelimit-server $(HELPER_SRC:tests/helpers/%.c=build-tsan/tests/helpers/%)
@@ -166,9 +168,12 @@ endef
 # and the fork stress: gcc's ASan runtime does not hold its allocator's locks
 # across fork(), so a child forked while another thread is in malloc hangs
 # inside ASan (seen: 1 child in 50, stuck in SizeClassAllocator64's mutex
-# under curl's malloc, no shim lock involved).  Forks are checked by
+# under curl's malloc, no shim lock involved).  The same holds for the
+# fork trees of test_fork_tree (threads fork while others are in malloc) and
+# test_real_programs (multiprocessing, daemons).  Forks are checked by
 # check-tsan, make stress and make test.
-ASAN_TESTS ?= $(filter-out test_fault_valgrind test_stress_fork test_shim_fork,\
+ASAN_TESTS ?= $(filter-out test_fault_valgrind test_stress_fork test_shim_fork \
+                test_fork_tree test_real_programs,\
                 $(patsubst tests/integration/%.sh,%,$(wildcard tests/integration/test_*.sh)))
 
 check-asan: deps

@@ -17,6 +17,8 @@
 #   fairness  4 separate loadgen processes (no shared state), 500 requests
 #             each, on one max_busy 50 server; Jain's index of throughputs
 #   overhead  demo/bench-overhead.sh (per-call cost, 8-thread throughput)
+#   real      demo/bench-real-programs.sh (shells, make, perl, python, git:
+#             median preloaded - plain ms; not in the default set)
 #
 # BENCH_SCENARIOS and BENCH_POLICIES narrow a run.
 set -eu
@@ -194,6 +196,14 @@ bench_overhead() {
     fi
 }
 
+bench_real() {
+    BUILD="$BUILD" sh "$top/demo/bench-real-programs.sh" | awk -F'\t' '
+        /^#/ { print; next }
+        !h { for (i = 1; i <= NF; i++) name[i] = $i; h = 1; next }
+        { extra = ""; for (i = 3; i <= NF; i++) extra = extra (extra ? " " : "") name[i] "=" $i;
+          printf "%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t%s\n", $1, $2, extra }'
+}
+
 for s in $SCENARIOS; do
     case "$s" in
     burst) bench_burst ;;
@@ -201,6 +211,7 @@ for s in $SCENARIOS; do
     pacing) bench_pacing ;;
     fairness) bench_fairness ;;
     overhead) bench_overhead ;;
-    *) echo "backoff bench: unknown scenario \"$s\": expected burst, outage, pacing, fairness or overhead" >&2; exit 2 ;;
+    real) bench_real ;;
+    *) echo "backoff bench: unknown scenario \"$s\": expected burst, outage, pacing, fairness, overhead or real" >&2; exit 2 ;;
     esac
 done

@@ -1,8 +1,8 @@
 #!/bin/sh
 # A program that forks while other threads are inside the shim (waiting
 # for a slot of a one-request window, or transferring): every child can use
-# curl (the shim's locks are held across fork() and released in the child,
-# whose in-flight counts start from zero).
+# curl (the shim's locks are held across fork() and initialised anew in the
+# child, whose in-flight counts start from zero).
 . "$(dirname "$0")/lib.sh"
 
 LIB="$BUILD/libbackoff.so"
