@@ -13,7 +13,8 @@
 # both cases in the trace every retry came no sooner than the delay the
 # shim announced before it (a wait cut short and followed by an attempt
 # would show), nor absurdly later (bound: delay + 2 s).  Without the shim
-# the same helper fails (so the test can fail).
+# the same helper fails (so the test can fail).  (Calls that end early
+# make the SA_RESTART=0 runs short: fewer signals are asked of them.)
 . "$(dirname "$0")/lib.sh"
 
 LIB="$BUILD/libbackoff.so"
@@ -23,8 +24,10 @@ THREADS=${STRESS_SIGNAL_THREADS:-8}
 CALLS=${STRESS_SIGNAL_CALLS:-60}
 
 # check_trace FILE [MIN]: at least MIN (default 1) retries checked, and
-# every retry waited at least its announced delay_ms (1 ms of rounding
-# allowed) and at most delay_ms + 2000; prints the count.
+# every retry waited at least its announced delay_ms (5 ms allowed: a row's
+# time is read when it is written, after the decision, and under a storm a
+# signal handler or the scheduler can run in between) and at most
+# delay_ms + 2000; prints the count.
 check_trace() {
     awk -F, -v min="${2:-1}" 'NR > 1 { k = $2 "," $3 "," $5; t[k, $6] = $1; d[k, $6] = $10; n[k] = $6 > n[k] ? $6 : n[k] }
         END {
@@ -32,7 +35,7 @@ check_trace() {
             for (k in n) for (a = 1; a < n[k]; a++) {
                 if (!((k, a + 1) in t)) continue
                 gap = t[k, a + 1] - t[k, a]; want = d[k, a]; checked++
-                if (gap < want - 1 || gap > want + 2000) {
+                if (gap < want - 5 || gap > want + 2000) {
                     bad++; printf "call %s attempt %d: waited %d ms, delay was %d ms\n", k, a, gap, want
                 }
                 if (gap - want > worst) worst = gap - want
@@ -80,7 +83,7 @@ for restart in 0 1; do
     run_storm "$restart" 'Server returned nothing|Failed sending data to the peer|Failure when receiving data from the peer' BACKOFF_POLICY=fixed BACKOFF_BASE_MS=30 \
         BACKOFF_MAX_ATTEMPTS=0 BACKOFF_TRACE="$TMP/trace.csv" BACKOFF_STATS="$TMP/stats.$restart"
     signals=$(sed -n 's/.* signals \([0-9]*\)$/\1/p' "$TMP/out")
-    [ "$signals" -ge 100 ] || fail "only $signals signals arrived: no storm"
+    [ "$signals" -ge $((restart ? 100 : 30)) ] || fail "only $signals signals arrived: no storm"
     [ "$(stats_sum "$TMP/stats.$restart" retries)" -gt 0 ] || fail "nothing was retried: no thread slept"
     check_trace "$TMP/trace.csv" "$restart" || fail "a wait broke its bounds (SA_RESTART=$restart)"
 done
@@ -94,7 +97,7 @@ for restart in 0 1; do
         BACKOFF_STATS="$TMP/astats.$restart"
     cat "$TMP/astats.$restart"
     signals=$(sed -n 's/.* signals \([0-9]*\)$/\1/p' "$TMP/out")
-    [ "$signals" -ge 100 ] || fail "only $signals signals arrived: no storm"
+    [ "$signals" -ge $((restart ? 100 : 30)) ] || fail "only $signals signals arrived: no storm"
 done
 stop_server
 echo "ok"
