@@ -915,8 +915,9 @@ static CURLcode managed_perform(handle_rec *r, int *err_out)
     int64_t now = bo_shim_now_ns();
     bo_call_begin(&call, now);
     if (r->timeout_ms > 0) {
-        deadline = r->timeout_ms < INT64_MAX / 1000000 - now ? now + (int64_t)r->timeout_ms * 1000000
-                                                              : INT64_MAX;
+        deadline = (int64_t)r->timeout_ms < (INT64_MAX - now) / 1000000
+                       ? now + (int64_t)r->timeout_ms * 1000000
+                       : INT64_MAX;
         bo_call_set_deadline(&call, deadline);
     }
     for (;;) {
