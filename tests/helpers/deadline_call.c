@@ -4,6 +4,7 @@
  *   timeout   CURLOPT_TIMEOUT_MS = MS;
  *   progress  an XFERINFOFUNCTION (NOPROGRESS 0) that returns 1 once MS ms
  *             have passed since the call began;
+ *   oldprogress  the same with the older PROGRESSFUNCTION and PROGRESSDATA;
  *   alarm     a SIGALRM handler installed WITHOUT SA_RESTART that only sets
  *             a flag, the alarm set MS ms ahead (setitimer).
  * Writes the response's header lines and then its body to stdout, byte for
@@ -11,6 +12,7 @@
  *   "code C status S elapsed_ms E flag F progress_calls P"
  * Exit status 0 (the figures are for the caller to judge).
  */
+#define CURL_DISABLE_DEPRECATION 1 /* CURLOPT_PROGRESSFUNCTION is what is tested */
 #include <curl/curl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -44,6 +46,15 @@ static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, cu
     return elapsed_ms() >= g_cancel_ms ? 1 : 0;
 }
 
+static int on_old_progress(void *ud, double dt, double dn, double ut, double un)
+{
+    (void)dt, (void)dn, (void)ut, (void)un;
+    if (ud != &g_cancel_ms)
+        return 1; /* PROGRESSDATA did not arrive: cancel at once, the test sees it */
+    g_progress_calls++;
+    return elapsed_ms() >= g_cancel_ms ? 1 : 0;
+}
+
 static size_t on_data(char *p, size_t size, size_t nmemb, void *ud)
 {
     (void)ud;
@@ -53,7 +64,7 @@ static size_t on_data(char *p, size_t size, size_t nmemb, void *ud)
 int main(int argc, char **argv)
 {
     if (argc != 4) {
-        fprintf(stderr, "usage: deadline_call timeout|progress|alarm URL MS\n");
+        fprintf(stderr, "usage: deadline_call timeout|progress|oldprogress|alarm URL MS\n");
         return 2;
     }
     long ms = atol(argv[3]);
@@ -70,6 +81,11 @@ int main(int argc, char **argv)
         g_cancel_ms = ms;
         curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
         curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+    } else if (strcmp(argv[1], "oldprogress") == 0) {
+        g_cancel_ms = ms;
+        curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+        curl_easy_setopt(h, CURLOPT_PROGRESSFUNCTION, on_old_progress);
+        curl_easy_setopt(h, CURLOPT_PROGRESSDATA, &g_cancel_ms);
     } else if (strcmp(argv[1], "alarm") == 0) {
         struct sigaction sa;
         struct itimerval it = {{0, 0}, {ms / 1000, (ms % 1000) * 1000}};
@@ -80,7 +96,7 @@ int main(int argc, char **argv)
         if (sigaction(SIGALRM, &sa, NULL) != 0 || setitimer(ITIMER_REAL, &it, NULL) != 0)
             return 2;
     } else {
-        fprintf(stderr, "deadline_call: MODE is timeout, progress or alarm, not %s\n", argv[1]);
+        fprintf(stderr, "deadline_call: MODE is timeout, progress, oldprogress or alarm, not %s\n", argv[1]);
         return 2;
     }
     clock_gettime(CLOCK_MONOTONIC, &g_start);
