@@ -4,7 +4,8 @@
 # slowly, or reset:
 #   curl --max-time N returns within N s + 0.3 s with curl's own exit code and
 #   output (compared to the plain run); --connect-timeout on top changes
-#   nothing of that;
+#   nothing of that; with curl's own --retry on top, each of curl's requests
+#   keeps its deadline (one attempt each on a server slower than it);
 #   a libcurl program with CURLOPT_TIMEOUT_MS gets the last 429 (status,
 #   headers, body byte for byte) once the budget cannot cover another wait,
 #   after retrying while it could;
@@ -173,6 +174,15 @@ note "plain exit $PRC after $PMS ms; under the shim exit $RC after $MS ms"
 [ "$PRC" = 28 ] && [ "$RC" = 28 ] || fail "want exit 28 from both, got $PRC and $RC"
 [ "$MS" -le "$(within 2000)" ] || fail "curl -m 2 took $MS ms under the shim"
 cmp -s "$TMP/o" "$TMP/o2" || fail "output differs"
+note "curl -m 1 --retry 1 on top (curl's own retry of its timeout)"
+timed "$TMP/o" "$TMP/e" curl -s -m 1 --retry 1 "http://127.0.0.1:$PORT/item/1"
+PRC=$RC PMS=$MS
+rm -f "$TMP/stats"
+shim_timed "$PMS" "$TMP/o2" "$TMP/e2" curl -s -m 1 --retry 1 "http://127.0.0.1:$PORT/item/1"
+note "plain exit $PRC after $PMS ms; under the shim exit $RC after $MS ms, $(stats_sum "$TMP/stats" attempts) attempts"
+[ "$PRC" = 28 ] && [ "$RC" = 28 ] || fail "want exit 28 from both, got $PRC and $RC"
+[ "$MS" -le "$(within "$PMS")" ] || fail "curl -m 1 --retry 1 took $MS ms under the shim, $PMS without"
+[ "$(stats_sum "$TMP/stats" attempts)" -eq 2 ] || fail "want one attempt per curl request"
 note "CURLOPT_TIMEOUT_MS 2000 on the same server (timed inside the program)"
 timed "$TMP/s.out" "$TMP/s.err" env LD_PRELOAD="$LIB" "$H" timeout "http://127.0.0.1:$PORT/item/1" 2000
 cat "$TMP/s.err"
