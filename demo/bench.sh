@@ -58,7 +58,8 @@ echo "# date: $(date -u '+%Y-%m-%d %H:%M UTC'); real time on 127.0.0.1, times sc
 echo "# burst: 000 / 5 (2000 req at 5000/s, max_busy 50, 100 ms success, 10 ms rejection, 20 ms travel); optimum 4 s"
 echo "# outage: 003 with 200 clients of 2 s mean think time (100 req/s), 2 s timeout, server SIGSTOPped 5 s;"
 echo "#   recovery_s: end of the first 1 s window after SIGCONT with >= 90% of the success rate before the stop;"
-echo "#   down_attempt_pct: attempts sent while stopped, per second, as a % of the attempts per second before it"
+echo "#   down_attempt_pct: attempts sent while stopped, per second, as a % of the attempts per second before it;"
+echo "#   late=N: calls that came back more than 100 ms past their own 2 s timeout (goal 0)"
 echo "# pacing: 002 with 200 sequential requests (not 600), token bucket 20/s burst 20; fairness: 4 processes x 500 req, max_busy 50"
 printf '%s\n' "$HEADER"
 
@@ -133,7 +134,8 @@ bench_outage() {
             "$(awk -F, 'NR > 1 { n++ } END { print n + 0 }' "$WORK/outage-trace.csv")" - \
             "$(col "$WORK/outage-loadgen.tsv" p99_ms)" "$rec" \
             "$(awk -v d="$down" -v n="$normal" 'BEGIN { printf "%.1f", (n > 0 ? 100 * d / n : 0) }')" \
-            "$(col "$WORK/outage-server.tsv" max_concurrency)" - "down_attempts_per_s=$down normal_per_s=$normal"
+            "$(col "$WORK/outage-server.tsv" max_concurrency)" - \
+            "down_attempts_per_s=$down normal_per_s=$normal late=$(col "$WORK/outage-loadgen.tsv" late)"
     done
 }
 

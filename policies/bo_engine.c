@@ -42,7 +42,13 @@ void bo_call_begin(bo_call *c, int64_t now_ns)
 {
     memset(c, 0, sizeof(*c));
     c->start_ns = now_ns;
+    c->deadline_ns = INT64_MAX;
     bo_schedule_init(&c->schedule);
+}
+
+void bo_call_set_deadline(bo_call *c, int64_t deadline_ns)
+{
+    c->deadline_ns = deadline_ns;
 }
 
 static int64_t cap_ns(const bo_config *cfg)
@@ -50,12 +56,22 @@ static int64_t cap_ns(const bo_config *cfg)
     return cfg->cap_ms > 0 ? cfg->cap_ms * NS_PER_MS : 0;
 }
 
-/* Deadline of the call (INT64_MAX when max_time_ms is 0). */
+/* Deadline of the call: max_time_ms or the program's own, the sooner
+ * (INT64_MAX when neither is set). */
 static int64_t call_deadline(const bo_config *cfg, const bo_call *c)
 {
-    if (cfg->max_time_ms <= 0)
+    int64_t d = INT64_MAX;
+    if (cfg->max_time_ms > 0)
+        d = c->start_ns + cfg->max_time_ms * NS_PER_MS;
+    return c->deadline_ns < d ? c->deadline_ns : d;
+}
+
+int64_t bo_call_remaining_ns(const bo_config *cfg, const bo_call *c, int64_t now_ns)
+{
+    int64_t d = call_deadline(cfg, c);
+    if (d == INT64_MAX)
         return INT64_MAX;
-    return c->start_ns + cfg->max_time_ms * NS_PER_MS;
+    return d > now_ns ? d - now_ns : 0;
 }
 
 static bool is_delay_policy(bo_policy_kind p)
@@ -74,8 +90,12 @@ bo_admit bo_dest_admit(bo_dest *d, const bo_config *cfg, bo_call *c,
 {
     int64_t deadline = call_deadline(cfg, c);
     int64_t wait = now_ns;
+    /* max_time_ms never refuses a first attempt; the program's deadline does */
+    bool bounded = c->attempts > 0 || c->deadline_ns != INT64_MAX;
 
     if (c->attempts > 0 && now_ns >= deadline)
+        return BO_ADMIT_GIVE_UP;
+    if (now_ns >= c->deadline_ns)
         return BO_ADMIT_GIVE_UP;
     if (cfg->policy == BO_POLICY_RESPONSIVE || cfg->policy == BO_POLICY_AIMD) {
         if (d->next_send_ns > wait)
@@ -91,14 +111,15 @@ bo_admit bo_dest_admit(bo_dest *d, const bo_config *cfg, bo_call *c,
             bo_window_on_blocked(&d->window, now_ns);
     }
     if (wait > now_ns) {
-        if (c->attempts > 0 && wait > deadline)
-            wait = deadline;
+        if (bounded && wait > deadline)
+            wait = c->attempts > 0 ? deadline : c->deadline_ns;
         *until_ns = wait;
         return BO_ADMIT_WAIT;
     }
     bo_window_on_send(&d->window, now_ns, &c->ticket);
     c->in_flight = true;
     c->attempts++;
+    c->attempt_ns = now_ns;
     d->attempts++;
     if (cfg->policy == BO_POLICY_RESPONSIVE)
         d->next_send_ns = now_ns + bo_responsive_interval_ns(&d->pacing);
@@ -194,6 +215,14 @@ bo_next bo_dest_complete(bo_dest *d, const bo_config *cfg, bo_call *c,
     int64_t deadline = call_deadline(cfg, c);
     if (now_ns >= deadline || (deadline - now_ns) <= delay)
         return BO_NEXT_DONE;
+    if (c->deadline_ns != INT64_MAX) {
+        /* the program's deadline: the wait and another attempt must fit */
+        int64_t room = now_ns - c->attempt_ns;
+        if (room < BO_MIN_ATTEMPT_MS * NS_PER_MS)
+            room = BO_MIN_ATTEMPT_MS * NS_PER_MS;
+        if (c->deadline_ns - now_ns <= delay || c->deadline_ns - now_ns - delay < room)
+            return BO_NEXT_DONE;
+    }
     *until_ns = now_ns + delay;
     return BO_NEXT_RETRY;
 }

@@ -17,8 +17,10 @@
  *         sleep until `until`;
  *     }
  *
- * BO_ADMIT_GIVE_UP can only come for a retry (never the first attempt): the
- * call's time budget ran out while it waited; return the last result.
+ * BO_ADMIT_GIVE_UP comes for a retry when the call's time budget ran out
+ * while it waited (return the last result), and for a first attempt only
+ * when the program's own deadline (bo_call_set_deadline) passed before it
+ * was admitted (return the program's timeout error).
  */
 #ifndef BO_ENGINE_H
 #define BO_ENGINE_H
@@ -50,6 +52,8 @@ typedef struct bo_call {
     bo_schedule schedule;
     bo_ticket ticket;        /* of the attempt in flight */
     bool in_flight;
+    int64_t deadline_ns;     /* the program's own deadline (INT64_MAX: none) */
+    int64_t attempt_ns;      /* when the last admitted attempt started */
 } bo_call;
 
 typedef enum bo_admit {
@@ -65,6 +69,21 @@ typedef enum bo_next {
 
 void bo_dest_init(bo_dest *d, const bo_config *cfg, int64_t now_ns);
 void bo_call_begin(bo_call *c, int64_t now_ns);
+
+/*
+ * The program's own deadline for the whole call (CURLOPT_TIMEOUT, a
+ * socket's send timeout), absolute on the caller's clock; INT64_MAX: none.
+ * It combines with max_time_ms (the sooner wins) and, unlike max_time_ms,
+ * bounds the first attempt's admission too: the program's result is never
+ * later than its deadline.  A retry is granted only when its wait ends
+ * before the deadline with room left for an attempt (the last attempt's
+ * duration, at least BO_MIN_ATTEMPT_MS).
+ */
+#define BO_MIN_ATTEMPT_MS 10
+void bo_call_set_deadline(bo_call *c, int64_t deadline_ns);
+
+/* Time the call may still spend from now_ns (INT64_MAX: unbounded, 0: none). */
+int64_t bo_call_remaining_ns(const bo_config *cfg, const bo_call *c, int64_t now_ns);
 
 /*
  * May the call start an attempt now?  On BO_ADMIT_WAIT, *until_ns is the

@@ -103,6 +103,43 @@ uint64_t bo_shim_next_call_id(void);
 int bo_shim_admit(bo_shim_dest *sd, bo_call *call, int64_t now_ns, unsigned *inflight);
 
 /*
+ * What a wait on behalf of a program's call honours (issue 20), checked at
+ * least every BO_WAIT_SLICE_NS:
+ *   tick           the program's cancel: called with ud while no lock is
+ *                  held; non-zero ends the wait with BO_WAIT_ABORTED (NULL:
+ *                  nothing to ask);
+ *   interruptible  a signal whose handler was installed without SA_RESTART
+ *                  ends the wait with EINTR (as it would have interrupted the
+ *                  program's own blocking call); with SA_RESTART, or when
+ *                  false, the wait resumes with the time that is left.
+ * A handler that longjmps out of a wait leaves no shim lock held: signals
+ * are held back while a condition variable is waited on, and delivered with
+ * the lock released.
+ */
+typedef struct bo_shim_waiter {
+    int (*tick)(void *ud);
+    void *ud;
+    bool interruptible;
+} bo_shim_waiter;
+
+#define BO_WAIT_SLICE_NS (100 * 1000000LL) /* 100 ms */
+#define BO_WAIT_ABORTED (-2)
+
+/*
+ * bo_shim_admit with a waiter (NULL: as bo_shim_admit).  Returns 0 (go),
+ * -1 (time budget spent), EINTR or BO_WAIT_ABORTED (the wait for admission
+ * was interrupted or cancelled: nothing is in flight, return at once).
+ */
+int bo_shim_admit_wait(bo_shim_dest *sd, bo_call *call, int64_t now_ns, unsigned *inflight,
+                       const bo_shim_waiter *w);
+
+/*
+ * Wait until the monotonic until_ns as the waiter says; counts wait_ms.
+ * Returns 0 when the time came, EINTR or BO_WAIT_ABORTED.
+ */
+int bo_shim_wait(int64_t until_ns, const bo_shim_waiter *w);
+
+/*
  * Report the admitted attempt's result.  Returns true when the caller must
  * retry, after waiting until *until_ns (the caller waits with
  * bo_shim_wait_until after cleaning up).  Writes the trace row, the

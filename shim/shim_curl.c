@@ -26,6 +26,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <link.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -176,6 +177,12 @@ typedef struct handle_rec {
     void *read_data;
     curl_seek_callback seek_fn;
     void *seek_data;
+    /* the program's limits and cancel (issue 20) */
+    long timeout_ms;          /* CURLOPT_TIMEOUT(_MS): 0 none */
+    bool noprogress;          /* CURLOPT_NOPROGRESS (libcurl's default: 1) */
+    curl_xferinfo_callback xferinfo_fn;
+    curl_progress_callback progress_fn;
+    void *progress_data;      /* XFERINFODATA and PROGRESSDATA are one option */
     /* per attempt */
     enum hold_mode mode;
     int block_status;         /* status of the header block being received */
@@ -302,6 +309,7 @@ static void rec_defaults(handle_rec *r)
     r->held_cap = cap;
     r->write_data = stdout;   /* libcurl: fwrite() to stdout */
     r->read_data = stdin;     /* libcurl: fread() from stdin */
+    r->noprogress = true;
 }
 
 /* The record of `h`, created (callbacks installed) on first sight. */
@@ -430,6 +438,15 @@ static CURLcode record_long(handle_rec *r, CURLoption opt, long v)
     case CURLOPT_HEADER:
         r->include_header = v != 0;
         break;
+    case CURLOPT_TIMEOUT: /* libcurl keeps one timeout: the last one set wins */
+        r->timeout_ms = v > 0 && v < LONG_MAX / 1000 ? v * 1000 : (v > 0 ? LONG_MAX : 0);
+        break;
+    case CURLOPT_TIMEOUT_MS:
+        r->timeout_ms = v > 0 ? v : 0;
+        break;
+    case CURLOPT_NOPROGRESS:
+        r->noprogress = v != 0;
+        break;
     default:
         break;
     }
@@ -450,6 +467,9 @@ static CURLcode record_ptr(handle_rec *r, CURLoption opt, void *p)
         break;
     case CURLOPT_SEEKDATA:
         r->seek_data = p;
+        break;
+    case CURLOPT_PROGRESSDATA: /* == CURLOPT_XFERINFODATA */
+        r->progress_data = p;
         break;
     case CURLOPT_URL:
         record_url_string(r, p);
@@ -495,6 +515,12 @@ static CURLcode record_fn(handle_rec *r, CURLoption opt, any_fn f)
         break;
     case CURLOPT_SEEKFUNCTION:
         r->seek_fn = (curl_seek_callback)f;
+        break;
+    case CURLOPT_XFERINFOFUNCTION:
+        r->xferinfo_fn = (curl_xferinfo_callback)f;
+        break;
+    case CURLOPT_PROGRESSFUNCTION:
+        r->progress_fn = (curl_progress_callback)f;
         break;
     default:
         break;
@@ -738,6 +764,12 @@ static bool tracked(CURLoption opt)
     case CURLOPT_HEADERFUNCTION:
     case CURLOPT_READFUNCTION:
     case CURLOPT_SEEKFUNCTION:
+    case CURLOPT_TIMEOUT:
+    case CURLOPT_TIMEOUT_MS:
+    case CURLOPT_NOPROGRESS:
+    case CURLOPT_PROGRESSDATA:
+    case CURLOPT_XFERINFOFUNCTION:
+    case CURLOPT_PROGRESSFUNCTION:
         return true;
     default:
         return false;
@@ -801,8 +833,65 @@ static void attempt_reset(handle_rec *r)
 }
 
 /*
+ * The program's progress callback, asked while the shim waits between
+ * attempts (at least every BO_WAIT_SLICE_NS) with the counters of the
+ * attempt in flight at zero.  Non-zero: the program cancels.
+ * CURL_PROGRESSFUNC_CONTINUE asks for libcurl's own meter: not a cancel.
+ */
+static int ask_progress(void *ud)
+{
+    handle_rec *r = ud;
+    int rc = 0;
+
+    if (r->noprogress)
+        return 0;
+    if (r->xferinfo_fn != NULL)
+        rc = r->xferinfo_fn(r->progress_data, 0, 0, 0, 0);
+    else if (r->progress_fn != NULL)
+        rc = r->progress_fn(r->progress_data, 0.0, 0.0, 0.0, 0.0);
+    return rc != 0 && rc != CURL_PROGRESSFUNC_CONTINUE;
+}
+
+/*
+ * Wait on the program's behalf.  The shim's re-entry flag is down and the
+ * handle is as the program left it (its own timeout), so that a signal
+ * handler or progress callback that longjmps out leaves nothing half done.
+ */
+static int program_wait(handle_rec *r, bo_shim_dest *sd, bo_call *call, int64_t until,
+                        unsigned *inflight, bool admission)
+{
+    /* before the first attempt there is no result to return early: libcurl
+     * itself resumes after a signal, so the wait does too */
+    bo_shim_waiter w = {.tick = NULL, .ud = r, .interruptible = call->attempts > 0};
+    int rc;
+
+    if (!r->noprogress && (r->xferinfo_fn != NULL || r->progress_fn != NULL))
+        w.tick = ask_progress;
+    bo_shim_busy = 0;
+    rc = admission ? bo_shim_admit_wait(sd, call, until, inflight, &w) : bo_shim_wait(until, &w);
+    bo_shim_busy = 1;
+    return rc;
+}
+
+/*
+ * The attempt's own timeout: what is left of the program's deadline
+ * (rounded up to a whole millisecond; libcurl reads 0 as "none").
+ */
+static void set_attempt_timeout(handle_rec *r, int64_t deadline)
+{
+    int64_t left = deadline - bo_shim_now_ns();
+    long ms = left <= 0 ? 1 : (long)((left + 999999) / 1000000);
+    r->real->setopt(r->h, CURLOPT_TIMEOUT_MS, ms < 1 ? 1L : ms);
+}
+
+/*
  * One managed call: the loop of bo_engine.h.  The last attempt's result is
- * returned as is, and only its bytes reach the program.
+ * returned as is, and only its bytes reach the program.  The program's
+ * CURLOPT_TIMEOUT(_MS) bounds the whole call from its start: each attempt
+ * runs with what is left as its own timeout, and the engine grants a retry
+ * only when its wait and another attempt fit before the deadline.  While
+ * the shim waits, the program's progress callback and signals can end the
+ * call with the last result (or CURLE_ABORTED_BY_CALLBACK for a cancel).
  */
 static CURLcode managed_perform(handle_rec *r, int *err_out)
 {
@@ -815,6 +904,7 @@ static CURLcode managed_perform(handle_rec *r, int *err_out)
     bool have_result = false;
     bo_call call;
     unsigned inflight = 0;
+    int64_t deadline = INT64_MAX;
 
     if (has_upload(r) && !r->postfields && r->method != M_MIME && r->seek_fn == NULL &&
         r->read_fn == NULL)
@@ -822,20 +912,35 @@ static CURLcode managed_perform(handle_rec *r, int *err_out)
     bool rewindable = upload_rewindable(r, start_pos);
     int64_t now = bo_shim_now_ns();
     bo_call_begin(&call, now);
+    if (r->timeout_ms > 0) {
+        deadline = (int64_t)r->timeout_ms < (INT64_MAX - now) / 1000000
+                       ? now + (int64_t)r->timeout_ms * 1000000
+                       : INT64_MAX;
+        bo_call_set_deadline(&call, deadline);
+    }
     for (;;) {
         int64_t until;
-        if (bo_shim_admit(sd, &call, now, &inflight) != 0) {
-            if (!have_result) { /* the engine promises this never happens */
-                attempt_reset(r);
+        int rc = program_wait(r, sd, &call, now, &inflight, true);
+        if (rc != 0) {
+            if (rc == BO_WAIT_ABORTED) {
+                code = CURLE_ABORTED_BY_CALLBACK;
+                r->mode = MODE_PASS; /* the cancelled call delivers nothing */
+            } else if (!have_result) {
+                /* no attempt was admitted before the program's deadline */
+                code = CURLE_OPERATION_TIMEDOUT;
                 r->mode = MODE_PASS;
-                code = r->real->perform(r->h);
-                *err_out = errno;
             }
-            break; /* time budget spent while waiting: the last result stands */
+            if (rc != -1)
+                bo_shim_call_abandoned(sd);
+            break; /* the last result stands */
         }
         attempt_reset(r);
+        if (deadline != INT64_MAX)
+            set_attempt_timeout(r, deadline);
         code = r->real->perform(r->h);
         *err_out = errno;
+        if (deadline != INT64_MAX)
+            r->real->setopt(r->h, CURLOPT_TIMEOUT_MS, r->timeout_ms);
         have_result = true;
 
         /* The status of the last HTTP header block libcurl handed over (only
@@ -868,8 +973,18 @@ static CURLcode managed_perform(handle_rec *r, int *err_out)
             bo_shim_call_abandoned(sd); /* cannot send the body again: this result stands */
             break;
         }
-        r->held_len = 0; /* the retried attempt's bytes are dropped */
-        while (bo_shim_wait_until(until) == EINTR) {
+        /* The retried attempt's bytes are dropped only when the next attempt
+         * starts: a signal, a cancel or the deadline before then returns
+         * this result. */
+        rc = program_wait(r, sd, &call, until, &inflight, false);
+        if (rc != 0) {
+            bo_shim_call_abandoned(sd);
+            if (rc == BO_WAIT_ABORTED) {
+                code = CURLE_ABORTED_BY_CALLBACK;
+                r->held_len = 0;
+                r->mode = MODE_PASS;
+            }
+            break;
         }
         now = 0; /* the next admission reads the clock */
     }

@@ -19,6 +19,7 @@
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sched.h>
+#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -244,7 +245,38 @@ out:
     return sd;
 }
 
+/*
+ * Is one of the signals in `set` handled by the program with a handler
+ * installed without SA_RESTART (so that it would have interrupted the
+ * program's own blocking call)?
+ */
+static bool interrupting_signal_in(const sigset_t *set)
+{
+    for (int sig = 1; sig < NSIG; sig++) {
+        struct sigaction sa;
+        if (sigismember(set, sig) != 1 || sigaction(sig, NULL, &sa) != 0)
+            continue;
+        if (sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN && !(sa.sa_flags & SA_RESTART))
+            return true;
+    }
+    return false;
+}
+
+/* Ask the waiter's program whether to go on: BO_WAIT_ABORTED when not. */
+static int tick(const bo_shim_waiter *w)
+{
+    if (w != NULL && w->tick != NULL && w->tick(w->ud) != 0)
+        return BO_WAIT_ABORTED;
+    return 0;
+}
+
 int bo_shim_admit(bo_shim_dest *sd, bo_call *call, int64_t now_ns, unsigned *inflight)
+{
+    return bo_shim_admit_wait(sd, call, now_ns, inflight, NULL);
+}
+
+int bo_shim_admit_wait(bo_shim_dest *sd, bo_call *call, int64_t now_ns, unsigned *inflight,
+                       const bo_shim_waiter *w)
 {
     const bo_config *cfg = &g_cfg;
     int64_t waited_from = 0, until = 0;
@@ -285,10 +317,38 @@ int bo_shim_admit(bo_shim_dest *sd, bo_call *call, int64_t now_ns, unsigned *inf
         /* Ask again at the engine's time, a completion, or the recheck bound. */
         if (until > now + ADMIT_RECHECK_NS || until <= now)
             until = now + (until <= now ? NS_PER_MS : ADMIT_RECHECK_NS);
+        if (w == NULL) {
+            struct timespec ts = to_timespec(until);
+            pthread_cond_timedwait(&sd->cv, &sd->mu, &ts);
+            continue;
+        }
+        /* On behalf of a program that may cancel: a slice of at most
+         * BO_WAIT_SLICE_NS with the program's signals held back (a handler
+         * must never run, nor longjmp, inside the condition wait), then,
+         * with the lock released, its pending signals are delivered and its
+         * progress callback asked. */
+        if (until > now + BO_WAIT_SLICE_NS)
+            until = now + BO_WAIT_SLICE_NS;
+        sigset_t all, old, pending;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, &old);
         struct timespec ts = to_timespec(until);
         pthread_cond_timedwait(&sd->cv, &sd->mu, &ts);
+        pthread_mutex_unlock(&sd->mu);
+        sigpending(&pending);
+        for (int sig = 1; sig < NSIG; sig++) {
+            if (sigismember(&old, sig) == 1)
+                sigdelset(&pending, sig); /* blocked by the program itself */
+        }
+        bool intr = w->interruptible && interrupting_signal_in(&pending);
+        pthread_sigmask(SIG_SETMASK, &old, NULL); /* handlers run here */
+        rc = intr ? EINTR : tick(w);
+        if (rc != 0)
+            goto out;
+        pthread_mutex_lock(&sd->mu);
     }
     pthread_mutex_unlock(&sd->mu);
+out:
     if (waited_from != 0)
         add(&st_wait_ns, (uint64_t)(bo_shim_now_ns() - waited_from));
     return rc;
@@ -304,21 +364,48 @@ void bo_shim_call_abandoned(bo_shim_dest *sd)
 
 int bo_shim_wait_until(int64_t until_ns)
 {
-    int64_t from = bo_shim_now_ns();
-    int rc = 0, saved = errno, fd;
+    static const bo_shim_waiter resume = {.tick = NULL, .ud = NULL, .interruptible = true};
+    return bo_shim_wait(until_ns, &resume);
+}
+
+/*
+ * One slice of a wait: a blocking read() of a timerfd armed for until_ns.
+ * 0 when the time came, EINTR when a signal without SA_RESTART interrupted it.
+ */
+static int wait_slice(int fd, int64_t until_ns)
+{
     struct itimerspec its = {.it_value = to_timespec(until_ns)};
+    uint64_t expirations;
+
+    if (fd >= 0 && timerfd_settime(fd, TFD_TIMER_ABSTIME, &its, NULL) == 0) {
+        if (read(fd, &expirations, sizeof expirations) < 0 && errno == EINTR)
+            return EINTR;
+        return 0;
+    }
+    /* No descriptor to spare: sleep, resuming after any signal. */
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &its.it_value, NULL) == EINTR) {
+    }
+    return 0;
+}
+
+int bo_shim_wait(int64_t until_ns, const bo_shim_waiter *w)
+{
+    int64_t from = bo_shim_now_ns(), now = from;
+    int rc = 0, saved = errno, fd;
 
     if (until_ns <= from)
         return 0;
     fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
-    if (fd >= 0 && timerfd_settime(fd, TFD_TIMER_ABSTIME, &its, NULL) == 0) {
-        uint64_t expirations;
-        if (read(fd, &expirations, sizeof expirations) < 0 && errno == EINTR)
-            rc = EINTR;
-    } else {
-        /* No descriptor to spare: sleep, resuming after any signal. */
-        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &its.it_value, NULL) == EINTR) {
-        }
+    while (rc == 0 && now < until_ns) {
+        int64_t slice = until_ns;
+        if (w->tick != NULL && slice > now + BO_WAIT_SLICE_NS)
+            slice = now + BO_WAIT_SLICE_NS;
+        rc = wait_slice(fd, slice);
+        if (rc == EINTR && !w->interruptible)
+            rc = 0;
+        now = bo_shim_now_ns();
+        if (rc == 0 && now < until_ns)
+            rc = tick(w);
     }
     if (fd >= 0)
         close(fd);

@@ -25,6 +25,9 @@
 #include "../item_body.h"
 #include "../cli_parse.h"
 
+/* A request with --timeout-ms that comes back later than this past it is late. */
+#define LATE_MARGIN_MS 100
+
 static const char usage[] =
     "usage: loadgen --url URL [flags]\n"
     "A plain multi-threaded libcurl load generator (one easy handle per thread).\n"
@@ -44,7 +47,9 @@ static const char usage[] =
     "  --seed N           seed of the think times and of the X-Request-Id values (default 1)\n"
     "\n"
     "Prints a TSV header and one row: requests ok failed completion_s p50_ms p99_ms bytes\n"
-    "body_mismatch status_429 status_503 status_other curl_errors timeouts.\n"
+    "body_mismatch status_429 status_503 status_other curl_errors timeouts late\n"
+    "(late: with --timeout-ms, requests that came back more than LATE_MARGIN_MS = 100 ms\n"
+    "after their timeout: the program's deadline was not held).\n"
     "ok = curl succeeded and HTTP 2xx; latencies (from the start of curl_easy_perform,\n"
     "not from the scheduled time) are over all requests.  Exit status 0\n"
     "when the run happened (even with failed requests), 2 for a bad flag.\n";
@@ -68,7 +73,7 @@ struct result {
     int idx;
     double *lat;
     size_t nlat, caplat;
-    unsigned long long ok, failed, bytes, mismatch, s429, s503, sother, curl_errors, timeouts;
+    unsigned long long ok, failed, bytes, mismatch, s429, s503, sother, curl_errors, timeouts, late;
     double last_done;
 };
 
@@ -297,6 +302,8 @@ static void *client_main(void *arg)
             res->curl_errors++;
         if (cc == CURLE_OPERATION_TIMEDOUT)
             res->timeouts++;
+        if (o.timeout_ms > 0 && ms > (double)(o.timeout_ms + LATE_MARGIN_MS))
+            res->late++;
         if (status == 429)
             res->s429++;
         else if (status == 503)
@@ -488,17 +495,18 @@ int main(int argc, char **argv)
         all.sother += r->sother;
         all.curl_errors += r->curl_errors;
         all.timeouts += r->timeouts;
+        all.late += r->late;
         if (r->last_done > all.last_done)
             all.last_done = r->last_done;
     }
     if (all.nlat > 0)
         qsort(all.lat, all.nlat, sizeof *all.lat, cmp_double);
     printf("requests\tok\tfailed\tcompletion_s\tp50_ms\tp99_ms\tbytes\tbody_mismatch\t"
-           "status_429\tstatus_503\tstatus_other\tcurl_errors\ttimeouts\n");
-    printf("%zu\t%llu\t%llu\t%.3f\t%.3f\t%.3f\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\n", all.nlat,
+           "status_429\tstatus_503\tstatus_other\tcurl_errors\ttimeouts\tlate\n");
+    printf("%zu\t%llu\t%llu\t%.3f\t%.3f\t%.3f\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\n", all.nlat,
            all.ok, all.failed, all.last_done, percentile(all.lat, all.nlat, 50),
            percentile(all.lat, all.nlat, 99), all.bytes, all.mismatch, all.s429, all.s503,
-           all.sother, all.curl_errors, all.timeouts);
+           all.sother, all.curl_errors, all.timeouts, all.late);
     rc = 0;
 fail:
     if (csv && fclose(csv) != 0 && rc == 0) {

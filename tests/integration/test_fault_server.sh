@@ -1,8 +1,10 @@
 #!/bin/sh
 # Server faults, under the shim:
-#  - slower than the client's timeout: a GET is retried up to
+#  - slower than the client's low-speed limit: a GET is retried up to
 #    BACKOFF_MAX_ATTEMPTS and the program gets curl's timeout (28); a POST
-#    (it may have reached the server) is tried once;
+#    (it may have reached the server) is tried once; with --max-time, the
+#    program's deadline, the first attempt has the whole budget: 28 on time,
+#    no retry;
 #  - a refusing port: connect failures are retried up to the bound and the
 #    program gets curl's 7; when the server comes back on that port while
 #    the call backs off, the call succeeds;
@@ -19,17 +21,22 @@ CURL=/usr/bin/curl
 
 start_server slow --delay-ms 3000
 URL="http://127.0.0.1:$PORT"
-note "server 3 s late, client timeout 0.5 s, 3 attempts"
+note "server 3 s late, client low-speed limit 1 s, 3 attempts"
 rc=0
 BACKOFF_POLICY=fixed BACKOFF_BASE_MS=50 BACKOFF_MAX_ATTEMPTS=3 "$BO" --stats "$TMP/t.json" -- \
-    $CURL -s -m 0.5 "$URL/item/1" >/dev/null || rc=$?
+    $CURL -s --speed-limit 100 --speed-time 1 "$URL/item/1" >/dev/null || rc=$?
 [ $rc -eq 28 ] || fail "GET: curl exited $rc, expected its timeout 28"
 [ "$(stats_sum "$TMP/t.json" attempts)" -eq 3 ] || fail "GET: $(stats_sum "$TMP/t.json" attempts) attempts, expected 3"
 rc=0
 BACKOFF_POLICY=fixed BACKOFF_BASE_MS=50 BACKOFF_MAX_ATTEMPTS=3 "$BO" --stats "$TMP/tp.json" -- \
-    $CURL -s -m 0.5 -d x "$URL/item/1" >/dev/null || rc=$?
+    $CURL -s --speed-limit 100 --speed-time 1 -d x "$URL/item/1" >/dev/null || rc=$?
 [ $rc -eq 28 ] || fail "POST: curl exited $rc, expected 28"
 [ "$(stats_sum "$TMP/tp.json" attempts)" -eq 1 ] || fail "POST timed out and was retried"
+rc=0
+BACKOFF_POLICY=fixed BACKOFF_BASE_MS=50 BACKOFF_MAX_ATTEMPTS=3 "$BO" --stats "$TMP/tm.json" -- \
+    $CURL -s -m 0.5 "$URL/item/1" >/dev/null || rc=$?
+[ $rc -eq 28 ] || fail "GET -m 0.5: curl exited $rc, expected 28"
+[ "$(stats_sum "$TMP/tm.json" attempts)" -eq 1 ] || fail "GET -m 0.5: retried past the program's deadline"
 stop_server
 
 note "a refusing port"

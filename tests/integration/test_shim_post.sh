@@ -4,7 +4,9 @@
 #   processed POST;
 # - a POST that timed out after the server received it is not retried (the
 #   server counts one) unless BACKOFF_UNSAFE_RETRY=1 (then it counts two, one
-#   of them a duplicate X-Request-Id);
+#   of them a duplicate X-Request-Id); the timeout is curl's low-speed
+#   limit, not --max-time, whose deadline bounds the whole retried call and
+#   leaves no time for a retry after its first attempt used it all;
 # - `curl -T FILE` through a 429 uploads the whole file again: the server's
 #   digest matches the file's.
 . "$(dirname "$0")/lib.sh"
@@ -33,9 +35,9 @@ note "a POST that timed out after the server received it is not retried"
 start_server slowpost --post-delay-ms 3000
 URL="http://127.0.0.1:$PORT"
 rc=0
-"$BO" --stats "$TMP/t.json" -- $CURL -s -m 1 -d 'x=1' -H 'X-Request-Id: post-2' \
+"$BO" --stats "$TMP/t.json" -- $CURL -s --speed-limit 100 --speed-time 1 -d 'x=1' -H 'X-Request-Id: post-2' \
     "$URL/item/2" >/dev/null || rc=$?
-[ $rc -eq 28 ] || fail "curl -m 1 exited $rc, expected 28 (timeout)"
+[ $rc -eq 28 ] || fail "curl --speed-time 1 exited $rc, expected 28 (timeout)"
 [ "$(stats_sum "$TMP/t.json" attempts)" -eq 1 ] || fail "the timed-out POST was retried"
 stop_server
 posts=$(summary_field "$TMP/slowpost.out" posts)
@@ -46,9 +48,9 @@ note "... unless BACKOFF_UNSAFE_RETRY=1"
 start_server slowpost2 --post-delay-ms 3000
 URL="http://127.0.0.1:$PORT"
 rc=0
-BACKOFF_UNSAFE_RETRY=1 "$BO" -n 2 --stats "$TMP/u.json" -- $CURL -s -m 1 -d 'x=1' \
+BACKOFF_UNSAFE_RETRY=1 "$BO" -n 2 --stats "$TMP/u.json" -- $CURL -s --speed-limit 100 --speed-time 1 -d 'x=1' \
     -H 'X-Request-Id: post-3' "$URL/item/3" >/dev/null || rc=$?
-[ $rc -eq 28 ] || fail "curl -m 1 exited $rc, expected 28 (timeout)"
+[ $rc -eq 28 ] || fail "curl --speed-time 1 exited $rc, expected 28 (timeout)"
 [ "$(stats_sum "$TMP/u.json" attempts)" -eq 2 ] || fail "the timed-out POST was not retried with BACKOFF_UNSAFE_RETRY=1"
 sleep 0.5
 stop_server

@@ -154,6 +154,66 @@ START_TEST(test_max_time)
 }
 END_TEST
 
+/*
+ * The program's own deadline: a retry only when its wait and another
+ * attempt (as long as the last one, 10 ms at least) fit before it; it and
+ * max_time_ms combine, the sooner wins; unlike max_time_ms it bounds the
+ * first attempt's admission too.
+ */
+START_TEST(test_program_deadline)
+{
+    bo_config c = cfg_for(BO_POLICY_FIXED);
+    c.max_attempts = 0;
+    c.base_ms = 100;
+    bo_dest d;
+    bo_call call;
+    bo_rng rng;
+    int64_t until = 0;
+    bo_rng_seed(&rng, 1);
+    bo_dest_init(&d, &c, 0);
+
+    bo_call_begin(&call, 0);
+    bo_call_set_deadline(&call, 2500 * MS);
+    ck_assert_int_eq(bo_call_remaining_ns(&c, &call, 500 * MS), 2000 * MS);
+    /* Retry-After 1 s: attempts at 0, 1 s, 2 s; a third wait would end at 3 s */
+    ck_assert_int_eq(one_attempt(&d, &c, &call, 0, THROTTLED, 1000 * MS, &rng, &until), BO_NEXT_RETRY);
+    ck_assert_int_eq(until, 1000 * MS);
+    ck_assert_int_eq(one_attempt(&d, &c, &call, 1000 * MS, THROTTLED, 1000 * MS, &rng, &until), BO_NEXT_RETRY);
+    ck_assert_int_eq(one_attempt(&d, &c, &call, 2000 * MS, THROTTLED, 1000 * MS, &rng, &until), BO_NEXT_DONE);
+
+    /* a wait that ends 5 ms before the deadline leaves no room for an attempt */
+    bo_call_begin(&call, 0);
+    bo_call_set_deadline(&call, 105 * MS);
+    ck_assert_int_eq(one_attempt(&d, &c, &call, 0, RETRY_NOSIG, -1, &rng, &until), BO_NEXT_DONE);
+    /* ... nor when the last attempt took longer than what would be left */
+    bo_call_begin(&call, 0);
+    bo_call_set_deadline(&call, 400 * MS);
+    int64_t u = 0;
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &call, 0, &u), BO_ADMIT_GO);
+    ck_assert_int_eq(bo_dest_complete(&d, &c, &call, RETRY_NOSIG, -1, 250 * MS, &rng, &until), BO_NEXT_DONE);
+
+    /* the sooner of max_time_ms and the program's deadline wins */
+    c.max_time_ms = 150;
+    bo_call_begin(&call, 0);
+    bo_call_set_deadline(&call, 10000 * MS);
+    ck_assert_int_eq(one_attempt(&d, &c, &call, 0, RETRY_NOSIG, -1, &rng, &until), BO_NEXT_RETRY);
+    ck_assert_int_eq(one_attempt(&d, &c, &call, 100 * MS, RETRY_NOSIG, -1, &rng, &until), BO_NEXT_DONE);
+    c.max_time_ms = 0;
+
+    /* a first attempt waiting for admission (aimd: Retry-After holds the
+     * destination) waits no later than the deadline, then gives up */
+    bo_config a = cfg_for(BO_POLICY_AIMD);
+    bo_dest_init(&d, &a, 0);
+    bo_call_begin(&call, 0);
+    ck_assert_int_eq(one_attempt(&d, &a, &call, 0, THROTTLED, 5000 * MS, &rng, &until), BO_NEXT_RETRY);
+    bo_call_begin(&call, 10 * MS);
+    bo_call_set_deadline(&call, 1010 * MS);
+    ck_assert_int_eq(bo_dest_admit(&d, &a, &call, 10 * MS, &until), BO_ADMIT_WAIT);
+    ck_assert_int_eq(until, 1010 * MS);
+    ck_assert_int_eq(bo_dest_admit(&d, &a, &call, 1010 * MS, &until), BO_ADMIT_GIVE_UP);
+}
+END_TEST
+
 START_TEST(test_retry_after_least_wait_bounded_by_cap)
 {
     bo_config c = cfg_for(BO_POLICY_FIXED);
@@ -336,6 +396,7 @@ static Suite *engine_suite(void)
     tcase_add_test(tc, test_delay_policy_admits_at_once_and_waits_schedule);
     tcase_add_test(tc, test_max_attempts);
     tcase_add_test(tc, test_max_time);
+    tcase_add_test(tc, test_program_deadline);
     tcase_add_test(tc, test_retry_after_least_wait_bounded_by_cap);
     tcase_add_test(tc, test_aimd_retry_after_holds_destination);
     tcase_add_test(tc, test_aimd_waits_for_a_slot);
