@@ -391,14 +391,18 @@ static int window_admit(struct req *r)
     return ok;
 }
 
-/* The bucket's quota as headers give it: burst per burst/rate s, full again after reset. */
-static void bucket_quota(struct req *r, long reset)
+/*
+ * The bucket's quota as headers give it: burst per burst/rate s, full again
+ * after `reset` whole seconds (exact_s exactly; the epoch form rounds the
+ * exact instant up, not the whole seconds again).
+ */
+static void bucket_quota(struct req *r, long reset, double exact_s)
 {
     r->rl_name = "bucket";
     r->rl_limit = (long)g.cfg.burst;
     r->rl_reset = reset;
     r->rl_window = ceil_secs(g.cfg.burst / g.cfg.rate);
-    r->rl_reset_epoch = (wall_ms() + 999) / 1000 + reset;
+    r->rl_reset_epoch = (int64_t)ceil(((double)wall_ms() + exact_s * 1000.0) / 1000.0);
 }
 
 /*
@@ -429,7 +433,7 @@ static uint64_t admit(struct req *r, uint64_t t, const char *url)
             r->status = 429;
             r->retry_after = ceil_secs((1.0 - g.tokens) / g.cfg.rate);
             r->rl_remaining = 0;
-            bucket_quota(r, r->retry_after);
+            bucket_quota(r, r->retry_after, (g.cfg.burst - g.tokens) / g.cfg.rate);
         }
     }
     if (admitted) {
@@ -440,14 +444,16 @@ static uint64_t admit(struct req *r, uint64_t t, const char *url)
             r->retry_after = g.cfg.retry_after;
             if (r->rl && g.cfg.rate > 0) {
                 r->rl_remaining = (long)floor(g.tokens);
-                bucket_quota(r, g.tokens >= g.cfg.burst ? 0 : ceil_secs((g.cfg.burst - g.tokens) / g.cfg.rate));
+                bucket_quota(r, g.tokens >= g.cfg.burst ? 0 : ceil_secs((g.cfg.burst - g.tokens) / g.cfg.rate),
+                             (g.cfg.burst - g.tokens) / g.cfg.rate);
             }
         } else if (r->rl && g.cfg.rate > 0) {
             g.tokens -= 1.0;
             /* the stricter limiter's quota is the one told */
             if (g.cfg.window_requests == 0 || (long)floor(g.tokens) < r->rl_remaining) {
                 r->rl_remaining = (long)floor(g.tokens);
-                bucket_quota(r, ceil_secs((g.cfg.burst - g.tokens) / g.cfg.rate));
+                bucket_quota(r, ceil_secs((g.cfg.burst - g.tokens) / g.cfg.rate),
+                             (g.cfg.burst - g.tokens) / g.cfg.rate);
             }
         }
     }
