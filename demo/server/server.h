@@ -10,7 +10,7 @@
 #define BO_SRV_MAX_CAPACITY 64
 
 /* Which rate-limit headers the limiters send (--ratelimit-headers). */
-enum bo_srv_rl_dialect { BO_RL_RATELIMIT = 0, BO_RL_NONE, BO_RL_X, BO_RL_DRAFT };
+enum bo_srv_rl_dialect { BO_RL_NONE = 0, BO_RL_RATELIMIT, BO_RL_X, BO_RL_DRAFT };
 
 enum bo_srv_outage { BO_OUTAGE_NONE, BO_OUTAGE_REFUSE, BO_OUTAGE_503, BO_OUTAGE_STALL };
 

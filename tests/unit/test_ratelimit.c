@@ -54,7 +54,7 @@ START_TEST(test_draft)
                        "RateLimit: \"burst\";r=50;t=30, \"daily\";r=900;t=3600\r\n", NULL};
     bo_rl_quota q;
     ck_assert(quota_of(l, &q));
-    /* burst: 50/30 s is stricter than daily's 900/3600 s?  no: 1.67/s vs 0.25/s */
+    /* the stricter item is paced: daily has 900 / 3600 s = 0.25/s left, burst 50 / 30 s = 1.67/s */
     ck_assert_int_eq(q.remaining, 900);
     ck_assert_int_eq(q.reset_ns, 3600 * S);
     ck_assert_int_eq(q.limit, 1000);
