@@ -19,6 +19,12 @@
 #   overhead  demo/bench-overhead.sh (per-call cost, 8-thread throughput)
 #   real      demo/bench-real-programs.sh (shells, make, perl, python, git:
 #             median preloaded - plain ms; not in the default set)
+#   headers   issue 13 (not in the default list): the default policy paced
+#             from the server's rate-limit headers, loadgen 1 and 8 threads,
+#             against a token bucket 20/s burst 20 (220 requests, optimum
+#             (220 - 20) / 20 = 10 s) and a fixed window of 100 per 5 s (200
+#             requests started at a window's start, optimum 10 s), for each
+#             --ratelimit-headers dialect (none: no headers, the window alone)
 #
 # BENCH_SCENARIOS and BENCH_POLICIES narrow a run.
 set -eu
@@ -157,6 +163,38 @@ bench_pacing() {
     done
 }
 
+# --- headers (issue 13) ---------------------------------------------------------
+bench_headers() {
+    for lim in bucket window; do
+        for d in x-ratelimit ratelimit draft none; do
+            for t in 1 8; do
+                if [ $lim = bucket ]; then
+                    flags="--rate 20 --burst 20" req=220
+                else
+                    flags="--window-requests 100 --window-s 5" req=200
+                    # start on a window boundary (windows are aligned to the epoch)
+                    while [ $(( $(date +%s) % 5 )) != 4 ]; do sleep 0.1; done
+                    while [ $(( $(date +%s) % 5 )) != 0 ]; do sleep 0.01; done
+                fi
+                # shellcheck disable=SC2086
+                start_server "$WORK/hdr-server.tsv" $flags --ratelimit-headers $d
+                BACKOFF_MAX_ATTEMPTS=0 BACKOFF_MAX_TIME_MS=60000 \
+                    "$BUILD/backoff" -- "$BUILD/loadgen" --url "http://127.0.0.1:$PORT/item/{n}" \
+                    --requests $req --threads $t --verify >"$WORK/hdr-loadgen.tsv"
+                stop_server
+                comp=$(col "$WORK/hdr-loadgen.tsv" completion_s)
+                att=$(col "$WORK/hdr-server.tsv" requests)
+                rej=$(col "$WORK/hdr-server.tsv" rejected)
+                row "headers-$lim-$t" "default/$d" "$comp" 10.00 \
+                    "$(awk -v c="$comp" 'BEGIN { printf "%.3f", c / 10 }')" $req \
+                    "$(col "$WORK/hdr-loadgen.tsv" ok)" "$att" \
+                    "$(awk -v a="$att" -v r="$rej" 'BEGIN { printf "%.1f", a ? 100 * r / a : 0 }')" \
+                    "$(col "$WORK/hdr-loadgen.tsv" p99_ms)" - - - - "answered_429=$rej threads=$t"
+            done
+        done
+    done
+}
+
 # --- fairness ------------------------------------------------------------------
 bench_fairness() {
     for p in $POLICIES; do
@@ -214,6 +252,7 @@ for s in $SCENARIOS; do
     fairness) bench_fairness ;;
     overhead) bench_overhead ;;
     real) bench_real ;;
-    *) echo "backoff bench: unknown scenario \"$s\": expected burst, outage, pacing, fairness, overhead or real" >&2; exit 2 ;;
+    headers) bench_headers ;;
+    *) echo "backoff bench: unknown scenario \"$s\": expected burst, outage, pacing, fairness, overhead, real or headers" >&2; exit 2 ;;
     esac
 done

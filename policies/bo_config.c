@@ -92,6 +92,7 @@ void bo_config_defaults(bo_config *cfg)
     cfg->seed = 0;
     cfg->strict = false;
     cfg->pacing = true;
+    cfg->ratelimit_headers = true;
 }
 
 const char *bo_policy_name(bo_policy_kind kind)
@@ -549,6 +550,10 @@ int bo_config_load(bo_config *cfg, bo_getenv_fn get, void *ctx, char *err, size_
         if (get_bool("BACKOFF_PACING", v, &cfg->pacing, err, errlen) != 0)
             return -1;
     }
+    if (GET("BACKOFF_RATELIMIT_HEADERS")) {
+        if (get_bool("BACKOFF_RATELIMIT_HEADERS", v, &cfg->ratelimit_headers, err, errlen) != 0)
+            return -1;
+    }
     if (GET("BACKOFF_STRICT")) {
         if (get_bool("BACKOFF_STRICT", v, &cfg->strict, err, errlen) != 0)
             return -1;
@@ -696,5 +701,6 @@ size_t bo_config_format(const bo_config *cfg, char *buf, size_t len)
         out_add(&o, "BACKOFF_SEED=\n");
     out_add(&o, "BACKOFF_STRICT=%d\n", cfg->strict ? 1 : 0);
     out_add(&o, "BACKOFF_PACING=%d\n", cfg->pacing ? 1 : 0);
+    out_add(&o, "BACKOFF_RATELIMIT_HEADERS=%d\n", cfg->ratelimit_headers ? 1 : 0);
     return o.need;
 }

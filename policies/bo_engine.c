@@ -35,6 +35,7 @@ void bo_dest_init(bo_dest *d, const bo_config *cfg, int64_t now_ns)
     memset(d, 0, sizeof(*d));
     bo_window_init(&d->window, cfg);
     bo_responsive_init(&d->pacing);
+    bo_quota_init(&d->quota);
     d->next_send_ns = now_ns;
 }
 
@@ -110,6 +111,11 @@ bo_admit bo_dest_admit(bo_dest *d, const bo_config *cfg, bo_call *c,
         if (wait > now_ns && d->next_send_ns <= now_ns)
             bo_window_on_blocked(&d->window, now_ns);
     }
+    if (cfg->ratelimit_headers && cfg->policy != BO_POLICY_NONE) { /* the server's quota */
+        int64_t quota = bo_quota_next_send(&d->quota, now_ns, cap_ns(cfg));
+        if (quota > wait)
+            wait = quota;
+    }
     if (wait > now_ns) {
         if (bounded && wait > deadline)
             wait = c->attempts > 0 ? deadline : c->deadline_ns;
@@ -117,6 +123,8 @@ bo_admit bo_dest_admit(bo_dest *d, const bo_config *cfg, bo_call *c,
         return BO_ADMIT_WAIT;
     }
     bo_window_on_send(&d->window, now_ns, &c->ticket);
+    if (cfg->ratelimit_headers)
+        bo_quota_on_send(&d->quota, now_ns);
     c->in_flight = true;
     c->attempts++;
     c->attempt_ns = now_ns;
@@ -225,6 +233,18 @@ bo_next bo_dest_complete(bo_dest *d, const bo_config *cfg, bo_call *c,
     }
     *until_ns = now_ns + delay;
     return BO_NEXT_RETRY;
+}
+
+void bo_dest_note_quota(bo_dest *d, const bo_config *cfg, const bo_call *c,
+                        const bo_rl_quota *rl, int64_t retry_after_ns,
+                        int64_t now_ns, bo_rng *rng)
+{
+    if (!cfg->ratelimit_headers || cfg->policy == BO_POLICY_NONE || retry_after_ns >= 0)
+        return;
+    unsigned others = d->window.inflight;
+    if (c->in_flight && others > 0)
+        others--;
+    bo_quota_note(&d->quota, rl, others, now_ns, rng);
 }
 
 void bo_dest_cancel(bo_dest *d, bo_call *c)

@@ -30,6 +30,7 @@
 
 #include "bo_classify.h"
 #include "bo_config.h"
+#include "bo_ratelimit.h"
 #include "bo_responsive.h"
 #include "bo_rng.h"
 #include "bo_schedule.h"
@@ -41,6 +42,7 @@ typedef struct bo_dest {
     bo_responsive pacing;    /* responsive policy */
     int64_t next_send_ns;    /* earliest next admission (pacing, Retry-After, probes) */
     unsigned probe_failures; /* loss signals in a row while probing */
+    bo_quota quota;          /* the server's advertised quota (rate-limit headers) */
     /* counters for stats, bumped by bo_dest_complete */
     uint64_t attempts, successes, throttled, failed;
 } bo_dest;
@@ -106,6 +108,16 @@ bo_admit bo_dest_admit(bo_dest *d, const bo_config *cfg, bo_call *c,
 bo_next bo_dest_complete(bo_dest *d, const bo_config *cfg, bo_call *c,
                          bo_outcome outcome, int64_t retry_after_ns,
                          int64_t now_ns, bo_rng *rng, int64_t *until_ns);
+
+/*
+ * The attempt admitted last was answered with rate-limit headers giving
+ * `rl` (call before bo_dest_complete).  With BACKOFF_RATELIMIT_HEADERS on
+ * and no Retry-After on the same answer (Retry-After wins), later
+ * admissions are paced so that the remaining quota lasts until its reset.
+ */
+void bo_dest_note_quota(bo_dest *d, const bo_config *cfg, const bo_call *c,
+                        const bo_rl_quota *rl, int64_t retry_after_ns,
+                        int64_t now_ns, bo_rng *rng);
 
 /*
  * Forget an admitted attempt that never ran (the caller failed before

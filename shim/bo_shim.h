@@ -60,6 +60,7 @@ typedef struct bo_shim_result {
     int64_t retry_after_ns;     /* < 0: none */
     int status;                 /* HTTP status or 0 */
     int code;                   /* CURLcode, or errno for connect() */
+    const bo_rl_headers *ratelimit; /* the answer's rate-limit headers, NULL: none */
 } bo_shim_result;
 
 /* The configuration, loaded once; NULL while pass-through (bad config). */

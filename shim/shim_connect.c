@@ -264,7 +264,9 @@ static int managed_connect(bo_shim_dest *sd, int fd, const struct sockaddr *sa, 
         } else {
             rc = retry_attempt(fd, sa, len, deadline, &e);
             if (rc != 0 && not_reusable(e)) {
-                bo_shim_result gone = {{BO_VERDICT_FINAL, BO_SIGNAL_NONE}, -1, 0, e};
+                bo_shim_result gone = {.outcome = {BO_VERDICT_FINAL, BO_SIGNAL_NONE},
+                                      .retry_after_ns = -1, .status = 0, .code = e,
+                                      .ratelimit = NULL};
                 (void)bo_shim_complete(sd, &call, &gone, id, "connect", inflight, &until);
                 rc = -1; /* *err keeps the previous attempt's errno */
                 break;

@@ -193,6 +193,7 @@ typedef struct handle_rec {
     bool deliver_failed;      /* the program's callback refused bytes */
     char *held;
     size_t held_len, held_cap;
+    bo_rl_headers rl;         /* rate-limit headers of the last header block */
 } handle_rec;
 
 #define NBUCKETS 4096
@@ -724,6 +725,10 @@ static size_t shim_header(char *p, size_t size, size_t nmemb, void *ud)
     size_t n = size * nmemb;
 
     note_status_line(r, p, n); /* in every mode: the last one is the call's status */
+    if (n > 5 && p[0] == 'H' && memcmp(p, "HTTP/", 5) == 0)
+        bo_rl_headers_reset(&r->rl); /* a new header block: its own quota */
+    else
+        bo_rl_header_line(&r->rl, p, n); /* a first-letter check for most lines */
     if (r->mode == MODE_HOLD) {
         if (r->header_fn == NULL && r->header_data == NULL)
             return n; /* the program receives no headers: nothing to hold */
@@ -830,6 +835,7 @@ static void attempt_reset(handle_rec *r)
     r->delivered = 0;
     r->deliver_failed = false;
     r->held_len = 0;
+    bo_rl_headers_reset(&r->rl);
 }
 
 /*
@@ -963,7 +969,8 @@ static CURLcode managed_perform(handle_rec *r, int *err_out)
         bo_shim_result res = {.outcome = bo_classify(cfg, &a),
                               .retry_after_ns = -1,
                               .status = (int)status,
-                              .code = (int)code};
+                              .code = (int)code,
+                              .ratelimit = &r->rl};
         if (res.outcome.verdict != BO_VERDICT_SUCCESS &&
             r->real->getinfo(r->h, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
             res.retry_after_ns = retry_after_to_ns(ra);

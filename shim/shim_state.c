@@ -534,7 +534,20 @@ bool bo_shim_complete(bo_shim_dest *sd, bo_call *call, const bo_shim_result *r,
     double cwnd, ssthresh;
     bo_next next;
 
+    /* The server's quota, unless the answer came from a cache (Age > 0, or
+     * 304 Not Modified: a cache revalidated, the quota is the cache's). */
+    bo_rl_quota quota;
+    bool have_quota = false;
+    if (cfg->ratelimit_headers && r->ratelimit != NULL && r->ratelimit->seen && r->status != 304) {
+        struct timespec wall;
+        clock_gettime(CLOCK_REALTIME, &wall);
+        have_quota = bo_rl_headers_quota(r->ratelimit,
+                                         (int64_t)wall.tv_sec * 1000000000LL + wall.tv_nsec, &quota);
+    }
+
     pthread_mutex_lock(&sd->mu);
+    if (have_quota)
+        bo_dest_note_quota(&sd->d, cfg, call, &quota, r->retry_after_ns, now, rng);
     next = bo_dest_complete(&sd->d, cfg, call, r->outcome, r->retry_after_ns, now, rng, &until);
     bool retry = next == BO_NEXT_RETRY;
     bool success = r->outcome.verdict == BO_VERDICT_SUCCESS;

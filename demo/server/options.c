@@ -29,7 +29,17 @@ static const char usage[] =
     "  --capacity LIST      max-busy over time: \"SEC:N,SEC:N,...\", seconds ascending\n"
     "token bucket:\n"
     "  --rate R --burst B   R tokens/s, B at most (default B = max(1, R)); when empty:\n"
-    "                       429 with Retry-After and RateLimit-Limit/Remaining/Reset\n"
+    "                       429 with Retry-After\n"
+    "fixed window (GitHub's form):\n"
+    "  --window-requests N --window-s W\n"
+    "                       N requests per window of W s, windows aligned to the\n"
+    "                       epoch; past N: 429 with Retry-After until the window ends\n"
+    "  --ratelimit-headers none|x-ratelimit|ratelimit|draft\n"
+    "                       the quota headers both limiters send on every answer:\n"
+    "                       x-ratelimit-limit/-remaining/-reset (epoch seconds),\n"
+    "                       RateLimit-Limit/-Remaining/-Reset (seconds), none (default),\n"
+    "                       or the draft's RateLimit-Policy: \"NAME\";q=N;w=W and\n"
+    "                       RateLimit: \"NAME\";r=LEFT;t=SECONDS\n"
     "latency model:\n"
     "  --latency-limit L --latency-factor F --latency-k K\n"
     "                       past L concurrent requests the hold time is\n"
@@ -185,6 +195,25 @@ int bo_srv_parse_args(int argc, char **argv, struct bo_srv_config *cfg)
                 return bad(name, val, "a number >= 1");
             cfg->burst = d;
             have_burst = 1;
+        } else if (strcmp(name, "--window-requests") == 0) {
+            if (cli_parse_long(val, 1, 1000000000, &l))
+                return bad(name, val, "an integer from 1 to 1000000000");
+            cfg->window_requests = l;
+        } else if (strcmp(name, "--window-s") == 0) {
+            if (cli_parse_long(val, 1, 86400, &l))
+                return bad(name, val, "seconds, an integer from 1 to 86400");
+            cfg->window_s = l;
+        } else if (strcmp(name, "--ratelimit-headers") == 0) {
+            if (strcmp(val, "none") == 0)
+                cfg->rl_dialect = BO_RL_NONE;
+            else if (strcmp(val, "x-ratelimit") == 0)
+                cfg->rl_dialect = BO_RL_X;
+            else if (strcmp(val, "ratelimit") == 0)
+                cfg->rl_dialect = BO_RL_RATELIMIT;
+            else if (strcmp(val, "draft") == 0)
+                cfg->rl_dialect = BO_RL_DRAFT;
+            else
+                return bad(name, val, "none, x-ratelimit, ratelimit or draft");
         } else if (strcmp(name, "--latency-limit") == 0) {
             if (cli_parse_long(val, 1, 1000000, &l))
                 return bad(name, val, "an integer from 1 to 1000000");
@@ -249,6 +278,10 @@ int bo_srv_parse_args(int argc, char **argv, struct bo_srv_config *cfg)
         cfg->burst = cfg->rate < 1 ? 1 : cfg->rate;
     if (have_burst && cfg->rate <= 0) {
         fprintf(stderr, "ratelimit-server: --burst needs --rate\n");
+        return 2;
+    }
+    if ((cfg->window_requests > 0) != (cfg->window_s > 0)) {
+        fprintf(stderr, "ratelimit-server: --window-requests and --window-s go together\n");
         return 2;
     }
     if (cfg->outage_for_s > 0 && cfg->outage_mode == BO_OUTAGE_NONE) {

@@ -58,9 +58,13 @@ struct req {
     uint64_t item_n;
     uint64_t item_size;
     long retry_after;   /* -1: none */
-    int rl;             /* RateLimit-* headers */
+    int rl;             /* rate-limit headers (--ratelimit-headers) */
+    long rl_limit;
     long rl_remaining;
-    long rl_reset;
+    long rl_reset;      /* seconds */
+    long rl_window;     /* seconds, the draft's w */
+    int64_t rl_reset_epoch; /* x-ratelimit-reset */
+    const char *rl_name;
     const char *text;
 };
 
@@ -78,6 +82,8 @@ static struct {
     pthread_mutex_t adm_mu;
     double tokens;
     uint64_t tokens_ms;
+    int64_t win_index;      /* fixed window: epoch seconds / window_s */
+    long win_used;
     atomic_long busy;
     /* counters */
     atomic_long inflight;
@@ -347,8 +353,60 @@ static void choose_content(struct req *r, const char *url)
     }
 }
 
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /*
- * Admits or rejects r at time t: token bucket first (429 with its headers),
+ * The fixed window (under adm_mu): window_requests per window_s seconds,
+ * windows aligned to the epoch so that x-ratelimit-reset is exact.  Counts
+ * r when there is room; else r is rejected 429 with Retry-After until the
+ * window ends.  Fills r's quota headers.  Returns 0 when r was rejected.
+ */
+static int window_admit(struct req *r)
+{
+    int64_t now = wall_ms(), w_ms = (int64_t)g.cfg.window_s * 1000;
+    int64_t index = now / w_ms, end_ms = (index + 1) * w_ms;
+    if (index != g.win_index) {
+        g.win_index = index;
+        g.win_used = 0;
+    }
+    int ok = g.win_used < g.cfg.window_requests;
+    if (ok)
+        g.win_used++;
+    r->rl = 1;
+    r->rl_name = "window";
+    r->rl_limit = g.cfg.window_requests;
+    r->rl_remaining = g.cfg.window_requests - g.win_used;
+    r->rl_reset = (long)((end_ms - now + 999) / 1000);
+    r->rl_window = g.cfg.window_s;
+    r->rl_reset_epoch = end_ms / 1000;
+    if (!ok) {
+        r->status = 429;
+        r->retry_after = r->rl_reset > 0 ? r->rl_reset : 1;
+    }
+    return ok;
+}
+
+/*
+ * The bucket's quota as headers give it: burst per burst/rate s, full again
+ * after `reset` whole seconds (exact_s exactly; the epoch form rounds the
+ * exact instant up, not the whole seconds again).
+ */
+static void bucket_quota(struct req *r, long reset, double exact_s)
+{
+    r->rl_name = "bucket";
+    r->rl_limit = (long)g.cfg.burst;
+    r->rl_reset = reset;
+    r->rl_window = ceil_secs(g.cfg.burst / g.cfg.rate);
+    r->rl_reset_epoch = (int64_t)ceil(((double)wall_ms() + exact_s * 1000.0) / 1000.0);
+}
+
+/*
+ * Admits or rejects r at time t: fixed window, then token bucket (429 with its headers),
  * then the concurrency cap (the configured status).  Either way a request
  * with a hold time takes a busy slot for it, so error responses keep the
  * server busy as in article 000.  Returns the hold time in ms.
@@ -358,7 +416,9 @@ static uint64_t admit(struct req *r, uint64_t t, const char *url)
     uint64_t hold;
     int admitted = 1;
     pthread_mutex_lock(&g.adm_mu);
-    if (g.cfg.rate > 0) {
+    if (g.cfg.window_requests > 0 && !window_admit(r))
+        admitted = 0;
+    if (admitted && g.cfg.rate > 0) {
         /* t was read before the lock: another thread may have refilled up to
          * a later time already, and time must not run backwards here. */
         if (t > g.tokens_ms) {
@@ -373,7 +433,7 @@ static uint64_t admit(struct req *r, uint64_t t, const char *url)
             r->status = 429;
             r->retry_after = ceil_secs((1.0 - g.tokens) / g.cfg.rate);
             r->rl_remaining = 0;
-            r->rl_reset = r->retry_after;
+            bucket_quota(r, r->retry_after, (g.cfg.burst - g.tokens) / g.cfg.rate);
         }
     }
     if (admitted) {
@@ -382,14 +442,19 @@ static uint64_t admit(struct req *r, uint64_t t, const char *url)
             admitted = 0;
             r->status = g.cfg.reject_status;
             r->retry_after = g.cfg.retry_after;
-            if (r->rl) {
+            if (r->rl && g.cfg.rate > 0) {
                 r->rl_remaining = (long)floor(g.tokens);
-                r->rl_reset = g.tokens >= g.cfg.burst ? 0 : ceil_secs((g.cfg.burst - g.tokens) / g.cfg.rate);
+                bucket_quota(r, g.tokens >= g.cfg.burst ? 0 : ceil_secs((g.cfg.burst - g.tokens) / g.cfg.rate),
+                             (g.cfg.burst - g.tokens) / g.cfg.rate);
             }
-        } else if (r->rl) {
+        } else if (r->rl && g.cfg.rate > 0) {
             g.tokens -= 1.0;
-            r->rl_remaining = (long)floor(g.tokens);
-            r->rl_reset = ceil_secs((g.cfg.burst - g.tokens) / g.cfg.rate);
+            /* the stricter limiter's quota is the one told */
+            if (g.cfg.window_requests == 0 || (long)floor(g.tokens) < r->rl_remaining) {
+                r->rl_remaining = (long)floor(g.tokens);
+                bucket_quota(r, ceil_secs((g.cfg.burst - g.tokens) / g.cfg.rate),
+                             (g.cfg.burst - g.tokens) / g.cfg.rate);
+            }
         }
     }
     hold = admitted ? service_hold(r->conc) : (uint64_t)g.cfg.error_ms;
@@ -506,6 +571,33 @@ static void add_num_header(struct MHD_Response *resp, const char *name, long v)
     MHD_add_response_header(resp, name, buf);
 }
 
+/* The quota headers of r in the configured dialect. */
+static void add_ratelimit_headers(struct MHD_Response *resp, const struct req *r)
+{
+    char buf[128];
+    switch (g.cfg.rl_dialect) {
+    case BO_RL_NONE:
+        break;
+    case BO_RL_X:
+        add_num_header(resp, "x-ratelimit-limit", r->rl_limit);
+        add_num_header(resp, "x-ratelimit-remaining", r->rl_remaining);
+        snprintf(buf, sizeof buf, "%lld", (long long)r->rl_reset_epoch);
+        MHD_add_response_header(resp, "x-ratelimit-reset", buf);
+        break;
+    case BO_RL_RATELIMIT:
+        add_num_header(resp, "RateLimit-Limit", r->rl_limit);
+        add_num_header(resp, "RateLimit-Remaining", r->rl_remaining);
+        add_num_header(resp, "RateLimit-Reset", r->rl_reset);
+        break;
+    case BO_RL_DRAFT:
+        snprintf(buf, sizeof buf, "\"%s\";q=%ld;w=%ld", r->rl_name, r->rl_limit, r->rl_window);
+        MHD_add_response_header(resp, "RateLimit-Policy", buf);
+        snprintf(buf, sizeof buf, "\"%s\";r=%ld;t=%ld", r->rl_name, r->rl_remaining, r->rl_reset);
+        MHD_add_response_header(resp, "RateLimit", buf);
+        break;
+    }
+}
+
 /* Queues r's answer and does its accounting; returns MHD's verdict. */
 static enum MHD_Result respond(struct req *r, const char *method, const char *url)
 {
@@ -534,11 +626,8 @@ static enum MHD_Result respond(struct req *r, const char *method, const char *ur
         MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, g.cfg.retry_after_raw);
     else if (r->kind == K_REJECT && r->retry_after >= 0)
         add_num_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, r->retry_after);
-    if (r->rl) {
-        add_num_header(resp, "RateLimit-Limit", (long)g.cfg.burst);
-        add_num_header(resp, "RateLimit-Remaining", r->rl_remaining);
-        add_num_header(resp, "RateLimit-Reset", r->rl_reset);
-    }
+    if (r->rl)
+        add_ratelimit_headers(resp, r);
     enum MHD_Result ret = MHD_queue_response(r->conn, (unsigned)r->status, resp);
     MHD_destroy_response(resp);
     r->answered = 1;

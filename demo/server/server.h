@@ -9,6 +9,9 @@
 
 #define BO_SRV_MAX_CAPACITY 64
 
+/* Which rate-limit headers the limiters send (--ratelimit-headers). */
+enum bo_srv_rl_dialect { BO_RL_NONE = 0, BO_RL_RATELIMIT, BO_RL_X, BO_RL_DRAFT };
+
 enum bo_srv_outage { BO_OUTAGE_NONE, BO_OUTAGE_REFUSE, BO_OUTAGE_503, BO_OUTAGE_STALL };
 
 struct bo_srv_capacity {
@@ -43,6 +46,9 @@ struct bo_srv_config {
     long fault_drop_every; /* every Nth request is closed without any response, 0: never */
     long fault_reset_every;/* every Nth item body is reset half way, 0: never */
     const char *retry_after_raw; /* Retry-After sent verbatim on rejections, NULL: numeric */
+    enum bo_srv_rl_dialect rl_dialect; /* headers of the bucket and the fixed window */
+    long window_requests;  /* fixed window: N requests per window, 0: off */
+    long window_s;         /* fixed window length, windows aligned to the epoch */
 };
 
 /* Fills cfg from argv.  Returns 0 to run, 1 when --help was printed, 2 after

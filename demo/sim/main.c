@@ -33,6 +33,7 @@ static const preset presets[] = {
     {"outage", {{"BACKOFF_BASE_MS", "100"}, {"BACKOFF_FACTOR", "2.718281828"},
                 {"BACKOFF_JITTER", "0.1"}, {"BACKOFF_MAX_ATTEMPTS", "0"}}},
     {"pacing", {{"BACKOFF_MAX_ATTEMPTS", "0"}}},
+    {"headers", {{"BACKOFF_MAX_ATTEMPTS", "0"}}},
 };
 
 /* "aimd-000": 000's exact algorithm, for side-by-side tables. */
@@ -70,7 +71,7 @@ static const char *sim_getenv(void *ctx, const char *name)
 
 static void usage(FILE *f)
 {
-    fputs("usage: backoff-sim --scenario burst|contention|outage|pacing|fairness\n"
+    fputs("usage: backoff-sim --scenario burst|contention|outage|pacing|fairness|headers\n"
           "                   [--policy NAME|all] [--seed N] [--format tsv|table]\n"
           "                   [--independent|--shared] [--runs N] [scenario flags]\n"
           "Policies: none fixed linear exponential full-jitter equal-jitter\n"
@@ -83,7 +84,9 @@ static void usage(FILE *f)
           "  --ops N --rate PER_S --max-busy N --service-ms MS --error-ms MS\n"
           "  --travel-ms MS (one way) --clients N --duration-s S --outage-at-s S\n"
           "  --outage-for-s S --timeout-ms MS --think-ms MS --bucket-rate PER_S\n"
-          "  --bucket-burst N --net-mean-ms MS --net-sd-ms MS --backlog N\n",
+          "  --bucket-burst N --net-mean-ms MS --net-sd-ms MS --backlog N\n"
+          "  headers: --limiter bucket|window --dialect none|x-ratelimit|ratelimit|draft\n"
+          "  --window-requests N --window-s S\n",
           f);
 }
 
@@ -153,6 +156,13 @@ static void defaults(sim_params *p)
         p->clients = 1000;
         p->service_ms = 100;
         p->travel_ms = 0;
+    } else if (strcmp(sc, "headers") == 0) {
+        p->ops = 600;
+        p->travel_ms = 5;
+        p->service_ms = 0;
+        p->window_requests = 100;
+        p->window_s = 5;
+        p->dialect = SIM_DIALECT_X;
     } else if (strcmp(sc, "pacing") == 0) {
         p->ops = 600;
         p->travel_ms = 5;
@@ -174,6 +184,8 @@ static run_fn scenario_fn(const char *sc)
         return sim_run_outage;
     if (strcmp(sc, "pacing") == 0)
         return sim_run_pacing;
+    if (strcmp(sc, "headers") == 0)
+        return sim_run_headers;
     return NULL;
 }
 
@@ -196,7 +208,10 @@ static const char *const *extra_cols(const char *sc)
     static const char *const outage[] = {"recovery_s", "peak_concurrency",
                                          "down_attempts_per_s", "pre_rate", "post_rate", NULL};
     static const char *const fairness[] = {"clients", "jain", NULL};
+    static const char *const headers[] = {"clients", NULL};
     static const char *const none[] = {NULL};
+    if (strcmp(sc, "headers") == 0)
+        return headers;
     if (strcmp(sc, "contention") == 0)
         return contention;
     if (strcmp(sc, "outage") == 0)
@@ -255,6 +270,8 @@ static const char *published(const char *sc)
         return "003: fixed-interval retry never recovers after the outage; exponential backoff (factor e, jitter 0.1) does";
     if (!strcmp(sc, "pacing"))
         return "002: token bucket; optimum = ops / rate";
+    if (!strcmp(sc, "headers"))
+        return "issue 13: pacing from rate-limit headers; optimum = ops / advertised rate (bucket: burst first)";
     return "beyond the articles: Jain's index of the clients' throughputs (1 = fair)";
 }
 
@@ -273,6 +290,12 @@ static void settings_line(const char *sc, const sim_params *p, char *buf, size_t
                  "down %g s from t=%g s, run %g s, %s",
                  p->clients, p->think_ms, p->service_ms, p->timeout_ms, p->outage_for_s,
                  p->outage_at_s, p->duration_s, p->independent ? "independent" : "shared state");
+    else if (!strcmp(p->scenario, "headers"))
+        snprintf(buf, len, "ops=%ld clients=%d %s, dialect %s, travel=%gms each way, headers and Retry-After whole seconds",
+                 p->ops, p->clients,
+                 p->limiter == SIM_LIMITER_WINDOW ? "fixed window" : "token bucket",
+                 p->dialect == SIM_DIALECT_X ? "x-ratelimit" : p->dialect == SIM_DIALECT_RATELIMIT ? "ratelimit"
+                 : p->dialect == SIM_DIALECT_DRAFT ? "draft" : "none", p->travel_ms);
     else
         snprintf(buf, len, "ops=%ld sequential, token bucket %g/s burst %g, travel=%gms each way, Retry-After whole seconds",
                  p->ops, p->bucket_rate, p->bucket_burst, p->travel_ms);
@@ -397,12 +420,12 @@ int main(int argc, char **argv)
         }
     }
     if (scenario == NULL) {
-        fprintf(stderr, "backoff-sim: --scenario is missing: expected burst, contention, outage, pacing or fairness\n");
+        fprintf(stderr, "backoff-sim: --scenario is missing: expected burst, contention, outage, pacing, fairness or headers\n");
         return 2;
     }
     run_fn fn = scenario_fn(scenario);
     if (fn == NULL) {
-        bad_flag("--scenario", scenario, "burst, contention, outage, pacing or fairness");
+        bad_flag("--scenario", scenario, "burst, contention, outage, pacing, fairness or headers");
         return 2;
     }
     p.scenario = scenario;
@@ -457,6 +480,27 @@ int main(int argc, char **argv)
             rc = parse_num(f, v, 0.001, 1e7, &p.bucket_rate);
         } else if (!strcmp(f, "--bucket-burst")) {
             rc = parse_num(f, v, 1, 1e7, &p.bucket_burst);
+        } else if (!strcmp(f, "--limiter")) {
+            if (strcmp(v, "bucket") != 0 && strcmp(v, "window") != 0) {
+                bad_flag(f, v, "bucket or window");
+                return 2;
+            }
+            p.limiter = strcmp(v, "window") == 0 ? SIM_LIMITER_WINDOW : SIM_LIMITER_BUCKET;
+        } else if (!strcmp(f, "--dialect")) {
+            static const char *const names[] = {"none", "x-ratelimit", "ratelimit", "draft"};
+            p.dialect = -1;
+            for (int k = 0; k < 4; k++)
+                if (strcmp(v, names[k]) == 0)
+                    p.dialect = k;
+            if (p.dialect < 0) {
+                bad_flag(f, v, "none, x-ratelimit, ratelimit or draft");
+                return 2;
+            }
+        } else if (!strcmp(f, "--window-requests")) {
+            rc = parse_num(f, v, 1, 1e7, &p.window_requests);
+        } else if (!strcmp(f, "--window-s")) {
+            rc = parse_long(f, v, 1, 86400, &l);
+            p.window_s = (double)l;
         } else if (!strcmp(f, "--net-mean-ms")) {
             rc = parse_num(f, v, 0, 3600000, &p.net_mean_ms);
         } else if (!strcmp(f, "--net-sd-ms")) {

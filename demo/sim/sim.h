@@ -51,7 +51,13 @@ typedef struct sim_params {
     double bucket_rate, bucket_burst;
     double net_mean_ms, net_sd_ms;
     long backlog;          /* outage: requests a stopped server holds */
+    int limiter;           /* headers: SIM_LIMITER_* */
+    int dialect;           /* headers: SIM_DIALECT_* */
+    double window_requests, window_s; /* headers: the fixed window */
 } sim_params;
+
+enum { SIM_LIMITER_BUCKET = 0, SIM_LIMITER_WINDOW };
+enum { SIM_DIALECT_NONE = 0, SIM_DIALECT_X, SIM_DIALECT_RATELIMIT, SIM_DIALECT_DRAFT };
 
 /* ---- one policy's results (one TSV row) ---- */
 
@@ -127,6 +133,7 @@ int sim_run_fairness(const bo_config *cfg, const sim_params *p, sim_result *r);
 int sim_run_contention(const bo_config *cfg, const sim_params *p, sim_result *r);
 int sim_run_outage(const bo_config *cfg, const sim_params *p, sim_result *r);
 int sim_run_pacing(const bo_config *cfg, const sim_params *p, sim_result *r);
+int sim_run_headers(const bo_config *cfg, const sim_params *p, sim_result *r);
 
 /* ---- helpers (driver.c) ---- */
 

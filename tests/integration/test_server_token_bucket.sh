@@ -1,10 +1,10 @@
 #!/bin/sh
 # The token bucket (--rate 0.2 --burst 3) lets a burst of 3 through, then
 # answers 429 with a whole-seconds Retry-After and RateLimit-Limit/Remaining/
-# Reset headers; waiting the Retry-After it gave is enough to get through again.
+# Reset headers (--ratelimit-headers ratelimit); waiting the Retry-After it gave is enough to get through again.
 . "$(dirname "$0")/lib.sh"
 
-start_server tb --rate 0.2 --burst 3
+start_server tb --rate 0.2 --burst 3 --ratelimit-headers ratelimit
 # 10 back-to-back requests: 3 from the burst, at most one more from refill
 # (one token per 5 s), the rest 429.
 "$BUILD/loadgen" --url "http://127.0.0.1:$PORT/item/{n}" --requests 10 --threads 1 >"$TMP/lg.tsv"

@@ -51,6 +51,7 @@ static const char *const all_vars[] = {
     "BACKOFF_AIMD_MODE",  "BACKOFF_UP",           "BACKOFF_DOWN",        "BACKOFF_DOWN_AFTER",
     "BACKOFF_CONNECT",    "BACKOFF_HOSTS",        "BACKOFF_STATS",       "BACKOFF_TRACE",
     "BACKOFF_VERBOSE",    "BACKOFF_SEED",         "BACKOFF_STRICT",       "BACKOFF_PACING",
+    "BACKOFF_RATELIMIT_HEADERS",
 };
 #define N_VARS (sizeof all_vars / sizeof all_vars[0])
 
@@ -332,6 +333,13 @@ static const vcase cases[] = {
     BAD("BACKOFF_PACING", "", R_BOOL),
     BAD("BACKOFF_PACING", "-1", R_BOOL),
     BAD("BACKOFF_PACING", OVER, R_BOOL),
+
+    OK("BACKOFF_RATELIMIT_HEADERS", "0", "0"),
+    OK("BACKOFF_RATELIMIT_HEADERS", "1", "1"),
+    BAD("BACKOFF_RATELIMIT_HEADERS", "off", R_BOOL),
+    BAD("BACKOFF_RATELIMIT_HEADERS", "", R_BOOL),
+    BAD("BACKOFF_RATELIMIT_HEADERS", "-1", R_BOOL),
+    BAD("BACKOFF_RATELIMIT_HEADERS", OVER, R_BOOL),
 };
 /* clang-format on */
 #define N_CASES (sizeof cases / sizeof cases[0])

@@ -387,6 +387,46 @@ START_TEST(test_counters)
 }
 END_TEST
 
+/*
+ * Rate-limit headers: a spent quota holds the next admission until the
+ * reset (bounded by the cap), for every policy but none; not when the same
+ * answer had Retry-After (it wins), nor with BACKOFF_RATELIMIT_HEADERS=0.
+ */
+static int64_t admit_after_quota(bo_policy_kind p, bool on, int64_t ra, int64_t cap_ms)
+{
+    bo_config c = cfg_for(p);
+    bo_dest d;
+    bo_call call;
+    bo_rng rng;
+    int64_t until = 0;
+    bo_rl_quota q = {100, 0, 3000 * MS, -1, 0};
+    c.ratelimit_headers = on;
+    c.cap_ms = cap_ms;
+    bo_rng_seed(&rng, 1);
+    bo_dest_init(&d, &c, 0);
+    bo_call_begin(&call, 0);
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &call, 0, &until), BO_ADMIT_GO);
+    bo_dest_note_quota(&d, &c, &call, &q, ra, 10 * MS, &rng);
+    bo_dest_complete(&d, &c, &call, OK, -1, 10 * MS, &rng, &until);
+    bo_call_begin(&call, 10 * MS);
+    if (bo_dest_admit(&d, &c, &call, 10 * MS, &until) == BO_ADMIT_GO)
+        return 10 * MS;
+    return until;
+}
+
+START_TEST(test_quota_holds_admission)
+{
+    int64_t t = admit_after_quota(BO_POLICY_AIMD, true, -1, 20000);
+    ck_assert_msg(t >= 3010 * MS && t <= 3010 * MS + 100 * MS, "until %lld", (long long)t);
+    t = admit_after_quota(BO_POLICY_EXPONENTIAL, true, -1, 20000);
+    ck_assert(t >= 3010 * MS);
+    ck_assert_int_eq(admit_after_quota(BO_POLICY_AIMD, true, -1, 500), 510 * MS); /* the cap */
+    ck_assert_int_eq(admit_after_quota(BO_POLICY_AIMD, false, -1, 20000), 10 * MS);
+    ck_assert_int_eq(admit_after_quota(BO_POLICY_AIMD, true, 1000 * MS, 20000), 10 * MS);
+    ck_assert_int_eq(admit_after_quota(BO_POLICY_NONE, true, -1, 20000), 10 * MS);
+}
+END_TEST
+
 static Suite *engine_suite(void)
 {
     Suite *s = suite_create("engine");
@@ -404,6 +444,7 @@ static Suite *engine_suite(void)
     tcase_add_test(tc, test_aimd_probe_spacing_after_loss);
     tcase_add_test(tc, test_responsive_gap_before_every_attempt);
     tcase_add_test(tc, test_counters);
+    tcase_add_test(tc, test_quota_holds_admission);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,62 @@
+/*
+ * fuzz_ratelimit: bo_ratelimit's header parser fed arbitrary header lines
+ * (the input split at '\n'), then its pacing fed what the parser gave.
+ * Promises checked (ASan and UBSan catch overruns and overflow on the way):
+ *   - a quota, when given, has 0 <= remaining <= BO_RL_MAX_COUNT, remaining
+ *     <= limit when the limit is known, 0 <= reset <= 31 days;
+ *   - the pacing's next admission lies between now and now + cap, whatever
+ *     the headers said and however the clock moved.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bo_ratelimit.h"
+#include "fuzz_input.h"
+
+#define S 1000000000LL
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    fuzz_in in = {data, size};
+    int64_t wall = (int64_t)(fuzz_u64(&in, 5) % (4000000000ULL)) * S;
+    int64_t cap = (int64_t)fuzz_u64(&in, 3) * 1000000LL; /* up to 4.6 hours, 0 = none */
+    unsigned inflight = fuzz_u8(&in);
+    bo_quota quota;
+    bo_rng rng;
+    bo_rl_headers h;
+    int64_t now = 0;
+
+    bo_quota_init(&quota);
+    bo_rng_seed(&rng, 7);
+    bo_rl_headers_reset(&h);
+    const char *p = (const char *)in.p, *end = p + in.n;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = nl != NULL ? (size_t)(nl - p) + 1 : (size_t)(end - p);
+        if (n > 1 && p[0] == '#') { /* "#": one response ends, the clock moves */
+            bo_rl_quota q;
+            if (bo_rl_headers_quota(&h, wall + now, &q)) {
+                if (q.remaining < 0 || q.remaining > BO_RL_MAX_COUNT)
+                    abort();
+                if (q.limit >= 0 && q.remaining > q.limit)
+                    abort();
+                if (q.reset_ns < 0 || q.reset_ns > BO_RL_MAX_RESET_S * S)
+                    abort();
+                bo_quota_note(&quota, &q, inflight, now, &rng);
+            }
+            bo_rl_headers_reset(&h);
+            now += (int64_t)(uint8_t)p[1] * 37 * 1000000LL;
+            int64_t next = bo_quota_next_send(&quota, now, cap);
+            if (next < now || (cap > 0 && next - now > cap))
+                abort();
+            if (n > 2 && (p[2] & 1))
+                bo_quota_on_send(&quota, next > now ? next : now);
+        } else {
+            bo_rl_header_line(&h, p, n);
+        }
+        p += n;
+    }
+    return 0;
+}
