@@ -127,6 +127,31 @@ static int64_t probe_gap_ns(const bo_config *cfg, unsigned k)
 }
 
 /*
+ * aimd: a throttled call waits an RTO before it seeks admission again (TCP:
+ * a loss always waits at least an RTO, doubled at each loss in a row): the
+ * larger of BACKOFF_BASE_MS and the smallest round trip seen, times 2^(k-1)
+ * at the call's k-th throttle, capped by BACKOFF_CAP_MS, times a jitter
+ * factor in [1, 1.5) so that processes that were throttled together do not
+ * come back together.  Without it a window of one still loops at loopback
+ * speed against an instant 429 and spends its attempts in milliseconds.
+ */
+static int64_t throttle_rto_ns(const bo_dest *d, const bo_config *cfg, bo_call *c, bo_rng *rng)
+{
+    int64_t cap = cap_ns(cfg);
+    int64_t rto = cfg->base_ms * NS_PER_MS;
+
+    if (d->window.min_rtt_ns > rto)
+        rto = d->window.min_rtt_ns;
+    if (rto <= 0)
+        rto = NS_PER_MS;
+    for (unsigned i = 1; i < c->throttles && (cap <= 0 || rto < cap); i++)
+        rto *= 2;
+    if (cap > 0 && rto > cap)
+        rto = cap;
+    return (int64_t)((double)rto * (1.0 + 0.5 * bo_rng_uniform(rng)));
+}
+
+/*
  * Completion promises: the window and counters see every attempt exactly
  * once; DONE for success, a final verdict, policy none, or when the bounds
  * (max_attempts, max_time_ms) leave no room for another attempt; otherwise
@@ -151,9 +176,6 @@ bo_next bo_dest_complete(bo_dest *d, const bo_config *cfg, bo_call *c,
             if (outcome.signal == BO_SIGNAL_LOSS) {
                 if (cut)
                     d->probe_failures++;
-            } else if (cut && retry_after_ns >= 0 && aimd) {
-                int64_t ra = cap > 0 && retry_after_ns > cap ? cap : retry_after_ns;
-                bo_window_on_retry_after(&d->window, ra, now_ns);
             }
         } else {
             bo_window_on_release(&d->window, &c->ticket);
@@ -167,6 +189,7 @@ bo_next bo_dest_complete(bo_dest *d, const bo_config *cfg, bo_call *c,
     } else {
         if (outcome.signal == BO_SIGNAL_THROTTLE) {
             d->throttled++;
+            c->throttles++;
             d->probe_failures = 0; /* an answer: the server is alive */
         } else {
             d->failed++;
@@ -178,7 +201,7 @@ bo_next bo_dest_complete(bo_dest *d, const bo_config *cfg, bo_call *c,
         hold_dest(d, now_ns + bo_responsive_interval_ns(&d->pacing));
     if (retry_after_ns >= 0)
         hint = cap > 0 && retry_after_ns > cap ? cap : retry_after_ns;
-    if (hint >= 0 && (aimd || cfg->policy == BO_POLICY_RESPONSIVE))
+    if (hint >= 0 && cfg->policy == BO_POLICY_RESPONSIVE)
         hold_dest(d, now_ns + hint);
     if (aimd && outcome.signal == BO_SIGNAL_LOSS && d->probe_failures > 0)
         hold_dest(d, now_ns + probe_gap_ns(cfg, d->probe_failures));
@@ -189,6 +212,8 @@ bo_next bo_dest_complete(bo_dest *d, const bo_config *cfg, bo_call *c,
         return BO_NEXT_DONE;
     if (is_delay_policy(cfg->policy))
         delay = bo_schedule_next_ns(&c->schedule, cfg, rng);
+    if (aimd && outcome.signal == BO_SIGNAL_THROTTLE)
+        delay = throttle_rto_ns(d, cfg, c, rng);
     if (hint > delay)
         delay = hint;
     int64_t deadline = call_deadline(cfg, c);

@@ -36,6 +36,10 @@
  */
 #include "bo_window.h"
 
+#include <string.h>
+#include <stdio.h>
+#include <stdlib.h>
+
 #define NS_PER_S 1e9
 
 /* 000 publishes 0.5 and recommends 0.9 for stable limits; see bo_window_default_beta. */
@@ -84,6 +88,11 @@
 #define BO_RATE_CUT_HELPED 1.05
 /* ... judged only on stretches this rich: a burst-1 bucket's hold one token at any pace. */
 #define BO_RATE_STRETCH_MIN_OK 5
+
+#define BO_RATE_STEP_SENDS 5.0
+#define BO_RATE_STEP_MIN_NS 200000000LL
+/* Growth per step of a rate learnt from evidence while no upper bound is known. */
+#define BO_RATE_GROWTH_EVIDENCE 1.0
 
 /* Delivery-rate estimate decays by this factor per decrease (max filter). */
 #define BO_RATE_DECAY 0.9
@@ -135,6 +144,51 @@ void bo_window_init(bo_window *w, const bo_config *cfg)
     w->rate_stretch_ns = 0;
     w->rate_cut_from_hz = 0;
     w->blocked_ns = -1;
+    memset(w->bins, 0, sizeof(w->bins));
+    w->bin_ns = -1;
+    w->first_send_ns = -1;
+    w->ok_inflight = 0;
+}
+
+#define BO_BIN_NS 100000000LL
+/* The first estimate spans at least this: a burst of successes says little about a rate. */
+#define BO_RATE_SPAN_MIN_NS 100000000.0
+#define BO_NBINS ((int)(sizeof(((bo_window *)0)->bins) / sizeof(((bo_window *)0)->bins[0])))
+
+/* Move the bins forward to now_ns (bins older than a second drop out). */
+static void bins_advance(bo_window *w, int64_t now_ns)
+{
+    if (w->bin_ns < 0) {
+        w->bin_ns = now_ns;
+        return;
+    }
+    int64_t steps = (now_ns - w->bin_ns) / BO_BIN_NS;
+    if (steps <= 0)
+        return;
+    if (steps >= BO_NBINS) {
+        memset(w->bins, 0, sizeof(w->bins));
+    } else {
+        memmove(w->bins + steps, w->bins, (size_t)(BO_NBINS - steps) * sizeof(w->bins[0]));
+        memset(w->bins, 0, (size_t)steps * sizeof(w->bins[0]));
+    }
+    w->bin_ns += steps * BO_BIN_NS;
+}
+
+double bo_window_measured_rate(const bo_window *w, int64_t now_ns)
+{
+    if (w->first_send_ns < 0 || w->bin_ns < 0)
+        return 0;
+    int64_t steps = (now_ns - w->bin_ns) / BO_BIN_NS;
+    uint64_t sum = 0;
+    for (int i = 0; i + steps < BO_NBINS && i < BO_NBINS; i++)
+        if (steps >= 0)
+            sum += w->bins[i];
+    double span = (double)(now_ns - w->first_send_ns);
+    if (span > NS_PER_S)
+        span = NS_PER_S;
+    if (span < BO_RATE_SPAN_MIN_NS)
+        span = BO_RATE_SPAN_MIN_NS;
+    return (double)sum * NS_PER_S / span;
 }
 
 /* Gap between two sends under pacing, in ns; 0 when pacing is off or unknown. */
@@ -177,6 +231,9 @@ void bo_window_on_send(bo_window *w, int64_t now_ns, bo_ticket *t)
     t->epoch = w->epoch;
     t->sent_ns = now_ns;
     t->delivered = w->delivered;
+    t->inflight = w->inflight - 1;
+    if (w->first_send_ns < 0)
+        w->first_send_ns = now_ns;
     if (w->improved) {
         int64_t base = w->next_send_ns > now_ns ? w->next_send_ns : now_ns;
         w->next_send_ns = base + (int64_t)pacing_gap_ns(w);
@@ -190,6 +247,19 @@ static void release(bo_window *w)
 {
     if (w->inflight > 0)
         w->inflight--;
+}
+
+/* A probing step lasts long enough for a few sends at the pace, and at least 200 ms. */
+static int64_t rate_step_ns(const bo_window *w)
+{
+    if (w->rate_limit_hz <= 0)
+        return BO_RATE_STEP_NS;
+    double step = BO_RATE_STEP_SENDS * NS_PER_S / w->rate_limit_hz;
+    if (step < BO_RATE_STEP_MIN_NS)
+        step = BO_RATE_STEP_MIN_NS;
+    if (step > BO_RATE_STEP_NS)
+        step = BO_RATE_STEP_NS;
+    return (int64_t)step;
 }
 
 /*
@@ -213,6 +283,7 @@ static void rate_step(bo_window *w, int64_t now_ns)
         w->rate_bad_hz *= BO_RATE_BAD_DRIFT;
     }
     w->rate_limit_hz = r;
+    if (getenv("BO_DEBUG")) fprintf(stderr, "step t=%.3f rate=%.1f ok=%.1f bad=%.1f\n", now_ns/1e9, r, w->rate_ok_hz, w->rate_bad_hz);
     w->rate_step_ns = now_ns;
     w->rate_cut_from_hz = 0; /* the pace moved on: the last cut is settled */
 }
@@ -233,6 +304,10 @@ void bo_window_on_success(bo_window *w, const bo_ticket *t, int64_t now_ns)
 
     release(w);
     w->delivered++;
+    bins_advance(w, now_ns);
+    w->bins[0]++;
+    if (t->inflight > w->ok_inflight)
+        w->ok_inflight = t->inflight;
     if (bound > w->cwnd)
         w->cwnd = bound;
     if (w->cwnd > w->max)
@@ -248,7 +323,7 @@ void bo_window_on_success(bo_window *w, const bo_ticket *t, int64_t now_ns)
             w->delivery_rate = rate;
     }
     if (w->improved && w->rate_limit_hz > 0) {
-        if (now_ns - w->rate_step_ns >= BO_RATE_STEP_NS)
+        if (now_ns - w->rate_step_ns >= rate_step_ns(w))
             rate_step(w, now_ns);
         /* Once the window, not the hint, is what limits, drop the hint. */
         if (w->min_rtt_ns > 0 &&
@@ -266,11 +341,56 @@ static void decrease(bo_window *w, double cwnd, double ssthresh)
     w->cwnd = cwnd < 1 ? 1 : cwnd;
     w->epoch++;
     w->decreases++;
+    if ((double)w->ok_inflight > w->cwnd)
+        w->ok_inflight = (unsigned)w->cwnd;
+}
+
+/*
+ * A throttle that cut the window: does the server meter a rate?  It does
+ * when the window alone would have allowed far more than what was
+ * delivered over the last second (a concurrency limit rejects only once
+ * in-flight / round trip reaches what it delivers: Little's law).  Then pace
+ * the destination at beta x the measured delivery rate (BBR's delivery
+ * rate, AWS adaptive retry's cut), below the pace that drew the throttle;
+ * rate_step() probes upward again, bracketing with that pace.
+ */
+static void rate_evidence(bo_window *w, const bo_ticket *t, int64_t now_ns)
+{
+    double measured = bo_window_measured_rate(w, now_ns);
+
+    if (measured <= 0 || t->inflight > w->ok_inflight)
+        return;
+    if (w->rate_limit_hz <= 0) {
+        /* Not paced yet: what drew the throttle is unknown; start below what got through. */
+        w->rate_ok_hz = 0;
+        w->rate_bad_hz = 0;
+        w->rate_growth = BO_RATE_GROWTH_EVIDENCE;
+        w->rate_limit_hz = measured * w->beta;
+    } else {
+        double pace = w->rate_limit_hz;
+        if (w->rate_ok_hz >= pace)
+            w->rate_ok_hz = 0; /* throttled at the known-good pace: the limit fell */
+        w->rate_bad_hz = pace;
+        double r = (measured < pace ? measured : pace) * w->beta;
+        if (w->rate_ok_hz > 0) {
+            double mid = (w->rate_ok_hz + w->rate_bad_hz) / 2;
+            if (mid < r)
+                r = mid;
+            if (r < w->rate_ok_hz)
+                r = w->rate_ok_hz;
+        }
+        w->rate_limit_hz = r;
+    }
+    double r = w->rate_limit_hz;
+    if (getenv("BO_DEBUG")) fprintf(stderr, "ev t=%.3f inflight=%u ok_inf=%u measured=%.1f rate=%.1f ok=%.1f bad=%.1f cwnd=%.1f\n", now_ns/1e9, t->inflight, w->ok_inflight, measured, w->rate_limit_hz, w->rate_ok_hz, w->rate_bad_hz, w->cwnd);
+    w->rate_step_ns = now_ns;
+    int64_t next = now_ns + (int64_t)(NS_PER_S / r);
+    if (w->next_send_ns < next)
+        w->next_send_ns = next;
 }
 
 bool bo_window_on_signal(bo_window *w, const bo_ticket *t, bo_signal sig, int64_t now_ns)
 {
-    (void)now_ns;
     release(w);
     if (sig == BO_SIGNAL_NONE || t->epoch != w->epoch)
         return false;
@@ -280,6 +400,8 @@ bool bo_window_on_signal(bo_window *w, const bo_ticket *t, bo_signal sig, int64_
         decrease(w, 1, ss);
         return true;
     }
+    if (w->improved)
+        rate_evidence(w, t, now_ns);
     double ss = w->cwnd * w->beta;
     if (w->improved && w->min_rtt_ns > 0 && w->delivery_rate > 0) {
         double bdp = w->delivery_rate * (double)w->min_rtt_ns;

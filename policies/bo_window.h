@@ -27,6 +27,7 @@ typedef struct bo_ticket {
     uint64_t epoch;           /* window epoch when the attempt was admitted */
     int64_t sent_ns;          /* admission time */
     uint64_t delivered;       /* window's delivered count at admission */
+    unsigned inflight;        /* attempts in flight before this one */
 } bo_ticket;
 
 typedef struct bo_window {
@@ -55,7 +56,15 @@ typedef struct bo_window {
     int64_t rate_stretch_ns;  /* hint-free stretch that ended in the last hint; 0 = none */
     double rate_cut_from_hz;  /* pace before the last cut, to undo a cut that did not help; 0 = none */
     int64_t blocked_ns;       /* last time an admission waited on the window */
+    /* Successes in the last second, in BO_WINDOW_BINS bins (issue 10's rate evidence). */
+    uint32_t bins[10];
+    int64_t bin_ns;           /* start of the newest bin; -1 = none yet */
+    int64_t first_send_ns;    /* -1 = nothing sent yet */
+    unsigned ok_inflight;     /* most in flight before a success, at most the window since a cut */
 } bo_window;
+
+/* Successes over the last second (per second); 0 = none yet. */
+double bo_window_measured_rate(const bo_window *w, int64_t now_ns);
 
 /* beta = cfg->beta when set, else the policy's own default. */
 void bo_window_init(bo_window *w, const bo_config *cfg);
