@@ -127,6 +127,29 @@ static int64_t probe_gap_ns(const bo_config *cfg, unsigned k)
 }
 
 /*
+ * aimd: cuts of the window in a row (no success in between), or a throttle
+ * before any success, hold the whole destination for an RTO that doubles
+ * with each such cut: the larger of BACKOFF_BASE_MS and the smallest round
+ * trip, capped by BACKOFF_CAP_MS (TCP's retransmission timer).
+ */
+static int64_t dest_rto_ns(const bo_dest *d, const bo_config *cfg)
+{
+    int64_t cap = cap_ns(cfg);
+    int64_t rto = cfg->base_ms * NS_PER_MS;
+    unsigned k = d->window.cuts_in_row;
+
+    if (d->window.min_rtt_ns > rto)
+        rto = d->window.min_rtt_ns;
+    if (rto <= 0)
+        rto = NS_PER_MS;
+    for (unsigned i = 3; i < k && (cap <= 0 || rto < cap); i++)
+        rto *= 2;
+    if (cap > 0 && rto > cap)
+        rto = cap;
+    return rto;
+}
+
+/*
  * aimd: a throttled call waits an RTO before it seeks admission again (TCP:
  * a loss always waits at least an RTO, doubled at each loss in a row): the
  * larger of BACKOFF_BASE_MS and the smallest round trip seen, times 2^(k-1)
@@ -176,6 +199,8 @@ bo_next bo_dest_complete(bo_dest *d, const bo_config *cfg, bo_call *c,
             if (outcome.signal == BO_SIGNAL_LOSS) {
                 if (cut)
                     d->probe_failures++;
+            } else if (cut && aimd && (d->window.cuts_in_row >= 3 || d->window.delivered == 0)) {
+                hold_dest(d, now_ns + dest_rto_ns(d, cfg));
             }
         } else {
             bo_window_on_release(&d->window, &c->ticket);

@@ -37,8 +37,6 @@
 #include "bo_window.h"
 
 #include <string.h>
-#include <stdio.h>
-#include <stdlib.h>
 
 #define NS_PER_S 1e9
 
@@ -90,6 +88,7 @@
 #define BO_RATE_STRETCH_MIN_OK 5
 
 #define BO_RATE_STEP_SENDS 5.0
+#define BO_PLATEAU_SLOW 8.0
 #define BO_RATE_STEP_MIN_NS 200000000LL
 /* Growth per step of a rate learnt from evidence while no upper bound is known. */
 #define BO_RATE_GROWTH_EVIDENCE 1.0
@@ -148,6 +147,8 @@ void bo_window_init(bo_window *w, const bo_config *cfg)
     w->bin_ns = -1;
     w->first_send_ns = -1;
     w->ok_inflight = 0;
+    w->cuts_in_row = 0;
+    w->ceiling = 0;
 }
 
 #define BO_BIN_NS 100000000LL
@@ -283,7 +284,6 @@ static void rate_step(bo_window *w, int64_t now_ns)
         w->rate_bad_hz *= BO_RATE_BAD_DRIFT;
     }
     w->rate_limit_hz = r;
-    if (getenv("BO_DEBUG")) fprintf(stderr, "step t=%.3f rate=%.1f ok=%.1f bad=%.1f\n", now_ns/1e9, r, w->rate_ok_hz, w->rate_bad_hz);
     w->rate_step_ns = now_ns;
     w->rate_cut_from_hz = 0; /* the pace moved on: the last cut is settled */
 }
@@ -293,8 +293,12 @@ void bo_window_on_success(bo_window *w, const bo_ticket *t, int64_t now_ns)
     /* 000's size(flying) is taken before the response leaves the set. */
     double flying = (double)w->inflight;
     double inc = w->cwnd < w->ssthresh ? 1.0 : 1.0 / w->cwnd;
-    if (w->improved)
+    if (w->improved) {
         inc = w->cwnd < w->ssthresh ? BO_SS_INC : BO_CA_INC / w->cwnd;
+        /* At the in-flight a throttle came at, probe 8x slower (CUBIC's plateau). */
+        if (w->ceiling > 0 && w->cwnd + 1 >= (double)w->ceiling)
+            inc /= BO_PLATEAU_SLOW;
+    }
     double grown = w->cwnd + inc;
     double bound = flying + 1 < grown ? flying + 1 : grown;
 
@@ -306,6 +310,7 @@ void bo_window_on_success(bo_window *w, const bo_ticket *t, int64_t now_ns)
     w->delivered++;
     bins_advance(w, now_ns);
     w->bins[0]++;
+    w->cuts_in_row = 0;
     if (t->inflight > w->ok_inflight)
         w->ok_inflight = t->inflight;
     if (bound > w->cwnd)
@@ -382,7 +387,6 @@ static void rate_evidence(bo_window *w, const bo_ticket *t, int64_t now_ns)
         w->rate_limit_hz = r;
     }
     double r = w->rate_limit_hz;
-    if (getenv("BO_DEBUG")) fprintf(stderr, "ev t=%.3f inflight=%u ok_inf=%u measured=%.1f rate=%.1f ok=%.1f bad=%.1f cwnd=%.1f\n", now_ns/1e9, t->inflight, w->ok_inflight, measured, w->rate_limit_hz, w->rate_ok_hz, w->rate_bad_hz, w->cwnd);
     w->rate_step_ns = now_ns;
     int64_t next = now_ns + (int64_t)(NS_PER_S / r);
     if (w->next_send_ns < next)
@@ -400,8 +404,13 @@ bool bo_window_on_signal(bo_window *w, const bo_ticket *t, bo_signal sig, int64_
         decrease(w, 1, ss);
         return true;
     }
-    if (w->improved)
+    if (w->improved) {
         rate_evidence(w, t, now_ns);
+        w->cuts_in_row++;
+        w->ceiling = (unsigned)w->cwnd;
+        if (w->cuts_in_row >= 2 && t->inflight + 1 < w->ceiling)
+            w->ceiling = t->inflight + 1;
+    }
     double ss = w->cwnd * w->beta;
     if (w->improved && w->min_rtt_ns > 0 && w->delivery_rate > 0) {
         double bdp = w->delivery_rate * (double)w->min_rtt_ns;
@@ -410,6 +419,15 @@ bool bo_window_on_signal(bo_window *w, const bo_ticket *t, bo_signal sig, int64_
             ss = bdp < w->cwnd ? bdp : w->cwnd;
         w->delivery_rate *= BO_RATE_DECAY;
     }
+    /*
+     * A second cut with no success in between (or a throttle before any
+     * success): the first cut did not stop the throttling.  The server
+     * refused the (inflight + 1)-th attempt, so whatever it limits, the
+     * window need not exceed what was in flight then (a concurrency cap is
+     * at most that; a metered rate is paced anyway).
+     */
+    if (w->improved && (w->cuts_in_row >= 2 || w->delivered == 0) && ss > (double)(t->inflight > 0 ? t->inflight : 1))
+        ss = (double)(t->inflight > 0 ? t->inflight : 1);
     if (ss > w->max)
         ss = w->max;
     decrease(w, w->mode == BO_AIMD_TAHOE ? w->initial : ss, ss);

@@ -60,6 +60,8 @@ typedef struct bo_window {
     uint32_t bins[10];
     int64_t bin_ns;           /* start of the newest bin; -1 = none yet */
     int64_t first_send_ns;    /* -1 = nothing sent yet */
+    unsigned ceiling;         /* in-flight + 1 of the last throttle that cut; 0 = none */
+    unsigned cuts_in_row;     /* throttle cuts with no success in between */
     unsigned ok_inflight;     /* most in flight before a success, at most the window since a cut */
 } bo_window;
 
