@@ -9,10 +9,14 @@
  *                 attempt, first ones included, and again after each answer
  *                 (002's AutoSleeper sleeps after every request);
  *   aimd          admission needs a window slot and the window's pacing time;
- *                 a retry waits only for that (and for any hint below).
- * For every policy: Retry-After is the least wait, bounded by the cap (for
- * aimd and responsive it holds the whole destination back, since the server
- * meant the client, not the call); max_attempts and max_time_ms bound the
+ *                 a throttled call first waits an RTO (throttle_rto_ns), and
+ *                 cuts that do not stop the throttling hold the whole
+ *                 destination (dest_rto_ns).
+ * For every policy: Retry-After is the least wait of the call that got it,
+ * bounded by the cap (for responsive it holds the whole destination back;
+ * for aimd it does not: a constant Retry-After from a concurrency cap would
+ * stall every call, and the window learns a metered rate from evidence
+ * instead); max_attempts and max_time_ms bound the
  * call.  After a loss signal (no answer) the aimd window is at its floor of
  * one and the destination is probed: the next admission waits
  * base * 2^(k-1) after the k-th failed probe in a row, capped at

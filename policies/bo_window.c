@@ -25,12 +25,20 @@
  *   - the in-flight + 1 bound stays, but a window that is pacing-limited
  *     (an admission waited while >= 75% of it was in flight) is not
  *     application-limited and may grow past it;
- *   - Retry-After as a rate hint: a server that sends Retry-After meters
- *     requests over time, so the window also paces at a rate, found by
- *     bracketing between the fastest pace held without a hint and the pace
- *     that drew the last one (see BO_RATE_STEP_NS), since with whole-second
- *     Retry-After every hint costs a second.
- * A loss signal (no answer) sets cwnd to 1 in both modes; ssthresh drops
+ *   - a metered rate, learnt from evidence (issue 10): a throttle of an
+ *     attempt sent with no more in flight than successes had before it
+ *     means the server is not limiting concurrency; the window then also
+ *     paces at beta x the successes of the last second (BBR's delivery
+ *     rate, AWS adaptive retry's cut) and brackets upward between the
+ *     fastest pace held without a throttle and the pace that drew the last
+ *     one (see rate_step).  Retry-After is not read as a rate: a constant
+ *     `Retry-After: 1` from a concurrency cap says nothing about one;
+ *   - a cut that did not stop the throttling (a second one with no success
+ *     in between, or one before any success) clamps the window to what was
+ *     in flight when the refused attempt left; after a cut the window
+ *     probes 8x slower at or above the window that drew it (CUBIC's
+ *     plateau).
+  * A loss signal (no answer) sets cwnd to 1 in both modes; ssthresh drops
  * only on the first loss in a row, so a run of failed probes does not leave
  * the window stuck in congestion avoidance after the server comes back.
  */
@@ -63,29 +71,17 @@
 #define BO_BLOCKED_FULL 0.75
 
 /*
- * Rate-hint search.  A server that answers Retry-After meters requests over
- * time (a token bucket), and with whole-second Retry-After every hint costs
- * the client at least a second: so the paced rate is found by bracketing.
- * ok = the highest pace held for a whole step without a hint, bad = the pace
- * that drew the last hint; each step without a hint raises the pace halfway
- * to bad (or, while no bad is known, by 1/n, n being the successes the first
- * estimate rested on: one success says little, twenty say a lot).  Once ok
- * and bad are within 3% the pace stays at ok; bad creeps up 0.2% a step so
- * that a limit that rose is found again.
+ * Rate search, once evidence says the server meters a rate.  ok = the
+ * highest pace held for a whole step without a throttle, bad = the pace
+ * that drew the last one; each step without a throttle raises the pace
+ * halfway to bad (or doubles it while no bad is known).  Once ok and bad
+ * are within 5% the pace stays at ok; bad creeps up 0.2% a step so that a
+ * limit that rose is found again.  A step lasts 5 sends at the pace, at
+ * least 200 ms and at most BO_RATE_STEP_NS.
  */
 #define BO_RATE_STEP_NS 1000000000LL
 #define BO_RATE_CLOSE 1.05
 #define BO_RATE_BAD_DRIFT 1.002
-#define BO_RATE_GROWTH_MAX 1.0
-/*
- * A cut must lengthen the stretch between hints by this much, or the
- * learnt rate is dropped: a token bucket lasts longer whenever the pace
- * drops, but a server that rejects on concurrency, or closes on its own
- * schedule, answers 429 as often at any pace.
- */
-#define BO_RATE_CUT_HELPED 1.05
-/* ... judged only on stretches this rich: a burst-1 bucket's hold one token at any pace. */
-#define BO_RATE_STRETCH_MIN_OK 5
 
 #define BO_RATE_STEP_SENDS 5.0
 #define BO_PLATEAU_SLOW 8.0
@@ -134,14 +130,10 @@ void bo_window_init(bo_window *w, const bo_config *cfg)
     w->decreases = 0;
     w->improved = cfg->pacing;
     w->rate_limit_hz = 0;
-    w->period_start_ns = -1; /* set by the first send */
-    w->period_delivered = 0;
     w->rate_ok_hz = 0;
     w->rate_bad_hz = 0;
     w->rate_growth = 0;
     w->rate_step_ns = 0;
-    w->rate_stretch_ns = 0;
-    w->rate_cut_from_hz = 0;
     w->blocked_ns = -1;
     memset(w->bins, 0, sizeof(w->bins));
     w->bin_ns = -1;
@@ -238,8 +230,6 @@ void bo_window_on_send(bo_window *w, int64_t now_ns, bo_ticket *t)
     if (w->improved) {
         int64_t base = w->next_send_ns > now_ns ? w->next_send_ns : now_ns;
         w->next_send_ns = base + (int64_t)pacing_gap_ns(w);
-        if (w->period_start_ns < 0)
-            w->period_start_ns = now_ns;
     }
 }
 
@@ -264,8 +254,8 @@ static int64_t rate_step_ns(const bo_window *w)
 }
 
 /*
- * One probing step of the rate-hint search (see BO_RATE_STEP_NS): the pace
- * held a whole step without a hint, so it is known good; pick the next one.
+ * One probing step of the rate search (see rate_step_ns): the pace
+ * held a whole step without a throttle, so it is known good; pick the next one.
  */
 static void rate_step(bo_window *w, int64_t now_ns)
 {
@@ -285,7 +275,6 @@ static void rate_step(bo_window *w, int64_t now_ns)
     }
     w->rate_limit_hz = r;
     w->rate_step_ns = now_ns;
-    w->rate_cut_from_hz = 0; /* the pace moved on: the last cut is settled */
 }
 
 void bo_window_on_success(bo_window *w, const bo_ticket *t, int64_t now_ns)
@@ -330,7 +319,7 @@ void bo_window_on_success(bo_window *w, const bo_ticket *t, int64_t now_ns)
     if (w->improved && w->rate_limit_hz > 0) {
         if (now_ns - w->rate_step_ns >= rate_step_ns(w))
             rate_step(w, now_ns);
-        /* Once the window, not the hint, is what limits, drop the hint. */
+        /* Once the window, not the rate, is what limits, drop the rate. */
         if (w->min_rtt_ns > 0 &&
             w->rate_limit_hz > 2.0 * w->cwnd * NS_PER_S / (double)w->min_rtt_ns)
             w->rate_limit_hz = 0;
@@ -450,57 +439,4 @@ void bo_window_on_release(bo_window *w, const bo_ticket *t)
 {
     (void)t;
     release(w);
-}
-
-void bo_window_on_retry_after(bo_window *w, int64_t retry_after_ns, int64_t now_ns)
-{
-    if (!w->improved || retry_after_ns < 0)
-        return;
-    int64_t resume = now_ns + retry_after_ns;
-    int64_t start = w->period_start_ns >= 0 ? w->period_start_ns : now_ns;
-    double span = (double)(resume - start);
-    uint64_t got = w->delivered - w->period_delivered;
-
-    if (w->rate_limit_hz <= 0) {
-        /* First hint: the rate delivered so far, the wait included. */
-        if (span > 0 && got > 0) {
-            w->rate_limit_hz = (double)got * NS_PER_S / span;
-            w->rate_growth = 1.0 / (double)got;
-            if (w->rate_growth > BO_RATE_GROWTH_MAX)
-                w->rate_growth = BO_RATE_GROWTH_MAX;
-        }
-    } else if (w->rate_cut_from_hz > 0 && w->rate_stretch_ns > 0 && got >= BO_RATE_STRETCH_MIN_OK &&
-               (double)(now_ns - start) < BO_RATE_CUT_HELPED * (double)w->rate_stretch_ns) {
-        /*
-         * The last cut did not make the server last longer: it is not
-         * metering a rate (it rejects on concurrency, or closes on its own
-         * schedule), so drop the learnt rate and leave it to the window.
-         */
-        w->rate_limit_hz = 0;
-        w->rate_ok_hz = 0;
-        w->rate_bad_hz = 0;
-        w->rate_cut_from_hz = 0;
-    } else {
-        /* The pace was too fast: it is the new upper bound. */
-        double r = w->rate_limit_hz;
-        w->rate_cut_from_hz = r;
-        if (w->rate_ok_hz >= r)
-            w->rate_ok_hz = 0; /* hinted at the known-good pace: the limit fell */
-        w->rate_bad_hz = r;
-        r *= w->beta;
-        if (w->rate_ok_hz > 0) {
-            double mid = (w->rate_ok_hz + w->rate_bad_hz) / 2;
-            if (mid < r)
-                r = mid;
-            if (r < w->rate_ok_hz)
-                r = w->rate_ok_hz;
-        }
-        w->rate_limit_hz = r;
-    }
-    w->rate_stretch_ns = now_ns - start;
-    w->rate_step_ns = resume;
-    w->period_start_ns = resume;
-    w->period_delivered = w->delivered;
-    if (w->next_send_ns < resume)
-        w->next_send_ns = resume;
 }
