@@ -30,6 +30,9 @@ static const char usage[] =
     "token bucket:\n"
     "  --rate R --burst B   R tokens/s, B at most (default B = max(1, R)); when empty:\n"
     "                       429 with Retry-After and RateLimit-Limit/Remaining/Reset\n"
+    "  --bucket-hints H     accurate (default: as above), fixed (Retry-After:\n"
+    "                       --retry-after, 1 if unset, whatever the state; no\n"
+    "                       RateLimit-*) or none (neither)\n"
     "latency model:\n"
     "  --latency-limit L --latency-factor F --latency-k K\n"
     "                       past L concurrent requests the hold time is\n"
@@ -185,6 +188,15 @@ int bo_srv_parse_args(int argc, char **argv, struct bo_srv_config *cfg)
                 return bad(name, val, "a number >= 1");
             cfg->burst = d;
             have_burst = 1;
+        } else if (strcmp(name, "--bucket-hints") == 0) {
+            if (strcmp(val, "accurate") == 0)
+                cfg->bucket_hints = BO_HINTS_ACCURATE;
+            else if (strcmp(val, "fixed") == 0)
+                cfg->bucket_hints = BO_HINTS_FIXED;
+            else if (strcmp(val, "none") == 0)
+                cfg->bucket_hints = BO_HINTS_NONE;
+            else
+                return bad(name, val, "accurate, fixed or none");
         } else if (strcmp(name, "--latency-limit") == 0) {
             if (cli_parse_long(val, 1, 1000000, &l))
                 return bad(name, val, "an integer from 1 to 1000000");

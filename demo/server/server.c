@@ -367,13 +367,17 @@ static uint64_t admit(struct req *r, uint64_t t, const char *url)
                 g.tokens = g.cfg.burst;
             g.tokens_ms = t;
         }
-        r->rl = 1;
+        r->rl = g.cfg.bucket_hints == BO_HINTS_ACCURATE;
         if (g.tokens < 1.0) {
             admitted = 0;
             r->status = 429;
             r->retry_after = ceil_secs((1.0 - g.tokens) / g.cfg.rate);
             r->rl_remaining = 0;
             r->rl_reset = r->retry_after;
+            if (g.cfg.bucket_hints == BO_HINTS_FIXED)
+                r->retry_after = g.cfg.retry_after >= 0 ? g.cfg.retry_after : 1;
+            else if (g.cfg.bucket_hints == BO_HINTS_NONE)
+                r->retry_after = -1;
         }
     }
     if (admitted) {
@@ -386,7 +390,7 @@ static uint64_t admit(struct req *r, uint64_t t, const char *url)
                 r->rl_remaining = (long)floor(g.tokens);
                 r->rl_reset = g.tokens >= g.cfg.burst ? 0 : ceil_secs((g.cfg.burst - g.tokens) / g.cfg.rate);
             }
-        } else if (r->rl) {
+        } else if (g.cfg.rate > 0) {
             g.tokens -= 1.0;
             r->rl_remaining = (long)floor(g.tokens);
             r->rl_reset = ceil_secs((g.cfg.burst - g.tokens) / g.cfg.rate);
