@@ -6,7 +6,8 @@
 #   - completion <= 1.05x the fastest other policy that gave up no call, and
 #     for threads <= 1.15x the optimum where one is defined;
 #   - rejected attempts in any one second <= the server's capacity per second.
-# Usage: sim-matrix.sh [--markdown] [--check] [--policy LIST]
+# Usage: sim-matrix.sh [--markdown] [--check] [--policy LIST] [--tsv FILE]
+#   --tsv FILE  judge a saved `backoff-sim --scenario matrix` output instead of running it
 #   --check     print only the failed targets; exit 1 if any
 #   --markdown  the aimd table and a per-cell summary of every policy, for docs/RESULTS-matrix.md
 set -eu
@@ -15,18 +16,22 @@ SIM="$BUILD/backoff-sim"
 [ -x "$SIM" ] || { echo "backoff: $SIM is missing: run make $SIM" >&2; exit 1; }
 mode=table
 pol=
+tsv=
 while [ $# -gt 0 ]; do
     case $1 in
     --markdown) mode=markdown ;;
     --check) mode=check ;;
     --policy) pol=$2; shift ;;
-    *) echo "sim-matrix.sh: $1 is not a known argument: expected --markdown, --check or --policy LIST" >&2; exit 2 ;;
+    --tsv) tsv=$2; shift ;;
+    *) echo "sim-matrix.sh: $1 is not a known argument: expected --markdown, --check, --policy LIST or --tsv FILE" >&2; exit 2 ;;
     esac
     shift
 done
 TMP=$(mktemp "${TMPDIR:-/tmp}/backoff-matrix.XXXXXX")
 trap 'rm -f "$TMP"' EXIT INT TERM
-if [ -n "$pol" ]; then "$SIM" --scenario matrix --policy "$pol" >"$TMP"; else "$SIM" --scenario matrix >"$TMP"; fi
+if [ -n "$tsv" ]; then cp "$tsv" "$TMP"
+elif [ -n "$pol" ]; then "$SIM" --scenario matrix --policy "$pol" >"$TMP"
+else "$SIM" --scenario matrix >"$TMP"; fi
 awk -F'\t' -v mode="$mode" '
 NR == 1 { next }
 {
