@@ -134,7 +134,9 @@ static int64_t probe_gap_ns(const bo_config *cfg, unsigned k)
  * aimd: cuts of the window in a row (no success in between), or a throttle
  * before any success, hold the whole destination for an RTO that doubles
  * with each such cut: the larger of BACKOFF_BASE_MS and the smallest round
- * trip, capped by BACKOFF_CAP_MS (TCP's retransmission timer).
+ * trip, capped by min(BACKOFF_CAP_MS, 1 s) (TCP's retransmission timer;
+ * capped as probes are, so the first answer after a dip is at most about a
+ * second late).
  */
 static int64_t dest_rto_ns(const bo_dest *d, const bo_config *cfg)
 {
@@ -146,11 +148,11 @@ static int64_t dest_rto_ns(const bo_dest *d, const bo_config *cfg)
         rto = d->window.min_rtt_ns;
     if (rto <= 0)
         rto = NS_PER_MS;
-    for (unsigned i = 3; i < k && (cap <= 0 || rto < cap); i++)
+    if (cap <= 0 || cap > BO_PROBE_CAP_NS)
+        cap = BO_PROBE_CAP_NS; /* as probes: back within about a second of the server */
+    for (unsigned i = 3; i < k && rto < cap; i++)
         rto *= 2;
-    if (cap > 0 && rto > cap)
-        rto = cap;
-    return rto;
+    return rto < cap ? rto : cap;
 }
 
 /*

@@ -85,6 +85,9 @@
 
 #define BO_RATE_STEP_SENDS 5.0
 #define BO_PLATEAU_SLOW 8.0
+#define BO_PLATEAU_NS 2000000000LL
+/* Steps in a row without a cut of the pace after which its upper bound is forgotten. */
+#define BO_RATE_QUIET_STEPS 20
 #define BO_RATE_STEP_MIN_NS 200000000LL
 /* Growth per step of a rate learnt from evidence while no upper bound is known. */
 #define BO_RATE_GROWTH_EVIDENCE 1.0
@@ -140,6 +143,9 @@ void bo_window_init(bo_window *w, const bo_config *cfg)
     w->first_send_ns = -1;
     w->ok_inflight = 0;
     w->cuts_in_row = 0;
+    w->rate_cut_ns = -1;
+    w->rate_quiet = 0;
+    w->ceiling_ns = 0;
     w->ceiling = 0;
 }
 
@@ -263,6 +269,19 @@ static void rate_step(bo_window *w, int64_t now_ns)
 
     if (r > w->rate_ok_hz)
         w->rate_ok_hz = r;
+    /*
+     * A pace held this long without a throttle: forget the upper bound and
+     * probe upward again (a limit that rose, or a dip that is over, must be
+     * found in seconds, not at 0.2% a step).
+     */
+    if (w->rate_cut_ns < w->rate_step_ns) {
+        if (++w->rate_quiet >= BO_RATE_QUIET_STEPS) {
+            w->rate_bad_hz = 0;
+            w->rate_quiet = 0;
+        }
+    } else {
+        w->rate_quiet = 0;
+    }
     if (w->rate_bad_hz > 0 && w->rate_bad_hz <= w->rate_ok_hz)
         w->rate_bad_hz = 0; /* the limit rose past the old bound */
     if (w->rate_bad_hz <= 0) {
@@ -284,8 +303,8 @@ void bo_window_on_success(bo_window *w, const bo_ticket *t, int64_t now_ns)
     double inc = w->cwnd < w->ssthresh ? 1.0 : 1.0 / w->cwnd;
     if (w->improved) {
         inc = w->cwnd < w->ssthresh ? BO_SS_INC : BO_CA_INC / w->cwnd;
-        /* At the in-flight a throttle came at, probe 8x slower (CUBIC's plateau). */
-        if (w->ceiling > 0 && w->cwnd + 1 >= (double)w->ceiling)
+        /* Near the window a throttle came at, probe 8x slower for 2 s (CUBIC's plateau). */
+        if (w->ceiling > 0 && w->cwnd + 1 >= (double)w->ceiling && now_ns - w->ceiling_ns < BO_PLATEAU_NS)
             inc /= BO_PLATEAU_SLOW;
     }
     double grown = w->cwnd + inc;
@@ -355,6 +374,15 @@ static void rate_evidence(bo_window *w, const bo_ticket *t, int64_t now_ns)
 
     if (measured <= 0 || 2 * t->inflight > w->ok_inflight)
         return;
+    /*
+     * One cut of the pace per step, as one cut of the window per round
+     * trip: the attempts that went out at the old pace are answered
+     * throttled too, and a server closed for a second would otherwise
+     * ratchet the pace to nothing.
+     */
+    if (w->rate_limit_hz > 0 && w->rate_cut_ns >= 0 && now_ns - w->rate_cut_ns < rate_step_ns(w))
+        return;
+    w->rate_cut_ns = now_ns;
     if (w->rate_limit_hz <= 0) {
         /* Not paced yet: what drew the throttle is unknown; start below what got through. */
         w->rate_ok_hz = 0;
@@ -398,6 +426,7 @@ bool bo_window_on_signal(bo_window *w, const bo_ticket *t, bo_signal sig, int64_
         rate_evidence(w, t, now_ns);
         w->cuts_in_row++;
         w->ceiling = (unsigned)w->cwnd;
+        w->ceiling_ns = now_ns;
         if (w->cuts_in_row >= 2 && t->inflight + 1 < w->ceiling)
             w->ceiling = t->inflight + 1;
     }

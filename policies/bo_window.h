@@ -56,6 +56,9 @@ typedef struct bo_window {
     uint32_t bins[10];
     int64_t bin_ns;           /* start of the newest bin; -1 = none yet */
     int64_t first_send_ns;    /* -1 = nothing sent yet */
+    int64_t rate_cut_ns;      /* last cut of the pace; -1 = none */
+    unsigned rate_quiet;      /* probing steps in a row without a cut of the pace */
+    int64_t ceiling_ns;       /* when ceiling was set */
     unsigned ceiling;         /* in-flight + 1 of the last throttle that cut; 0 = none */
     unsigned cuts_in_row;     /* throttle cuts with no success in between */
     unsigned ok_inflight;     /* most in flight before a success, at most the window since a cut */
