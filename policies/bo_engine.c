@@ -9,9 +9,10 @@
  *                 attempt, first ones included, and again after each answer
  *                 (002's AutoSleeper sleeps after every request);
  *   aimd          admission needs a window slot and the window's pacing time;
- *                 a throttled call first waits an RTO (throttle_rto_ns), and
- *                 cuts that do not stop the throttling hold the whole
- *                 destination (dest_rto_ns).
+ *                 with BACKOFF_PACING=1 (the default) a throttled call first
+ *                 waits an RTO (throttle_rto_ns), and cuts that do not stop
+ *                 the throttling hold the whole destination (dest_rto_ns);
+ *                 BACKOFF_PACING=0 is 000's algorithm: no wait.
  * For every policy: Retry-After is the least wait of the call that got it,
  * bounded by the cap (for responsive it holds the whole destination back;
  * for aimd it does not: a constant Retry-After from a concurrency cap would
@@ -205,7 +206,8 @@ bo_next bo_dest_complete(bo_dest *d, const bo_config *cfg, bo_call *c,
             if (outcome.signal == BO_SIGNAL_LOSS) {
                 if (cut)
                     d->probe_failures++;
-            } else if (cut && aimd && (d->window.cuts_in_row >= 3 || d->window.delivered == 0)) {
+            } else if (cut && aimd && cfg->pacing &&
+                       (d->window.cuts_in_row >= 3 || d->window.delivered == 0)) {
                 hold_dest(d, now_ns + dest_rto_ns(d, cfg));
             }
         } else {
@@ -243,8 +245,8 @@ bo_next bo_dest_complete(bo_dest *d, const bo_config *cfg, bo_call *c,
         return BO_NEXT_DONE;
     if (is_delay_policy(cfg->policy))
         delay = bo_schedule_next_ns(&c->schedule, cfg, rng);
-    if (aimd && outcome.signal == BO_SIGNAL_THROTTLE)
-        delay = throttle_rto_ns(d, cfg, c, rng);
+    if (aimd && cfg->pacing && outcome.signal == BO_SIGNAL_THROTTLE)
+        delay = throttle_rto_ns(d, cfg, c, rng); /* BACKOFF_PACING=0 stays 000's exact algorithm */
     if (hint > delay)
         delay = hint;
     int64_t deadline = call_deadline(cfg, c);

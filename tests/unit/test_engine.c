@@ -263,7 +263,6 @@ END_TEST
 START_TEST(test_aimd_throttle_waits_an_rto)
 {
     bo_config c = cfg_for(BO_POLICY_AIMD);
-    c.pacing = false;
     c.max_attempts = 0;
     bo_dest d;
     bo_call call;
@@ -287,6 +286,12 @@ START_TEST(test_aimd_throttle_waits_an_rto)
         spent = until;
     }
     ck_assert_int_ge(spent, 12700 * MS); /* 8 attempts take 12.7 s or more, not milliseconds */
+    /* BACKOFF_PACING=0 is 000's exact algorithm: the window alone, no wait. */
+    c.pacing = false;
+    bo_dest_init(&d, &c, 0);
+    bo_call_begin(&call, 0);
+    ck_assert_int_eq(one_attempt(&d, &c, &call, 0, THROTTLED, -1, &rng, &until), BO_NEXT_RETRY);
+    ck_assert_int_eq(until, 0);
 }
 END_TEST
 
