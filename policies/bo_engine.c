@@ -9,10 +9,15 @@
  *                 attempt, first ones included, and again after each answer
  *                 (002's AutoSleeper sleeps after every request);
  *   aimd          admission needs a window slot and the window's pacing time;
- *                 a retry waits only for that (and for any hint below).
- * For every policy: Retry-After is the least wait, bounded by the cap (for
- * aimd and responsive it holds the whole destination back, since the server
- * meant the client, not the call); max_attempts and max_time_ms bound the
+ *                 with BACKOFF_PACING=1 (the default) a throttled call first
+ *                 waits an RTO (throttle_rto_ns), and cuts that do not stop
+ *                 the throttling hold the whole destination (dest_rto_ns);
+ *                 BACKOFF_PACING=0 is 000's algorithm: no wait.
+ * For every policy: Retry-After is the least wait of the call that got it,
+ * bounded by the cap (for responsive it holds the whole destination back;
+ * for aimd it does not: a constant Retry-After from a concurrency cap would
+ * stall every call, and the window learns a metered rate from evidence
+ * instead); max_attempts and max_time_ms bound the
  * call.  After a loss signal (no answer) the aimd window is at its floor of
  * one and the destination is probed: the next admission waits
  * base * 2^(k-1) after the k-th failed probe in a row, capped at
@@ -156,6 +161,56 @@ static int64_t probe_gap_ns(const bo_config *cfg, unsigned k)
 }
 
 /*
+ * aimd: cuts of the window in a row (no success in between), or a throttle
+ * before any success, hold the whole destination for an RTO that doubles
+ * with each such cut: the larger of BACKOFF_BASE_MS and the smallest round
+ * trip, capped by min(BACKOFF_CAP_MS, 1 s) (TCP's retransmission timer;
+ * capped as probes are, so the first answer after a dip is at most about a
+ * second late).
+ */
+static int64_t dest_rto_ns(const bo_dest *d, const bo_config *cfg)
+{
+    int64_t cap = cap_ns(cfg);
+    int64_t rto = cfg->base_ms * NS_PER_MS;
+    unsigned k = d->window.cuts_in_row;
+
+    if (d->window.min_rtt_ns > rto)
+        rto = d->window.min_rtt_ns;
+    if (rto <= 0)
+        rto = NS_PER_MS;
+    if (cap <= 0 || cap > BO_PROBE_CAP_NS)
+        cap = BO_PROBE_CAP_NS; /* as probes: back within about a second of the server */
+    for (unsigned i = 3; i < k && rto < cap; i++)
+        rto *= 2;
+    return rto < cap ? rto : cap;
+}
+
+/*
+ * aimd: a throttled call waits an RTO before it seeks admission again (TCP:
+ * a loss always waits at least an RTO, doubled at each loss in a row): the
+ * larger of BACKOFF_BASE_MS and the smallest round trip seen, times 2^(k-1)
+ * at the call's k-th throttle, capped by BACKOFF_CAP_MS, times a jitter
+ * factor in [1, 1.5) so that processes that were throttled together do not
+ * come back together.  Without it a window of one still loops at loopback
+ * speed against an instant 429 and spends its attempts in milliseconds.
+ */
+static int64_t throttle_rto_ns(const bo_dest *d, const bo_config *cfg, bo_call *c, bo_rng *rng)
+{
+    int64_t cap = cap_ns(cfg);
+    int64_t rto = cfg->base_ms * NS_PER_MS;
+
+    if (d->window.min_rtt_ns > rto)
+        rto = d->window.min_rtt_ns;
+    if (rto <= 0)
+        rto = NS_PER_MS;
+    for (unsigned i = 1; i < c->throttles && (cap <= 0 || rto < cap); i++)
+        rto *= 2;
+    if (cap > 0 && rto > cap)
+        rto = cap;
+    return (int64_t)((double)rto * (1.0 + 0.5 * bo_rng_uniform(rng)));
+}
+
+/*
  * Completion promises: the window and counters see every attempt exactly
  * once; DONE for success, a final verdict, policy none, or when the bounds
  * (max_attempts, max_time_ms) leave no room for another attempt; otherwise
@@ -180,9 +235,9 @@ bo_next bo_dest_complete(bo_dest *d, const bo_config *cfg, bo_call *c,
             if (outcome.signal == BO_SIGNAL_LOSS) {
                 if (cut)
                     d->probe_failures++;
-            } else if (cut && retry_after_ns >= 0 && aimd) {
-                int64_t ra = cap > 0 && retry_after_ns > cap ? cap : retry_after_ns;
-                bo_window_on_retry_after(&d->window, ra, now_ns);
+            } else if (cut && aimd && cfg->pacing &&
+                       (d->window.cuts_in_row >= 3 || d->window.delivered == 0)) {
+                hold_dest(d, now_ns + dest_rto_ns(d, cfg));
             }
         } else {
             bo_window_on_release(&d->window, &c->ticket);
@@ -196,6 +251,7 @@ bo_next bo_dest_complete(bo_dest *d, const bo_config *cfg, bo_call *c,
     } else {
         if (outcome.signal == BO_SIGNAL_THROTTLE) {
             d->throttled++;
+            c->throttles++;
             d->probe_failures = 0; /* an answer: the server is alive */
         } else {
             d->failed++;
@@ -207,7 +263,7 @@ bo_next bo_dest_complete(bo_dest *d, const bo_config *cfg, bo_call *c,
         hold_dest(d, now_ns + bo_responsive_interval_ns(&d->pacing));
     if (retry_after_ns >= 0)
         hint = cap > 0 && retry_after_ns > cap ? cap : retry_after_ns;
-    if (hint >= 0 && (aimd || cfg->policy == BO_POLICY_RESPONSIVE))
+    if (hint >= 0 && cfg->policy == BO_POLICY_RESPONSIVE)
         hold_dest(d, now_ns + hint);
     if (aimd && outcome.signal == BO_SIGNAL_LOSS && d->probe_failures > 0)
         hold_dest(d, now_ns + probe_gap_ns(cfg, d->probe_failures));
@@ -218,6 +274,8 @@ bo_next bo_dest_complete(bo_dest *d, const bo_config *cfg, bo_call *c,
         return BO_NEXT_DONE;
     if (is_delay_policy(cfg->policy))
         delay = bo_schedule_next_ns(&c->schedule, cfg, rng);
+    if (aimd && cfg->pacing && outcome.signal == BO_SIGNAL_THROTTLE)
+        delay = throttle_rto_ns(d, cfg, c, rng); /* BACKOFF_PACING=0 stays 000's exact algorithm */
     if (hint > delay)
         delay = hint;
     int64_t deadline = call_deadline(cfg, c);

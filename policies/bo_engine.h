@@ -51,6 +51,7 @@ typedef struct bo_dest {
 typedef struct bo_call {
     int64_t start_ns;
     unsigned attempts;       /* attempts started */
+    unsigned throttles;      /* attempts answered with a throttle signal (aimd's RTO doubles) */
     bo_schedule schedule;
     bo_ticket ticket;        /* of the attempt in flight */
     bool in_flight;

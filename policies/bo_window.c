@@ -25,16 +25,26 @@
  *   - the in-flight + 1 bound stays, but a window that is pacing-limited
  *     (an admission waited while >= 75% of it was in flight) is not
  *     application-limited and may grow past it;
- *   - Retry-After as a rate hint: a server that sends Retry-After meters
- *     requests over time, so the window also paces at a rate, found by
- *     bracketing between the fastest pace held without a hint and the pace
- *     that drew the last one (see BO_RATE_STEP_NS), since with whole-second
- *     Retry-After every hint costs a second.
- * A loss signal (no answer) sets cwnd to 1 in both modes; ssthresh drops
+ *   - a metered rate, learnt from evidence (issue 10): a throttle of an
+ *     attempt sent with no more in flight than successes had before it
+ *     means the server is not limiting concurrency; the window then also
+ *     paces at beta x the successes of the last second (BBR's delivery
+ *     rate, AWS adaptive retry's cut) and brackets upward between the
+ *     fastest pace held without a throttle and the pace that drew the last
+ *     one (see rate_step).  Retry-After is not read as a rate: a constant
+ *     `Retry-After: 1` from a concurrency cap says nothing about one;
+ *   - a cut that did not stop the throttling (a second one with no success
+ *     in between, or one before any success) clamps the window to what was
+ *     in flight when the refused attempt left; after a cut the window
+ *     probes 8x slower at or above the window that drew it (CUBIC's
+ *     plateau).
+  * A loss signal (no answer) sets cwnd to 1 in both modes; ssthresh drops
  * only on the first loss in a row, so a run of failed probes does not leave
  * the window stuck in congestion avoidance after the server comes back.
  */
 #include "bo_window.h"
+
+#include <string.h>
 
 #define NS_PER_S 1e9
 
@@ -61,29 +71,26 @@
 #define BO_BLOCKED_FULL 0.75
 
 /*
- * Rate-hint search.  A server that answers Retry-After meters requests over
- * time (a token bucket), and with whole-second Retry-After every hint costs
- * the client at least a second: so the paced rate is found by bracketing.
- * ok = the highest pace held for a whole step without a hint, bad = the pace
- * that drew the last hint; each step without a hint raises the pace halfway
- * to bad (or, while no bad is known, by 1/n, n being the successes the first
- * estimate rested on: one success says little, twenty say a lot).  Once ok
- * and bad are within 3% the pace stays at ok; bad creeps up 0.2% a step so
- * that a limit that rose is found again.
+ * Rate search, once evidence says the server meters a rate.  ok = the
+ * highest pace held for a whole step without a throttle, bad = the pace
+ * that drew the last one; each step without a throttle raises the pace
+ * halfway to bad (or doubles it while no bad is known).  Once ok and bad
+ * are within 5% the pace stays at ok; bad creeps up 0.2% a step so that a
+ * limit that rose is found again.  A step lasts 5 sends at the pace, at
+ * least 200 ms and at most BO_RATE_STEP_NS.
  */
 #define BO_RATE_STEP_NS 1000000000LL
 #define BO_RATE_CLOSE 1.05
 #define BO_RATE_BAD_DRIFT 1.002
-#define BO_RATE_GROWTH_MAX 1.0
-/*
- * A cut must lengthen the stretch between hints by this much, or the
- * learnt rate is dropped: a token bucket lasts longer whenever the pace
- * drops, but a server that rejects on concurrency, or closes on its own
- * schedule, answers 429 as often at any pace.
- */
-#define BO_RATE_CUT_HELPED 1.05
-/* ... judged only on stretches this rich: a burst-1 bucket's hold one token at any pace. */
-#define BO_RATE_STRETCH_MIN_OK 5
+
+#define BO_RATE_STEP_SENDS 5.0
+#define BO_PLATEAU_SLOW 8.0
+#define BO_PLATEAU_NS 2000000000LL
+/* Steps in a row without a cut of the pace after which its upper bound is forgotten. */
+#define BO_RATE_QUIET_STEPS 20
+#define BO_RATE_STEP_MIN_NS 200000000LL
+/* Growth per step of a rate learnt from evidence while no upper bound is known. */
+#define BO_RATE_GROWTH_EVIDENCE 1.0
 
 /* Delivery-rate estimate decays by this factor per decrease (max filter). */
 #define BO_RATE_DECAY 0.9
@@ -126,15 +133,61 @@ void bo_window_init(bo_window *w, const bo_config *cfg)
     w->decreases = 0;
     w->improved = cfg->pacing;
     w->rate_limit_hz = 0;
-    w->period_start_ns = -1; /* set by the first send */
-    w->period_delivered = 0;
     w->rate_ok_hz = 0;
     w->rate_bad_hz = 0;
     w->rate_growth = 0;
     w->rate_step_ns = 0;
-    w->rate_stretch_ns = 0;
-    w->rate_cut_from_hz = 0;
     w->blocked_ns = -1;
+    memset(w->bins, 0, sizeof(w->bins));
+    w->bin_ns = -1;
+    w->first_send_ns = -1;
+    w->ok_inflight = 0;
+    w->cuts_in_row = 0;
+    w->rate_cut_ns = -1;
+    w->rate_quiet = 0;
+    w->ceiling_ns = 0;
+    w->ceiling = 0;
+}
+
+#define BO_BIN_NS 100000000LL
+/* The first estimate spans at least this: a burst of successes says little about a rate. */
+#define BO_RATE_SPAN_MIN_NS 100000000.0
+#define BO_NBINS ((int)(sizeof(((bo_window *)0)->bins) / sizeof(((bo_window *)0)->bins[0])))
+
+/* Move the bins forward to now_ns (bins older than a second drop out). */
+static void bins_advance(bo_window *w, int64_t now_ns)
+{
+    if (w->bin_ns < 0) {
+        w->bin_ns = now_ns;
+        return;
+    }
+    int64_t steps = (now_ns - w->bin_ns) / BO_BIN_NS;
+    if (steps <= 0)
+        return;
+    if (steps >= BO_NBINS) {
+        memset(w->bins, 0, sizeof(w->bins));
+    } else {
+        memmove(w->bins + steps, w->bins, (size_t)(BO_NBINS - steps) * sizeof(w->bins[0]));
+        memset(w->bins, 0, (size_t)steps * sizeof(w->bins[0]));
+    }
+    w->bin_ns += steps * BO_BIN_NS;
+}
+
+double bo_window_measured_rate(const bo_window *w, int64_t now_ns)
+{
+    if (w->first_send_ns < 0 || w->bin_ns < 0)
+        return 0;
+    int64_t steps = (now_ns - w->bin_ns) / BO_BIN_NS;
+    uint64_t sum = 0;
+    for (int i = 0; i + steps < BO_NBINS && i < BO_NBINS; i++)
+        if (steps >= 0)
+            sum += w->bins[i];
+    double span = (double)(now_ns - w->first_send_ns);
+    if (span > NS_PER_S)
+        span = NS_PER_S;
+    if (span < BO_RATE_SPAN_MIN_NS)
+        span = BO_RATE_SPAN_MIN_NS;
+    return (double)sum * NS_PER_S / span;
 }
 
 /* Gap between two sends under pacing, in ns; 0 when pacing is off or unknown. */
@@ -177,11 +230,12 @@ void bo_window_on_send(bo_window *w, int64_t now_ns, bo_ticket *t)
     t->epoch = w->epoch;
     t->sent_ns = now_ns;
     t->delivered = w->delivered;
+    t->inflight = w->inflight - 1;
+    if (w->first_send_ns < 0)
+        w->first_send_ns = now_ns;
     if (w->improved) {
         int64_t base = w->next_send_ns > now_ns ? w->next_send_ns : now_ns;
         w->next_send_ns = base + (int64_t)pacing_gap_ns(w);
-        if (w->period_start_ns < 0)
-            w->period_start_ns = now_ns;
     }
 }
 
@@ -192,9 +246,22 @@ static void release(bo_window *w)
         w->inflight--;
 }
 
+/* A probing step lasts long enough for a few sends at the pace, and at least 200 ms. */
+static int64_t rate_step_ns(const bo_window *w)
+{
+    if (w->rate_limit_hz <= 0)
+        return BO_RATE_STEP_NS;
+    double step = BO_RATE_STEP_SENDS * NS_PER_S / w->rate_limit_hz;
+    if (step < BO_RATE_STEP_MIN_NS)
+        step = BO_RATE_STEP_MIN_NS;
+    if (step > BO_RATE_STEP_NS)
+        step = BO_RATE_STEP_NS;
+    return (int64_t)step;
+}
+
 /*
- * One probing step of the rate-hint search (see BO_RATE_STEP_NS): the pace
- * held a whole step without a hint, so it is known good; pick the next one.
+ * One probing step of the rate search (see rate_step_ns): the pace
+ * held a whole step without a throttle, so it is known good; pick the next one.
  */
 static void rate_step(bo_window *w, int64_t now_ns)
 {
@@ -202,6 +269,19 @@ static void rate_step(bo_window *w, int64_t now_ns)
 
     if (r > w->rate_ok_hz)
         w->rate_ok_hz = r;
+    /*
+     * A pace held this long without a throttle: forget the upper bound and
+     * probe upward again (a limit that rose, or a dip that is over, must be
+     * found in seconds, not at 0.2% a step).
+     */
+    if (w->rate_cut_ns < w->rate_step_ns) {
+        if (++w->rate_quiet >= BO_RATE_QUIET_STEPS) {
+            w->rate_bad_hz = 0;
+            w->rate_quiet = 0;
+        }
+    } else {
+        w->rate_quiet = 0;
+    }
     if (w->rate_bad_hz > 0 && w->rate_bad_hz <= w->rate_ok_hz)
         w->rate_bad_hz = 0; /* the limit rose past the old bound */
     if (w->rate_bad_hz <= 0) {
@@ -214,7 +294,6 @@ static void rate_step(bo_window *w, int64_t now_ns)
     }
     w->rate_limit_hz = r;
     w->rate_step_ns = now_ns;
-    w->rate_cut_from_hz = 0; /* the pace moved on: the last cut is settled */
 }
 
 void bo_window_on_success(bo_window *w, const bo_ticket *t, int64_t now_ns)
@@ -222,8 +301,12 @@ void bo_window_on_success(bo_window *w, const bo_ticket *t, int64_t now_ns)
     /* 000's size(flying) is taken before the response leaves the set. */
     double flying = (double)w->inflight;
     double inc = w->cwnd < w->ssthresh ? 1.0 : 1.0 / w->cwnd;
-    if (w->improved)
+    if (w->improved) {
         inc = w->cwnd < w->ssthresh ? BO_SS_INC : BO_CA_INC / w->cwnd;
+        /* Near the window a throttle came at, probe 8x slower for 2 s (CUBIC's plateau). */
+        if (w->ceiling > 0 && w->cwnd + 1 >= (double)w->ceiling && now_ns - w->ceiling_ns < BO_PLATEAU_NS)
+            inc /= BO_PLATEAU_SLOW;
+    }
     double grown = w->cwnd + inc;
     double bound = flying + 1 < grown ? flying + 1 : grown;
 
@@ -233,6 +316,11 @@ void bo_window_on_success(bo_window *w, const bo_ticket *t, int64_t now_ns)
 
     release(w);
     w->delivered++;
+    bins_advance(w, now_ns);
+    w->bins[0]++;
+    w->cuts_in_row = 0;
+    if (t->inflight > w->ok_inflight)
+        w->ok_inflight = t->inflight;
     if (bound > w->cwnd)
         w->cwnd = bound;
     if (w->cwnd > w->max)
@@ -248,9 +336,9 @@ void bo_window_on_success(bo_window *w, const bo_ticket *t, int64_t now_ns)
             w->delivery_rate = rate;
     }
     if (w->improved && w->rate_limit_hz > 0) {
-        if (now_ns - w->rate_step_ns >= BO_RATE_STEP_NS)
+        if (now_ns - w->rate_step_ns >= rate_step_ns(w))
             rate_step(w, now_ns);
-        /* Once the window, not the hint, is what limits, drop the hint. */
+        /* Once the window, not the rate, is what limits, drop the rate. */
         if (w->min_rtt_ns > 0 &&
             w->rate_limit_hz > 2.0 * w->cwnd * NS_PER_S / (double)w->min_rtt_ns)
             w->rate_limit_hz = 0;
@@ -268,9 +356,63 @@ static void decrease(bo_window *w, double cwnd, double ssthresh)
     w->decreases++;
 }
 
+/*
+ * A throttle that cut the window: does the server meter a rate?  It does
+ * when the refused attempt left with at most half as many in flight as a
+ * success once had (sequential attempts: none in flight): a concurrency cap
+ * refuses only at about the concurrency it served.  Half, not equal: the
+ * client's in-flight counts answers on the wire, which a server's count
+ * does not (on loopback a cap of 64 was refused at 65 to 90 in flight while
+ * successes had had up to 90).  Then pace the destination at beta x the
+ * successes of the last second (BBR's delivery rate, AWS adaptive retry's
+ * cut), below the pace that drew the throttle; rate_step() probes upward
+ * again, bracketing with that pace.
+ */
+static void rate_evidence(bo_window *w, const bo_ticket *t, int64_t now_ns)
+{
+    double measured = bo_window_measured_rate(w, now_ns);
+
+    if (measured <= 0 || 2 * t->inflight > w->ok_inflight)
+        return;
+    /*
+     * One cut of the pace per step, as one cut of the window per round
+     * trip: the attempts that went out at the old pace are answered
+     * throttled too, and a server closed for a second would otherwise
+     * ratchet the pace to nothing.
+     */
+    if (w->rate_limit_hz > 0 && w->rate_cut_ns >= 0 && now_ns - w->rate_cut_ns < rate_step_ns(w))
+        return;
+    w->rate_cut_ns = now_ns;
+    if (w->rate_limit_hz <= 0) {
+        /* Not paced yet: what drew the throttle is unknown; start below what got through. */
+        w->rate_ok_hz = 0;
+        w->rate_bad_hz = 0;
+        w->rate_growth = BO_RATE_GROWTH_EVIDENCE;
+        w->rate_limit_hz = measured * w->beta;
+    } else {
+        double pace = w->rate_limit_hz;
+        if (w->rate_ok_hz >= pace)
+            w->rate_ok_hz = 0; /* throttled at the known-good pace: the limit fell */
+        w->rate_bad_hz = pace;
+        double r = (measured < pace ? measured : pace) * w->beta;
+        if (w->rate_ok_hz > 0) {
+            double mid = (w->rate_ok_hz + w->rate_bad_hz) / 2;
+            if (mid < r)
+                r = mid;
+            if (r < w->rate_ok_hz)
+                r = w->rate_ok_hz;
+        }
+        w->rate_limit_hz = r;
+    }
+    double r = w->rate_limit_hz;
+    w->rate_step_ns = now_ns;
+    int64_t next = now_ns + (int64_t)(NS_PER_S / r);
+    if (w->next_send_ns < next)
+        w->next_send_ns = next;
+}
+
 bool bo_window_on_signal(bo_window *w, const bo_ticket *t, bo_signal sig, int64_t now_ns)
 {
-    (void)now_ns;
     release(w);
     if (sig == BO_SIGNAL_NONE || t->epoch != w->epoch)
         return false;
@@ -280,6 +422,14 @@ bool bo_window_on_signal(bo_window *w, const bo_ticket *t, bo_signal sig, int64_
         decrease(w, 1, ss);
         return true;
     }
+    if (w->improved) {
+        rate_evidence(w, t, now_ns);
+        w->cuts_in_row++;
+        w->ceiling = (unsigned)w->cwnd;
+        w->ceiling_ns = now_ns;
+        if (w->cuts_in_row >= 2 && t->inflight + 1 < w->ceiling)
+            w->ceiling = t->inflight + 1;
+    }
     double ss = w->cwnd * w->beta;
     if (w->improved && w->min_rtt_ns > 0 && w->delivery_rate > 0) {
         double bdp = w->delivery_rate * (double)w->min_rtt_ns;
@@ -288,6 +438,15 @@ bool bo_window_on_signal(bo_window *w, const bo_ticket *t, bo_signal sig, int64_
             ss = bdp < w->cwnd ? bdp : w->cwnd;
         w->delivery_rate *= BO_RATE_DECAY;
     }
+    /*
+     * A second cut with no success in between (or a throttle before any
+     * success): the first cut did not stop the throttling.  The server
+     * refused the (inflight + 1)-th attempt, so whatever it limits, the
+     * window need not exceed what was in flight then (a concurrency cap is
+     * at most that; a metered rate is paced anyway).
+     */
+    if (w->improved && (w->cuts_in_row >= 2 || w->delivered == 0) && ss > (double)(t->inflight > 0 ? t->inflight : 1))
+        ss = (double)(t->inflight > 0 ? t->inflight : 1);
     if (ss > w->max)
         ss = w->max;
     decrease(w, w->mode == BO_AIMD_TAHOE ? w->initial : ss, ss);
@@ -310,57 +469,4 @@ void bo_window_on_release(bo_window *w, const bo_ticket *t)
 {
     (void)t;
     release(w);
-}
-
-void bo_window_on_retry_after(bo_window *w, int64_t retry_after_ns, int64_t now_ns)
-{
-    if (!w->improved || retry_after_ns < 0)
-        return;
-    int64_t resume = now_ns + retry_after_ns;
-    int64_t start = w->period_start_ns >= 0 ? w->period_start_ns : now_ns;
-    double span = (double)(resume - start);
-    uint64_t got = w->delivered - w->period_delivered;
-
-    if (w->rate_limit_hz <= 0) {
-        /* First hint: the rate delivered so far, the wait included. */
-        if (span > 0 && got > 0) {
-            w->rate_limit_hz = (double)got * NS_PER_S / span;
-            w->rate_growth = 1.0 / (double)got;
-            if (w->rate_growth > BO_RATE_GROWTH_MAX)
-                w->rate_growth = BO_RATE_GROWTH_MAX;
-        }
-    } else if (w->rate_cut_from_hz > 0 && w->rate_stretch_ns > 0 && got >= BO_RATE_STRETCH_MIN_OK &&
-               (double)(now_ns - start) < BO_RATE_CUT_HELPED * (double)w->rate_stretch_ns) {
-        /*
-         * The last cut did not make the server last longer: it is not
-         * metering a rate (it rejects on concurrency, or closes on its own
-         * schedule), so drop the learnt rate and leave it to the window.
-         */
-        w->rate_limit_hz = 0;
-        w->rate_ok_hz = 0;
-        w->rate_bad_hz = 0;
-        w->rate_cut_from_hz = 0;
-    } else {
-        /* The pace was too fast: it is the new upper bound. */
-        double r = w->rate_limit_hz;
-        w->rate_cut_from_hz = r;
-        if (w->rate_ok_hz >= r)
-            w->rate_ok_hz = 0; /* hinted at the known-good pace: the limit fell */
-        w->rate_bad_hz = r;
-        r *= w->beta;
-        if (w->rate_ok_hz > 0) {
-            double mid = (w->rate_ok_hz + w->rate_bad_hz) / 2;
-            if (mid < r)
-                r = mid;
-            if (r < w->rate_ok_hz)
-                r = w->rate_ok_hz;
-        }
-        w->rate_limit_hz = r;
-    }
-    w->rate_stretch_ns = now_ns - start;
-    w->rate_step_ns = resume;
-    w->period_start_ns = resume;
-    w->period_delivered = w->delivered;
-    if (w->next_send_ns < resume)
-        w->next_send_ns = resume;
 }

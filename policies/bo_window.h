@@ -27,6 +27,7 @@ typedef struct bo_ticket {
     uint64_t epoch;           /* window epoch when the attempt was admitted */
     int64_t sent_ns;          /* admission time */
     uint64_t delivered;       /* window's delivered count at admission */
+    unsigned inflight;        /* attempts in flight before this one */
 } bo_ticket;
 
 typedef struct bo_window {
@@ -44,18 +45,27 @@ typedef struct bo_window {
     int64_t next_send_ns;     /* pacing: earliest next admission */
     unsigned decreases;       /* decreases so far (stats) */
     /* Added for the improvements (BACKOFF_PACING=1, see bo_window.c): */
-    bool improved;            /* cfg->pacing: pacing, BDP sizing, rate hints */
-    double rate_limit_hz;     /* paced rate learnt from Retry-After; 0 = none */
-    int64_t period_start_ns;  /* start of the rate-measurement period; -1 = none */
-    uint64_t period_delivered;/* delivered count at period_start_ns */
-    double rate_ok_hz;        /* highest pace held a whole step without a hint; 0 = none */
-    double rate_bad_hz;       /* pace that drew the last hint; 0 = unknown */
+    bool improved;            /* cfg->pacing: pacing, BDP sizing, rate evidence */
+    double rate_limit_hz;     /* paced rate learnt from evidence of a metered rate; 0 = none */
+    double rate_ok_hz;        /* highest pace held a whole step without a throttle; 0 = none */
+    double rate_bad_hz;       /* pace that drew the last throttle; 0 = unknown */
     double rate_growth;       /* per-step growth while no upper bound is known */
     int64_t rate_step_ns;     /* start of the current probing step */
-    int64_t rate_stretch_ns;  /* hint-free stretch that ended in the last hint; 0 = none */
-    double rate_cut_from_hz;  /* pace before the last cut, to undo a cut that did not help; 0 = none */
     int64_t blocked_ns;       /* last time an admission waited on the window */
+    /* Successes in the last second, in BO_WINDOW_BINS bins (issue 10's rate evidence). */
+    uint32_t bins[10];
+    int64_t bin_ns;           /* start of the newest bin; -1 = none yet */
+    int64_t first_send_ns;    /* -1 = nothing sent yet */
+    int64_t rate_cut_ns;      /* last cut of the pace; -1 = none */
+    unsigned rate_quiet;      /* probing steps in a row without a cut of the pace */
+    int64_t ceiling_ns;       /* when ceiling was set */
+    unsigned ceiling;         /* in-flight + 1 of the last throttle that cut; 0 = none */
+    unsigned cuts_in_row;     /* throttle cuts with no success in between */
+    unsigned ok_inflight;     /* most in flight before a success, at most the window since a cut */
 } bo_window;
+
+/* Successes over the last second (per second); 0 = none yet. */
+double bo_window_measured_rate(const bo_window *w, int64_t now_ns);
 
 /* beta = cfg->beta when set, else the policy's own default. */
 void bo_window_init(bo_window *w, const bo_config *cfg);
@@ -81,13 +91,6 @@ bool bo_window_on_signal(bo_window *w, const bo_ticket *t, bo_signal sig, int64_
 
 /* The attempt ended with neither success nor signal: in-flight -1 only. */
 void bo_window_on_release(bo_window *w, const bo_ticket *t);
-
-/*
- * Added: a throttle signal that decreased the window carried Retry-After
- * (ns).  The server meters requests over time, so (improved mode only) pace
- * at the rate delivered since the previous such hint, the wait included.
- */
-void bo_window_on_retry_after(bo_window *w, int64_t retry_after_ns, int64_t now_ns);
 
 /*
  * Added: an admission had to wait for a slot or for pacing at now_ns.  The

@@ -30,6 +30,10 @@ static const char usage[] =
     "token bucket:\n"
     "  --rate R --burst B   R tokens/s, B at most (default B = max(1, R)); when empty:\n"
     "                       429 with Retry-After\n"
+    "  --bucket-hints H     accurate (default: Retry-After as above), fixed\n"
+    "                       (Retry-After: --retry-after, 1 if unset, whatever the\n"
+    "                       state) or none (no Retry-After); accurate alone sends\n"
+    "                       the quota headers of --ratelimit-headers\n"
     "fixed window (GitHub's form):\n"
     "  --window-requests N --window-s W\n"
     "                       N requests per window of W s, windows aligned to the\n"
@@ -214,6 +218,15 @@ int bo_srv_parse_args(int argc, char **argv, struct bo_srv_config *cfg)
                 cfg->rl_dialect = BO_RL_DRAFT;
             else
                 return bad(name, val, "none, x-ratelimit, ratelimit or draft");
+        } else if (strcmp(name, "--bucket-hints") == 0) {
+            if (strcmp(val, "accurate") == 0)
+                cfg->bucket_hints = BO_HINTS_ACCURATE;
+            else if (strcmp(val, "fixed") == 0)
+                cfg->bucket_hints = BO_HINTS_FIXED;
+            else if (strcmp(val, "none") == 0)
+                cfg->bucket_hints = BO_HINTS_NONE;
+            else
+                return bad(name, val, "accurate, fixed or none");
         } else if (strcmp(name, "--latency-limit") == 0) {
             if (cli_parse_long(val, 1, 1000000, &l))
                 return bad(name, val, "an integer from 1 to 1000000");

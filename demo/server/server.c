@@ -427,13 +427,18 @@ static uint64_t admit(struct req *r, uint64_t t, const char *url)
                 g.tokens = g.cfg.burst;
             g.tokens_ms = t;
         }
-        r->rl = 1;
+        if (g.cfg.bucket_hints == BO_HINTS_ACCURATE)
+            r->rl = 1; /* its quota headers (those --ratelimit-headers names) */
         if (g.tokens < 1.0) {
             admitted = 0;
             r->status = 429;
             r->retry_after = ceil_secs((1.0 - g.tokens) / g.cfg.rate);
             r->rl_remaining = 0;
             bucket_quota(r, r->retry_after, (g.cfg.burst - g.tokens) / g.cfg.rate);
+            if (g.cfg.bucket_hints == BO_HINTS_FIXED)
+                r->retry_after = g.cfg.retry_after >= 0 ? g.cfg.retry_after : 1;
+            else if (g.cfg.bucket_hints == BO_HINTS_NONE)
+                r->retry_after = -1;
         }
     }
     if (admitted) {
@@ -447,7 +452,7 @@ static uint64_t admit(struct req *r, uint64_t t, const char *url)
                 bucket_quota(r, g.tokens >= g.cfg.burst ? 0 : ceil_secs((g.cfg.burst - g.tokens) / g.cfg.rate),
                              (g.cfg.burst - g.tokens) / g.cfg.rate);
             }
-        } else if (r->rl && g.cfg.rate > 0) {
+        } else if (g.cfg.rate > 0) {
             g.tokens -= 1.0;
             /* the stricter limiter's quota is the one told */
             if (g.cfg.window_requests == 0 || (long)floor(g.tokens) < r->rl_remaining) {

@@ -19,6 +19,13 @@ struct bo_srv_capacity {
     long max_busy;   /* ...the concurrency cap is this */
 };
 
+/* What a token-bucket rejection carries. */
+enum bo_srv_hints {
+    BO_HINTS_ACCURATE = 0, /* Retry-After: seconds to the next token, RateLimit-* headers */
+    BO_HINTS_FIXED,        /* Retry-After: --retry-after (1 if unset) whatever the state, no RateLimit-* */
+    BO_HINTS_NONE          /* no Retry-After, no RateLimit-* */
+};
+
 struct bo_srv_config {
     int port;              /* 0: any free port */
     int threads;           /* MHD event-loop threads */
@@ -30,6 +37,7 @@ struct bo_srv_config {
     long retry_after;      /* -1: no Retry-After on cap/outage rejections */
     double rate;           /* token bucket refill per second, 0: off */
     double burst;          /* token bucket size */
+    enum bo_srv_hints bucket_hints; /* what a bucket rejection says (issue 10) */
     long latency_limit;    /* 0: latency model off */
     double latency_factor;
     double latency_k;

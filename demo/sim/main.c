@@ -71,7 +71,7 @@ static const char *sim_getenv(void *ctx, const char *name)
 
 static void usage(FILE *f)
 {
-    fputs("usage: backoff-sim --scenario burst|contention|outage|pacing|fairness|headers\n"
+    fputs("usage: backoff-sim --scenario burst|contention|outage|pacing|fairness|headers|matrix\n"
           "                   [--policy NAME|all] [--seed N] [--format tsv|table]\n"
           "                   [--independent|--shared] [--runs N] [scenario flags]\n"
           "Policies: none fixed linear exponential full-jitter equal-jitter\n"
@@ -86,7 +86,9 @@ static void usage(FILE *f)
           "  --outage-for-s S --timeout-ms MS --think-ms MS --bucket-rate PER_S\n"
           "  --bucket-burst N --net-mean-ms MS --net-sd-ms MS --backlog N\n"
           "  headers: --limiter bucket|window --dialect none|x-ratelimit|ratelimit|draft\n"
-          "  --window-requests N --window-s S\n",
+          "  --window-requests N --window-s S\n"
+          "matrix (issue 10; see demo/sim/matrix.c): filters --server NAME --hint NAME\n"
+          "  --client NAME; default policies: all but none and aimd-000.\n",
           f);
 }
 
@@ -302,7 +304,7 @@ static void settings_line(const char *sc, const sim_params *p, char *buf, size_t
 }
 
 /* Load one policy's configuration; returns 0 or -1 with a message printed. */
-static int load_cfg(const char *name, const char *sc, bo_config *cfg)
+int sim_load_cfg(const char *name, const char *sc, bo_config *cfg)
 {
     getctx g = {name, scenario_preset(sc), NULL};
     char err[BO_ERR_LEN];
@@ -380,6 +382,7 @@ int main(int argc, char **argv)
     int indep = -1;
     struct { const char *flag; char *value; } given[32];
     int ngiven = 0;
+    const char *mx_server = NULL, *mx_hint = NULL, *mx_client = NULL;
 
     memset(&p, 0, sizeof(p));
     p.seed = 1;
@@ -413,6 +416,12 @@ int main(int argc, char **argv)
                 return 2;
             }
             format = v;
+        } else if (!strcmp(a, "--server")) {
+            mx_server = v;
+        } else if (!strcmp(a, "--hint")) {
+            mx_hint = v;
+        } else if (!strcmp(a, "--client")) {
+            mx_client = v;
         } else if (ngiven < 32) {
             given[ngiven].flag = a;
             given[ngiven].value = v;
@@ -420,8 +429,28 @@ int main(int argc, char **argv)
         }
     }
     if (scenario == NULL) {
-        fprintf(stderr, "backoff-sim: --scenario is missing: expected burst, contention, outage, pacing, fairness or headers\n");
+        fprintf(stderr, "backoff-sim: --scenario is missing: expected burst, contention, outage, pacing, fairness, headers or matrix\n");
         return 2;
+    }
+    if (!strcmp(scenario, "matrix")) {
+        char mxbuf[512];
+        const char *mxpols[32];
+        snprintf(mxbuf, sizeof(mxbuf), "%s", policy_arg ? policy_arg
+                 : "fixed,linear,exponential,full-jitter,equal-jitter,decorrelated-jitter,"
+                   "gaussian-jitter,thain,responsive,aimd");
+        int n = split_policies(mxbuf, mxpols, 32);
+        if (n <= 0)
+            return 2;
+        for (int i = 0; i < ngiven; i++) {
+            long l = 0;
+            if (strcmp(given[i].flag, "--seed") != 0 || parse_long("--seed", given[i].value, 0, 1000000000, &l) != 0) {
+                fprintf(stderr, "backoff-sim: %s is not a flag of the matrix: it takes --policy, --seed, --server, --hint, --client\n", given[i].flag);
+                return 2;
+            }
+            p.seed = (uint64_t)l;
+        }
+        p.scenario = scenario;
+        return sim_matrix(&p, mxpols, n, mx_server, mx_hint, mx_client);
     }
     run_fn fn = scenario_fn(scenario);
     if (fn == NULL) {
@@ -537,7 +566,7 @@ int main(int argc, char **argv)
         return 1;
     }
     for (int i = 0; i < npol; i++) {
-        if (load_cfg(pols[i], scenario, &cfgs[i]) != 0)
+        if (sim_load_cfg(pols[i], scenario, &cfgs[i]) != 0)
             return 2;
         if (run_policy(fn, &cfgs[i], &p, &res[i]) != 0) {
             fprintf(stderr, "backoff-sim: the %s simulation failed (out of memory)\n", pols[i]);

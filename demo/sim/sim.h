@@ -135,6 +135,12 @@ int sim_run_outage(const bo_config *cfg, const sim_params *p, sim_result *r);
 int sim_run_pacing(const bo_config *cfg, const sim_params *p, sim_result *r);
 int sim_run_headers(const bo_config *cfg, const sim_params *p, sim_result *r);
 
+/* Robustness matrix (matrix.c): prints TSV; returns an exit status. */
+int sim_matrix(const sim_params *p, const char **pols, int npol, const char *server,
+               const char *hint, const char *client);
+/* A policy's configuration from the BACKOFF_* variables (main.c); 0 or -1 with a message. */
+int sim_load_cfg(const char *name, const char *scenario, bo_config *cfg);
+
 /* ---- helpers (driver.c) ---- */
 
 /* p-th percentile (0..100) of n values (sorted in place). */

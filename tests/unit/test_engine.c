@@ -200,17 +200,18 @@ START_TEST(test_program_deadline)
     ck_assert_int_eq(one_attempt(&d, &c, &call, 100 * MS, RETRY_NOSIG, -1, &rng, &until), BO_NEXT_DONE);
     c.max_time_ms = 0;
 
-    /* a first attempt waiting for admission (aimd: Retry-After holds the
-     * destination) waits no later than the deadline, then gives up */
+    /* a first attempt waiting for admission (aimd: a throttle before any
+     * success holds the destination) waits no later than the deadline, then
+     * gives up */
     bo_config a = cfg_for(BO_POLICY_AIMD);
     bo_dest_init(&d, &a, 0);
     bo_call_begin(&call, 0);
     ck_assert_int_eq(one_attempt(&d, &a, &call, 0, THROTTLED, 5000 * MS, &rng, &until), BO_NEXT_RETRY);
     bo_call_begin(&call, 10 * MS);
-    bo_call_set_deadline(&call, 1010 * MS);
+    bo_call_set_deadline(&call, 40 * MS);
     ck_assert_int_eq(bo_dest_admit(&d, &a, &call, 10 * MS, &until), BO_ADMIT_WAIT);
-    ck_assert_int_eq(until, 1010 * MS);
-    ck_assert_int_eq(bo_dest_admit(&d, &a, &call, 1010 * MS, &until), BO_ADMIT_GIVE_UP);
+    ck_assert_int_eq(until, 40 * MS);
+    ck_assert_int_eq(bo_dest_admit(&d, &a, &call, 40 * MS, &until), BO_ADMIT_GIVE_UP);
 }
 END_TEST
 
@@ -240,7 +241,7 @@ START_TEST(test_retry_after_least_wait_bounded_by_cap)
 }
 END_TEST
 
-START_TEST(test_aimd_retry_after_holds_destination)
+START_TEST(test_aimd_retry_after_holds_only_its_call)
 {
     bo_config c = cfg_for(BO_POLICY_AIMD);
     c.max_attempts = 0;
@@ -251,13 +252,38 @@ START_TEST(test_aimd_retry_after_holds_destination)
     bo_rng_seed(&rng, 1);
     bo_dest_init(&d, &c, 0);
     bo_call_begin(&a, 0);
-    ck_assert_int_eq(one_attempt(&d, &c, &a, 0, THROTTLED, 1000 * MS, &rng, &until), BO_NEXT_RETRY);
-    ck_assert_int_ge(until, 1000 * MS);
-    /* Another thread's first attempt to the same destination waits too. */
-    bo_call_begin(&b, 10 * MS);
-    ck_assert_int_eq(bo_dest_admit(&d, &c, &b, 10 * MS, &until), BO_ADMIT_WAIT);
-    ck_assert_int_ge(until, 1000 * MS);
-    ck_assert_int_eq(bo_dest_admit(&d, &c, &b, until, &until), BO_ADMIT_GO);
+    /* A success first: a throttle before any success holds the destination. */
+    ck_assert_int_eq(one_attempt(&d, &c, &a, 0, OK, -1, &rng, &until), BO_NEXT_DONE);
+    bo_call_begin(&a, 10 * MS);
+    ck_assert_int_eq(one_attempt(&d, &c, &a, 10 * MS, THROTTLED, 1000 * MS, &rng, &until), BO_NEXT_RETRY);
+    ck_assert_int_ge(until, 1010 * MS);
+    /* Another thread's first attempt is not held by it (issue 10: a constant
+     * Retry-After from a concurrency cap would stall every call); the window
+     * may pace it (one success then a throttle is evidence of a metered rate),
+     * but not until the Retry-After. */
+    bo_call_begin(&b, 20 * MS);
+    if (bo_dest_admit(&d, &c, &b, 20 * MS, &until) == BO_ADMIT_WAIT) {
+        ck_assert_int_lt(until, 1000 * MS);
+        ck_assert_int_eq(bo_dest_admit(&d, &c, &b, until, &until), BO_ADMIT_GO);
+    }
+}
+END_TEST
+
+/* Before any success, a throttle holds the whole destination for an RTO. */
+START_TEST(test_aimd_first_throttle_holds_destination)
+{
+    bo_config c = cfg_for(BO_POLICY_AIMD);
+    bo_dest d;
+    bo_call a, b;
+    bo_rng rng;
+    int64_t until = 0;
+    bo_rng_seed(&rng, 1);
+    bo_dest_init(&d, &c, 0);
+    bo_call_begin(&a, 0);
+    ck_assert_int_eq(one_attempt(&d, &c, &a, 0, THROTTLED, -1, &rng, &until), BO_NEXT_RETRY);
+    bo_call_begin(&b, 1 * MS);
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &b, 1 * MS, &until), BO_ADMIT_WAIT);
+    ck_assert_int_ge(until, 100 * MS);
 }
 END_TEST
 
@@ -289,20 +315,44 @@ START_TEST(test_aimd_waits_for_a_slot)
 }
 END_TEST
 
-START_TEST(test_aimd_retry_is_immediate_after_throttle)
+/*
+ * Issue 10: a throttled aimd call waits an RTO before it seeks admission
+ * again (BACKOFF_BASE_MS, doubling at each throttle of the call, times a
+ * jitter in [1, 1.5)); against an instant 429 it can no longer spend its
+ * attempts in milliseconds.
+ */
+START_TEST(test_aimd_throttle_waits_an_rto)
 {
     bo_config c = cfg_for(BO_POLICY_AIMD);
-    c.pacing = false;
+    c.max_attempts = 0;
     bo_dest d;
     bo_call call;
     bo_rng rng;
-    int64_t until = 0;
+    int64_t until = 0, t = 0;
     bo_rng_seed(&rng, 1);
     bo_dest_init(&d, &c, 0);
     bo_call_begin(&call, 0);
     ck_assert_int_eq(one_attempt(&d, &c, &call, 0, THROTTLED, -1, &rng, &until), BO_NEXT_RETRY);
-    ck_assert_int_eq(until, 0); /* the window, not a delay, throttles aimd */
+    ck_assert_int_ge(until, 100 * MS);
+    ck_assert_int_lt(until, 150 * MS);
     ck_assert_double_lt(d.window.cwnd, 20);
+    int64_t spent = 0;
+    for (int k = 1; k < 8; k++) {
+        t = until;
+        while (bo_dest_admit(&d, &c, &call, t, &until) != BO_ADMIT_GO)
+            t = until;
+        ck_assert_int_eq(bo_dest_complete(&d, &c, &call, THROTTLED, -1, t, &rng, &until), BO_NEXT_RETRY);
+        ck_assert_int_ge(until - t, (100 * MS) << k);
+        ck_assert_int_lt(until - t, (150 * MS) << k);
+        spent = until;
+    }
+    ck_assert_int_ge(spent, 12700 * MS); /* 8 attempts take 12.7 s or more, not milliseconds */
+    /* BACKOFF_PACING=0 is 000's exact algorithm: the window alone, no wait. */
+    c.pacing = false;
+    bo_dest_init(&d, &c, 0);
+    bo_call_begin(&call, 0);
+    ck_assert_int_eq(one_attempt(&d, &c, &call, 0, THROTTLED, -1, &rng, &until), BO_NEXT_RETRY);
+    ck_assert_int_eq(until, 0);
 }
 END_TEST
 
@@ -438,9 +488,10 @@ static Suite *engine_suite(void)
     tcase_add_test(tc, test_max_time);
     tcase_add_test(tc, test_program_deadline);
     tcase_add_test(tc, test_retry_after_least_wait_bounded_by_cap);
-    tcase_add_test(tc, test_aimd_retry_after_holds_destination);
+    tcase_add_test(tc, test_aimd_retry_after_holds_only_its_call);
+    tcase_add_test(tc, test_aimd_first_throttle_holds_destination);
     tcase_add_test(tc, test_aimd_waits_for_a_slot);
-    tcase_add_test(tc, test_aimd_retry_is_immediate_after_throttle);
+    tcase_add_test(tc, test_aimd_throttle_waits_an_rto);
     tcase_add_test(tc, test_aimd_probe_spacing_after_loss);
     tcase_add_test(tc, test_responsive_gap_before_every_attempt);
     tcase_add_test(tc, test_counters);

@@ -321,6 +321,7 @@ START_TEST(test_bdp_sizing_on_decrease)
     w.cwnd = 80;
     w.min_rtt_ns = 600 * MS;
     w.delivery_rate = 100.0 / 1e9; /* 100 per second */
+    w.delivered = 1; /* before any success a cut clamps to what was in flight */
     bo_ticket tk;
     bo_window_on_send(&w, 0, &tk);
     ck_assert(bo_window_on_signal(&w, &tk, BO_SIGNAL_THROTTLE, 700 * MS));
@@ -329,6 +330,7 @@ START_TEST(test_bdp_sizing_on_decrease)
     ck_assert_double_eq_tol(w.ssthresh, 58.2, 1e-6);
     /* Never above the window it decreases from. */
     w.delivery_rate = 1000.0 / 1e9;
+    w.cuts_in_row = 0; /* as after a success: a second cut in a row clamps */
     bo_window_on_send(&w, 800 * MS, &tk);
     ck_assert(bo_window_on_signal(&w, &tk, BO_SIGNAL_THROTTLE, 900 * MS));
     ck_assert_double_eq_tol(w.cwnd, 58.2, 1e-6);
@@ -349,37 +351,10 @@ START_TEST(test_delivery_rate_sample)
 }
 END_TEST
 
-START_TEST(test_retry_after_rate_hint)
-{
-    bo_config c = improved_cfg();
-    bo_window w;
-    bo_ticket tk;
-    bo_window_init(&w, &c);
-    for (int i = 0; i < 20; i++) { /* 20 successes in 0.2 s */
-        bo_window_on_send(&w, i * 10 * MS, &tk);
-        bo_window_on_success(&w, &tk, (i + 1) * 10 * MS);
-    }
-    bo_window_on_send(&w, 200 * MS, &tk);
-    ck_assert(bo_window_on_signal(&w, &tk, BO_SIGNAL_THROTTLE, 210 * MS));
-    bo_window_on_retry_after(&w, 1000 * MS, 210 * MS);
-    /* 20 delivered from the first send (0) to the end of the wait (1.21 s). */
-    ck_assert_double_eq_tol(w.rate_limit_hz, 20 / 1.21, 1e-9);
-    ck_assert_int_ge(bo_window_next_send_ns(&w, 300 * MS), 1210 * MS);
-    /* Pacing at the hinted rate: 1 / 16.5 per second apart. */
-    bo_window_on_send(&w, 1210 * MS, &tk);
-    ck_assert_int_ge(bo_window_next_send_ns(&w, 1210 * MS), 1210 * MS + (int64_t)(1e9 / (20 / 1.21)) - 1);
-    /* Article mode ignores hints. */
-    bo_config a = article_cfg();
-    bo_window_init(&w, &a);
-    bo_window_on_retry_after(&w, 1000 * MS, 0);
-    ck_assert_double_eq_tol(w.rate_limit_hz, 0, EPS);
-}
-END_TEST
-
 /*
  * Sequential attempts at the window's pace from t, each answered 1 ms after
- * it left, until one probing step of the rate-hint search has ended; returns
- * the time of the last answer.
+ * it left, until one probing step of the rate search has ended; returns the
+ * time of the last answer.
  */
 static int64_t hold_one_step(bo_window *w, int64_t t)
 {
@@ -395,121 +370,62 @@ static int64_t hold_one_step(bo_window *w, int64_t t)
     return t;
 }
 
-/* A throttle with Retry-After 1 s at time t, from an attempt sent at t - 1 ms. */
-static int64_t hint_at(bo_window *w, int64_t t)
-{
-    bo_ticket tk;
-    bo_window_on_send(w, t - 1 * MS, &tk);
-    bo_window_on_signal(w, &tk, BO_SIGNAL_THROTTLE, t);
-    bo_window_on_retry_after(w, 1000 * MS, t);
-    return t + 1000 * MS;
-}
-
 /*
- * The rate-hint search: an estimate resting on one success doubles every
- * step held without a hint; a hint above the known-good pace goes back to
- * min(beta x the hinted pace, halfway to ok), never below ok; within 5% the
- * pace stays at ok; a hint at ok itself means the limit fell: ok is
- * forgotten and the pace drops by beta.
+ * Issue 10: sequential attempts (nothing else in flight) throttled after
+ * successes: the server meters a rate, so the window paces at beta x the
+ * successes measured (over the time since the first send, at least 100 ms,
+ * at most a second).
  */
-START_TEST(test_rate_hint_search)
+START_TEST(test_rate_evidence_paces)
 {
     bo_config c = improved_cfg();
     bo_window w;
     bo_ticket tk;
     bo_window_init(&w, &c);
-    /* One success, then a 429 with Retry-After 1 s (a burst-1 bucket). */
-    bo_window_on_send(&w, 0, &tk);
-    bo_window_on_success(&w, &tk, 1 * MS);
-    int64_t t = hint_at(&w, 2 * MS);
+    for (int i = 0; i < 10; i++) { /* 10 successes in 0.1 s */
+        bo_window_on_send(&w, i * 10 * MS, &tk);
+        bo_window_on_success(&w, &tk, i * 10 * MS + 5 * MS);
+    }
+    ck_assert_double_eq_tol(bo_window_measured_rate(&w, 200 * MS), 10 / 0.2, 1e-9);
+    bo_window_on_send(&w, 200 * MS, &tk);
+    ck_assert(bo_window_on_signal(&w, &tk, BO_SIGNAL_THROTTLE, 200 * MS));
+    ck_assert_double_eq_tol(w.rate_limit_hz, 0.9 * 10 / 0.2, 1e-9);
+    ck_assert_int_ge(bo_window_next_send_ns(&w, 200 * MS), 200 * MS + (int64_t)(1e9 / 45) - 1);
+    /* No upper bound known yet: each step held without a throttle doubles the pace. */
     double r0 = w.rate_limit_hz;
-    ck_assert_double_eq_tol(r0, 1 / 1.002, 1e-9);
-    ck_assert_double_eq_tol(w.rate_growth, 1.0, EPS);
-    ck_assert_int_ge(bo_window_next_send_ns(&w, 2 * MS), 1002 * MS);
-    /* Each step held without a hint doubles the pace; ok follows. */
-    t = hold_one_step(&w, t);
+    int64_t t = hold_one_step(&w, 200 * MS);
     ck_assert_double_eq_tol(w.rate_limit_hz, 2 * r0, 1e-9);
-    t = hold_one_step(&w, t);
-    ck_assert_double_eq_tol(w.rate_limit_hz, 4 * r0, 1e-9);
-    ck_assert_double_eq_tol(w.rate_ok_hz, 2 * r0, 1e-9);
-    /* Hinted at 4: bad = 4, pace min(3.6, 3) = 3. */
-    t = hint_at(&w, t);
-    ck_assert_double_eq_tol(w.rate_bad_hz, 4 * r0, 1e-9);
-    ck_assert_double_eq_tol(w.rate_limit_hz, 3 * r0, 1e-9);
-    /* 3 held: ok = 3, probe halfway to bad: 3.5. */
-    t = hold_one_step(&w, t);
-    ck_assert_double_eq_tol(w.rate_ok_hz, 3 * r0, 1e-9);
-    ck_assert_double_eq_tol(w.rate_limit_hz, 3.5 * r0, 1e-9);
-    /* Hinted at 3.5: pace min(3.15, 3.25) = 3.15, above ok. */
-    t = hint_at(&w, t);
-    ck_assert_double_eq_tol(w.rate_limit_hz, 3.15 * r0, 1e-9);
-    /* 3.15 held; bad 3.5 is more than 5% above: probe 3.325. */
-    t = hold_one_step(&w, t);
-    ck_assert_double_eq_tol(w.rate_limit_hz, 3.325 * r0, 1e-9);
-    /* Hinted at 3.325: min(2.9925, 3.2375) is below ok: back to ok, 3.15. */
-    t = hint_at(&w, t);
-    ck_assert_double_eq_tol(w.rate_limit_hz, 3.15 * r0, 1e-9);
-    t = hold_one_step(&w, t);
-    ck_assert_double_eq_tol(w.rate_limit_hz, 3.2375 * r0, 1e-9);
-    t = hint_at(&w, t);
-    /* ok 3.15 and bad 3.2375 are within 5%: the pace stays at ok. */
-    t = hold_one_step(&w, t);
-    ck_assert_double_eq_tol(w.rate_limit_hz, 3.15 * r0, 1e-9);
-    t = hold_one_step(&w, t);
-    ck_assert_double_eq_tol(w.rate_limit_hz, 3.15 * r0, 1e-9);
-    /* A hint at the known-good pace: the limit fell; forget ok, cut by beta. */
-    hint_at(&w, t);
-    ck_assert_double_eq_tol(w.rate_ok_hz, 0, EPS);
-    ck_assert_double_eq_tol(w.rate_limit_hz, 3.15 * r0 * w.beta, 1e-9);
+    ck_assert_double_eq_tol(w.rate_ok_hz, r0, 1e-9);
+    /* Throttled at 2 r0: bad = 2 r0; the next pace is below it and not below ok. */
+    bo_window_on_send(&w, t, &tk);
+    ck_assert(bo_window_on_signal(&w, &tk, BO_SIGNAL_THROTTLE, t + MS));
+    ck_assert_double_eq_tol(w.rate_bad_hz, 2 * r0, 1e-9);
+    ck_assert(w.rate_limit_hz < 2 * r0 && w.rate_limit_hz >= r0 - 1e-9);
 }
 END_TEST
 
-/* Sequential paced attempts from t until t + span (no step boundary crossed
- * when span < 1 s), each answered 1 ms after it left; returns the last answer. */
-static int64_t paced_for(bo_window *w, int64_t t, int64_t span)
-{
-    int64_t end = t + span;
-    bo_ticket tk;
-    for (int i = 0; i < 100000; i++) {
-        int64_t n = bo_window_next_send_ns(w, t);
-        if (n >= end)
-            break;
-        bo_window_on_send(w, n, &tk);
-        t = n + 1 * MS;
-        bo_window_on_success(w, &tk, t);
-    }
-    return t;
-}
-
 /*
- * A server that answers 429 + Retry-After every 0.5 s whatever the pace
- * (it closes on its own schedule): after a cut that did not lengthen the
- * stretch between hints, the learnt rate is dropped; a token bucket, whose
- * stretch grows when the pace drops, keeps its bracketing.
+ * A concurrency cap refuses only the attempt sent with more in flight than
+ * any success had: that is no evidence of a rate, and a constant
+ * Retry-After does not make it one (the engine no longer reads it).
  */
-START_TEST(test_rate_hint_dropped_when_cuts_do_not_help)
+START_TEST(test_concurrency_throttle_is_not_a_rate)
 {
     bo_config c = improved_cfg();
     bo_window w;
-    bo_ticket tk;
+    bo_ticket tk[6];
     bo_window_init(&w, &c);
-    /* 40 successes in 0.4 s, then a hint: about 40 / 1.4 s. */
-    for (int i = 0; i < 40; i++) {
-        bo_window_on_send(&w, i * 10 * MS, &tk);
-        bo_window_on_success(&w, &tk, i * 10 * MS + 1 * MS);
-    }
-    int64_t t = hint_at(&w, 400 * MS);
-    double r1 = w.rate_limit_hz;
-    ck_assert(r1 > 20 && r1 < 40);
-    /* Hinted again after 0.5 s at that pace: a cut. */
-    t = paced_for(&w, t, 500 * MS);
-    t = hint_at(&w, t + 1 * MS);
-    ck_assert_double_eq_tol(w.rate_limit_hz, r1 * w.beta, 1e-9);
-    /* Hinted again after the same 0.5 s at the slower pace: the cut did not help. */
-    t = paced_for(&w, t, 500 * MS);
-    hint_at(&w, t + 1 * MS);
+    send_n(&w, 0, tk, 5); /* in flight before each: 0..4 */
+    for (int i = 0; i < 4; i++)
+        bo_window_on_success(&w, &tk[i], 100 * MS);
+    ck_assert(bo_window_on_signal(&w, &tk[4], BO_SIGNAL_THROTTLE, 100 * MS));
     ck_assert_double_eq_tol(w.rate_limit_hz, 0, EPS);
-    ck_assert_double_eq_tol(w.rate_bad_hz, 0, EPS);
+    /* A second cut in a row clamps the window to what was in flight. */
+    send_n(&w, 110 * MS, tk, 4);
+    bo_ticket extra;
+    bo_window_on_send(&w, 110 * MS, &extra); /* 4 in flight before it */
+    ck_assert(bo_window_on_signal(&w, &extra, BO_SIGNAL_THROTTLE, 111 * MS));
+    ck_assert_double_le(w.cwnd, 4 + EPS);
 }
 END_TEST
 
@@ -535,9 +451,8 @@ static Suite *window_suite(void)
     tcase_add_test(ti, test_app_limited_unless_blocked);
     tcase_add_test(ti, test_bdp_sizing_on_decrease);
     tcase_add_test(ti, test_delivery_rate_sample);
-    tcase_add_test(ti, test_retry_after_rate_hint);
-    tcase_add_test(ti, test_rate_hint_search);
-    tcase_add_test(ti, test_rate_hint_dropped_when_cuts_do_not_help);
+    tcase_add_test(ti, test_rate_evidence_paces);
+    tcase_add_test(ti, test_concurrency_throttle_is_not_a_rate);
     suite_add_tcase(s, ti);
     return s;
 }
