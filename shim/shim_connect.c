@@ -248,6 +248,7 @@ static int shim_connect(int fd, const struct sockaddr *sa, socklen_t len)
     bo_shim_busy = 1;
     err = saved;
     rc = managed_connect(sd, fd, sa, len, &err);
+    bo_shim_dest_put(sd);
     bo_shim_busy = 0;
     errno = rc == 0 ? saved : err;
     return rc;

@@ -1,0 +1,75 @@
+/*
+ * many_dests PORT DESTS CALLS: CALLS sequential GETs on one easy handle,
+ * call i to destination i % DESTS, "http://dN.test:PORT/item/1", each
+ * routed to 127.0.0.1:PORT by CURLOPT_CONNECT_TO, so one ratelimit-server
+ * serves any number of destinations (the shim keys them by host name).
+ * The first DESTS calls (each destination once) are a warm-up; the rest are
+ * timed.  Prints "dests D calls N us_per_call X failures F" (failures: calls
+ * that did not answer 200, warm-up included) and exits 0 when there were
+ * none.
+ */
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static size_t sink(char *p, size_t size, size_t nmemb, void *ud)
+{
+    (void)p;
+    (void)ud;
+    return size * nmemb;
+}
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static int get(CURL *h, long port, long dest)
+{
+    char url[128];
+    long status = 0;
+
+    snprintf(url, sizeof url, "http://d%ld.test:%ld/item/1", dest, port);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    if (curl_easy_perform(h) != CURLE_OK)
+        return -1;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    return status == 200 ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+    long port, dests, calls, bad = 0;
+    char connect_to[64];
+    struct curl_slist *ct;
+    CURL *h;
+
+    if (argc != 4 || (port = atol(argv[1])) <= 0 || (dests = atol(argv[2])) <= 0 ||
+        (calls = atol(argv[3])) < 0) {
+        fprintf(stderr, "usage: many_dests PORT DESTS CALLS\n");
+        return 2;
+    }
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    h = curl_easy_init();
+    if (h == NULL)
+        return 1;
+    snprintf(connect_to, sizeof connect_to, "::127.0.0.1:%ld", port);
+    ct = curl_slist_append(NULL, connect_to);
+    curl_easy_setopt(h, CURLOPT_CONNECT_TO, ct);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
+    for (long i = 0; i < dests; i++)
+        bad += get(h, port, i) != 0;
+    double t0 = now_us();
+    for (long i = 0; i < calls; i++)
+        bad += get(h, port, i % dests) != 0;
+    double t1 = now_us();
+    curl_easy_cleanup(h);
+    curl_slist_free_all(ct);
+    curl_global_cleanup();
+    printf("dests %ld calls %ld us_per_call %.3f failures %ld\n", dests, calls,
+           calls > 0 ? (t1 - t0) / (double)calls : 0.0, bad);
+    return bad == 0 ? 0 : 1;
+}
