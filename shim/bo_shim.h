@@ -36,7 +36,8 @@
  */
 typedef struct bo_shim_dest {
     char key[BO_DEST_KEY_LEN];  /* "http://host:port", "tcp://addr:port", "unix:path" */
-    /* the table's (shim_table.c), guarded by the block's shard lock */
+    /* the table's (shim_table.c), guarded by the block's shard lock; refs
+     * is atomic, and changes to or from 0 happen under that lock */
     struct bo_shim_dest *hnext;              /* hash chain */
     struct bo_shim_dest *lru_prev, *lru_next; /* idle list, only while refs == 0 */
     uint64_t hash;

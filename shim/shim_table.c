@@ -170,7 +170,7 @@ bo_shim_dest *bo_shim_dest_get(const char *key)
     if (s->nbuckets != 0) {
         for (sd = s->buckets[bucket_of(s, h)]; sd != NULL; sd = sd->hnext) {
             if (sd->hash == h && strcmp(sd->key, key) == 0) {
-                if (sd->refs++ == 0)
+                if (__atomic_fetch_add(&sd->refs, 1, __ATOMIC_ACQ_REL) == 0)
                     lru_unlink(s, sd);
                 goto out;
             }
@@ -182,7 +182,7 @@ bo_shim_dest *bo_shim_dest_get(const char *key)
         goto out;
     memcpy(sd->key, key, len + 1);
     sd->hash = h;
-    sd->refs = 1;
+    __atomic_store_n(&sd->refs, 1, __ATOMIC_RELAXED);
     bo_shim_dest_init_block(sd, cfg);
     size_t b = bucket_of(s, h);
     sd->hnext = s->buckets[b];
@@ -193,26 +193,36 @@ out:
     return sd;
 }
 
+/*
+ * References: the count changes atomically; only the moves to and from zero
+ * (joining or leaving the idle list) take the shard lock.  A block with a
+ * count of zero is only reached through the table, under that lock, so a
+ * lock-free change (from a holder: ref, or a put that leaves one) never
+ * races with its eviction.
+ */
 bo_shim_dest *bo_shim_dest_ref(bo_shim_dest *sd)
 {
-    if (sd != NULL) {
-        shard *s = shard_of(sd->hash);
-        pthread_mutex_lock(&s->mu);
-        sd->refs++; /* > 1 now: the caller holds one, so it is not on the idle list */
-        pthread_mutex_unlock(&s->mu);
-    }
+    if (sd != NULL)
+        __atomic_add_fetch(&sd->refs, 1, __ATOMIC_RELAXED); /* the caller holds one */
     return sd;
 }
 
 void bo_shim_dest_put(bo_shim_dest *sd)
 {
+    unsigned n;
     shard *s;
 
     if (sd == NULL)
         return;
+    n = __atomic_load_n(&sd->refs, __ATOMIC_RELAXED);
+    while (n > 1) {
+        if (__atomic_compare_exchange_n(&sd->refs, &n, n - 1, false, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED))
+            return;
+    }
     s = shard_of(sd->hash);
     pthread_mutex_lock(&s->mu);
-    if (--sd->refs == 0) {
+    if (__atomic_sub_fetch(&sd->refs, 1, __ATOMIC_ACQ_REL) == 0) {
         lru_push(s, sd);
         evict(s);
     }
