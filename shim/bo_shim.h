@@ -4,8 +4,10 @@
  * script exports only the hooks).
  *
  *   shim_state.c   configuration, clock, per-thread PRNG, re-entry flag,
- *                  destination table, the shared wait/complete loop, stats,
- *                  trace, verbose lines, fork handlers;
+ *                  a destination block's state, the shared wait/complete
+ *                  loop, stats, trace, verbose lines, fork handlers;
+ *   shim_table.c   the destination table: sharded hash, references, LRU
+ *                  eviction of idle blocks;
  *   shim_curl.c    the libcurl hooks and the per-handle records;
  *   shim_connect.c the connect() hook;
  *   shim_fork.c    the one set of fork handlers, calling each module's

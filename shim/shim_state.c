@@ -1,7 +1,8 @@
 /*
  * shim_state: the process-wide side of libbackoff.so.  Configuration parsed
- * once at load, the destination table with one mutex + condition variable +
- * bo_dest per destination, the admission/completion loop shared by the
+ * once at load, the destination block (one mutex + condition variable +
+ * bo_dest per destination; the table is shim_table.c), the
+ * admission/completion loop shared by the
  * libcurl and connect() hooks, stats (JSON at exit), trace (CSV per
  * attempt), verbose lines and the fork handlers.
  */
