@@ -128,8 +128,11 @@ bench: deps-demo
 # unit suites, then integration tests with those builds, and fails when any
 # process wrote a sanitizer report (log_path catches reports of processes
 # whose exit status a test does not look at, like a server being stopped).
-ASAN_SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
-TSAN_SAN := -fsanitize=thread -fno-omit-frame-pointer
+# (BO_TABLE_IDLE_PER_SHARD=2: the destination table evicts all the time, so
+# a block freed while still in use shows up under both sanitizers.)
+ASAN_SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all \
+            -DBO_TABLE_IDLE_PER_SHARD=2
+TSAN_SAN := -fsanitize=thread -fno-omit-frame-pointer -DBO_TABLE_IDLE_PER_SHARD=2
 # Foreign programs (/usr/bin/curl, python3) load the sanitized shim after
 # libc: ASan cannot be preloaded first into curl (its startup then hangs in
 # setlocale), so for them the runtime comes in as the shim's dependency
@@ -142,9 +145,10 @@ ASAN_ENV = ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0:log_path=$(CURDI
 TSAN_ENV = TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 log_path=$(CURDIR)/build-tsan/san/tsan"
 # The threaded tests: the shared window under 256 loadgen threads, forks
 # while threads hold the shim's locks, signals while threads back off, forks
-# in forked children (3 levels; from a thread while 16 threads retry).
+# in forked children (3 levels; from a thread while 16 threads retry),
+# threads looking destinations up while others are evicted.
 TSAN_TESTS ?= test_shim_loadgen test_stress_threads test_stress_fork test_stress_signals \
-              test_fork_tree
+              test_fork_tree test_stress_dests
 TSAN_STRESS_CALLS ?= 200
 TSAN_PROGRAMS = build-tsan/libbackoff.so build-tsan/backoff build-tsan/loadgen \
                 build-tsan/ratelimit-server $(HELPER_SRC:tests/helpers/%.c=build-tsan/tests/helpers/%)
@@ -218,8 +222,8 @@ $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_input.h $(POLICY_SRC) 
 
 # The shim's parsers are static in shim_curl.c: the target includes that file
 # and links the rest of the shim (no libcurl: its symbols are bound lazily).
-$(FUZZ_BUILD)/fuzz_shim_parse: FUZZ_EXTRA = $(CURL_CFLAGS) shim/shim_state.c shim/shim_connect.c shim/shim_dl.c \
-                                       -DBO_DL_NO_HOOKS -ldl
+$(FUZZ_BUILD)/fuzz_shim_parse: FUZZ_EXTRA = $(CURL_CFLAGS) shim/shim_state.c shim/shim_table.c shim/shim_connect.c \
+                                       shim/shim_dl.c -DBO_DL_NO_HOOKS -ldl
 $(FUZZ_BUILD)/fuzz_shim_parse: $(wildcard shim/*.c shim/*.h)
 
 fuzz: $(FUZZ_BIN)

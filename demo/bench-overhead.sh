@@ -9,11 +9,19 @@
 #              callgrind's instruction count per call (the difference of two
 #              run lengths cancels start-up), which does not depend on the
 #              machine's load.  Target: <= 1 us more per call.
+#   per_call_dests  tests/helpers/many_dests: DESTS destinations (d0.test ..
+#              routed to the server by CURLOPT_CONNECT_TO), one warm-up call
+#              to each, then CALLS_DESTS calls round-robin over them, one
+#              handle, so each call sets a new URL (a table lookup) and opens
+#              a new connection (the connect() hook's lookup); with and
+#              without the shim, medians over ROUNDS_DESTS.  Beside the
+#              1-destination per_call row; target: <= 1 us more per call.
 #   loadgen8   loadgen, 8 threads, with and without the shim; median
 #              requests/s over ROUNDS; target: >= 98% of the unshimmed rate.
 #
 # Output: TSV with a header.  Environment: BUILD (default build), ROUNDS (7),
-# CALLS (2000), LOADGEN_REQUESTS (20000).
+# CALLS (2000), LOADGEN_REQUESTS (20000), DESTS (10000), CALLS_DESTS (10000),
+# ROUNDS_DESTS (3).
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-build}
@@ -21,9 +29,13 @@ case "$BUILD" in /*) ;; *) BUILD="$top/$BUILD" ;; esac
 ROUNDS=${ROUNDS:-7}
 CALLS=${CALLS:-2000}
 LG_REQ=${LOADGEN_REQUESTS:-20000}
+DESTS=${DESTS:-10000}
+CALLS_DESTS=${CALLS_DESTS:-10000}
+ROUNDS_DESTS=${ROUNDS_DESTS:-3}
+MANY="$BUILD/tests/helpers/many_dests"
 LIB="$BUILD/libbackoff.so"
 BENCH="$BUILD/tests/helpers/shim_bench"
-for f in "$LIB" "$BENCH" "$BUILD/ratelimit-server" "$BUILD/loadgen"; do
+for f in "$LIB" "$BENCH" "$MANY" "$BUILD/ratelimit-server" "$BUILD/loadgen"; do
     [ -e "$f" ] || { echo "backoff: $f is missing: run make all test-programs first" >&2; exit 2; }
 done
 
@@ -98,6 +110,48 @@ if command -v valgrind >/dev/null 2>&1 && command -v callgrind_annotate >/dev/nu
             END { printf "%.0f", total / (n + 20) }')
 fi
 
+# (a'') per call at DESTS destinations, wall clock, interleaved rounds.
+: >"$TMP/plain_d.us"
+: >"$TMP/shim_d.us"
+r=0
+while [ $r -lt "$ROUNDS_DESTS" ]; do
+    $PIN0 "$MANY" "$PORT" "$DESTS" "$CALLS_DESTS" | awk '{ print $6 }' >>"$TMP/plain_d.us"
+    LD_PRELOAD="$LIB" $PIN0 "$MANY" "$PORT" "$DESTS" "$CALLS_DESTS" | awk '{ print $6 }' >>"$TMP/shim_d.us"
+    r=$((r + 1))
+done
+plain_d_us=$(median <"$TMP/plain_d.us")
+shim_d_us=$(median <"$TMP/shim_d.us")
+# The same under callgrind, IR_DESTS destinations: runs with 0 and with
+# IR_DESTS timed calls after the warm-up, with and without the shim; the
+# differences of the two run lengths give the cost of one call to a known
+# destination (start-up and the first call to each cancel out): all of the
+# shim's, and the destination table's part (shim_table.c, inclusive).
+IR_DESTS=${IR_DESTS:-10000}
+ir_d_total=nan
+ir_d_table=nan
+cg_run() { # OUT PRELOAD CALLS
+    LD_PRELOAD="$2" valgrind --tool=callgrind --callgrind-out-file="$1" \
+        "$MANY" "$PORT" "$IR_DESTS" "$3" >/dev/null 2>&1
+}
+cg_sum() { sed -n 's/^summary: *//p' "$1"; }
+cg_table() {
+    callgrind_annotate --inclusive=yes --threshold=100 "$1" 2>/dev/null | awk '
+        { v = $1; gsub(",", "", v) }
+        /shim_table.c:bo_shim_dest_(get|put|ref) / { total += v }
+        END { printf "%.0f", total }'
+}
+if command -v valgrind >/dev/null 2>&1 && command -v callgrind_annotate >/dev/null 2>&1; then
+    cg_run "$TMP/cgd.plain0" "" 0
+    cg_run "$TMP/cgd.plain1" "" "$IR_DESTS"
+    cg_run "$TMP/cgd.shim0" "$LIB" 0
+    cg_run "$TMP/cgd.shim1" "$LIB" "$IR_DESTS"
+    ir_d_total=$(awk -v a0="$(cg_sum "$TMP/cgd.plain0")" -v a1="$(cg_sum "$TMP/cgd.plain1")" \
+        -v b0="$(cg_sum "$TMP/cgd.shim0")" -v b1="$(cg_sum "$TMP/cgd.shim1")" -v n="$IR_DESTS" \
+        'BEGIN { printf "%.0f", ((b1 - b0) - (a1 - a0)) / n }')
+    ir_d_table=$(awk -v t0="$(cg_table "$TMP/cgd.shim0")" -v t1="$(cg_table "$TMP/cgd.shim1")" \
+        -v n="$IR_DESTS" 'BEGIN { printf "%.0f", (t1 - t0) / n }')
+fi
+
 # (b) loadgen, 8 threads
 : >"$TMP/plain.rps"
 : >"$TMP/shim.rps"
@@ -123,6 +177,16 @@ awk -v a="$plain_us_best" -v b="$shim_us_best" -v n="$ROUNDS" -v c="$CALLS" 'BEG
     d = b - a
     printf "per_call\taimd\tus_per_call(best of %d x %d)\t%.3f\t%.3f\t%.3f\t%.4f\t<= 1 us more\t%s\n",
         n, c, a, b, d, b / a, (d <= 1) ? "yes" : "no" }'
+awk -v a="$plain_d_us" -v b="$shim_d_us" -v n="$ROUNDS_DESTS" -v c="$CALLS_DESTS" -v d="$DESTS" 'BEGIN {
+    x = b - a
+    printf "per_call_dests\taimd\tus_per_call(%d destinations, new connection each; median of %d x %d)\t%.3f\t%.3f\t%.3f\t%.4f\t<= 1 us more\t%s\n",
+        d, n, c, a, b, x, b / a, (x <= 1) ? "yes" : "no" }'
+if [ "$ir_d_total" != nan ] && [ "$ir_shim" != nan ]; then
+    awk -v t="$ir_d_total" -v tb="$ir_d_table" -v p="$ir_plain" -v cpu="$plain_cpu_us" -v d="$IR_DESTS" 'BEGIN {
+        ns = cpu * 1000 / p
+        printf "per_call_dests\taimd\tinstructions_per_call(callgrind, call to one of %d known destinations, new URL each; shim = all of it)\t-\t-\t%d\t-\t<= 1 us more (%d instr x %.3f ns = %.3f us, of which the table %d instr = %.3f us)\t%s\n",
+            d, t, t, ns, t * ns / 1000, tb, tb * ns / 1000, (t * ns / 1000 <= 1) ? "yes" : "no" }'
+fi
 if [ "$ir_shim" != nan ]; then
     awk -v ir="$ir_shim" -v p="$ir_plain" -v cpu="$plain_cpu_us" 'BEGIN {
         ns = cpu * 1000 / p; us = ir * ns / 1000

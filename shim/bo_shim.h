@@ -4,8 +4,10 @@
  * script exports only the hooks).
  *
  *   shim_state.c   configuration, clock, per-thread PRNG, re-entry flag,
- *                  destination table, the shared wait/complete loop, stats,
- *                  trace, verbose lines, fork handlers;
+ *                  a destination block's state, the shared wait/complete
+ *                  loop, stats, trace, verbose lines, fork handlers;
+ *   shim_table.c   the destination table: sharded hash, references, LRU
+ *                  eviction of idle blocks;
  *   shim_curl.c    the libcurl hooks and the per-handle records;
  *   shim_connect.c the connect() hook;
  *   shim_dl.c      the dlopen/dlmopen/dlsym/dlvsym hooks and the registry
@@ -35,13 +37,22 @@
  */
 #define BO_CONNECT_MAX_TIME_MS 30000
 
-/* Destinations per process; beyond this, new destinations pass through. */
-#define BO_MAX_DESTS 256
 #define BO_DEST_KEY_LEN 300
 
-/* One destination's shared state block: allocated once, never freed. */
+/*
+ * One destination's state block.  It lives while someone holds a reference
+ * (bo_shim_dest_get/_ref, released by bo_shim_dest_put): a handle record
+ * pointing at it, a connect() in progress.  An unreferenced block stays in
+ * the table until it is evicted (least recently used first) and freed.
+ */
 typedef struct bo_shim_dest {
     char key[BO_DEST_KEY_LEN];  /* "http://host:port", "tcp://addr:port", "unix:path" */
+    /* the table's (shim_table.c), guarded by the block's shard lock; refs
+     * is atomic, and changes to or from 0 happen under that lock */
+    struct bo_shim_dest *hnext;              /* hash chain */
+    struct bo_shim_dest *lru_prev, *lru_next; /* idle list, only while refs == 0 */
+    uint64_t hash;
+    unsigned refs;
     pthread_mutex_t mu;
     pthread_cond_t cv;          /* CLOCK_MONOTONIC; broadcast on every completion */
     bo_dest d;                  /* guarded by mu */
@@ -87,10 +98,38 @@ extern __thread int bo_shim_busy;
 void bo_shim_once(int *done, void (*fn)(void));
 
 /*
- * The destination block for `key`, created on first use; NULL when the
- * table is full or allocation fails (the caller then passes through).
+ * The destination block for `key`, created on first use, with a reference
+ * the caller releases with bo_shim_dest_put; NULL when the key is too long
+ * or allocation fails (the caller then passes through).  Every destination
+ * is managed: the table has no fixed size, only idle blocks are evicted.
  */
 bo_shim_dest *bo_shim_dest_get(const char *key);
+
+/* Another reference to a block the caller already holds one on (NULL: NULL). */
+bo_shim_dest *bo_shim_dest_ref(bo_shim_dest *sd);
+
+/* Release a reference (NULL: nothing). */
+void bo_shim_dest_put(bo_shim_dest *sd);
+
+/* Calls fn on every block in the table, each under its shard lock. */
+void bo_shim_table_foreach(void (*fn)(bo_shim_dest *sd, void *ctx), void *ctx);
+
+/*
+ * The table's side of fork (shim_table.c): prepare holds every shard lock
+ * and then every block's mutex; the child re-initialises them, calling
+ * child_block on each block first.
+ */
+void bo_shim_table_prepare_fork(void);
+void bo_shim_table_parent_fork(void);
+void bo_shim_table_child_fork(void (*child_block)(bo_shim_dest *sd));
+
+/*
+ * A new block's state (shim_state.c): mutex, condvar, bo_dest.  retire
+ * folds an evicted block's counters into the process totals, under its
+ * mutex, just before it is freed.
+ */
+void bo_shim_dest_init_block(bo_shim_dest *sd, const bo_config *cfg);
+void bo_shim_dest_retire(bo_shim_dest *sd);
 
 /* Next call number of the process (trace column `call`; 0 when not tracing). */
 uint64_t bo_shim_next_call_id(void);

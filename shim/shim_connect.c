@@ -329,6 +329,7 @@ static int shim_connect(int fd, const struct sockaddr *sa, socklen_t len)
     err = saved;
     /* dest_key admits a destination under a non-empty BACKOFF_HOSTS only when named. */
     rc = managed_connect(sd, fd, sa, len, cfg->n_hosts > 0, &err);
+    bo_shim_dest_put(sd);
     bo_shim_busy = 0;
     errno = rc == 0 ? saved : err;
     return rc;

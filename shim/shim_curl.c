@@ -154,13 +154,13 @@ typedef struct handle_rec {
     CURL *h;
     const curl_real *real;    /* the libcurl copy that made the record */
     struct handle_rec *next;  /* hash chain */
-    bo_shim_dest *dest;       /* NULL: pass straight through */
+    bo_shim_dest *dest;       /* NULL: pass straight through; a reference */
     /* "scheme://authority" of the last parsed URL and its destination, so a
      * program that sets a new URL per request on the same origin does not
      * pay for a parse each time */
     char origin[BO_DEST_KEY_LEN];
     size_t origin_len;        /* 0: none */
-    bo_shim_dest *origin_dest;
+    bo_shim_dest *origin_dest; /* a reference of its own */
     /* request, as recorded from setopt */
     enum method_kind method;
     bool custom_set;
@@ -294,6 +294,15 @@ static void install_callbacks(handle_rec *r)
 }
 
 /* libcurl's defaults for everything the record mirrors. */
+/* Point *slot at sd, whose reference it takes over, releasing the old one. */
+static void rec_set_dest(bo_shim_dest **slot, bo_shim_dest *sd)
+{
+    bo_shim_dest *old = *slot;
+
+    *slot = sd;
+    bo_shim_dest_put(old);
+}
+
 static void rec_defaults(handle_rec *r)
 {
     char *held = r->held;
@@ -302,6 +311,8 @@ static void rec_defaults(handle_rec *r)
     const curl_real *real = r->real;
     handle_rec *next = r->next;
 
+    rec_set_dest(&r->dest, NULL);
+    rec_set_dest(&r->origin_dest, NULL);
     memset(r, 0, sizeof *r);
     r->h = h;
     r->real = real;
@@ -344,7 +355,7 @@ static void record_url(handle_rec *r, const char *url, CURLU *given)
     char *scheme = NULL, *host = NULL, *port = NULL;
     char key[BO_DEST_KEY_LEN], name[BO_HOST_LEN];
 
-    r->dest = NULL;
+    rec_set_dest(&r->dest, NULL);
     if (cfg == NULL)
         return;
     if (u == NULL) {
@@ -371,7 +382,7 @@ static void record_url(handle_rec *r, const char *url, CURLU *given)
         goto out;
     for (char *c = key; *c; c++)
         *c = (char)(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
-    r->dest = bo_shim_dest_get(key);
+    rec_set_dest(&r->dest, bo_shim_dest_get(key));
 out:
     r->real->free(scheme);
     r->real->free(host);
@@ -401,14 +412,16 @@ static void record_url_string(handle_rec *r, const char *url)
     size_t n = url != NULL ? origin_prefix(url) : 0;
 
     if (n > 0 && n == r->origin_len && memcmp(url, r->origin, n) == 0) {
-        r->dest = r->origin_dest;
+        if (r->dest != r->origin_dest)
+            rec_set_dest(&r->dest, bo_shim_dest_ref(r->origin_dest));
         return;
     }
     record_url(r, url, NULL);
     if (n > 0 && n < sizeof r->origin) {
         memcpy(r->origin, url, n);
         r->origin_len = n;
-        r->origin_dest = r->dest;
+        if (r->origin_dest != r->dest)
+            rec_set_dest(&r->origin_dest, bo_shim_dest_ref(r->dest));
     } else {
         r->origin_len = 0;
     }
@@ -1054,6 +1067,8 @@ static CURL *shim_duphandle(const curl_real *real, CURL *h)
     c->held_cap = 0;
     c->held_len = 0;
     c->mode = MODE_PASS;
+    bo_shim_dest_ref(c->dest);        /* the copy holds its own references */
+    bo_shim_dest_ref(c->origin_dest);
     install_callbacks(c);
     rec_insert(c);
     return dup;
@@ -1068,6 +1083,8 @@ static void shim_cleanup(const curl_real *real, CURL *h)
     handle_rec *r = h != NULL ? rec_remove(h) : NULL;
     real->cleanup(h);
     if (r != NULL) {
+        bo_shim_dest_put(r->dest);
+        bo_shim_dest_put(r->origin_dest);
         free(r->held);
         free(r);
     }

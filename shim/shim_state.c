@@ -1,7 +1,8 @@
 /*
  * shim_state: the process-wide side of libbackoff.so.  Configuration parsed
- * once at load, the destination table with one mutex + condition variable +
- * bo_dest per destination, the admission/completion loop shared by the
+ * once at load, the destination block (one mutex + condition variable +
+ * bo_dest per destination; the table is shim_table.c), the
+ * admission/completion loop shared by the
  * libcurl and connect() hooks, stats (JSON at exit), trace (CSV per
  * attempt), verbose lines and the fork handlers.
  */
@@ -35,10 +36,9 @@ static uint64_t g_forks; /* forks so far, counted under the fork handlers' locks
 static __thread bo_rng tl_rng;
 static __thread bool tl_rng_ready;
 
-/* The destination table: lookups and inserts only (setopt/connect time). */
-static pthread_mutex_t g_dest_lock = PTHREAD_MUTEX_INITIALIZER;
-static bo_shim_dest *g_dests[BO_MAX_DESTS];
-static unsigned g_ndests;
+/* Counters of evicted destinations (the table is in shim_table.c). */
+static uint64_t st_retired[6]; /* calls, attempts, retries, throttled, failed, gave_up */
+static double st_retired_window_max;
 
 /* Waiting time for BACKOFF_STATS (an atomic, touched only after a wait) and
  * the trace's call numbers; the other counters live in each destination. */
@@ -209,40 +209,33 @@ uint64_t bo_shim_next_call_id(void)
     return __atomic_add_fetch(&st_call_ids, 1, __ATOMIC_RELAXED);
 }
 
-/*
- * Find or create the block for `key`.  Blocks are never freed, so callers
- * may keep the pointer for the life of the process.
- */
-bo_shim_dest *bo_shim_dest_get(const char *key)
+/* A new block: its locks and the policy's state for a fresh destination. */
+void bo_shim_dest_init_block(bo_shim_dest *sd, const bo_config *cfg)
 {
-    const bo_config *cfg = bo_shim_config();
-    bo_shim_dest *sd = NULL;
-
-    if (cfg == NULL || strlen(key) >= BO_DEST_KEY_LEN)
-        return NULL;
-    pthread_mutex_lock(&g_dest_lock);
-    for (unsigned i = 0; i < g_ndests; i++) {
-        if (strcmp(g_dests[i]->key, key) == 0) {
-            sd = g_dests[i];
-            goto out;
-        }
-    }
-    if (g_ndests >= BO_MAX_DESTS)
-        goto out;
-    sd = calloc(1, sizeof *sd);
-    if (sd == NULL)
-        goto out;
-    snprintf(sd->key, sizeof sd->key, "%s", key);
     /* Adaptive: the critical sections are a few counter updates, so a
      * short spin beats a futex sleep when threads collide. */
     init_mutex(&sd->mu, PTHREAD_MUTEX_ADAPTIVE_NP);
     init_cond(&sd->cv);
     bo_dest_init(&sd->d, cfg, bo_shim_now_ns());
     sd->cwnd_max = sd->d.window.cwnd;
-    g_dests[g_ndests++] = sd;
-out:
-    pthread_mutex_unlock(&g_dest_lock);
-    return sd;
+}
+
+/* An evicted block's counters still count in the stats at exit. */
+void bo_shim_dest_retire(bo_shim_dest *sd)
+{
+    add(&st_retired[0], sd->calls);
+    add(&st_retired[1], sd->attempts);
+    add(&st_retired[2], sd->retries);
+    add(&st_retired[3], sd->throttled);
+    add(&st_retired[4], sd->failed);
+    add(&st_retired[5], sd->gave_up);
+    /* Shards evict concurrently: the largest value wins by compare-and-swap. */
+    double seen;
+    __atomic_load(&st_retired_window_max, &seen, __ATOMIC_RELAXED);
+    while (sd->cwnd_max > seen &&
+           !__atomic_compare_exchange(&st_retired_window_max, &seen, &sd->cwnd_max, false,
+                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
 }
 
 /*
@@ -602,36 +595,50 @@ bool bo_shim_complete(bo_shim_dest *sd, bo_call *call, const bo_shim_result *r,
  * destination with the most attempts; `window_max` the largest cwnd any
  * destination reached.
  */
+typedef struct stats_sum {
+    double window, window_max;
+    uint64_t best, calls, attempts, retries, throttled, failed, gave_up;
+} stats_sum;
+
+static void sum_dest(bo_shim_dest *sd, void *ctx)
+{
+    stats_sum *t = ctx;
+
+    pthread_mutex_lock(&sd->mu);
+    if (sd->attempts >= t->best) {
+        t->best = sd->attempts;
+        t->window = sd->d.window.cwnd;
+    }
+    if (sd->cwnd_max > t->window_max)
+        t->window_max = sd->cwnd_max;
+    t->calls += sd->calls;
+    t->attempts += sd->attempts;
+    t->retries += sd->retries;
+    t->throttled += sd->throttled;
+    t->failed += sd->failed;
+    t->gave_up += sd->gave_up;
+    pthread_mutex_unlock(&sd->mu);
+}
+
 __attribute__((destructor)) static void write_stats(void)
 {
     char buf[512];
-    double window = 0, window_max = 0;
-    uint64_t best = 0, calls = 0, attempts = 0, retries = 0, throttled = 0, failed = 0,
-             gave_up = 0;
+    stats_sum t = {0};
     int fd, n;
     int saved = errno;
 
     if (!g_cfg_ok || g_cfg.stats_path[0] == '\0')
         return;
-    pthread_mutex_lock(&g_dest_lock);
-    for (unsigned i = 0; i < g_ndests; i++) {
-        bo_shim_dest *sd = g_dests[i];
-        pthread_mutex_lock(&sd->mu);
-        if (sd->attempts >= best) {
-            best = sd->attempts;
-            window = sd->d.window.cwnd;
-        }
-        if (sd->cwnd_max > window_max)
-            window_max = sd->cwnd_max;
-        calls += sd->calls;
-        attempts += sd->attempts;
-        retries += sd->retries;
-        throttled += sd->throttled;
-        failed += sd->failed;
-        gave_up += sd->gave_up;
-        pthread_mutex_unlock(&sd->mu);
-    }
-    pthread_mutex_unlock(&g_dest_lock);
+    bo_shim_table_foreach(sum_dest, &t);
+    double window = t.window;
+    double window_max;
+    __atomic_load(&st_retired_window_max, &window_max, __ATOMIC_RELAXED);
+    if (t.window_max > window_max)
+        window_max = t.window_max;
+    uint64_t calls = t.calls + load(&st_retired[0]), attempts = t.attempts + load(&st_retired[1]),
+             retries = t.retries + load(&st_retired[2]),
+             throttled = t.throttled + load(&st_retired[3]),
+             failed = t.failed + load(&st_retired[4]), gave_up = t.gave_up + load(&st_retired[5]);
     n = snprintf(buf, sizeof buf,
                  "{\"pid\":%d,\"calls\":%" PRIu64 ",\"attempts\":%" PRIu64
                  ",\"retries\":%" PRIu64 ",\"throttled\":%" PRIu64 ",\"failed\":%" PRIu64
@@ -658,25 +665,30 @@ out:
  * Fork (called by shim_fork.c, the library's one set of atfork handlers):
  * hold every lock of this module across fork() so that the child never
  * inherits one held by a thread that does not exist there.  Order: the init
- * lock, the table, then each destination in table order (nobody holds two
- * destinations otherwise, and no code takes the init lock or the table
- * while holding a destination).
+ * lock, then the table (shim_table.c: its shards, then each destination;
+ * nobody holds two destinations otherwise, and no code takes the init lock
+ * or a shard while holding a destination).
  */
 void bo_shim_state_prepare_fork(void)
 {
     pthread_mutex_lock(&g_init_lock);
-    pthread_mutex_lock(&g_dest_lock);
-    for (unsigned i = 0; i < g_ndests; i++)
-        pthread_mutex_lock(&g_dests[i]->mu);
+    bo_shim_table_prepare_fork();
     g_forks++;
 }
 
 void bo_shim_state_parent_fork(void)
 {
-    for (unsigned i = g_ndests; i-- > 0;)
-        pthread_mutex_unlock(&g_dests[i]->mu);
-    pthread_mutex_unlock(&g_dest_lock);
+    bo_shim_table_parent_fork();
     pthread_mutex_unlock(&g_init_lock);
+}
+
+static void child_block(bo_shim_dest *sd)
+{
+    sd->d.window.inflight = 0;
+    sd->calls = sd->attempts = sd->retries = 0;
+    sd->throttled = sd->failed = sd->gave_up = 0;
+    init_cond(&sd->cv);
+    init_mutex(&sd->mu, PTHREAD_MUTEX_ADAPTIVE_NP);
 }
 
 /*
@@ -693,17 +705,11 @@ void bo_shim_state_parent_fork(void)
  */
 void bo_shim_state_child_fork(void)
 {
-    for (unsigned i = 0; i < g_ndests; i++) {
-        bo_shim_dest *sd = g_dests[i];
-        sd->d.window.inflight = 0;
-        sd->calls = sd->attempts = sd->retries = 0;
-        sd->throttled = sd->failed = sd->gave_up = 0;
-        init_cond(&sd->cv);
-        init_mutex(&sd->mu, PTHREAD_MUTEX_ADAPTIVE_NP);
-    }
-    init_mutex(&g_dest_lock, PTHREAD_MUTEX_DEFAULT);
+    bo_shim_table_child_fork(child_block);
     init_mutex(&g_init_lock, PTHREAD_MUTEX_RECURSIVE);
     st_wait_ns = 0;
+    memset(st_retired, 0, sizeof st_retired);
+    st_retired_window_max = 0;
     bo_rng mix;
     bo_rng_seed(&mix, g_seed ^ (g_forks * 0x9e3779b97f4a7c15ULL));
     g_seed = bo_rng_next(&mix);

@@ -1,0 +1,284 @@
+/*
+ * shim_table: the process-local destination table.
+ *
+ * Every destination is managed, however many there are.  The table is cut
+ * into SHARDS shards by the key's hash, each with its own lock, its own
+ * hash buckets (doubled as the shard fills) and its own list of idle blocks
+ * in least-recently-used order, so a lookup is O(1) and no lock is
+ * process-wide.  A lookup happens where a destination is chosen (curl's
+ * setopt, each connect()), never on curl_easy_perform's hot path: the
+ * handle record keeps its block.
+ *
+ * Lifetime: a block is referenced by whoever may use its pointer (a handle
+ * record, a connect() in progress).  A block with references is never
+ * evicted, so a call in flight and a handle that points at a block keep it.
+ * When the last reference goes, the block joins its shard's idle list
+ * (most recent first); when a shard holds more than IDLE_PER_SHARD idle
+ * blocks the oldest is freed: that destination simply starts fresh the next
+ * time.  Memory is bounded by IDLE_PER_SHARD * SHARDS idle blocks plus the
+ * ones the program holds.  (The LRU order is per shard, which is LRU for a
+ * uniform hash up to 1/SHARDS of the capacity.)
+ *
+ * Lock order: a shard lock, then a block's mutex (eviction reads and
+ * retires a block's counters); nobody takes a shard lock while holding a
+ * block's mutex.
+ */
+#include "bo_shim.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* 16 shards: contention spread on a machine of a few cores, and fork's
+ * prepare handler, which holds them all, stays well under ThreadSanitizer's
+ * 64 locks held at once per thread (with the init lock, the blocks' and the
+ * handle records'). */
+#define SHARDS 16
+/* 16,384 idle destinations at most (about 12 MB: a block is some 750
+ * bytes), enough that a crawler's working set of 10,000 hosts stays.  The
+ * sanitizer builds keep 2 per shard, so that their stress tests evict all
+ * the time while threads look blocks up. */
+#ifndef BO_TABLE_IDLE_PER_SHARD
+#define BO_TABLE_IDLE_PER_SHARD 1024
+#endif
+#define IDLE_PER_SHARD BO_TABLE_IDLE_PER_SHARD
+#define BUCKETS_MIN 16
+
+typedef struct shard {
+    pthread_mutex_t mu;
+    bo_shim_dest **buckets;     /* nbuckets chains (power of two) */
+    size_t nbuckets;
+    size_t count;               /* blocks in the shard */
+    size_t idle;                /* blocks on the idle list */
+    bo_shim_dest *lru_head;     /* most recently idle */
+    bo_shim_dest *lru_tail;     /* evicted first */
+} shard;
+
+#define S {.mu = PTHREAD_MUTEX_INITIALIZER}
+static shard g_shards[SHARDS] = {S, S, S, S, S, S, S, S, S, S, S, S, S, S, S, S};
+#undef S
+
+_Static_assert(SHARDS == 16, "g_shards' initializer lists 16 shards");
+
+/* FNV-1a, 64 bits. */
+static uint64_t hash_key(const char *key, size_t *len)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    const unsigned char *c = (const unsigned char *)key;
+
+    for (; *c != '\0'; c++)
+        h = (h ^ *c) * 0x100000001b3ULL;
+    *len = (size_t)(c - (const unsigned char *)key);
+    return h;
+}
+
+static shard *shard_of(uint64_t hash)
+{
+    return &g_shards[hash % SHARDS];
+}
+
+static size_t bucket_of(const shard *s, uint64_t hash)
+{
+    return (size_t)(hash / SHARDS) & (s->nbuckets - 1);
+}
+
+static void lru_unlink(shard *s, bo_shim_dest *sd)
+{
+    if (sd->lru_prev != NULL)
+        sd->lru_prev->lru_next = sd->lru_next;
+    else
+        s->lru_head = sd->lru_next;
+    if (sd->lru_next != NULL)
+        sd->lru_next->lru_prev = sd->lru_prev;
+    else
+        s->lru_tail = sd->lru_prev;
+    sd->lru_prev = sd->lru_next = NULL;
+    s->idle--;
+}
+
+static void lru_push(shard *s, bo_shim_dest *sd)
+{
+    sd->lru_prev = NULL;
+    sd->lru_next = s->lru_head;
+    if (s->lru_head != NULL)
+        s->lru_head->lru_prev = sd;
+    else
+        s->lru_tail = sd;
+    s->lru_head = sd;
+    s->idle++;
+}
+
+/* Double the buckets when the chains grow past one block each on average;
+ * on allocation failure the chains just get longer. */
+static void maybe_grow(shard *s)
+{
+    size_t n = s->nbuckets == 0 ? BUCKETS_MIN : s->nbuckets * 2;
+    bo_shim_dest **b;
+
+    if (s->nbuckets != 0 && s->count <= s->nbuckets)
+        return;
+    b = calloc(n, sizeof *b);
+    if (b == NULL)
+        return;
+    for (size_t i = 0; i < s->nbuckets; i++) {
+        bo_shim_dest *sd = s->buckets[i], *next;
+        for (; sd != NULL; sd = next) {
+            next = sd->hnext;
+            size_t j = (size_t)(sd->hash / SHARDS) & (n - 1);
+            sd->hnext = b[j];
+            b[j] = sd;
+        }
+    }
+    free(s->buckets);
+    s->buckets = b;
+    s->nbuckets = n;
+}
+
+/* Free the least recently idle blocks while the shard holds too many. */
+static void evict(shard *s)
+{
+    while (s->idle > IDLE_PER_SHARD) {
+        bo_shim_dest *sd = s->lru_tail, **pp;
+        lru_unlink(s, sd);
+        for (pp = &s->buckets[bucket_of(s, sd->hash)]; *pp != sd; pp = &(*pp)->hnext) {
+        }
+        *pp = sd->hnext;
+        s->count--;
+        pthread_mutex_lock(&sd->mu);
+        bo_shim_dest_retire(sd);
+        pthread_mutex_unlock(&sd->mu);
+        pthread_cond_destroy(&sd->cv);
+        pthread_mutex_destroy(&sd->mu);
+        free(sd);
+    }
+}
+
+bo_shim_dest *bo_shim_dest_get(const char *key)
+{
+    const bo_config *cfg = bo_shim_config();
+    bo_shim_dest *sd;
+    size_t len;
+    uint64_t h;
+    shard *s;
+
+    if (cfg == NULL)
+        return NULL;
+    h = hash_key(key, &len);
+    if (len >= BO_DEST_KEY_LEN)
+        return NULL;
+    s = shard_of(h);
+    pthread_mutex_lock(&s->mu);
+    if (s->nbuckets != 0) {
+        for (sd = s->buckets[bucket_of(s, h)]; sd != NULL; sd = sd->hnext) {
+            if (sd->hash == h && strcmp(sd->key, key) == 0) {
+                if (__atomic_fetch_add(&sd->refs, 1, __ATOMIC_ACQ_REL) == 0)
+                    lru_unlink(s, sd);
+                goto out;
+            }
+        }
+    }
+    maybe_grow(s);
+    sd = s->nbuckets != 0 ? calloc(1, sizeof *sd) : NULL;
+    if (sd == NULL)
+        goto out;
+    memcpy(sd->key, key, len + 1);
+    sd->hash = h;
+    __atomic_store_n(&sd->refs, 1, __ATOMIC_RELAXED);
+    bo_shim_dest_init_block(sd, cfg);
+    size_t b = bucket_of(s, h);
+    sd->hnext = s->buckets[b];
+    s->buckets[b] = sd;
+    s->count++;
+out:
+    pthread_mutex_unlock(&s->mu);
+    return sd;
+}
+
+/*
+ * References: the count changes atomically; only the moves to and from zero
+ * (joining or leaving the idle list) take the shard lock.  A block with a
+ * count of zero is only reached through the table, under that lock, so a
+ * lock-free change (from a holder: ref, or a put that leaves one) never
+ * races with its eviction.
+ */
+bo_shim_dest *bo_shim_dest_ref(bo_shim_dest *sd)
+{
+    if (sd != NULL)
+        __atomic_add_fetch(&sd->refs, 1, __ATOMIC_RELAXED); /* the caller holds one */
+    return sd;
+}
+
+void bo_shim_dest_put(bo_shim_dest *sd)
+{
+    unsigned n;
+    shard *s;
+
+    if (sd == NULL)
+        return;
+    n = __atomic_load_n(&sd->refs, __ATOMIC_RELAXED);
+    while (n > 1) {
+        if (__atomic_compare_exchange_n(&sd->refs, &n, n - 1, false, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED))
+            return;
+    }
+    s = shard_of(sd->hash);
+    pthread_mutex_lock(&s->mu);
+    if (__atomic_sub_fetch(&sd->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+        lru_push(s, sd);
+        evict(s);
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+void bo_shim_table_foreach(void (*fn)(bo_shim_dest *sd, void *ctx), void *ctx)
+{
+    for (unsigned i = 0; i < SHARDS; i++) {
+        shard *s = &g_shards[i];
+        pthread_mutex_lock(&s->mu);
+        for (size_t b = 0; b < s->nbuckets; b++)
+            for (bo_shim_dest *sd = s->buckets[b]; sd != NULL; sd = sd->hnext)
+                fn(sd, ctx);
+        pthread_mutex_unlock(&s->mu);
+    }
+}
+
+/* Fork: every shard lock in order, then every block's mutex. */
+void bo_shim_table_prepare_fork(void)
+{
+    for (unsigned i = 0; i < SHARDS; i++)
+        pthread_mutex_lock(&g_shards[i].mu);
+    for (unsigned i = 0; i < SHARDS; i++) {
+        shard *s = &g_shards[i];
+        for (size_t b = 0; b < s->nbuckets; b++)
+            for (bo_shim_dest *sd = s->buckets[b]; sd != NULL; sd = sd->hnext)
+                pthread_mutex_lock(&sd->mu);
+    }
+}
+
+void bo_shim_table_parent_fork(void)
+{
+    for (unsigned i = 0; i < SHARDS; i++) {
+        shard *s = &g_shards[i];
+        for (size_t b = 0; b < s->nbuckets; b++)
+            for (bo_shim_dest *sd = s->buckets[b]; sd != NULL; sd = sd->hnext)
+                pthread_mutex_unlock(&sd->mu);
+    }
+    for (unsigned i = SHARDS; i-- > 0;)
+        pthread_mutex_unlock(&g_shards[i].mu);
+}
+
+/*
+ * In the child, child_block re-initialises each block (its mutex and
+ * condvar among them), and the shard locks are made anew.  References the
+ * parent's other threads held (a connect() in progress) are never released
+ * here: those blocks stay pinned, which costs memory, never correctness.
+ */
+void bo_shim_table_child_fork(void (*child_block)(bo_shim_dest *sd))
+{
+    for (unsigned i = 0; i < SHARDS; i++) {
+        shard *s = &g_shards[i];
+        for (size_t b = 0; b < s->nbuckets; b++)
+            for (bo_shim_dest *sd = s->buckets[b]; sd != NULL; sd = sd->hnext)
+                child_block(sd);
+        pthread_mutex_init(&s->mu, NULL);
+    }
+}
