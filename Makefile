@@ -108,7 +108,7 @@ integration: test-programs
 
 # The whole `make test` SOAK_RUNS times (5), with SOAK_LOAD=1 beside a CPU hog
 # on every core (stress-ng): one line per run, then "N passed, N failed".
-# Logs of failing runs stay in $(BUILD)/soak/.  Not part of `make test`.
+# Logs of failing runs stay in $(BUILD)/soak/DATE-TIME/.  Not part of `make test`.
 SOAK_RUNS ?= 5
 SOAK_LOAD ?= 0
 test-soak:

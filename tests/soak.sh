@@ -2,8 +2,8 @@
 # Soak: runs the whole `make test` N times, optionally with a CPU hog on every
 # core beside it, and prints one line per run and a closing "N passed, N
 # failed" for the runs (exit status 0 only when every run passed).  The logs
-# of failing runs are kept in $BUILD/soak/ (the run's output and its
-# per-test logs); those of passing runs are removed.
+# of failing runs are kept in $BUILD/soak/DATE-TIME/ (one directory per soak:
+# the run's output and its per-test logs); those of passing runs are removed.
 #
 #   SOAK_RUNS=N      runs (default 5)
 #   SOAK_LOAD=1      stress-ng --cpu $(nproc) runs beside every run (default 0)
@@ -27,8 +27,8 @@ if [ "$load" = 1 ]; then
     command -v stress-ng >/dev/null 2>&1 || bad "SOAK_LOAD=1 needs stress-ng (apt-get install stress-ng)"
 fi
 
-logs="$BUILD/soak"
-mkdir -p "$logs"
+logs="$BUILD/soak/$(date -u +%Y%m%d-%H%M%S)"
+mkdir -p "$logs" || bad "cannot create $logs"
 HOG_PID=""
 RUN_PID=""
 stop_hog() {

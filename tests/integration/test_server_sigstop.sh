@@ -19,7 +19,12 @@ PIDS="$PIDS $CURL_PID"
 # for curl's connection to reach the server's port, then give it 2 s in which it
 # must not be answered (a stopped server cannot answer, however busy the machine).
 i=0
-until ss -Htn state established "( dport = :$PORT )" 2>/dev/null | grep -q .; do
+# An established TCP connection to or from the port, in /proc/net/tcp (the port in hex).
+established() {
+    awk -v p="$(printf ':%04X' "$PORT")" '$4 == "01" && (substr($2, 9) == p || substr($3, 9) == p) { n++ }
+        END { exit n == 0 }' /proc/net/tcp
+}
+until established; do
     i=$((i + 1)); [ $i -gt 300 ] && fail "curl did not connect to the stopped server within 30 s"
     kill -0 "$CURL_PID" 2>/dev/null || fail "curl finished ($(cat "$TMP/code")) while the server was stopped"
     sleep 0.1
