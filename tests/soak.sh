@@ -34,19 +34,19 @@ RUN_PID=""
 stop_hog() {
     if [ -n "$HOG_PID" ]; then
         # stress-ng runs in its own process group (setsid): stop the group.
-        kill -TERM -- "-$HOG_PID" 2>/dev/null || true
+        kill -TERM "-$HOG_PID" 2>/dev/null || true
         _i=0
-        while kill -0 -- "-$HOG_PID" 2>/dev/null && [ $_i -lt 50 ]; do sleep 0.1; _i=$((_i + 1)); done
-        kill -KILL -- "-$HOG_PID" 2>/dev/null || true
+        while kill -0 "-$HOG_PID" 2>/dev/null && [ $_i -lt 50 ]; do sleep 0.1; _i=$((_i + 1)); done
+        kill -KILL "-$HOG_PID" 2>/dev/null || true
         wait "$HOG_PID" 2>/dev/null || true
         HOG_PID=""
     fi
 }
 stop_run() {
     if [ -n "$RUN_PID" ]; then
-        kill -TERM -- "-$RUN_PID" 2>/dev/null || true
+        kill -TERM "-$RUN_PID" 2>/dev/null || true
         sleep 1
-        kill -KILL -- "-$RUN_PID" 2>/dev/null || true
+        kill -KILL "-$RUN_PID" 2>/dev/null || true
         wait "$RUN_PID" 2>/dev/null || true
         RUN_PID=""
     fi
@@ -81,7 +81,10 @@ while [ $k -le "$runs" ]; do
     RUN_PID=""
     secs=$(($(date +%s) - start))
     result=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1)
-    [ -n "$result" ] || result="no summary"
+    if [ -z "$result" ]; then
+        result="no summary"
+        [ $rc -eq 0 ] && rc=1
+    fi
     if [ $rc -eq 0 ]; then
         passed=$((passed + 1))
         echo "run $k/$runs: PASS ($result, ${secs}s)"
