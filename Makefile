@@ -41,7 +41,7 @@ PRODUCTS := $(BUILD)/libbackoff.so $(BUILD)/backoff $(BUILD)/backoff-sim \
             $(BUILD)/ratelimit-server $(BUILD)/loadgen
 
 .PHONY: all deps deps-demo test unit integration sim demo bench install clean \
-        check-asan check-tsan check-valgrind test-programs fuzz stress
+        check-asan check-tsan check-valgrind test-programs fuzz stress test-soak
 
 all: $(PRODUCTS)
 
@@ -110,6 +110,14 @@ unit: $(UNIT_BIN)
 
 integration: test-programs
 	@BUILD=$(BUILD) sh tests/run-tests.sh integration
+
+# The whole `make test` SOAK_RUNS times (5), with SOAK_LOAD=1 beside a CPU hog
+# on every core (stress-ng): one line per run, then "N passed, N failed".
+# Logs of failing runs stay in $(BUILD)/soak/DATE-TIME/.  Not part of `make test`.
+SOAK_RUNS ?= 5
+SOAK_LOAD ?= 0
+test-soak:
+	@SOAK_RUNS=$(SOAK_RUNS) SOAK_LOAD=$(SOAK_LOAD) BUILD=$(BUILD) MAKE="$(MAKE)" sh tests/soak.sh
 
 # The articles' comparisons, in virtual time (a benchmark, not a test).
 sim: $(BUILD)/backoff-sim

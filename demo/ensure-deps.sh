@@ -28,8 +28,18 @@ else
     echo "backoff: missing Debian packages; run: sudo apt-get update && sudo apt-get install -y$missing" >&2
     exit 1
 fi
-echo "backoff: installing missing Debian packages:$missing" >&2
+# One line saying what is installed; apt's own output goes to a log file,
+# shown (its end) only when apt fails.
+log=$(mktemp "${TMPDIR:-/tmp}/backoff-apt.XXXXXX.log")
+echo "backoff: installing missing Debian packages:$missing (apt log: $log)" >&2
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq >&2
+apt_step() {
+    if ! "$@" >>"$log" 2>&1 </dev/null; then
+        echo "backoff: '$*' failed; the end of $log:" >&2
+        tail -n 40 "$log" | sed 's/^/    /' >&2
+        exit 1
+    fi
+}
+apt_step $SUDO apt-get update
 # shellcheck disable=SC2086
-$SUDO apt-get install -y -qq $missing >&2
+apt_step $SUDO apt-get install -y $missing

@@ -7,18 +7,23 @@
 # Sets SERVER_PID and PORT.
 start_server() {
     out=$1; shift
+    # Truncated here first: a reused OUTFILE must not show the previous port.
+    : >"$out"
     "$BUILD/ratelimit-server" --port 0 "$@" >"$out" 2>/dev/null &
     SERVER_PID=$!
     i=0
-    until grep -q '^listening on 127.0.0.1:' "$out" 2>/dev/null; do
+    until grep -q '^listening on 127\.0\.0\.1:[0-9][0-9]*$' "$out" 2>/dev/null; do
         i=$((i + 1))
-        if [ $i -gt 200 ] || ! kill -0 "$SERVER_PID" 2>/dev/null; then
-            echo "backoff: ratelimit-server did not start" >&2
+        if [ $i -gt 600 ] || ! kill -0 "$SERVER_PID" 2>/dev/null; then
+            echo "backoff: ratelimit-server $* did not start (30 s)" >&2
             exit 1
         fi
         sleep 0.05
     done
-    PORT=$(sed -n 's/^listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$out" | head -n 1)
+    PORT=$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9][0-9]*\)$/\1/p' "$out" | head -n 1)
+    case $PORT in
+    '' | *[!0-9]*) echo "backoff: no port in '$(head -n 1 "$out")'" >&2; exit 1 ;;
+    esac
 }
 
 # stop_server: end the server (continuing it first if it was stopped) and wait

@@ -22,19 +22,111 @@ note() { echo "# $*"; }
 
 # start_server NAME [ratelimit-server flags...]: starts the server with stdout
 # in $TMP/NAME.out and stderr in $TMP/NAME.err; sets SERVER_PID and PORT.
+# Waits (at most 30 s, however busy the machine) for the "listening" line and
+# fails the test loudly when the server exits first or prints no valid port.
 start_server() {
     name=$1; shift
+    # Truncate here, in this shell, before the server starts: with a NAME
+    # reused (a restarted server) the wait must not read the previous
+    # server's line before the new process has truncated the file.
+    : >"$TMP/$name.out"
+    : >"$TMP/$name.err"
     "$BUILD/ratelimit-server" --port 0 "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" &
     SERVER_PID=$!
     PIDS="$PIDS $SERVER_PID"
-    i=0
-    while ! grep -q '^listening on 127.0.0.1:' "$TMP/$name.out" 2>/dev/null; do
-        i=$((i + 1))
-        [ $i -gt 100 ] && fail "ratelimit-server did not start: $(cat "$TMP/$name.err")"
-        kill -0 "$SERVER_PID" 2>/dev/null || fail "ratelimit-server exited: $(cat "$TMP/$name.err")"
+    wait_port "$name" "$SERVER_PID" "ratelimit-server $*"
+}
+
+# wait_port NAME PID WHAT: waits (at most 30 s) until $TMP/NAME.out holds a
+# complete "listening on 127.0.0.1:PORT" line, then sets PORT; fails the test
+# when PID exits first or the port is not a number in 1..65535.
+wait_port() {
+    _i=0
+    while ! grep -q '^listening on 127\.0\.0\.1:[0-9][0-9]*$' "$TMP/$1.out" 2>/dev/null; do
+        _i=$((_i + 1))
+        [ $_i -gt 600 ] && fail "$3 printed no port within 30 s: $(cat "$TMP/$1.out" "$TMP/$1.err" 2>/dev/null)"
+        kill -0 "$2" 2>/dev/null || fail "$3 exited before listening: $(cat "$TMP/$1.err" 2>/dev/null)"
         sleep 0.05
     done
-    PORT=$(sed -n 's/^listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$TMP/$name.out" | head -n 1)
+    PORT=$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9][0-9]*\)$/\1/p' "$TMP/$1.out" | head -n 1)
+    case $PORT in
+    '' | *[!0-9]*) fail "$3: no port in '$(head -n 1 "$TMP/$1.out")'" ;;
+    esac
+    [ "$PORT" -ge 1 ] && [ "$PORT" -le 65535 ] || fail "$3: port $PORT out of range"
+}
+
+# start_flip_server NAME: a deterministic throttling server, for tests that
+# need "a 429 first, then a 200" without depending on a clock: every path
+# (query included) is answered 429 (body "rejected", Retry-After: 0) on its
+# odd-numbered requests and 200 on its even-numbered ones, with the body
+# ratelimit-server sends (GET .../item/N[?size=B]: item_body N B, else "ok").
+# A path starting with /ok/ is answered 200 at once, as the same path without
+# /ok would be, and does not count as a request to that path.  HTTP/1.1 with keep-alive.  Sets SERVER_PID and PORT like
+# start_server; stop it with stop_server (it prints no summary).
+start_flip_server() {
+    : >"$TMP/$1.out"
+    : >"$TMP/$1.err"
+    cat >"$TMP/$1.py" <<'FLIP'
+import http.server, re, threading
+hits = {}
+lock = threading.Lock()
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a):
+        pass
+    def version_string(self):
+        return "flip"
+    def do_GET(self):
+        path = self.path
+        always = path.startswith("/ok/")
+        if always:
+            path = path[3:]
+        n = 0
+        if not always:
+            with lock:
+                n = hits[path] = hits.get(path, 0) + 1
+        m = re.search(r"/item/(\d+)(?:\?size=(\d+))?$", path)
+        if not always and n % 2 == 1:
+            status, body = 429, b"rejected"
+        elif m:
+            status = 200
+            unit = ("item=%s;" % m.group(1)).encode()
+            size = int(m.group(2) or 64)
+            body = (unit * (size // len(unit) + 1))[:size]
+        else:
+            status, body = 200, b"ok"
+        self.send_response(status)
+        if status == 429:
+            self.send_header("Retry-After", "0")
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+s.daemon_threads = True
+print("listening on 127.0.0.1:%d" % s.server_address[1], flush=True)
+s.serve_forever()
+FLIP
+    /usr/bin/python3 "$TMP/$1.py" >"$TMP/$1.out" 2>"$TMP/$1.err" &
+    SERVER_PID=$!
+    PIDS="$PIDS $SERVER_PID"
+    wait_port "$1" "$SERVER_PID" "flip server $1"
+}
+
+# wait_state PID STATE SECONDS: waits (polling every 0.02 s, at most SECONDS)
+# until the state letter in /proc/PID/stat is STATE (T: stopped); fails the
+# test otherwise.  A signal is delivered asynchronously: kill -STOP returns
+# before the target has stopped.
+wait_state() {
+    _i=0
+    while :; do
+        # The comm field may hold spaces and parentheses: the state follows the last ')'.
+        _s=$(sed 's/.*) \([A-Za-z]\).*/\1/' "/proc/$1/stat" 2>/dev/null) || _s=gone
+        [ "$_s" = "$2" ] && return 0
+        _i=$((_i + 1))
+        [ $_i -gt $(($3 * 50)) ] && fail "process $1 state '$_s' after $3 s, expected $2"
+        sleep 0.02
+    done
 }
 
 # stop_server: SIGTERM the last server and wait; its TSV summary is then in $TMP/NAME.out.

@@ -50,10 +50,18 @@ BACKOFF_POLICY=fixed BACKOFF_BASE_MS=20 BACKOFF_MAX_ATTEMPTS=4 "$BO" --stats "$T
 [ "$(stats_sum "$TMP/c.json" attempts)" -eq 4 ] || fail "refused: $(stats_sum "$TMP/c.json" attempts) attempts, expected 4"
 note "the server comes back on that port while the call backs off"
 BACKOFF_POLICY=fixed BACKOFF_BASE_MS=100 BACKOFF_MAX_ATTEMPTS=0 BACKOFF_MAX_TIME_MS=20000 \
-    "$BO" --stats "$TMP/back.json" -- $CURL -s "http://127.0.0.1:$GONE/item/5" >"$TMP/back.out" 2>&1 &
+    "$BO" --stats "$TMP/back.json" --trace "$TMP/back.csv" -- $CURL -s "http://127.0.0.1:$GONE/item/5" \
+    >"$TMP/back.out" 2>&1 &
 CPID=$!
 PIDS="$PIDS $CPID"
-sleep 1
+# The server comes back once three connects were refused (the trace has a row
+# per attempt), not after a guessed second.
+i=0
+while [ "$(cat "$TMP/back.csv" 2>/dev/null | grep -c ',retry,')" -lt 3 ]; do
+    i=$((i + 1)); [ $i -gt 300 ] && fail "fewer than 3 refused attempts in 30 s: $(cat "$TMP/back.csv" "$TMP/back.out")"
+    kill -0 "$CPID" 2>/dev/null || fail "the call ended while the port refused: $(cat "$TMP/back.out")"
+    sleep 0.1
+done
 start_server comeback --port "$GONE"
 wait $CPID || fail "the call did not succeed once the server was back"
 item_body 5 | cmp -s - "$TMP/back.out" || fail "body after the comeback differs"

@@ -3,7 +3,9 @@
 # connect) during the outage, and the server comes back on the same port.
 . "$(dirname "$0")/lib.sh"
 
-start_server refuse --outage-at 2 --outage-for 3 --outage-mode refuse
+# The outage starts 5 s after the server: time enough, on a busy machine, for
+# the first request to be served before it.
+start_server refuse --outage-at 5 --outage-for 3 --outage-mode refuse
 url="http://127.0.0.1:$PORT/item/1"
 rc=0; code=$(http_code "$url" -m 5) || rc=$?
 [ "$rc" = 0 ] && [ "$code" = 200 ] || fail "before the outage: curl exit $rc, status $code"

@@ -11,23 +11,25 @@ BO="$BUILD/backoff"
 [ -x "$BO" ] && [ -f "$BUILD/libbackoff.so" ] || fail "build $BO and $BUILD/libbackoff.so first"
 CURL=/usr/bin/curl
 
-# 10 tokens/s, burst 3: sequential curls run at 30+/s, three times too fast.
-start_server bucket --rate 10 --burst 3
+# 4 tokens/s, burst 1: sequential curls run at 30+/s on an idle machine; one
+# of the 30 coming within 250 ms of the one before meets a 429, however busy.
+start_server bucket --rate 4 --burst 1
 BUCKET_PID=$SERVER_PID
 URL="http://127.0.0.1:$PORT"
 STATS="$TMP/stats.jsonl"
 
-# drain: point URL at a fresh server that rejects everything (429, Retry-After
-# 1 s) for its first second and admits one at a time after it, so the next
-# request meets a 429 for certain and its retry a 200.  (Emptying the token
-# bucket instead left a fractional token that refilled before the next call.)
+# drain: point URL at a fresh flip server (lib.sh) that answers each path 429
+# first and 200 after, so the next request meets a 429 for certain and its
+# retry a 200, with no clock involved.  (Emptying the token bucket left a
+# fractional token that refilled before the next call; a server closed for
+# its first second reopened before a busy machine ran curl.)
 GATE_PID=""
 drain() {
     if [ -n "$GATE_PID" ]; then
         kill "$GATE_PID" 2>/dev/null || true
         wait "$GATE_PID" 2>/dev/null || true
     fi
-    start_server gate --max-busy 1 --capacity "0:0,1:1" --retry-after 1
+    start_flip_server gate
     GATE_PID=$SERVER_PID
     URL="http://127.0.0.1:$PORT"
 }

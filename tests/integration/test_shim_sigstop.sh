@@ -19,9 +19,13 @@ BACKOFF_TRACE="$TRACE" BACKOFF_STATS="$TMP/stats.json" BACKOFF_MAX_ATTEMPTS=0 \
     --think-ms 20 >"$TMP/lg.tsv" 2>"$TMP/lg.err" &
 LG=$!
 PIDS="$PIDS $LG"
-sleep 2
+# The outage starts once loadgen is served (not after a guessed 2 s: a busy
+# machine may take longer to start 50 threads), then lasts 5 s.
+wait_for "$TRACE" ',success,200,' 30
+sleep 0.5
 stop_ms=$(now_ms)
 kill -STOP "$SERVER_PID"
+wait_state "$SERVER_PID" T 10
 sleep 5
 cont_ms=$(now_ms)
 kill -CONT "$SERVER_PID"

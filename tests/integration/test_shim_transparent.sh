@@ -14,19 +14,21 @@ H="$BUILD/tests/helpers/shim_transparent"
 [ -f "$LIB" ] && [ -x "$H" ] || fail "build $LIB and $H first"
 CURL=/usr/bin/curl
 
-start_server plain
-PLAIN="http://127.0.0.1:$PORT"
-start_server bucket --rate 4 --burst 1
-BUCKET="http://127.0.0.1:$PORT"
+# No clock: the flip server answers each path 429 first, then 200, and its
+# /ok/ paths answer the same 200 at once (what a program sees from a server
+# that does not throttle).  A server that answers 429 always gives the
+# one-attempt case its 429 for certain.
+start_flip_server flip
+FLIP="http://127.0.0.1:$PORT"
+start_server reject --max-busy 0 --retry-after 1
+REJECT="http://127.0.0.1:$PORT"
 
-drain() { for _ in 1 2 3; do $CURL -s -o /dev/null "$BUCKET/item/0" || true; done; }
 scrub() { tr -d '\r' | grep -v -i -E '^(\[H\])?(date|ratelimit-[a-z]*|retry-after):' || true; }
 
 for mode in stdout header headerdata callbacks dup reset fail; do
     case $mode in dup) path=/item ;; *) path=/item/5 ;; esac
-    "$H" $mode "$PLAIN$path" | scrub >"$TMP/$mode.want"
-    drain
-    BACKOFF_STATS="$TMP/$mode.json" LD_PRELOAD="$LIB" "$H" $mode "$BUCKET$path" | scrub >"$TMP/$mode.got"
+    "$H" $mode "$FLIP/ok/$mode$path" | scrub >"$TMP/$mode.want"
+    BACKOFF_STATS="$TMP/$mode.json" LD_PRELOAD="$LIB" "$H" $mode "$FLIP/$mode$path" | scrub >"$TMP/$mode.got"
     calls=$(stats_sum "$TMP/$mode.json" calls)
     attempts=$(stats_sum "$TMP/$mode.json" attempts)
     note "$mode: calls $calls attempts $attempts"
@@ -38,11 +40,11 @@ done
 
 note "one attempt allowed: the 429 is handed over as is (FAILONERROR and default write)"
 for mode in fail header; do
-    drain
-    "$H" $mode "$BUCKET/item/6" | scrub >"$TMP/one.want"
-    drain
-    BACKOFF_MAX_ATTEMPTS=1 LD_PRELOAD="$LIB" "$H" $mode "$BUCKET/item/6" | scrub >"$TMP/one.got"
-    grep -q 'status=429' "$TMP/one.want" || fail "$mode: the bucket did not answer 429 without the shim"
+    "$H" $mode "$REJECT/item/6" | scrub >"$TMP/one.want"
+    BACKOFF_MAX_ATTEMPTS=1 BACKOFF_STATS="$TMP/one.$mode.json" LD_PRELOAD="$LIB" "$H" $mode "$REJECT/item/6" |
+        scrub >"$TMP/one.got"
+    grep -q 'status=429' "$TMP/one.want" || fail "$mode: the server did not answer 429 without the shim"
+    [ "$(stats_sum "$TMP/one.$mode.json" attempts)" -eq 1 ] || fail "$mode: expected one attempt under the shim"
     cmp -s "$TMP/one.want" "$TMP/one.got" || fail "$mode with one attempt: $(diff "$TMP/one.want" "$TMP/one.got" | head)"
 done
 
@@ -73,13 +75,10 @@ print("listening on 127.0.0.1:%d" % s.server_address[1], flush=True)
 threading.Timer(60, s.shutdown).start()
 s.serve_forever()
 EOF
-/usr/bin/python3 "$TMP/redir.py" >"$TMP/redir.out" 2>&1 &
+/usr/bin/python3 "$TMP/redir.py" >"$TMP/redir.out" 2>"$TMP/redir.err" &
 PIDS="$PIDS $!"
-i=0
-until grep -q '^listening' "$TMP/redir.out"; do
-    i=$((i + 1)); [ $i -gt 100 ] && fail "redirect server did not start"; sleep 0.05
-done
-RPORT=$(sed -n 's/^listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$TMP/redir.out")
+wait_port redir $! "redirect server"
+RPORT=$PORT
 $CURL -s -L -D - "http://127.0.0.1:$RPORT/r/a" | tr -d '\r' >"$TMP/plain.redir"
 grep -q '^HTTP/1.0 429' "$TMP/plain.redir" || fail "without the shim the chain did not meet a 429"
 LD_PRELOAD="$LIB" BACKOFF_STATS="$TMP/r.json" $CURL -s -L -D - "http://127.0.0.1:$RPORT/r/b" | tr -d '\r' >"$TMP/shim.redir"

@@ -24,10 +24,12 @@ THREADS=${STRESS_SIGNAL_THREADS:-8}
 CALLS=${STRESS_SIGNAL_CALLS:-60}
 
 # check_trace FILE [MIN]: at least MIN (default 1) retries checked, and
-# every retry waited at least its announced delay_ms (5 ms allowed: a row's
-# time is read when it is written, after the decision, and under a storm a
-# signal handler or the scheduler can run in between) and at most
-# delay_ms + 2000; prints the count.
+# every retry waited at least half its announced delay_ms and at most
+# delay_ms + 2000; prints the count.  Why half: a row's t_ms is stamped when
+# the row is written, after the shim read the time its delay counts from, so
+# a thread preempted in between (a busy machine) shows a gap a few ms short
+# of the delay (seen: 27 ms for 30); a sleep cut short by the 1-ms SIGALRM
+# storm would end about 1 ms after it began, far below half.
 check_trace() {
     awk -F, -v min="${2:-1}" 'NR > 1 { k = $2 "," $3 "," $5; t[k, $6] = $1; d[k, $6] = $10; n[k] = $6 > n[k] ? $6 : n[k] }
         END {
@@ -35,12 +37,13 @@ check_trace() {
             for (k in n) for (a = 1; a < n[k]; a++) {
                 if (!((k, a + 1) in t)) continue
                 gap = t[k, a + 1] - t[k, a]; want = d[k, a]; checked++
-                if (gap < want - 5 || gap > want + 2000) {
+                if (gap < want / 2 || gap > want + 2000) {
                     bad++; printf "call %s attempt %d: waited %d ms, delay was %d ms\n", k, a, gap, want
                 }
                 if (gap - want > worst) worst = gap - want
+                if (want - gap > early) early = want - gap
             }
-            printf "retries checked %d, out of bounds %d, worst lateness %d ms\n", checked, bad, worst
+            printf "retries checked %d, out of bounds %d, worst lateness %d ms, most early %d ms\n", checked, bad, worst, early
             exit bad > 0 || checked < min
         }' "$1"
 }
