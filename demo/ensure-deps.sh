@@ -6,6 +6,14 @@
 set -eu
 what=${1:-test}
 pkgs="gcc make pkg-config libc6-dev libcurl4-openssl-dev check libmicrohttpd-dev curl python3 python3-pycurl procps"
+if [ "$what" = test ]; then
+    # The real programs the tests run under the library: PHP (curl.so is
+    # loaded RTLD_DEEPBIND), git, perl, the GnuTLS libcurl beside the OpenSSL
+    # one, and python3's own regression tests (the package of the python3
+    # that is installed; bookworm's when there is none yet).
+    pyver=$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || echo 3.11)
+    pkgs="$pkgs php-cli php-curl git perl libcurl3-gnutls libpython$pyver-testsuite"
+fi
 if [ "$what" = demo ]; then
     pkgs="$pkgs gnuplot-nox"
 fi
