@@ -163,6 +163,25 @@ grep -q '^status 429 ' "$TMP/py.out" || fail "pycurl: $(cat "$TMP/py.out" "$TMP/
 el=$(sed -n 's/.* elapsed_ms \([0-9]*\) .*/\1/p' "$TMP/py.out")
 [ "$el" -le 1500 ] || fail "pycurl TIMEOUT_MS 1500: back after $el ms"
 [ "$(stats_sum "$TMP/stats" attempts)" -eq 2 ] || fail "want 2 attempts (0 and 1 s) within 1.5 s"
+
+note "PHP CURLOPT_TIMEOUT_MS 1500 on the same server (php-curl: curl.so loaded RTLD_DEEPBIND)"
+cat >"$TMP/to.php" <<'EOF'
+<?php
+$c = curl_init($argv[1]);
+curl_setopt($c, CURLOPT_RETURNTRANSFER, true);
+curl_setopt($c, CURLOPT_TIMEOUT_MS, 1500);
+$t0 = hrtime(true);
+$body = curl_exec($c);
+printf("status %d elapsed_ms %d errno %d\n", curl_getinfo($c, CURLINFO_RESPONSE_CODE),
+       (hrtime(true) - $t0) / 1000000, curl_errno($c));
+EOF
+rm -f "$TMP/stats"
+timed "$TMP/php.out" "$TMP/php.err" env BACKOFF_STATS="$TMP/stats" LD_PRELOAD="$LIB" php "$TMP/to.php" "$RA1"
+cat "$TMP/php.out"
+grep -q '^status 429 .* errno 0$' "$TMP/php.out" || fail "php: $(cat "$TMP/php.out" "$TMP/php.err")"
+el=$(sed -n 's/.* elapsed_ms \([0-9]*\) .*/\1/p' "$TMP/php.out")
+[ "$el" -le 1500 ] || fail "php CURLOPT_TIMEOUT_MS 1500: back after $el ms"
+[ "$(stats_sum "$TMP/stats" attempts)" -eq 2 ] || fail "php: want 2 attempts (0 and 1 s) within 1.5 s (was PHP reached?)"
 stop_server
 
 start_server slow --delay-ms 10000
