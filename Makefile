@@ -196,7 +196,7 @@ check-asan: deps
 check-tsan: deps
 	@$(MAKE) --no-print-directory BUILD=build-tsan CC=$(CC) SAN="$(TSAN_SAN)" unit
 	@$(MAKE) --no-print-directory BUILD=build-tsan CC=$(CC) SAN="$(TSAN_SAN)" $(TSAN_PROGRAMS)
-	$(call run_san_tests,build-tsan,$(TSAN_TESTS),$(TSAN_ENV) STRESS_CALLS=$(TSAN_STRESS_CALLS))
+	$(call run_san_tests,build-tsan,$(TSAN_TESTS),$(TSAN_ENV) STRESS_CALLS=$(TSAN_STRESS_CALLS) STRESS_SERVICE_MS=20)
 
 # memcheck over the unit suites, then over one integration test that runs
 # the shim inside curl and inside threaded loadgen under valgrind.
