@@ -189,9 +189,10 @@ static int64_t dest_rto_ns(const bo_dest *d, const bo_config *cfg)
  * aimd: a throttled call waits an RTO before it seeks admission again (TCP:
  * a loss always waits at least an RTO, doubled at each loss in a row): the
  * larger of BACKOFF_BASE_MS and the smallest round trip seen, times 2^(k-1)
- * at the call's k-th throttle, capped by BACKOFF_CAP_MS, times a jitter
- * factor in [1, 1.5) so that processes that were throttled together do not
- * come back together.  Without it a window of one still loops at loopback
+ * at the call's k-th throttle, times a jitter factor in [1, 1.5) so that
+ * processes that were throttled together do not come back together, and
+ * never more than BACKOFF_CAP_MS (the bound every policy but gaussian-jitter
+ * keeps; the jitter is applied before that bound, not after it).  Without it a window of one still loops at loopback
  * speed against an instant 429 and spends its attempts in milliseconds.
  */
 static int64_t throttle_rto_ns(const bo_dest *d, const bo_config *cfg, bo_call *c, bo_rng *rng)
@@ -207,7 +208,10 @@ static int64_t throttle_rto_ns(const bo_dest *d, const bo_config *cfg, bo_call *
         rto *= 2;
     if (cap > 0 && rto > cap)
         rto = cap;
-    return (int64_t)((double)rto * (1.0 + 0.5 * bo_rng_uniform(rng)));
+    double wait = (double)rto * (1.0 + 0.5 * bo_rng_uniform(rng));
+    if (cap > 0 && wait > (double)cap)
+        return cap;
+    return (int64_t)wait;
 }
 
 /*
