@@ -9,8 +9,9 @@
 #    "total requests" figure).
 # 3. A shell loop of the `curl` command against a token bucket, with and
 #    without `backoff --`.
-# Plots (PNG, gnuplot) go to demo/out/.  Everything runs on 127.0.0.1 and
-# every process started here is stopped on exit.
+# Plots (PNG, gnuplot) go to demo/out/; summary.png is the main picture.
+# Everything runs on 127.0.0.1 and every process started here is stopped on
+# exit.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-build}
@@ -86,8 +87,11 @@ echo
 
 # Request rate over time, per policy: successes and rejections per second in
 # 100 ms buckets, from the server's request log (000's first two figures).
+# Time counts from the arrival of the first request the server answered
+# (t_ms is logged at the answer, latency_ms before it), not from its start.
 for p in $POLICIES; do
-    awk -F, 'NR > 1 { b = int($1 / 100); if ($4 == 200) ok[b]++; else rej[b]++; if (b > m) m = b }
+    awk -F, 'NR == 2 { t0 = $1 - $6 }
+             NR > 1 { b = int(($1 - t0) / 100); if ($4 == 200) ok[b]++; else rej[b]++; if (b > m) m = b }
              END { for (i = 0; i <= m; i++) printf "%.1f %d %d\n", i / 10, 10 * ok[i], 10 * rej[i] }' \
         "$OUT/requests-$p.csv" >"$OUT/rate-$p.dat"
 done
@@ -139,7 +143,7 @@ loop "backoff -- curl" "$BUILD/backoff" --
 echo
 
 if command -v gnuplot >/dev/null 2>&1; then
-    OUT="$OUT" POLICIES="$POLICIES" OPTIMUM="$optimum" sh "$top/demo/plots.sh"
+    OUT="$OUT" POLICIES="$POLICIES" OPTIMUM="$optimum" OPS="$OPS" sh "$top/demo/plots.sh"
     echo "plots: $(cd "$OUT" && ls *.png | tr '\n' ' ')"
     echo "       in $OUT"
 else
