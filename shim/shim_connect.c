@@ -269,7 +269,7 @@ static int managed_connect(bo_shim_dest *sd, int fd, const struct sockaddr *sa, 
         } else {
             rc = retry_attempt(fd, sa, len, deadline, &e);
             if (rc != 0 && not_reusable(e)) {
-                bo_shim_result gone = {.outcome = {BO_VERDICT_FINAL, BO_SIGNAL_NONE},
+                bo_shim_result gone = {.outcome = {BO_VERDICT_FINAL, BO_SIGNAL_NONE, false},
                                       .retry_after_ns = -1, .status = 0, .code = e,
                                       .ratelimit = NULL};
                 (void)bo_shim_complete(sd, &call, &gone, id, "connect", inflight, &until);
