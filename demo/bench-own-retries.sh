@@ -42,10 +42,13 @@ serve() {
     done
     PORT=$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$TMP/$_n.out")
 }
-# requests NAME: stop every server, print NAME's answered requests.
-requests() {
+# stop: stop every server (in this shell: a subshell cannot wait for them).
+stop() {
     for p in $SPID; do kill -TERM "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
     SPID=""
+}
+# requests NAME: NAME's answered requests, from its summary (after stop).
+requests() {
     awk -F'\t' '$1 == "requests" { h = 1; next } h { print $1; exit }' "$TMP/$1.out"
 }
 row() { # CASE PN PMS SN SMS TARGET_MS
@@ -57,9 +60,9 @@ row() { # CASE PN PMS SN SMS TARGET_MS
 printf 'case\tplain_requests\tplain_ms\tshim_requests\tshim_ms\ttarget\n'
 
 serve p; t=$(now_ms); curl -s -o "$TMP/f" --retry 3 "http://127.0.0.1:$PORT/status/503" || true
-pms=$(($(now_ms) - t)); pn=$(requests p)
+pms=$(($(now_ms) - t)); stop; pn=$(requests p)
 serve s; t=$(now_ms); LD_PRELOAD="$LIB" curl -s -o "$TMP/f" --retry 3 "http://127.0.0.1:$PORT/status/503" || true
-sms=$(($(now_ms) - t)); sn=$(requests s)
+sms=$(($(now_ms) - t)); stop; sn=$(requests s)
 row curl-retry3-503 "$pn" "$pms" "$sn" "$sms" $((pms + 1500))
 
 CP=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
@@ -86,21 +89,21 @@ for attempt in range(4):
     time.sleep(0.5 * 2 ** attempt)
 EOF
 serve p; t=$(now_ms); /usr/bin/python3 "$TMP/loop.py" "http://127.0.0.1:$PORT/status/503" || true
-pms=$(($(now_ms) - t)); pn=$(requests p)
+pms=$(($(now_ms) - t)); stop; pn=$(requests p)
 serve s; t=$(now_ms); LD_PRELOAD="$LIB" /usr/bin/python3 "$TMP/loop.py" "http://127.0.0.1:$PORT/status/503" || true
-sms=$(($(now_ms) - t)); sn=$(requests s)
+sms=$(($(now_ms) - t)); stop; sn=$(requests s)
 row pycurl-loop3-503 "$pn" "$pms" "$sn" "$sms" $((pms + 1500))
 
 serve p --outage-at 0 --outage-for 10 --outage-mode 503; PP=$PORT
 serve s --outage-at 0 --outage-for 10 --outage-mode 503; PS=$PORT
-(t=$(now_ms); curl -s -o /dev/null --retry 10 "http://127.0.0.1:$PP/item/1" || true
+(t=$(now_ms); curl -s -o "$TMP/dp" --retry 10 "http://127.0.0.1:$PP/item/1" || true
  echo $(($(now_ms) - t)) >"$TMP/p.ms") &
 c1=$!
-(t=$(now_ms); LD_PRELOAD="$LIB" curl -s -o /dev/null --retry 10 "http://127.0.0.1:$PS/item/1" || true
+(t=$(now_ms); LD_PRELOAD="$LIB" curl -s -o "$TMP/ds" --retry 10 "http://127.0.0.1:$PS/item/1" || true
  echo $(($(now_ms) - t)) >"$TMP/s.ms") &
 c2=$!
 wait $c1 $c2
-requests p >/dev/null
-pn=$(awk -F'\t' '$1 == "requests" { h = 1; next } h { print $1; exit }' "$TMP/p.out")
-sn=$(awk -F'\t' '$1 == "requests" { h = 1; next } h { print $1; exit }' "$TMP/s.out")
+stop
+pn=$(requests p)
+sn=$(requests s)
 row curl-retry10-back10s "$pn" "$(cat "$TMP/p.ms")" "$sn" "$(cat "$TMP/s.ms")" $(($(cat "$TMP/p.ms") + 1500))
