@@ -11,8 +11,11 @@
  *    counted though never refused) and successes the answers that were not
  *    failures.  A destination that answers nothing but failures thus sees at
  *    most (1 + pct/100) times the program's own load plus the reserve; one
- *    that answers, at most one extra attempt per success on top.  A plain
- *    fixed-size struct (it lives in bo_dest, which may be shared host-wide).
+ *    that answers, at most one extra attempt per success on top.  A retry
+ *    after a 429 (bo_outcome.rate_limited: the server is up and limits this
+ *    client) is counted but never refused: the aimd window and Retry-After
+ *    pace those.  A plain fixed-size struct (it lives in bo_dest, which may
+ *    be shared host-wide).
  *
  * 2. The logical request (bo_lineage): a call that the program makes again
  *    after the shim handed back a retryable failure (the same key: method
