@@ -19,6 +19,9 @@
 #   overhead  demo/bench-overhead.sh (per-call cost, 8-thread throughput)
 #   real      demo/bench-real-programs.sh (shells, make, perl, python, git:
 #             median preloaded - plain ms; not in the default set)
+#   own       issue 22 (not in the default list): demo/bench-own-retries.sh,
+#             programs that retry on their own (curl --retry, a pycurl loop),
+#             requests counted at the server and wall time, plain and preloaded
 #   headers   issue 13 (not in the default list): the default policy paced
 #             from the server's rate-limit headers, loadgen 1 and 8 threads,
 #             against a token bucket 20/s burst 20 (220 requests, optimum
@@ -244,6 +247,14 @@ bench_real() {
           printf "%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t%s\n", $1, $2, extra }'
 }
 
+bench_own() {
+    BUILD="$BUILD" sh "$top/demo/bench-own-retries.sh" | awk -F'\t' '
+        /^#/ { print; next }
+        !h { for (i = 1; i <= NF; i++) name[i] = $i; h = 1; next }
+        { extra = ""; for (i = 2; i <= NF; i++) extra = extra (extra ? " " : "") name[i] "=" $i;
+          printf "own\t%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t%s\n", $1, extra }'
+}
+
 for s in $SCENARIOS; do
     case "$s" in
     burst) bench_burst ;;
@@ -252,7 +263,8 @@ for s in $SCENARIOS; do
     fairness) bench_fairness ;;
     overhead) bench_overhead ;;
     real) bench_real ;;
+    own) bench_own ;;
     headers) bench_headers ;;
-    *) echo "backoff bench: unknown scenario \"$s\": expected burst, outage, pacing, fairness, overhead, real or headers" >&2; exit 2 ;;
+    *) echo "backoff bench: unknown scenario \"$s\": expected burst, outage, pacing, fairness, overhead, real, own or headers" >&2; exit 2 ;;
     esac
 done

@@ -30,6 +30,13 @@ fastest other policy that gave up no call, and for threads <= 1.15x the
 optimum; rejected attempts in any one second <= the server's capacity per
 second ("x capacity" <= 1). `sh demo/sim-matrix.sh --check` lists the misses.
 
+The last column (issue 22) runs the cell again with the program itself
+retrying each call handed back failed 3 times on top (after 1, 2 and 4 s, as
+`curl --retry 3` does): its retries continue the logical request, so the
+two layers add up to at most `BACKOFF_MAX_ATTEMPTS` + 3 attempts per request,
+never 4 x 8 (RESULTS-matrix.tsv has it for every policy,
+`attempts_per_req_own3`; the "before" table predates it).
+
 TXT
     echo "## aimd after issue 10 ($after_fail)"
     echo

@@ -39,14 +39,15 @@ NR == 1 { next }
     if (!(cell in seen)) { seen[cell] = 1; order[++n] = cell }
     comp = ($5 == "never") ? 1e18 : $5 + 0
     if ($4 == "aimd") { a_comp[cell] = comp; a_row[cell] = $0; a_ratio[cell] = $7; a_att[cell] = $8;
-                        a_gave[cell] = $9; a_peak[cell] = $10; a_frac[cell] = $11 }
+                        a_gave[cell] = $9; a_peak[cell] = $10; a_frac[cell] = $11;
+                        a_own[cell] = ($12 == "") ? "-" : sprintf("%.2f", $12) }
     else if ($9 == 0 && (!(cell in best) || comp < best[cell])) { best[cell] = comp; bestp[cell] = $4 }
 }
 END {
     fails = 0
     if (mode == "markdown") {
-        print "| server | hint | clients | completion / optimum | attempts per request | gave up | most rejected in 1 s (x capacity) | fastest other policy without give-ups | aimd / it |"
-        print "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+        print "| server | hint | clients | completion / optimum | attempts per request | gave up | most rejected in 1 s (x capacity) | fastest other policy without give-ups | aimd / it | attempts per request, program retrying 3x on top |"
+        print "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
     } else if (mode == "table") {
         printf "%-10s %-8s %-11s %8s %8s %6s %12s  %-20s %7s %s\n", "server", "hint", "clients", "ratio", "att/req", "gaveup", "rej/s(xcap)", "fastest-other", "vs", "verdict"
     }
@@ -66,7 +67,7 @@ END {
         if (why != "") fails++
         other = (c in best) ? sprintf("%s %.3f s", bestp[c], best[c]) : "none"
         if (mode == "markdown")
-            printf "| %s | %s | %s | %s | %.2f | %d | %d (%s) | %s | %s%s |\n", k[1], k[2], k[3], a_ratio[c], a_att[c], a_gave[c], a_peak[c], a_frac[c], other, vs, why == "" ? "" : " **" why " **"
+            printf "| %s | %s | %s | %s | %.2f | %d | %d (%s) | %s | %s%s | %s |\n", k[1], k[2], k[3], a_ratio[c], a_att[c], a_gave[c], a_peak[c], a_frac[c], other, vs, why == "" ? "" : " **" why " **", a_own[c]
         else if (mode == "table")
             printf "%-10s %-8s %-11s %8s %8.3f %6d %5d (%5s)  %-20s %7s %s\n", k[1], k[2], k[3], a_ratio[c], a_att[c], a_gave[c], a_peak[c], a_frac[c], other, vs, verdict
         else if (why != "")

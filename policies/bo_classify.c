@@ -134,7 +134,7 @@ static bool failure_class(const bo_attempt *a, unsigned *bits, bo_signal *sig, s
  */
 bo_outcome bo_classify(const bo_config *cfg, const bo_attempt *a)
 {
-    bo_outcome out = {BO_VERDICT_FINAL, BO_SIGNAL_NONE};
+    bo_outcome out = {BO_VERDICT_FINAL, BO_SIGNAL_NONE, false};
     unsigned bits = 0;
     safety saf = SAFE_ALWAYS;
     bool known;
@@ -149,6 +149,7 @@ bo_outcome bo_classify(const bo_config *cfg, const bo_attempt *a)
             return out;
         }
         known = status_class(a->http_status, &bits, &out.signal, &saf);
+        out.rate_limited = a->http_status == 429;
     } else {
         known = failure_class(a, &bits, &out.signal, &saf);
     }

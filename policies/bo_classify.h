@@ -50,6 +50,9 @@ typedef enum bo_signal {
 typedef struct bo_outcome {
     bo_verdict verdict;
     bo_signal signal;
+    bool rate_limited;        /* a 429: the server is up and limits this client's
+                                 rate (retries after it are not refused by the
+                                 destination's retry budget, bo_budget.h) */
 } bo_outcome;
 
 typedef struct bo_attempt {

@@ -10,7 +10,8 @@
  *   CAP_MS 1..86400000 and not below BASE_MS; FACTOR 1..100; JITTER 0..1;
  *   WINDOW 1..1000000 and WINDOW_MAX 1..1000000, not below WINDOW;
  *   BETA 0 (the policy's own) or 0 < beta < 1; UP 1..100; DOWN 0 < d <= 1;
- *   DOWN_AFTER 1..1000000; booleans exactly "0" or "1".
+ *   DOWN_AFTER 1..1000000; RETRY_BUDGET 0..1000 (percent, 0 = off);
+ *   booleans exactly "0" or "1".
  */
 #include "bo_config.h"
 
@@ -93,6 +94,7 @@ void bo_config_defaults(bo_config *cfg)
     cfg->strict = false;
     cfg->pacing = true;
     cfg->ratelimit_headers = true;
+    cfg->retry_budget = 20;
 }
 
 const char *bo_policy_name(bo_policy_kind kind)
@@ -447,6 +449,12 @@ int bo_config_load(bo_config *cfg, bo_getenv_fn get, void *ctx, char *err, size_
             return -1;
         cfg->max_attempts = (unsigned)x;
     }
+    if (GET("BACKOFF_RETRY_BUDGET")) {
+        if (parse_i64(v, &x) != 0 || x < 0 || x > 1000)
+            return bad(err, errlen, "BACKOFF_RETRY_BUDGET", v,
+                       "a percentage of first attempts from 0 (no budget) to 1000");
+        cfg->retry_budget = (unsigned)x;
+    }
     if (GET("BACKOFF_MAX_TIME_MS")) {
         if (get_int("BACKOFF_MAX_TIME_MS", v, 0, MS_PER_DAY, &cfg->max_time_ms, err, errlen) != 0)
             return -1;
@@ -662,6 +670,7 @@ size_t bo_config_format(const bo_config *cfg, char *buf, size_t len)
     out_add(&o, "BACKOFF_POLICY=%s\n", pname ? pname : "?");
     out_add(&o, "BACKOFF_MAX_ATTEMPTS=%u\n", cfg->max_attempts);
     out_add(&o, "BACKOFF_MAX_TIME_MS=%" PRId64 "\n", cfg->max_time_ms);
+    out_add(&o, "BACKOFF_RETRY_BUDGET=%u\n", cfg->retry_budget);
     out_add(&o, "BACKOFF_BASE_MS=%" PRId64 "\n", cfg->base_ms);
     out_add(&o, "BACKOFF_CAP_MS=%" PRId64 "\n", cfg->cap_ms);
     out_double(&o, "BACKOFF_FACTOR", cfg->factor);

@@ -80,6 +80,8 @@ typedef struct bo_config {
     bool strict;              /* BACKOFF_STRICT: config errors are fatal */
     bool pacing;              /* BACKOFF_PACING: 1 (default) aimd improvements on;
                                  0 gives 000's algorithm exactly (bo_window.c) */
+    unsigned retry_budget;    /* BACKOFF_RETRY_BUDGET: retries as a percentage of first
+                                 attempts per destination (bo_budget.h), 0 = off, default 20 */
     bool ratelimit_headers;   /* BACKOFF_RATELIMIT_HEADERS: 1 (default) pace from the
                                  server's rate-limit headers (bo_ratelimit.h) */
 } bo_config;

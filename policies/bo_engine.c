@@ -41,6 +41,7 @@ void bo_dest_init(bo_dest *d, const bo_config *cfg, int64_t now_ns)
     bo_window_init(&d->window, cfg);
     bo_responsive_init(&d->pacing);
     bo_quota_init(&d->quota);
+    bo_budget_init(&d->budget, now_ns);
     d->next_send_ns = now_ns;
 }
 
@@ -55,6 +56,23 @@ void bo_call_begin(bo_call *c, int64_t now_ns)
 void bo_call_set_deadline(bo_call *c, int64_t deadline_ns)
 {
     c->deadline_ns = deadline_ns;
+}
+
+void bo_call_continue(bo_call *c, const bo_lineage *l)
+{
+    c->inherited = l->attempts;
+    c->throttles = l->throttles;
+    if (l->start_ns < c->start_ns)
+        c->start_ns = l->start_ns;
+}
+
+void bo_call_lineage(const bo_call *c, uint64_t key, bo_lineage *out)
+{
+    out->key = key;
+    out->start_ns = c->start_ns;
+    out->failed_ns = 0;
+    out->attempts = c->inherited + c->attempts;
+    out->throttles = c->throttles;
 }
 
 static int64_t cap_ns(const bo_config *cfg)
@@ -131,6 +149,7 @@ bo_admit bo_dest_admit(bo_dest *d, const bo_config *cfg, bo_call *c,
     if (cfg->ratelimit_headers)
         bo_quota_on_send(&d->quota, now_ns);
     c->in_flight = true;
+    bo_budget_on_attempt(&d->budget, c->attempts == 0 && c->inherited == 0, now_ns);
     c->attempts++;
     c->attempt_ns = now_ns;
     d->attempts++;
@@ -249,6 +268,7 @@ bo_next bo_dest_complete(bo_dest *d, const bo_config *cfg, bo_call *c,
     }
     if (outcome.verdict == BO_VERDICT_SUCCESS) {
         d->successes++;
+        bo_budget_on_success(&d->budget, now_ns);
         d->probe_failures = 0;
         if (cfg->policy == BO_POLICY_RESPONSIVE)
             bo_responsive_on_success(&d->pacing, cfg, rng);
@@ -274,8 +294,10 @@ bo_next bo_dest_complete(bo_dest *d, const bo_config *cfg, bo_call *c,
 
     if (outcome.verdict != BO_VERDICT_RETRY || cfg->policy == BO_POLICY_NONE)
         return BO_NEXT_DONE;
-    if (cfg->max_attempts > 0 && c->attempts >= cfg->max_attempts)
-        return BO_NEXT_DONE;
+    if (cfg->max_attempts > 0 && c->inherited + c->attempts >= cfg->max_attempts)
+        return BO_NEXT_DONE; /* the logical request's attempts, the program's included */
+    if (!outcome.rate_limited && !bo_budget_allows_retry(&d->budget, cfg->retry_budget, now_ns))
+        return BO_NEXT_DONE; /* the destination's retry budget is spent (a 429 draws none) */
     if (is_delay_policy(cfg->policy))
         delay = bo_schedule_next_ns(&c->schedule, cfg, rng);
     if (aimd && cfg->pacing && outcome.signal == BO_SIGNAL_THROTTLE)

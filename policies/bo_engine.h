@@ -28,6 +28,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "bo_budget.h"
 #include "bo_classify.h"
 #include "bo_config.h"
 #include "bo_ratelimit.h"
@@ -43,6 +44,7 @@ typedef struct bo_dest {
     int64_t next_send_ns;    /* earliest next admission (pacing, Retry-After, probes) */
     unsigned probe_failures; /* loss signals in a row while probing */
     bo_quota quota;          /* the server's advertised quota (rate-limit headers) */
+    bo_budget budget;        /* retries against first attempts (BACKOFF_RETRY_BUDGET) */
     /* counters for stats, bumped by bo_dest_complete */
     uint64_t attempts, successes, throttled, failed;
 } bo_dest;
@@ -57,6 +59,8 @@ typedef struct bo_call {
     bool in_flight;
     int64_t deadline_ns;     /* the program's own deadline (INT64_MAX: none) */
     int64_t attempt_ns;      /* when the last admitted attempt started */
+    unsigned inherited;      /* attempts the program's earlier calls of the same
+                                logical request spent (bo_call_continue) */
 } bo_call;
 
 typedef enum bo_admit {
@@ -84,6 +88,19 @@ void bo_call_begin(bo_call *c, int64_t now_ns);
  */
 #define BO_MIN_ATTEMPT_MS 10
 void bo_call_set_deadline(bo_call *c, int64_t deadline_ns);
+
+/*
+ * The call is the program's own retry of logical request l (bo_budget.h):
+ * it continues l's attempts, throttles and start time, so max_attempts and
+ * max_time_ms bound the whole logical request.  Its first attempt is still
+ * admitted as a first attempt is (the program's own attempt goes out); the
+ * shim adds a retry only while the logical request has attempts and time
+ * left.  Call after bo_call_begin.
+ */
+void bo_call_continue(bo_call *c, const bo_lineage *l);
+
+/* What the logical request of call c, keyed `key`, has spent (for bo_lineage_failed). */
+void bo_call_lineage(const bo_call *c, uint64_t key, bo_lineage *out);
 
 /* Time the call may still spend from now_ns (INT64_MAX: unbounded, 0: none). */
 int64_t bo_call_remaining_ns(const bo_config *cfg, const bo_call *c, int64_t now_ns);

@@ -221,6 +221,18 @@ int bo_shim_wait_until(int64_t until_ns);
 int bo_shim_admit_intr(bo_shim_dest *sd, bo_call *call, int64_t deadline_ns,
                        unsigned *inflight);
 
+/*
+ * The program's own retries (bo_budget.h's logical requests), one table per
+ * process.  bo_shim_lineage_begin: when `key` (method and URL, or a
+ * connect() destination) failed retryably within BO_LINEAGE_WINDOW_NS,
+ * the call continues that logical request (bo_call_continue) and true is
+ * returned.  bo_shim_lineage_end: the call ended; failed_retryable records
+ * it for the program's next try, anything else forgets the key.  Both cost
+ * one atomic load while no logical request is pending.
+ */
+bool bo_shim_lineage_begin(uint64_t key, bo_call *call);
+void bo_shim_lineage_end(uint64_t key, const bo_call *call, bool failed_retryable);
+
 /* Fork handlers of each module, called by shim_fork.c in its stated order. */
 void bo_shim_state_prepare_fork(void);
 void bo_shim_state_parent_fork(void);

@@ -237,9 +237,14 @@ static int managed_connect(bo_shim_dest *sd, int fd, const struct sockaddr *sa, 
     uint64_t id = 0;
     unsigned inflight = 0;
     bo_call call;
-    int rc = -1, e;
+    int rc = -1, e = 0;
+    /* the logical request: a connect to this destination refused (or
+     * failed) after our retries and tried again by the program */
+    uint64_t key = known ? bo_key_add(bo_key_add(BO_KEY_INIT, "connect"), sd->key) : 0;
+    bool retryable = false;
 
     bo_call_begin(&call, start);
+    (void)bo_shim_lineage_begin(key, &call);
     if (known) /* the first admission may wait (an outage): bound it too */
         deadline = connect_deadline(cfg, fd, sa->sa_family, start);
     for (;;) {
@@ -264,7 +269,7 @@ static int managed_connect(bo_shim_dest *sd, int fd, const struct sockaddr *sa, 
         } else {
             rc = retry_attempt(fd, sa, len, deadline, &e);
             if (rc != 0 && not_reusable(e)) {
-                bo_shim_result gone = {.outcome = {BO_VERDICT_FINAL, BO_SIGNAL_NONE},
+                bo_shim_result gone = {.outcome = {BO_VERDICT_FINAL, BO_SIGNAL_NONE, false},
                                       .retry_after_ns = -1, .status = 0, .code = e,
                                       .ratelimit = NULL};
                 (void)bo_shim_complete(sd, &call, &gone, id, "connect", inflight, &until);
@@ -288,6 +293,7 @@ static int managed_connect(bo_shim_dest *sd, int fd, const struct sockaddr *sa, 
                 return rc; /* handed back as plain: no slot was taken */
             call.attempts = 1; /* it ran outside the window, and it counts */
         }
+        retryable = res.outcome.verdict == BO_VERDICT_RETRY;
         if (id == 0)
             id = bo_shim_next_call_id();
         if (!bo_shim_complete(sd, &call, &res, id, "connect", inflight, &until))
@@ -301,6 +307,7 @@ static int managed_connect(bo_shim_dest *sd, int fd, const struct sockaddr *sa, 
         if (bo_shim_wait_until(until) == EINTR)
             goto interrupted;
     }
+    bo_shim_lineage_end(key, &call, rc != 0 && retryable);
     return rc;
 interrupted:
     bo_shim_call_abandoned(sd);

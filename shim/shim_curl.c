@@ -161,6 +161,7 @@ typedef struct handle_rec {
     char origin[BO_DEST_KEY_LEN];
     size_t origin_len;        /* 0: none */
     bo_shim_dest *origin_dest; /* a reference of its own */
+    uint64_t url_key;         /* bo_key_add of CURLOPT_URL's string, 0: none (CURLU) */
     /* request, as recorded from setopt */
     enum method_kind method;
     bool custom_set;
@@ -487,8 +488,10 @@ static CURLcode record_ptr(handle_rec *r, CURLoption opt, void *p)
         break;
     case CURLOPT_URL:
         record_url_string(r, p);
+        r->url_key = p != NULL ? bo_key_add(BO_KEY_INIT, p) : 0;
         break;
     case CURLOPT_CURLU:
+        r->url_key = 0; /* not recognised across handles */
         r->origin_len = 0;
         if (p != NULL)
             record_url(r, NULL, p);
@@ -924,6 +927,9 @@ static CURLcode managed_perform(handle_rec *r, int *err_out)
     bo_call call;
     unsigned inflight = 0;
     int64_t deadline = INT64_MAX;
+    /* the logical request: method and URL (bo_budget.h) */
+    uint64_t key = r->url_key != 0 ? bo_key_add(r->url_key, method) : 0;
+    bool retryable = false; /* the last result is a failure we would retry */
 
     if (has_upload(r) && !r->postfields && r->method != M_MIME && r->seek_fn == NULL &&
         r->read_fn == NULL)
@@ -931,6 +937,7 @@ static CURLcode managed_perform(handle_rec *r, int *err_out)
     bool rewindable = upload_rewindable(r, start_pos);
     int64_t now = bo_shim_now_ns();
     bo_call_begin(&call, now);
+    (void)bo_shim_lineage_begin(key, &call);
     if (r->timeout_ms > 0) {
         deadline = (int64_t)r->timeout_ms < (INT64_MAX - now) / 1000000
                        ? now + (int64_t)r->timeout_ms * 1000000
@@ -987,6 +994,7 @@ static CURLcode managed_perform(handle_rec *r, int *err_out)
         if (res.outcome.verdict != BO_VERDICT_SUCCESS &&
             r->real->getinfo(r->h, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
             res.retry_after_ns = retry_after_to_ns(ra);
+        retryable = res.outcome.verdict == BO_VERDICT_RETRY;
         if (!bo_shim_complete(sd, &call, &res, id, method, inflight, &until))
             break;
         if (!rewind_upload(r, start_pos)) {
@@ -1011,6 +1019,8 @@ static CURLcode managed_perform(handle_rec *r, int *err_out)
     if (r->mode == MODE_HOLD && commit(r) != 0 && code == CURLE_OK)
         code = CURLE_WRITE_ERROR;
     r->mode = MODE_PASS;
+    if (code != CURLE_ABORTED_BY_CALLBACK) /* the program's next try continues this one */
+        bo_shim_lineage_end(key, &call, retryable);
     return code;
 }
 

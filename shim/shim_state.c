@@ -44,6 +44,12 @@ static double st_retired_window_max;
  * the trace's call numbers; the other counters live in each destination. */
 static uint64_t st_wait_ns, st_call_ids;
 
+/* The program's own retries: logical requests that failed retryably.
+ * g_lineage_used is read without the lock to skip them while none is pending. */
+static bo_lineages g_lineages;
+static unsigned g_lineage_used; /* g_lineages.used, published atomically */
+static pthread_mutex_t g_lineage_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* Trace file: opened on the first row. */
 static int g_trace_opened;
 
@@ -448,6 +454,40 @@ give_up:
     return -1;
 }
 
+bool bo_shim_lineage_begin(uint64_t key, bo_call *call)
+{
+    bo_lineage l;
+    bool found;
+
+    if (key == 0 || __atomic_load_n(&g_lineage_used, __ATOMIC_RELAXED) == 0)
+        return false;
+    pthread_mutex_lock(&g_lineage_lock);
+    found = bo_lineage_find(&g_lineages, key, call->start_ns, &l);
+    __atomic_store_n(&g_lineage_used, g_lineages.used, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&g_lineage_lock);
+    if (found)
+        bo_call_continue(call, &l);
+    return found;
+}
+
+void bo_shim_lineage_end(uint64_t key, const bo_call *call, bool failed_retryable)
+{
+    bo_lineage l;
+
+    if (key == 0)
+        return;
+    if (!failed_retryable && __atomic_load_n(&g_lineage_used, __ATOMIC_RELAXED) == 0)
+        return;
+    bo_call_lineage(call, key, &l);
+    pthread_mutex_lock(&g_lineage_lock);
+    if (failed_retryable)
+        bo_lineage_failed(&g_lineages, &l, bo_shim_now_ns());
+    else
+        bo_lineage_forget(&g_lineages, key);
+    __atomic_store_n(&g_lineage_used, g_lineages.used, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&g_lineage_lock);
+}
+
 /* Open the trace file once; write the header when the file is empty. */
 static void open_trace(void)
 {
@@ -563,7 +603,7 @@ bool bo_shim_complete(bo_shim_dest *sd, bo_call *call, const bo_shim_result *r,
     *until_ns = retry ? until : now;
 
     if (cfg->trace_path[0] != '\0') {
-        trace_row row = {sd->key, call_id, call->attempts,
+        trace_row row = {sd->key, call_id, call->inherited + call->attempts,
                          retry ? "retry" : success ? "success" : gave_up ? "gave_up" : "final",
                          r->status, r->code, retry ? until - now : 0, cwnd, ssthresh,
                          inflight};
@@ -673,11 +713,13 @@ void bo_shim_state_prepare_fork(void)
 {
     pthread_mutex_lock(&g_init_lock);
     bo_shim_table_prepare_fork();
+    pthread_mutex_lock(&g_lineage_lock);
     g_forks++;
 }
 
 void bo_shim_state_parent_fork(void)
 {
+    pthread_mutex_unlock(&g_lineage_lock);
     bo_shim_table_parent_fork();
     pthread_mutex_unlock(&g_init_lock);
 }
@@ -706,6 +748,7 @@ static void child_block(bo_shim_dest *sd)
 void bo_shim_state_child_fork(void)
 {
     bo_shim_table_child_fork(child_block);
+    pthread_mutex_init(&g_lineage_lock, NULL);
     init_mutex(&g_init_lock, PTHREAD_MUTEX_RECURSIVE);
     st_wait_ns = 0;
     memset(st_retired, 0, sizeof st_retired);

@@ -7,6 +7,8 @@
  *
  * Policy `none` never retries inside the engine; in the simulator the
  * *program* then retries at once (001's "no backoff"), as a fresh call.
+ * With sim_params.program_retries (the matrix's last column) a program of
+ * any other policy retries a failed call on its own, as curl --retry does.
  */
 #include "sim.h"
 
@@ -148,6 +150,7 @@ void sim_call_start(sim *s, int id, int dest)
     c->dest = dest;
     c->active = true;
     c->began_ns = s->now;
+    c->program_tries = 0;
     seek(s, id);
 }
 
@@ -165,6 +168,12 @@ void sim_attempt_done(sim *s, int id, bo_outcome outcome, int64_t retry_after_ns
         /* The program itself retries at once: a new call, same operation. */
         bo_call_begin(&c->call, s->now);
         enqueue(s, id);
+    } else if (outcome.verdict == BO_VERDICT_RETRY && c->program_tries < s->p->program_retries) {
+        /* The program retries on its own after 1, 2, 4... s (curl --retry's
+         * waits): the next call continues this logical request. */
+        bo_call_lineage(&c->call, 1, &c->lineage);
+        push(s, s->now + (SIM_NS_PER_S << c->program_tries), SIM_EV_PROGRAM, id, 0);
+        c->program_tries++;
     } else {
         c->active = false;
         s->done(s, id, outcome.verdict == BO_VERDICT_SUCCESS);
@@ -178,6 +187,13 @@ bool sim_handle(sim *s, const sim_event *ev)
     case SIM_EV_ADMIT:
         if (s->calls[ev->who].active)
             seek(s, ev->who);
+        return true;
+    case SIM_EV_PROGRAM:
+        if (s->calls[ev->who].active) {
+            bo_call_begin(&s->calls[ev->who].call, s->now);
+            bo_call_continue(&s->calls[ev->who].call, &s->calls[ev->who].lineage);
+            seek(s, ev->who);
+        }
         return true;
     case SIM_EV_WAKE:
         if (ev->t == s->dests[ev->who].timer_ns)

@@ -24,16 +24,22 @@ typedef struct preset {
 
 /*
  * Article presets.  Every operation must complete in these scenarios, so
- * attempts are unlimited (BACKOFF_MAX_ATTEMPTS=0) unless the variable is set.
+ * attempts are unlimited (BACKOFF_MAX_ATTEMPTS=0) unless the variable is set,
+ * and the articles' algorithms run as published: no destination retry
+ * budget (BACKOFF_RETRY_BUDGET=0, issue 22) unless the variable is set.
+ * The robustness matrix runs the defaults, budget included.
  */
 static const preset presets[] = {
-    {"burst", {{"BACKOFF_BASE_MS", "50"}, {"BACKOFF_CAP_MS", "30000"}, {"BACKOFF_MAX_ATTEMPTS", "0"}}},
-    {"fairness", {{"BACKOFF_BASE_MS", "50"}, {"BACKOFF_CAP_MS", "30000"}, {"BACKOFF_MAX_ATTEMPTS", "0"}}},
-    {"contention", {{"BACKOFF_BASE_MS", "5"}, {"BACKOFF_CAP_MS", "2000"}, {"BACKOFF_MAX_ATTEMPTS", "0"}}},
+    {"burst", {{"BACKOFF_BASE_MS", "50"}, {"BACKOFF_CAP_MS", "30000"}, {"BACKOFF_MAX_ATTEMPTS", "0"},
+               {"BACKOFF_RETRY_BUDGET", "0"}}},
+    {"fairness", {{"BACKOFF_BASE_MS", "50"}, {"BACKOFF_CAP_MS", "30000"}, {"BACKOFF_MAX_ATTEMPTS", "0"},
+                  {"BACKOFF_RETRY_BUDGET", "0"}}},
+    {"contention", {{"BACKOFF_BASE_MS", "5"}, {"BACKOFF_CAP_MS", "2000"}, {"BACKOFF_MAX_ATTEMPTS", "0"},
+                    {"BACKOFF_RETRY_BUDGET", "0"}}},
     {"outage", {{"BACKOFF_BASE_MS", "100"}, {"BACKOFF_FACTOR", "2.718281828"},
-                {"BACKOFF_JITTER", "0.1"}, {"BACKOFF_MAX_ATTEMPTS", "0"}}},
-    {"pacing", {{"BACKOFF_MAX_ATTEMPTS", "0"}}},
-    {"headers", {{"BACKOFF_MAX_ATTEMPTS", "0"}}},
+                {"BACKOFF_JITTER", "0.1"}, {"BACKOFF_MAX_ATTEMPTS", "0"}, {"BACKOFF_RETRY_BUDGET", "0"}}},
+    {"pacing", {{"BACKOFF_MAX_ATTEMPTS", "0"}, {"BACKOFF_RETRY_BUDGET", "0"}}},
+    {"headers", {{"BACKOFF_MAX_ATTEMPTS", "0"}, {"BACKOFF_RETRY_BUDGET", "0"}}},
 };
 
 /* "aimd-000": 000's exact algorithm, for side-by-side tables. */

@@ -24,7 +24,9 @@
  * attempts per request; calls that gave up (returned a 429); the most
  * rejected attempts that reached the server in any one second (sliding,
  * 100 ms steps), and that as a fraction of the server's capacity over the
- * same second.
+ * same second; attempts per request again with the program itself retrying
+ * each failed call 3 times on top (after 1, 2 and 4 s, as curl --retry 3;
+ * issue 22: the two layers must not multiply).
  */
 #include "sim.h"
 
@@ -336,7 +338,9 @@ int sim_matrix(const sim_params *p, const char **pols, int npol, const char *srv
             return 2;
         }
     printf("server\thint\tclients\tpolicy\tcompletion_s\toptimum_s\tratio\tattempts_per_req\t"
-           "gave_up\tpeak_rejected_per_s\tpeak_rejected_frac\n");
+           "gave_up\tpeak_rejected_per_s\tpeak_rejected_frac\tattempts_per_req_own3\n");
+    sim_params own = *p;
+    own.program_retries = 3;
     for (int sv = 0; sv < SRV_COUNT; sv++) {
         if (srv_only >= 0 && sv != srv_only)
             continue;
@@ -347,9 +351,11 @@ int sim_matrix(const sim_params *p, const char **pols, int npol, const char *srv
                 if (cl_only >= 0 && c != cl_only)
                     continue;
                 for (int i = 0; i < npol; i++) {
-                    mx_result r;
+                    mx_result r, r3;
                     memset(&r, 0, sizeof(r));
-                    if (run_cell(&cfgs[i], p, sv, h, c, &r) != 0) {
+                    memset(&r3, 0, sizeof(r3));
+                    if (run_cell(&cfgs[i], p, sv, h, c, &r) != 0 ||
+                        run_cell(&cfgs[i], &own, sv, h, c, &r3) != 0) {
                         free(cfgs);
                         fprintf(stderr, "backoff-sim: out of memory\n");
                         return 1;
@@ -366,9 +372,10 @@ int sim_matrix(const sim_params *p, const char **pols, int npol, const char *srv
                         printf("-\t-\t");
                     printf("%.3f\t%ld\t%.0f\t", r.attempts_per_req, r.gave_up, r.peak_rej);
                     if (sv == SRV_LATENCY)
-                        printf("-\n");
+                        printf("-\t");
                     else
-                        printf("%.3f\n", r.peak_rej_frac);
+                        printf("%.3f\t", r.peak_rej_frac);
+                    printf("%.3f\n", r3.attempts_per_req);
                     fflush(stdout);
                 }
             }

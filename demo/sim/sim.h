@@ -54,6 +54,9 @@ typedef struct sim_params {
     int limiter;           /* headers: SIM_LIMITER_* */
     int dialect;           /* headers: SIM_DIALECT_* */
     double window_requests, window_s; /* headers: the fixed window */
+    int program_retries;   /* the program itself retries a call handed back failed this
+                              many times, after 1, 2, 4... s (curl --retry), continuing
+                              its logical request (bo_call_continue); 0: never */
 } sim_params;
 
 enum { SIM_LIMITER_BUCKET = 0, SIM_LIMITER_WINDOW };
@@ -75,6 +78,7 @@ typedef struct sim_result {
 enum {
     SIM_EV_ADMIT = 1,   /* who = call: seek admission (first try or after a delay) */
     SIM_EV_WAKE,        /* who = dest: re-check the waiters of a destination */
+    SIM_EV_PROGRAM,     /* who = call: the program retries it on its own */
     SIM_EV_SCENARIO     /* first kind free for scenarios */
 };
 
@@ -88,6 +92,8 @@ typedef struct sim_call {
     bool active;            /* a call is under way */
     uint32_t attempt_id;    /* bumps at every attempt: stale events are dropped */
     int64_t began_ns;       /* when the program made the call */
+    int program_tries;      /* the program's own retries of it so far */
+    bo_lineage lineage;     /* its logical request, for the program's next try */
 } sim_call;
 
 typedef struct sim_dest {

@@ -155,6 +155,10 @@ START_TEST(test_table)
     ck_assert_msg((int)o.verdict == w->verdict && (int)o.signal == w->signal,
                   "row %d \"%s\": got verdict %d signal %d, want verdict %d signal %d", _i,
                   w->what, o.verdict, o.signal, w->verdict, w->signal);
+    /* only a 429 answer is the server's rate limit (issue 22's budget spares it) */
+    bool http = w->err == 0 && (w->code == BO_CURLE_OK || w->code == BO_CURLE_HTTP_RETURNED_ERROR);
+    ck_assert_msg(o.rate_limited == (http && w->status == 429), "row %d \"%s\": rate_limited %d",
+                  _i, w->what, o.rate_limited);
 }
 END_TEST
 

@@ -51,12 +51,13 @@ static const char *const all_vars[] = {
     "BACKOFF_AIMD_MODE",  "BACKOFF_UP",           "BACKOFF_DOWN",        "BACKOFF_DOWN_AFTER",
     "BACKOFF_CONNECT",    "BACKOFF_HOSTS",        "BACKOFF_STATS",       "BACKOFF_TRACE",
     "BACKOFF_VERBOSE",    "BACKOFF_SEED",         "BACKOFF_STRICT",       "BACKOFF_PACING",
-    "BACKOFF_RATELIMIT_HEADERS",
+    "BACKOFF_RATELIMIT_HEADERS", "BACKOFF_RETRY_BUDGET",
 };
 #define N_VARS (sizeof all_vars / sizeof all_vars[0])
 
 #define R_ATTEMPTS "an integer from 0 to 1000000"
 #define R_TIME "an integer from 0 to 86400000"
+#define R_BUDGET "a percentage of first attempts from 0 (no budget) to 1000"
 #define R_BASE "an integer from 1 to 3600000"
 #define R_CAP "an integer from 1 to 86400000"
 #define R_FACTOR "a number from 1 to 100"
@@ -124,6 +125,15 @@ static const vcase cases[] = {
     BAD("BACKOFF_MAX_ATTEMPTS", "1000001", R_ATTEMPTS),
     BAD("BACKOFF_MAX_ATTEMPTS", OVER, R_ATTEMPTS),
 
+    OK("BACKOFF_RETRY_BUDGET", "0", "0"),
+    OK("BACKOFF_RETRY_BUDGET", "20", "20"),
+    OK("BACKOFF_RETRY_BUDGET", "1000", "1000"),
+    BAD("BACKOFF_RETRY_BUDGET", "", R_BUDGET),
+    BAD("BACKOFF_RETRY_BUDGET", "-1", R_BUDGET),
+    BAD("BACKOFF_RETRY_BUDGET", "20%", R_BUDGET),
+    BAD("BACKOFF_RETRY_BUDGET", "0.2", R_BUDGET),
+    BAD("BACKOFF_RETRY_BUDGET", "1001", R_BUDGET),
+    BAD("BACKOFF_RETRY_BUDGET", OVER, R_BUDGET),
     OK("BACKOFF_MAX_TIME_MS", "0", "0"),
     OK("BACKOFF_MAX_TIME_MS", "86400000", "86400000"),
     BAD("BACKOFF_MAX_TIME_MS", "1s", R_TIME),
@@ -433,6 +443,7 @@ START_TEST(test_defaults)
     ck_assert(!c.seed_set);
     ck_assert(!c.strict);
     ck_assert(c.pacing);
+    ck_assert_uint_eq(c.retry_budget, 20);
 }
 END_TEST
 

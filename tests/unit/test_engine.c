@@ -15,11 +15,12 @@
 
 #define MS 1000000LL
 
-static const bo_outcome OK = {BO_VERDICT_SUCCESS, BO_SIGNAL_NONE};
-static const bo_outcome THROTTLED = {BO_VERDICT_RETRY, BO_SIGNAL_THROTTLE};
-static const bo_outcome LOST = {BO_VERDICT_RETRY, BO_SIGNAL_LOSS};
-static const bo_outcome RETRY_NOSIG = {BO_VERDICT_RETRY, BO_SIGNAL_NONE};
-static const bo_outcome FINAL = {BO_VERDICT_FINAL, BO_SIGNAL_NONE};
+static const bo_outcome OK = {BO_VERDICT_SUCCESS, BO_SIGNAL_NONE, false};
+static const bo_outcome THROTTLED = {BO_VERDICT_RETRY, BO_SIGNAL_THROTTLE, false};
+static const bo_outcome LOST = {BO_VERDICT_RETRY, BO_SIGNAL_LOSS, false};
+static const bo_outcome RETRY_NOSIG = {BO_VERDICT_RETRY, BO_SIGNAL_NONE, false};
+static const bo_outcome FINAL = {BO_VERDICT_FINAL, BO_SIGNAL_NONE, false};
+static const bo_outcome RATE_LIMITED = {BO_VERDICT_RETRY, BO_SIGNAL_THROTTLE, true};
 
 static bo_config cfg_for(bo_policy_kind p)
 {
@@ -103,6 +104,7 @@ START_TEST(test_max_attempts)
 {
     bo_config c = cfg_for(BO_POLICY_FIXED);
     c.max_attempts = 3;
+    c.retry_budget = 0; /* the destination's budget is test_budget's */
     bo_dest d;
     bo_call call;
     bo_rng rng;
@@ -130,6 +132,7 @@ START_TEST(test_max_time)
 {
     bo_config c = cfg_for(BO_POLICY_FIXED);
     c.max_attempts = 0;
+    c.retry_budget = 0;
     c.base_ms = 100;
     c.max_time_ms = 250;
     bo_dest d;
@@ -164,6 +167,7 @@ START_TEST(test_program_deadline)
 {
     bo_config c = cfg_for(BO_POLICY_FIXED);
     c.max_attempts = 0;
+    c.retry_budget = 0;
     c.base_ms = 100;
     bo_dest d;
     bo_call call;
@@ -219,6 +223,7 @@ START_TEST(test_retry_after_least_wait_bounded_by_cap)
 {
     bo_config c = cfg_for(BO_POLICY_FIXED);
     c.max_attempts = 0;
+    c.retry_budget = 0;
     c.base_ms = 100;
     c.cap_ms = 3000;
     bo_dest d;
@@ -245,6 +250,7 @@ START_TEST(test_aimd_retry_after_holds_only_its_call)
 {
     bo_config c = cfg_for(BO_POLICY_AIMD);
     c.max_attempts = 0;
+    c.retry_budget = 0;
     bo_dest d;
     bo_call a, b;
     bo_rng rng;
@@ -325,6 +331,7 @@ START_TEST(test_aimd_throttle_waits_an_rto)
 {
     bo_config c = cfg_for(BO_POLICY_AIMD);
     c.max_attempts = 0;
+    c.retry_budget = 0;
     bo_dest d;
     bo_call call;
     bo_rng rng;
@@ -360,6 +367,7 @@ START_TEST(test_aimd_probe_spacing_after_loss)
 {
     bo_config c = cfg_for(BO_POLICY_AIMD);
     c.max_attempts = 0;
+    c.retry_budget = 0;
     c.base_ms = 100;
     bo_dest d;
     bo_call call;
@@ -389,6 +397,7 @@ START_TEST(test_responsive_gap_before_every_attempt)
 {
     bo_config c = cfg_for(BO_POLICY_RESPONSIVE);
     c.max_attempts = 0;
+    c.retry_budget = 0;
     c.base_ms = 100;
     c.jitter = 0;
     bo_dest d;
@@ -477,6 +486,101 @@ START_TEST(test_quota_holds_admission)
 }
 END_TEST
 
+/*
+ * The destination's retry budget in the engine: against a destination that
+ * answers only failures, one call gets BO_BUDGET_RESERVE retries, then
+ * DONE although max_attempts would allow more; 0 turns the budget off.
+ */
+START_TEST(test_retry_budget_bounds_a_failing_destination)
+{
+    bo_config c = cfg_for(BO_POLICY_FIXED);
+    bo_dest d;
+    bo_call call;
+    bo_rng rng;
+    int64_t until = 0, now = 0;
+    bo_rng_seed(&rng, 1);
+    bo_dest_init(&d, &c, 0);
+    bo_call_begin(&call, 0);
+    for (int i = 0; i < BO_BUDGET_RESERVE; i++) {
+        ck_assert_int_eq(one_attempt(&d, &c, &call, now, THROTTLED, -1, &rng, &until), BO_NEXT_RETRY);
+        now = until;
+    }
+    ck_assert_int_eq(one_attempt(&d, &c, &call, now, THROTTLED, -1, &rng, &until), BO_NEXT_DONE);
+    ck_assert_uint_eq(call.attempts, BO_BUDGET_RESERVE + 1);
+    /* a 429 is the server's rate limit, not a failing server: not refused */
+    bo_call_begin(&call, now);
+    for (int i = 0; i < 7; i++) {
+        ck_assert_int_eq(one_attempt(&d, &c, &call, now, RATE_LIMITED, -1, &rng, &until), BO_NEXT_RETRY);
+        now = until;
+    }
+    ck_assert_int_eq(one_attempt(&d, &c, &call, now, RATE_LIMITED, -1, &rng, &until), BO_NEXT_DONE);
+    c.retry_budget = 0;
+    bo_call_begin(&call, now);
+    for (int i = 0; i < 7; i++) {
+        ck_assert_int_eq(one_attempt(&d, &c, &call, now, THROTTLED, -1, &rng, &until), BO_NEXT_RETRY);
+        now = until;
+    }
+    ck_assert_int_eq(one_attempt(&d, &c, &call, now, THROTTLED, -1, &rng, &until), BO_NEXT_DONE);
+}
+END_TEST
+
+/*
+ * The program's own retry continues the logical request: attempts add up
+ * to max_attempts across calls, its first attempt is admitted even past
+ * max_time_ms (it is the program's), a retry past it is not, and the
+ * throttle count carries on.
+ */
+START_TEST(test_continued_call_shares_the_budget)
+{
+    bo_config c = cfg_for(BO_POLICY_FIXED);
+    c.retry_budget = 0;
+    c.max_attempts = 5;
+    bo_dest d;
+    bo_call call;
+    bo_rng rng;
+    bo_lineage l;
+    int64_t until = 0, now = 0;
+    bo_rng_seed(&rng, 1);
+    bo_dest_init(&d, &c, 0);
+    bo_call_begin(&call, 0);
+    ck_assert_int_eq(one_attempt(&d, &c, &call, now, THROTTLED, -1, &rng, &until), BO_NEXT_RETRY);
+    now = until;
+    ck_assert_int_eq(one_attempt(&d, &c, &call, now, THROTTLED, -1, &rng, &until), BO_NEXT_RETRY);
+    bo_call_lineage(&call, 42, &l);
+    ck_assert_uint_eq(l.attempts, 2);
+    ck_assert_uint_eq(l.throttles, 2);
+    ck_assert_int_eq(l.start_ns, 0);
+    /* the program tries again 1 s later: 3 attempts left in all */
+    now += 1000 * MS;
+    bo_call_begin(&call, now);
+    bo_call_continue(&call, &l);
+    ck_assert_int_eq(call.start_ns, 0);
+    ck_assert_uint_eq(call.throttles, 2);
+    ck_assert_int_eq(one_attempt(&d, &c, &call, now, THROTTLED, -1, &rng, &until), BO_NEXT_RETRY);
+    now = until;
+    ck_assert_int_eq(one_attempt(&d, &c, &call, now, THROTTLED, -1, &rng, &until), BO_NEXT_RETRY);
+    now = until;
+    ck_assert_int_eq(one_attempt(&d, &c, &call, now, THROTTLED, -1, &rng, &until), BO_NEXT_DONE);
+    bo_call_lineage(&call, 42, &l);
+    ck_assert_uint_eq(l.attempts, 5);
+    /* spent: the program's next call still sends its own attempt, and no more */
+    bo_call_begin(&call, now + 1000 * MS);
+    bo_call_continue(&call, &l);
+    ck_assert_int_eq(one_attempt(&d, &c, &call, now + 1000 * MS, THROTTLED, -1, &rng, &until),
+                     BO_NEXT_DONE);
+    /* max_time_ms counts from the logical request's start */
+    c.max_attempts = 0;
+    c.max_time_ms = 2000;
+    l.start_ns = 0;
+    l.attempts = 1;
+    bo_call_begin(&call, 3000 * MS);
+    bo_call_continue(&call, &l);
+    ck_assert_int_eq(one_attempt(&d, &c, &call, 3000 * MS, THROTTLED, -1, &rng, &until),
+                     BO_NEXT_DONE);
+    ck_assert_uint_eq(call.attempts, 1);
+}
+END_TEST
+
 static Suite *engine_suite(void)
 {
     Suite *s = suite_create("engine");
@@ -496,6 +600,8 @@ static Suite *engine_suite(void)
     tcase_add_test(tc, test_responsive_gap_before_every_attempt);
     tcase_add_test(tc, test_counters);
     tcase_add_test(tc, test_quota_holds_admission);
+    tcase_add_test(tc, test_retry_budget_bounds_a_failing_destination);
+    tcase_add_test(tc, test_continued_call_shares_the_budget);
     suite_add_tcase(s, tc);
     return s;
 }

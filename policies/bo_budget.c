@@ -1,0 +1,149 @@
+/*
+ * bo_budget: the destination's retry budget and the table of logical
+ * requests (see bo_budget.h for the rules).
+ */
+#include "bo_budget.h"
+
+#include <string.h>
+
+void bo_budget_init(bo_budget *b, int64_t now_ns)
+{
+    memset(b, 0, sizeof *b);
+    b->epoch_ns = now_ns;
+}
+
+/* Move the buckets on so that now_ns falls in the current one. */
+static void roll(bo_budget *b, int64_t now_ns)
+{
+    if (now_ns < b->epoch_ns)
+        return; /* a caller's clock a little behind another's: same bucket */
+    int64_t age = now_ns - b->epoch_ns;
+    if (age < BO_BUDGET_WINDOW_NS)
+        return;
+    if (age < 2 * BO_BUDGET_WINDOW_NS) {
+        b->firsts[1] = b->firsts[0];
+        b->retries[1] = b->retries[0];
+        b->successes[1] = b->successes[0];
+        b->epoch_ns += BO_BUDGET_WINDOW_NS;
+    } else {
+        b->firsts[1] = b->retries[1] = b->successes[1] = 0;
+        b->epoch_ns = now_ns;
+    }
+    b->firsts[0] = b->retries[0] = b->successes[0] = 0;
+}
+
+static void bump(uint32_t *c)
+{
+    if (*c < UINT32_MAX)
+        (*c)++;
+}
+
+void bo_budget_on_attempt(bo_budget *b, bool first, int64_t now_ns)
+{
+    roll(b, now_ns);
+    bump(first ? &b->firsts[0] : &b->retries[0]);
+}
+
+void bo_budget_on_success(bo_budget *b, int64_t now_ns)
+{
+    roll(b, now_ns);
+    bump(&b->successes[0]);
+}
+
+/*
+ * The sliding window: the current bucket whole and the previous one
+ * weighted by how much of it still lies within the window.
+ */
+bool bo_budget_allows_retry(bo_budget *b, unsigned pct, int64_t now_ns)
+{
+    if (pct == 0)
+        return true;
+    roll(b, now_ns);
+    double into = now_ns > b->epoch_ns ? (double)(now_ns - b->epoch_ns) : 0.0;
+    double w = 1.0 - into / (double)BO_BUDGET_WINDOW_NS;
+    if (w < 0.0)
+        w = 0.0;
+    double firsts = b->firsts[0] + w * b->firsts[1];
+    double retries = b->retries[0] + w * b->retries[1];
+    double successes = b->successes[0] + w * b->successes[1];
+    return retries + 1.0 <= BO_BUDGET_RESERVE + (double)pct / 100.0 * firsts + successes;
+}
+
+uint64_t bo_key_add(uint64_t h, const char *s)
+{
+    for (const unsigned char *c = (const unsigned char *)s; *c != '\0'; c++)
+        h = (h ^ *c) * 0x100000001b3ULL;
+    h = (h ^ 0xff) * 0x100000001b3ULL; /* a separator: "a"+"bc" differs from "ab"+"c" */
+    return h != 0 ? h : 1;
+}
+
+static bool expired(const bo_lineage *l, int64_t now_ns)
+{
+    return now_ns - l->failed_ns > BO_LINEAGE_WINDOW_NS;
+}
+
+static void drop(bo_lineages *t, bo_lineage *l)
+{
+    memset(l, 0, sizeof *l);
+    if (t->used > 0)
+        t->used--;
+}
+
+bool bo_lineage_find(bo_lineages *t, uint64_t key, int64_t now_ns, bo_lineage *out)
+{
+    if (key == 0 || t->used == 0)
+        return false;
+    for (unsigned i = 0; i < BO_LINEAGE_SLOTS; i++) {
+        bo_lineage *l = &t->slot[i];
+        if (l->key == 0)
+            continue;
+        if (expired(l, now_ns)) {
+            drop(t, l);
+            continue;
+        }
+        if (l->key == key) {
+            *out = *l;
+            return true;
+        }
+    }
+    return false;
+}
+
+void bo_lineage_failed(bo_lineages *t, const bo_lineage *l, int64_t now_ns)
+{
+    bo_lineage *free_slot = NULL, *oldest = NULL;
+
+    if (l->key == 0)
+        return;
+    for (unsigned i = 0; i < BO_LINEAGE_SLOTS; i++) {
+        bo_lineage *s = &t->slot[i];
+        if (s->key == l->key) {
+            free_slot = s;
+            break;
+        }
+        if (s->key != 0 && expired(s, now_ns))
+            drop(t, s);
+        if (s->key == 0 && free_slot == NULL)
+            free_slot = s;
+        if (s->key != 0 && (oldest == NULL || s->failed_ns < oldest->failed_ns))
+            oldest = s;
+    }
+    if (free_slot == NULL)
+        free_slot = oldest; /* full: the oldest failure makes room */
+    else if (free_slot->key == 0)
+        t->used++;
+    *free_slot = *l;
+    free_slot->failed_ns = now_ns;
+}
+
+void bo_lineage_forget(bo_lineages *t, uint64_t key)
+{
+    if (key == 0 || t->used == 0)
+        return;
+    for (unsigned i = 0; i < BO_LINEAGE_SLOTS; i++) {
+        if (t->slot[i].key == key) {
+            drop(t, &t->slot[i]);
+            return;
+        }
+    }
+}

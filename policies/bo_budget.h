@@ -1,0 +1,97 @@
+/*
+ * bo_budget: what keeps the program's own retries and the shim's from
+ * multiplying.  Pure: the caller passes the time.
+ *
+ * 1. The retry budget of a destination (gRPC's retry throttling, Envoy's
+ *    retry budget, Finagle's RetryBudget): over a sliding window of
+ *    BO_BUDGET_WINDOW_NS the shim grants a retry only while
+ *        retries + 1 <= BO_BUDGET_RESERVE + pct/100 * firsts + successes
+ *    where firsts are the first attempts of new logical requests, retries
+ *    every other attempt (the shim's and the program's own, which are
+ *    counted though never refused) and successes the answers that were not
+ *    failures.  A destination that answers nothing but failures thus sees at
+ *    most (1 + pct/100) times the program's own load plus the reserve; one
+ *    that answers, at most one extra attempt per success on top.  A retry
+ *    after a 429 (bo_outcome.rate_limited: the server is up and limits this
+ *    client) is counted but never refused: the aimd window and Retry-After
+ *    pace those.  A plain fixed-size struct (it lives in bo_dest, which may
+ *    be shared host-wide).
+ *
+ * 2. The logical request (bo_lineage): a call that the program makes again
+ *    after the shim handed back a retryable failure (the same key: method
+ *    and URL for libcurl, address and port for connect(), within
+ *    BO_LINEAGE_WINDOW_NS of that failure) continues the first call's
+ *    attempts, throttle count and start time, so BACKOFF_MAX_ATTEMPTS and
+ *    BACKOFF_MAX_TIME_MS bound the logical request whichever layer spends
+ *    them.  The program's own attempt always goes out; only the shim's
+ *    retries are withheld once the logical request's budget is spent.
+ */
+#ifndef BO_BUDGET_H
+#define BO_BUDGET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define BO_BUDGET_WINDOW_NS (10LL * 1000000000LL) /* 10 s sliding window */
+#define BO_BUDGET_RESERVE 3                       /* retries always allowed per window */
+
+typedef struct bo_budget {
+    int64_t epoch_ns;       /* start of the current bucket */
+    uint32_t firsts[2];     /* [0]: current bucket, [1]: the previous one */
+    uint32_t retries[2];
+    uint32_t successes[2];
+} bo_budget;
+
+void bo_budget_init(bo_budget *b, int64_t now_ns);
+
+/* An attempt went out: the first of a new logical request, or any other. */
+void bo_budget_on_attempt(bo_budget *b, bool first, int64_t now_ns);
+
+/* An attempt was answered with success. */
+void bo_budget_on_success(bo_budget *b, int64_t now_ns);
+
+/*
+ * May the shim add one more retry now?  pct: BACKOFF_RETRY_BUDGET (0: no
+ * budget, always true).
+ */
+bool bo_budget_allows_retry(bo_budget *b, unsigned pct, int64_t now_ns);
+
+/* ---- logical requests ------------------------------------------------ */
+
+#define BO_LINEAGE_WINDOW_NS (30LL * 1000000000LL) /* 30 s after the failure */
+#define BO_LINEAGE_SLOTS 64
+
+/* What a logical request has spent so far. */
+typedef struct bo_lineage {
+    uint64_t key;           /* 0: free slot */
+    int64_t start_ns;       /* when its first call began */
+    int64_t failed_ns;      /* when the shim last handed back its failure */
+    unsigned attempts;      /* attempts spent by every call so far */
+    unsigned throttles;
+} bo_lineage;
+
+/* A small table of logical requests that ended in a retryable failure. */
+typedef struct bo_lineages {
+    bo_lineage slot[BO_LINEAGE_SLOTS];
+    unsigned used;          /* slots with a key */
+} bo_lineages;
+
+/* FNV-1a of a string folded into h (start with BO_KEY_INIT); never 0. */
+#define BO_KEY_INIT 0xcbf29ce484222325ULL
+uint64_t bo_key_add(uint64_t h, const char *s);
+
+/*
+ * The logical request `key` continues, if its failure was handed back
+ * within BO_LINEAGE_WINDOW_NS before now: copies it to *out and returns
+ * true.  Expired entries are dropped on the way.
+ */
+bool bo_lineage_find(bo_lineages *t, uint64_t key, int64_t now_ns, bo_lineage *out);
+
+/* The logical request `key` was handed back a retryable failure now (the
+ * oldest entry makes room when the table is full). */
+void bo_lineage_failed(bo_lineages *t, const bo_lineage *l, int64_t now_ns);
+
+/* The logical request `key` ended (success, or a final answer). */
+void bo_lineage_forget(bo_lineages *t, uint64_t key);
+
+#endif

@@ -1,0 +1,156 @@
+/*
+ * Unit tests for bo_budget: the destination's retry budget (a bounded
+ * fraction of first attempts over a sliding window, plus a reserve and one
+ * per success) and the table of logical requests (what continues what).
+ */
+#include <check.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "bo_budget.h"
+
+#define S 1000000000LL
+
+/* Retries granted in a row at time t with nothing else happening. */
+static int grant_all(bo_budget *b, unsigned pct, int64_t t)
+{
+    int n = 0;
+    while (n < 100000 && bo_budget_allows_retry(b, pct, t)) {
+        bo_budget_on_attempt(b, false, t);
+        n++;
+    }
+    return n;
+}
+
+START_TEST(test_reserve_then_fraction_of_firsts)
+{
+    bo_budget b;
+    bo_budget_init(&b, 0);
+    ck_assert_int_eq(grant_all(&b, 20, 0), BO_BUDGET_RESERVE);
+    /* 100 first attempts that fail fund 20 retries */
+    for (int i = 0; i < 100; i++)
+        bo_budget_on_attempt(&b, true, 1 * S);
+    ck_assert_int_eq(grant_all(&b, 20, 1 * S), 20);
+    /* a down server sees at most (1 + 20%) x the first attempts + the reserve */
+    ck_assert_uint_eq(b.retries[0], 20 + BO_BUDGET_RESERVE);
+}
+END_TEST
+
+START_TEST(test_successes_fund_retries)
+{
+    bo_budget b;
+    bo_budget_init(&b, 0);
+    ck_assert_int_eq(grant_all(&b, 20, 0), BO_BUDGET_RESERVE);
+    for (int i = 0; i < 10; i++)
+        bo_budget_on_success(&b, 0);
+    ck_assert_int_eq(grant_all(&b, 20, 0), 10);
+}
+END_TEST
+
+START_TEST(test_zero_is_off)
+{
+    bo_budget b;
+    bo_budget_init(&b, 0);
+    ck_assert_int_eq(grant_all(&b, 0, 0), 100000);
+}
+END_TEST
+
+/* The window slides: spent retries weigh less as their bucket ages, and
+ * are forgotten two windows on. */
+START_TEST(test_window_slides)
+{
+    bo_budget b;
+    bo_budget_init(&b, 0);
+    ck_assert_int_eq(grant_all(&b, 20, 0), BO_BUDGET_RESERVE);
+    ck_assert(!bo_budget_allows_retry(&b, 20, BO_BUDGET_WINDOW_NS - 1));
+    /* half a window into the next bucket: the old retries count half */
+    ck_assert(bo_budget_allows_retry(&b, 20, BO_BUDGET_WINDOW_NS + BO_BUDGET_WINDOW_NS / 2));
+    bo_budget_init(&b, 0);
+    (void)grant_all(&b, 20, 0);
+    ck_assert_int_eq(grant_all(&b, 20, 3 * BO_BUDGET_WINDOW_NS), BO_BUDGET_RESERVE);
+    /* a clock behind the bucket's start does not underflow */
+    ck_assert(!bo_budget_allows_retry(&b, 20, 0));
+}
+END_TEST
+
+START_TEST(test_keys)
+{
+    uint64_t a = bo_key_add(bo_key_add(BO_KEY_INIT, "http://h/x"), "GET");
+    uint64_t b = bo_key_add(bo_key_add(BO_KEY_INIT, "http://h/x"), "POST");
+    uint64_t c = bo_key_add(bo_key_add(BO_KEY_INIT, "http://h/xG"), "ET");
+    ck_assert(a != 0 && a != b && a != c);
+    ck_assert(a == bo_key_add(bo_key_add(BO_KEY_INIT, "http://h/x"), "GET"));
+}
+END_TEST
+
+START_TEST(test_lineage_find_expire_forget)
+{
+    static bo_lineages t; /* zeroed */
+    bo_lineage l = {.key = 7, .start_ns = 1 * S, .attempts = 4, .throttles = 4}, out;
+
+    ck_assert(!bo_lineage_find(&t, 7, 0, &out));
+    bo_lineage_failed(&t, &l, 2 * S);
+    ck_assert_uint_eq(t.used, 1);
+    ck_assert(bo_lineage_find(&t, 7, 3 * S, &out));
+    ck_assert_uint_eq(out.attempts, 4);
+    ck_assert_int_eq(out.start_ns, 1 * S);
+    ck_assert_int_eq(out.failed_ns, 2 * S);
+    ck_assert(!bo_lineage_find(&t, 8, 3 * S, &out));
+    ck_assert(!bo_lineage_find(&t, 0, 3 * S, &out));
+    /* the same key again updates in place */
+    l.attempts = 5;
+    bo_lineage_failed(&t, &l, 4 * S);
+    ck_assert_uint_eq(t.used, 1);
+    ck_assert(bo_lineage_find(&t, 7, 4 * S + BO_LINEAGE_WINDOW_NS, &out));
+    ck_assert_uint_eq(out.attempts, 5);
+    /* past the window it is a new logical request, and the slot is freed */
+    ck_assert(!bo_lineage_find(&t, 7, 4 * S + BO_LINEAGE_WINDOW_NS + 1, &out));
+    ck_assert_uint_eq(t.used, 0);
+    bo_lineage_failed(&t, &l, 5 * S);
+    bo_lineage_forget(&t, 7);
+    ck_assert_uint_eq(t.used, 0);
+    ck_assert(!bo_lineage_find(&t, 7, 5 * S, &out));
+}
+END_TEST
+
+/* Full: the oldest failure makes room; the table never grows. */
+START_TEST(test_lineage_full)
+{
+    static bo_lineages t;
+    bo_lineage l = {.start_ns = 0, .attempts = 1}, out;
+
+    for (unsigned i = 1; i <= BO_LINEAGE_SLOTS + 10; i++) {
+        l.key = i;
+        bo_lineage_failed(&t, &l, (int64_t)i);
+    }
+    ck_assert_uint_eq(t.used, BO_LINEAGE_SLOTS);
+    ck_assert(!bo_lineage_find(&t, 1, 100, &out));
+    ck_assert(!bo_lineage_find(&t, 10, 100, &out));
+    ck_assert(bo_lineage_find(&t, 11, 100, &out));
+    ck_assert(bo_lineage_find(&t, BO_LINEAGE_SLOTS + 10, 100, &out));
+}
+END_TEST
+
+static Suite *budget_suite(void)
+{
+    Suite *s = suite_create("budget");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_reserve_then_fraction_of_firsts);
+    tcase_add_test(tc, test_successes_fund_retries);
+    tcase_add_test(tc, test_zero_is_off);
+    tcase_add_test(tc, test_window_slides);
+    tcase_add_test(tc, test_keys);
+    tcase_add_test(tc, test_lineage_find_expire_forget);
+    tcase_add_test(tc, test_lineage_full);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(budget_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
