@@ -675,6 +675,8 @@ static CURLMcode shim_socket_action(multi_real *real, CURLM *m, curl_socket_t s,
 
     if (r == NULL || r->in_real)
         return real->socket_action(m, s, ev, running);
+    if (s == CURL_SOCKET_TIMEOUT)
+        r->told_at = -2; /* the program's timer fired: it is set no more */
     advance(r);
     r->in_real++;
     mc = real->socket_action(m, s, ev, running);
