@@ -230,7 +230,7 @@ $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_input.h $(POLICY_SRC) 
 
 # The shim's parsers are static in shim_curl.c: the target includes that file
 # and links the rest of the shim (no libcurl: its symbols are bound lazily).
-$(FUZZ_BUILD)/fuzz_shim_parse: FUZZ_EXTRA = $(CURL_CFLAGS) shim/shim_state.c shim/shim_table.c shim/shim_connect.c \
+$(FUZZ_BUILD)/fuzz_shim_parse: FUZZ_EXTRA = $(CURL_CFLAGS) shim/shim_state.c shim/shim_table.c shim/shim_connect.c shim/shim_multi.c \
                                        shim/shim_dl.c -DBO_DL_NO_HOOKS -ldl
 $(FUZZ_BUILD)/fuzz_shim_parse: $(wildcard shim/*.c shim/*.h)
 

@@ -138,21 +138,45 @@ static bool from_libcurl(multi_real *mr, const void *ret)
  * The libcurl a hook's caller means.  A call from inside a libcurl (its
  * curl_easy_perform driving a private multi handle) is that libcurl's own:
  * *internal tells the hook to pass it straight through.  Slots are bound in
- * order, so the first unbound one ends the search.
+ * order, so the first unbound one ends the search.  Each thread keeps the
+ * answers for the return addresses it saw last (a program calls the multi
+ * functions from a handful of places).
  */
+#define SLOT_CACHE 16
+static __thread struct {
+    const void *ret;
+    multi_real *real;
+    bool internal;
+} tl_slots[SLOT_CACHE];
+
 static multi_real *slot_of(const void *ret, bool *internal)
 {
-    for (int i = 0; i < BO_MAX_CURLS; i++) {
+    size_t c = ((uintptr_t)ret >> 2) % SLOT_CACHE;
+    multi_real *real = NULL;
+    bool in = false;
+
+    if (tl_slots[c].ret == ret && tl_slots[c].real != NULL) {
+        *internal = tl_slots[c].internal;
+        return tl_slots[c].real;
+    }
+    for (int i = 0; i < BO_MAX_CURLS && real == NULL; i++) {
         multi_real *mr = &g_mreal[i];
         if (__atomic_load_n((void **)&mr->add, __ATOMIC_ACQUIRE) == NULL)
             break;
         if (from_libcurl(mr, ret)) {
-            *internal = true;
-            return mr;
+            in = true;
+            real = mr;
         }
     }
-    *internal = false;
-    return &g_mreal[bo_curl_caller_slot(ret)];
+    if (real == NULL)
+        real = &g_mreal[bo_curl_caller_slot(ret)];
+    /* as shim_curl.c's caller cache: an address keeps its object while
+     * that stays loaded */
+    tl_slots[c].ret = ret;
+    tl_slots[c].real = real;
+    tl_slots[c].internal = in;
+    *internal = in;
+    return real;
 }
 
 /* ---- records --------------------------------------------------------- */
