@@ -8,7 +8,10 @@
  *                  loop, stats, trace, verbose lines, fork handlers;
  *   shim_table.c   the destination table: sharded hash, references, LRU
  *                  eviction of idle blocks;
- *   shim_curl.c    the libcurl hooks and the per-handle records;
+ *   shim_curl.c    the libcurl easy hooks, the per-handle records and one
+ *                  transfer's call state machine (bo_curl_xfer_*);
+ *   shim_multi.c   the libcurl multi hooks, driving that machine from the
+ *                  program's own loop;
  *   shim_connect.c the connect() hook;
  *   shim_dl.c      the dlopen/dlmopen/dlsym/dlvsym hooks and the registry
  *                  of the libcurl copies loaded in the process;

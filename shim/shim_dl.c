@@ -2,7 +2,8 @@
  * shim_dl: reaching libcurl however the program loads it.
  *
  *   dlsym, dlvsym    a lookup of a hooked libcurl function (curl_easy_perform,
- *                    _setopt, _reset, _duphandle, _cleanup), through any
+ *                    _setopt, _reset, _duphandle, _cleanup, and the
+ *                    curl_multi_* functions of shim_multi.c), through any
  *                    handle, answers the shim's wrapper bound to the libcurl
  *                    the lookup found; every other lookup is glibc's own;
  *   dlopen with RTLD_DEEPBIND, dlmopen
