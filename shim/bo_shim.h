@@ -354,5 +354,7 @@ void *bo_curl_wrapper(int slot, int fn);
 /* shim_multi.c: bind slot's real multi functions; its wrappers. */
 void bo_multi_bind(int slot, void *const fn[BO_CURL_NFNS]);
 void *bo_multi_wrapper(int slot, int fn);
+/* curl_easy_cleanup(h) is about to free h: forget it in every multi record. */
+void bo_multi_easy_gone(void *h);
 
 #endif

@@ -1153,6 +1153,7 @@ fail:
 static void shim_cleanup(const curl_real *real, CURL *h)
 {
     handle_rec *r = h != NULL ? rec_remove(h) : NULL;
+    bo_multi_easy_gone(h);
     real->cleanup(h);
     if (r != NULL) {
         bo_shim_dest_put(r->dest);

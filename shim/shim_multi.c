@@ -823,6 +823,53 @@ static CURLMcode shim_mcleanup(multi_real *real, CURLM *m)
     return real->cleanup(m);
 }
 
+/*
+ * curl_easy_cleanup of a handle still in a managed multi handle (libcurl
+ * lets a program skip curl_multi_remove_handle; its own removal then comes
+ * from inside libcurl and passes through): the transfer's record goes too,
+ * before the handle is freed, so that no retry ever re-adds it.
+ */
+void bo_multi_easy_gone(void *h)
+{
+    mxfer *gone = NULL;
+    multi_rec *from = NULL;
+
+    if (__atomic_load_n(&g_nmulti, __ATOMIC_ACQUIRE) == 0 || h == NULL)
+        return;
+    /* Found and unlinked under the table lock (a leaf: nothing else is
+     * taken while it is held); the call is ended after. */
+    pthread_mutex_lock(&g_mlock);
+    for (size_t b = 0; b < MBUCKETS && gone == NULL; b++) {
+        for (multi_rec *r = g_mbuckets[b]; r != NULL && gone == NULL; r = r->hnext) {
+            mxfer **pp = &r->xfers;
+            while (*pp != NULL && (*pp)->h != h)
+                pp = &(*pp)->next;
+            if (*pp != NULL) {
+                gone = *pp;
+                *pp = gone->next;
+                from = r;
+            }
+        }
+    }
+    pthread_mutex_unlock(&g_mlock);
+    if (gone == NULL)
+        return;
+    if (gone->state == X_RUN || gone->state == X_PASS)
+        from->nactive--;
+    if (gone->state == X_ADMIT || gone->state == X_RETRY)
+        from->npending--;
+    if (gone->state == X_RUN) {
+        bo_shim_call_cancel(gone->x.sd, &gone->x.call);
+        bo_curl_xfer_drop(&gone->x);
+    } else if (gone->state == X_ADMIT || gone->state == X_RETRY) {
+        if (gone->x.have_result)
+            bo_shim_call_abandoned(gone->x.sd);
+        bo_curl_xfer_drop(&gone->x);
+    }
+    unqueue(from, gone);
+    free(gone);
+}
+
 /* ---- exported hooks -------------------------------------------------- */
 
 #define CALLER() __builtin_return_address(0)
