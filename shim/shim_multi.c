@@ -192,6 +192,8 @@ enum xstate {
 
 typedef struct mxfer {
     CURL *h;
+    struct mxfer *hnext; /* the handle index (g_xbuckets) */
+    struct multi_rec *owner;
     struct mxfer *next;  /* the multi's transfers */
     struct mxfer *qnext; /* the message queue */
     enum xstate state;
@@ -301,6 +303,40 @@ static multi_rec *mrec_get(multi_real *real, CURLM *m, const void *ret)
     __atomic_add_fetch(&g_nmulti, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&g_mlock);
     return r;
+}
+
+/*
+ * Which managed multi handle holds an easy handle (for curl_easy_cleanup,
+ * which may come without curl_multi_remove_handle), under g_mlock.  The
+ * transfers' lists themselves are their multi handle's thread's alone.
+ */
+#define XBUCKETS 1024
+static mxfer *g_xbuckets[XBUCKETS];
+
+static size_t xbucket(const CURL *h)
+{
+    return (size_t)((((uintptr_t)h >> 4) * 0x9e3779b97f4a7c15ULL) >> 54) % XBUCKETS;
+}
+
+static void xindex_add(mxfer *x)
+{
+    size_t b = xbucket(x->h);
+    pthread_mutex_lock(&g_mlock);
+    x->hnext = g_xbuckets[b];
+    g_xbuckets[b] = x;
+    pthread_mutex_unlock(&g_mlock);
+}
+
+/* Unlink x from the index (it must be there). */
+static void xindex_del(mxfer *x)
+{
+    mxfer **pp;
+    pthread_mutex_lock(&g_mlock);
+    for (pp = &g_xbuckets[xbucket(x->h)]; *pp != NULL && *pp != x; pp = &(*pp)->hnext) {
+    }
+    if (*pp == x)
+        *pp = x->hnext;
+    pthread_mutex_unlock(&g_mlock);
 }
 
 static void mrec_remove(multi_rec *r)
@@ -605,6 +641,8 @@ static CURLMcode shim_add(multi_real *real, CURLM *m, CURL *h, const void *ret)
     }
     x->next = r->xfers;
     r->xfers = x;
+    x->owner = r;
+    xindex_add(x);
     if (x->state == X_ADMIT) {
         advance(r);
         if (x->state == X_ADMIT)
@@ -654,6 +692,7 @@ static CURLMcode shim_remove(multi_real *real, CURLM *m, CURL *h)
     for (pp = &r->xfers; *pp != x; pp = &(*pp)->next) {
     }
     *pp = x->next;
+    xindex_del(x);
     free(x);
     return CURLM_OK;
 }
@@ -817,6 +856,7 @@ static CURLMcode shim_mcleanup(multi_real *real, CURLM *m)
                 bo_shim_call_abandoned(x->x.sd);
             bo_curl_xfer_drop(&x->x);
         }
+        xindex_del(x);
         free(x);
     }
     free(r);
@@ -831,29 +871,24 @@ static CURLMcode shim_mcleanup(multi_real *real, CURLM *m)
  */
 void bo_multi_easy_gone(void *h)
 {
-    mxfer *gone = NULL;
-    multi_rec *from = NULL;
+    mxfer *gone, **pp;
+    multi_rec *from;
 
     if (__atomic_load_n(&g_nmulti, __ATOMIC_ACQUIRE) == 0 || h == NULL)
         return;
-    /* Found and unlinked under the table lock (a leaf: nothing else is
-     * taken while it is held); the call is ended after. */
     pthread_mutex_lock(&g_mlock);
-    for (size_t b = 0; b < MBUCKETS && gone == NULL; b++) {
-        for (multi_rec *r = g_mbuckets[b]; r != NULL && gone == NULL; r = r->hnext) {
-            mxfer **pp = &r->xfers;
-            while (*pp != NULL && (*pp)->h != h)
-                pp = &(*pp)->next;
-            if (*pp != NULL) {
-                gone = *pp;
-                *pp = gone->next;
-                from = r;
-            }
-        }
+    for (gone = g_xbuckets[xbucket(h)]; gone != NULL && gone->h != h; gone = gone->hnext) {
     }
     pthread_mutex_unlock(&g_mlock);
     if (gone == NULL)
         return;
+    /* The handle is its multi handle's, so this is that multi's thread
+     * (libcurl's rule): its list is ours to change. */
+    from = gone->owner;
+    for (pp = &from->xfers; *pp != gone; pp = &(*pp)->next) {
+    }
+    *pp = gone->next;
+    xindex_del(gone);
     if (gone->state == X_RUN || gone->state == X_PASS)
         from->nactive--;
     if (gone->state == X_ADMIT || gone->state == X_RETRY)
