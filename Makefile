@@ -154,9 +154,10 @@ TSAN_ENV = TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 log
 # The threaded tests: the shared window under 256 loadgen threads, forks
 # while threads hold the shim's locks, signals while threads back off, forks
 # in forked children (3 levels; from a thread while 16 threads retry),
-# threads looking destinations up while others are evicted.
+# threads looking destinations up while others are evicted, threads each
+# driving a multi handle against one throttled destination.
 TSAN_TESTS ?= test_shim_loadgen test_stress_threads test_stress_fork test_stress_signals \
-              test_fork_tree test_stress_dests
+              test_fork_tree test_stress_dests test_multi_threads
 TSAN_STRESS_CALLS ?= 200
 TSAN_PROGRAMS = build-tsan/libbackoff.so build-tsan/backoff build-tsan/loadgen \
                 build-tsan/ratelimit-server $(HELPER_SRC:tests/helpers/%.c=build-tsan/tests/helpers/%)
@@ -230,7 +231,7 @@ $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_input.h $(POLICY_SRC) 
 
 # The shim's parsers are static in shim_curl.c: the target includes that file
 # and links the rest of the shim (no libcurl: its symbols are bound lazily).
-$(FUZZ_BUILD)/fuzz_shim_parse: FUZZ_EXTRA = $(CURL_CFLAGS) shim/shim_state.c shim/shim_table.c shim/shim_connect.c \
+$(FUZZ_BUILD)/fuzz_shim_parse: FUZZ_EXTRA = $(CURL_CFLAGS) shim/shim_state.c shim/shim_table.c shim/shim_connect.c shim/shim_multi.c \
                                        shim/shim_dl.c -DBO_DL_NO_HOOKS -ldl
 $(FUZZ_BUILD)/fuzz_shim_parse: $(wildcard shim/*.c shim/*.h)
 

@@ -16,6 +16,12 @@
 #             empty); optimum 200 / 20 = 10 s
 #   fairness  4 separate loadgen processes (no shared state), 500 requests
 #             each, on one max_busy 50 server; Jain's index of throughputs
+#   multi     issue 12: curl -Z --parallel-max 20 (libcurl's multi interface)
+#             over 200 URLs, one file each, under the default policy, against
+#             a token bucket 20/s burst 20 without Retry-After (optimum
+#             (200 - 20) / 20 = 9 s) and a concurrency cap of 4 with 100 ms
+#             per request (optimum 200 / 4 x 0.1 = 5 s); every file checked;
+#             targets: completion <= 1.15 x optimum, <= 1.25 attempts per request
 #   overhead  demo/bench-overhead.sh (per-call cost, 8-thread throughput)
 #   real      demo/bench-real-programs.sh (shells, make, perl, python, git:
 #             median preloaded - plain ms; not in the default set)
@@ -35,7 +41,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-build}
 case "$BUILD" in /*) ;; *) BUILD="$top/$BUILD" ;; esac
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/backoff-bench.XXXXXX")
-SCENARIOS=${BENCH_SCENARIOS:-"burst outage pacing fairness overhead"}
+SCENARIOS=${BENCH_SCENARIOS:-"burst outage pacing fairness multi overhead"}
 ALL_POLICIES="none fixed linear exponential full-jitter equal-jitter decorrelated-jitter gaussian-jitter thain responsive aimd"
 POLICIES=${BENCH_POLICIES:-$ALL_POLICIES}
 
@@ -166,6 +172,40 @@ bench_pacing() {
     done
 }
 
+# --- multi (issue 12) -----------------------------------------------------------
+bench_multi() {
+    for lim in bucket cap; do
+        if [ $lim = bucket ]; then
+            flags="--rate 20 --burst 20 --bucket-hints none" opt=9
+        else
+            flags="--max-busy 4 --service-ms 100" opt=5
+        fi
+        rm -rf "$WORK/multi" && mkdir -p "$WORK/multi"
+        # shellcheck disable=SC2086
+        start_server "$WORK/multi-server.tsv" $flags
+        t0=$(date +%s%N)
+        (cd "$WORK/multi" && BACKOFF_STATS="$WORK/multi.stats" BACKOFF_MAX_ATTEMPTS=0 \
+            BACKOFF_MAX_TIME_MS=60000 setsid timeout -k 2 120 "$BUILD/backoff" -- \
+            curl -sS -Z --no-progress-meter --parallel-max 20 "http://127.0.0.1:$PORT/item/[1-200]" \
+            -o "f_#1") >"$WORK/multi.log" 2>&1 || true
+        t1=$(date +%s%N)
+        stop_server
+        # files holding exactly their item's 64 bytes ("item=N;" repeated)
+        ok=$(for n in $(seq 1 200); do printf '%s ' "$n"; cat "$WORK/multi/f_$n" 2>/dev/null; echo; done |
+            awk '{ w = ""; while (length(w) < 64) w = w "item=" $1 ";"; if ($2 == substr(w, 1, 64)) k++ }
+                 END { print k + 0 }')
+        comp=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", (b - a) / 1e9 }')
+        att=$(col "$WORK/multi-server.tsv" requests)
+        rej=$(col "$WORK/multi-server.tsv" rejected)
+        ratio=$(awk -v c="$comp" -v o="$opt" 'BEGIN { printf "%.3f", c / o }')
+        per=$(awk -v a="$att" 'BEGIN { printf "%.3f", a / 200 }')
+        met=$(awk -v r="$ratio" -v p="$per" -v ok="$ok" 'BEGIN { print (r <= 1.15 && p <= 1.25 && ok == 200) ? "yes" : "no" }')
+        row "multi-curlZ-$lim" default "$comp" "$opt.00" "$ratio" 200 "$ok" "$att" \
+            "$(awk -v a="$att" -v r="$rej" 'BEGIN { printf "%.1f", a ? 100 * r / a : 0 }')" - - - - - \
+            "attempts_per_request=$per files_right=$ok/200 target=ratio<=1.15,attempts<=1.25 met=$met"
+    done
+}
+
 # --- headers (issue 13) ---------------------------------------------------------
 bench_headers() {
     for lim in bucket window; do
@@ -262,9 +302,10 @@ for s in $SCENARIOS; do
     pacing) bench_pacing ;;
     fairness) bench_fairness ;;
     overhead) bench_overhead ;;
+    multi) bench_multi ;;
     real) bench_real ;;
     own) bench_own ;;
     headers) bench_headers ;;
-    *) echo "backoff bench: unknown scenario \"$s\": expected burst, outage, pacing, fairness, overhead, real, own or headers" >&2; exit 2 ;;
+    *) echo "backoff bench: unknown scenario \"$s\": expected burst, outage, pacing, fairness, multi, overhead, real, own or headers" >&2; exit 2 ;;
     esac
 done

@@ -8,7 +8,10 @@
  *                  loop, stats, trace, verbose lines, fork handlers;
  *   shim_table.c   the destination table: sharded hash, references, LRU
  *                  eviction of idle blocks;
- *   shim_curl.c    the libcurl hooks and the per-handle records;
+ *   shim_curl.c    the libcurl easy hooks, the per-handle records and one
+ *                  transfer's call state machine (bo_curl_xfer_*);
+ *   shim_multi.c   the libcurl multi hooks, driving that machine from the
+ *                  program's own loop;
  *   shim_connect.c the connect() hook;
  *   shim_dl.c      the dlopen/dlmopen/dlsym/dlvsym hooks and the registry
  *                  of the libcurl copies loaded in the process;
@@ -233,6 +236,73 @@ int bo_shim_admit_intr(bo_shim_dest *sd, bo_call *call, int64_t deadline_ns,
 bool bo_shim_lineage_begin(uint64_t key, bo_call *call);
 void bo_shim_lineage_end(uint64_t key, const bo_call *call, bool failed_retryable);
 
+/*
+ * The non-blocking step of admission, for callers that wait in the
+ * program's own loop (the multi hooks): asks the engine once, at now_ns.
+ * Returns 0 to go (the attempt is counted in flight, *inflight as
+ * bo_shim_admit), 1 to ask again at *until_ns (or sooner: a completion on
+ * the destination may free a slot, and nothing here wakes the caller for
+ * it, so *until_ns is never more than BO_POLL_ADMIT_NS ahead), or -1 when
+ * the call's time budget ran out (counted as given up, as bo_shim_admit).
+ */
+#define BO_POLL_ADMIT_NS (20 * 1000000LL)
+int bo_shim_try_admit(bo_shim_dest *sd, bo_call *call, int64_t now_ns, unsigned *inflight,
+                      int64_t *until_ns);
+
+/*
+ * The program ended a call whose attempt was admitted but will never
+ * complete (a transfer removed from its multi handle mid-flight): its slot
+ * is freed and the call counted as failed.
+ */
+void bo_shim_call_cancel(bo_shim_dest *sd, bo_call *call);
+
+/*
+ * One libcurl transfer's call, as a state machine driven step by step:
+ * curl_easy_perform (shim_curl.c) drives it in blocking mode, the multi
+ * hooks (shim_multi.c) from the program's own loop.
+ *
+ *     bo_curl_xfer_begin          once, before the first admission;
+ *     bo_shim_admit_wait or bo_shim_try_admit  until admitted;
+ *     bo_curl_xfer_attempt        just before the attempt starts;
+ *     ... the attempt runs (perform, or the multi handle's loop) ...
+ *     bo_curl_xfer_done           classifies and completes: retry at
+ *                                 *until_ns (upload rewound), or done;
+ *     bo_curl_xfer_end            once: commits the held bytes of the
+ *                                 attempt that stands, returns its code.
+ */
+struct handle_rec;
+typedef struct bo_curl_xfer {
+    struct handle_rec *rec;
+    bo_shim_dest *sd;
+    bo_call call;
+    uint64_t id;
+    unsigned inflight;
+    int64_t deadline;        /* the program's CURLOPT_TIMEOUT, absolute; INT64_MAX none */
+    long start_pos;          /* of a FILE * upload, -1: none */
+    bool rewindable;
+    bool have_result;
+    uint64_t key;            /* the logical request (method and URL), 0: none */
+    bool retryable;          /* the last result is a failure the shim would retry */
+} bo_curl_xfer;
+
+/* The record of `h` made by slot's libcurl when its calls are managed, else NULL. */
+struct handle_rec *bo_curl_managed_rec(int slot, void *h);
+void bo_curl_xfer_begin(bo_curl_xfer *x, struct handle_rec *rec);
+void bo_curl_xfer_attempt(bo_curl_xfer *x);
+bool bo_curl_xfer_done(bo_curl_xfer *x, int code, int64_t *until_ns);
+int bo_curl_xfer_end(bo_curl_xfer *x, int code);
+/* The call ends without its result (cancelled): nothing held reaches the program. */
+void bo_curl_xfer_drop(bo_curl_xfer *x);
+/* The program's progress callback, asked while the call waits: non-zero cancels. */
+int bo_curl_xfer_tick(bo_curl_xfer *x);
+
+/* The slot of the libcurl an exported hook's caller (return address) means. */
+int bo_curl_caller_slot(const void *ret);
+
+void bo_shim_multi_prepare_fork(void);
+void bo_shim_multi_parent_fork(void);
+void bo_shim_multi_child_fork(void);
+
 /* Fork handlers of each module, called by shim_fork.c in its stated order. */
 void bo_shim_state_prepare_fork(void);
 void bo_shim_state_parent_fork(void);
@@ -253,7 +323,19 @@ enum {
     BO_CURL_RESET,
     BO_CURL_DUPHANDLE,
     BO_CURL_CLEANUP,
+    /* the multi interface (shim_multi.c) */
+    BO_CURL_M_ADD,
+    BO_CURL_M_REMOVE,
+    BO_CURL_M_PERFORM,
+    BO_CURL_M_INFO_READ,
+    BO_CURL_M_WAIT,
+    BO_CURL_M_POLL,
+    BO_CURL_M_TIMEOUT,
+    BO_CURL_M_SOCKET_ACTION,
+    BO_CURL_M_SETOPT,
+    BO_CURL_M_CLEANUP,
     BO_CURL_NHOOKED,
+    BO_CURL_M_FIRST = BO_CURL_M_ADD,
     BO_CURL_GETINFO = BO_CURL_NHOOKED,
     BO_CURL_URL,
     BO_CURL_URL_SET,
@@ -282,5 +364,11 @@ void bo_curl_bind(int slot, void *const fn[BO_CURL_NFNS]);
 
 /* shim_curl.c: the wrapper of hooked function fn bound to slot's libcurl. */
 void *bo_curl_wrapper(int slot, int fn);
+
+/* shim_multi.c: bind slot's real multi functions; its wrappers. */
+void bo_multi_bind(int slot, void *const fn[BO_CURL_NFNS]);
+void *bo_multi_wrapper(int slot, int fn);
+/* curl_easy_cleanup(h) is about to free h: forget it in every multi record. */
+void bo_multi_easy_gone(void *h);
 
 #endif

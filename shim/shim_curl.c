@@ -81,6 +81,7 @@ void bo_curl_bind(int slot, void *const fn[BO_CURL_NFNS])
     *(void **)&c->url_get = fn[BO_CURL_URL_GET];
     *(void **)&c->url_cleanup = fn[BO_CURL_URL_CLEANUP];
     *(void **)&c->free = fn[BO_CURL_FREE];
+    bo_multi_bind(slot, fn);
 }
 
 static void die(const char *what, const char *name)
@@ -137,6 +138,11 @@ static const curl_real *caller_real(const void *ret)
     tl_callers[i].ret = ret;
     tl_callers[i].real = &g_real[s];
     return &g_real[s];
+}
+
+int bo_curl_caller_slot(const void *ret)
+{
+    return (int)(caller_real(ret) - g_real);
 }
 
 /* ---- per-handle records ---------------------------------------------- */
@@ -906,8 +912,140 @@ static void set_attempt_timeout(handle_rec *r, int64_t deadline)
     r->real->setopt(r->h, CURLOPT_TIMEOUT_MS, ms < 1 ? 1L : ms);
 }
 
+/* ---- one transfer's call, step by step (bo_shim.h) -------------------- */
+
+struct handle_rec *bo_curl_managed_rec(int slot, void *h)
+{
+    handle_rec *r;
+    if (bo_shim_config() == NULL || h == NULL || (r = rec_find(h)) == NULL ||
+        r->real != &g_real[slot])
+        return NULL;
+    if (r->dest == NULL) {
+        attempt_reset(r); /* as curl_easy_perform: pass the bytes through */
+        return NULL;
+    }
+    return r;
+}
+
 /*
- * One managed call: the loop of bo_engine.h.  The last attempt's result is
+ * Begin one managed call: its destination, its upload's start, and the
+ * program's CURLOPT_TIMEOUT(_MS) as the deadline of the whole call.
+ */
+void bo_curl_xfer_begin(bo_curl_xfer *x, handle_rec *r)
+{
+    *x = (bo_curl_xfer){.rec = r, .sd = r->dest, .deadline = INT64_MAX, .start_pos = -1};
+    x->id = bo_shim_next_call_id();
+    if (has_upload(r) && !r->postfields && r->method != M_MIME && r->seek_fn == NULL &&
+        r->read_fn == NULL)
+        x->start_pos = ftell((FILE *)r->read_data);
+    x->rewindable = upload_rewindable(r, x->start_pos);
+    int64_t now = bo_shim_now_ns();
+    bo_call_begin(&x->call, now);
+    /* the logical request: method and URL (bo_budget.h); a program's own
+     * retry of a failure continues its attempts and time */
+    x->key = r->url_key != 0 ? bo_key_add(r->url_key, method_name(r)) : 0;
+    (void)bo_shim_lineage_begin(x->key, &x->call);
+    if (r->timeout_ms > 0) {
+        x->deadline = (int64_t)r->timeout_ms < (INT64_MAX - now) / 1000000
+                          ? now + (int64_t)r->timeout_ms * 1000000
+                          : INT64_MAX;
+        bo_call_set_deadline(&x->call, x->deadline);
+    }
+}
+
+/* An admitted attempt starts: fresh per-attempt state, what is left of the deadline. */
+void bo_curl_xfer_attempt(bo_curl_xfer *x)
+{
+    attempt_reset(x->rec);
+    if (x->deadline != INT64_MAX)
+        set_attempt_timeout(x->rec, x->deadline);
+}
+
+/*
+ * The attempt ended with `code`: classify it, complete it on the
+ * destination.  True: retry no sooner than *until_ns (the upload is
+ * rewound; the attempt's held bytes stay until the next one starts, so a
+ * cancel before then returns this result).
+ */
+bool bo_curl_xfer_done(bo_curl_xfer *x, int code_, int64_t *until_ns)
+{
+    handle_rec *r = x->rec;
+    const bo_config *cfg = bo_shim_config();
+    const char *method = method_name(r);
+    CURLcode code = (CURLcode)code_;
+
+    if (x->deadline != INT64_MAX)
+        r->real->setopt(r->h, CURLOPT_TIMEOUT_MS, r->timeout_ms);
+    x->have_result = true;
+
+    /* The status of the last HTTP header block libcurl handed over (only
+     * HTTP status lines set it, so FTP reply codes never look like HTTP
+     * ones); with FAILONERROR libcurl may stop before handing it over. */
+    long status = r->block_status, req_size = 1;
+    curl_off_t ra = 0;
+    if (status == 0 && code == CURLE_HTTP_RETURNED_ERROR)
+        r->real->getinfo(r->h, CURLINFO_RESPONSE_CODE, &status);
+    if (code != CURLE_OK) /* whether it was sent matters only for failures */
+        r->real->getinfo(r->h, CURLINFO_REQUEST_SIZE, &req_size);
+    bo_attempt a = {.curl_code = (int)code,
+                    .http_status = (int)status,
+                    .method = method,
+                    .body_delivered = r->delivered,
+                    .has_upload = has_upload(r),
+                    .upload_rewindable = x->rewindable,
+                    .request_sent = req_size > 0,
+                    .connect_errno = 0};
+    bo_shim_result res = {.outcome = bo_classify(cfg, &a),
+                          .retry_after_ns = -1,
+                          .status = (int)status,
+                          .code = (int)code,
+                          .ratelimit = &r->rl};
+    if (res.outcome.verdict != BO_VERDICT_SUCCESS &&
+        r->real->getinfo(r->h, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
+        res.retry_after_ns = retry_after_to_ns(ra);
+    x->retryable = res.outcome.verdict == BO_VERDICT_RETRY;
+    if (!bo_shim_complete(x->sd, &x->call, &res, x->id, method, x->inflight, until_ns))
+        return false;
+    if (!rewind_upload(r, x->start_pos)) {
+        bo_shim_call_abandoned(x->sd); /* cannot send the body again: this result stands */
+        return false;
+    }
+    return true;
+}
+
+/*
+ * The call ends with `code`: the held bytes of the attempt that stands go
+ * out, and a failure the shim would retry is remembered, so that the
+ * program's own next try continues this logical request.
+ */
+int bo_curl_xfer_end(bo_curl_xfer *x, int code)
+{
+    handle_rec *r = x->rec;
+    if (r->mode == MODE_HOLD && commit(r) != 0 && code == CURLE_OK)
+        code = CURLE_WRITE_ERROR;
+    r->mode = MODE_PASS;
+    if (code != CURLE_ABORTED_BY_CALLBACK)
+        bo_shim_lineage_end(x->key, &x->call, x->retryable);
+    return code;
+}
+
+void bo_curl_xfer_drop(bo_curl_xfer *x)
+{
+    handle_rec *r = x->rec;
+    if (x->deadline != INT64_MAX)
+        r->real->setopt(r->h, CURLOPT_TIMEOUT_MS, r->timeout_ms);
+    r->held_len = 0;
+    r->mode = MODE_PASS;
+}
+
+int bo_curl_xfer_tick(bo_curl_xfer *x)
+{
+    return ask_progress(x->rec);
+}
+
+/*
+ * One managed call: the loop of bo_engine.h, driving the transfer's steps
+ * in blocking mode.  The last attempt's result is
  * returned as is, and only its bytes reach the program.  The program's
  * CURLOPT_TIMEOUT(_MS) bounds the whole call from its start: each attempt
  * runs with what is left as its own timeout, and the engine grants a retry
@@ -917,41 +1055,20 @@ static void set_attempt_timeout(handle_rec *r, int64_t deadline)
  */
 static CURLcode managed_perform(handle_rec *r, int *err_out)
 {
-    bo_shim_dest *sd = r->dest;
-    const bo_config *cfg = bo_shim_config();
-    uint64_t id = bo_shim_next_call_id();
-    const char *method = method_name(r);
-    long start_pos = -1;
+    bo_curl_xfer x;
     CURLcode code = CURLE_OK;
-    bool have_result = false;
-    bo_call call;
-    unsigned inflight = 0;
-    int64_t deadline = INT64_MAX;
-    /* the logical request: method and URL (bo_budget.h) */
-    uint64_t key = r->url_key != 0 ? bo_key_add(r->url_key, method) : 0;
-    bool retryable = false; /* the last result is a failure we would retry */
 
-    if (has_upload(r) && !r->postfields && r->method != M_MIME && r->seek_fn == NULL &&
-        r->read_fn == NULL)
-        start_pos = ftell((FILE *)r->read_data);
-    bool rewindable = upload_rewindable(r, start_pos);
-    int64_t now = bo_shim_now_ns();
-    bo_call_begin(&call, now);
-    (void)bo_shim_lineage_begin(key, &call);
-    if (r->timeout_ms > 0) {
-        deadline = (int64_t)r->timeout_ms < (INT64_MAX - now) / 1000000
-                       ? now + (int64_t)r->timeout_ms * 1000000
-                       : INT64_MAX;
-        bo_call_set_deadline(&call, deadline);
-    }
+    bo_curl_xfer_begin(&x, r);
+    bo_shim_dest *sd = x.sd;
+    int64_t now = x.call.start_ns;
     for (;;) {
         int64_t until;
-        int rc = program_wait(r, sd, &call, now, &inflight, true);
+        int rc = program_wait(r, sd, &x.call, now, &x.inflight, true);
         if (rc != 0) {
             if (rc == BO_WAIT_ABORTED) {
                 code = CURLE_ABORTED_BY_CALLBACK;
                 r->mode = MODE_PASS; /* the cancelled call delivers nothing */
-            } else if (!have_result) {
+            } else if (!x.have_result) {
                 /* no attempt was admitted before the program's deadline */
                 code = CURLE_OPERATION_TIMEDOUT;
                 r->mode = MODE_PASS;
@@ -960,51 +1077,15 @@ static CURLcode managed_perform(handle_rec *r, int *err_out)
                 bo_shim_call_abandoned(sd);
             break; /* the last result stands */
         }
-        attempt_reset(r);
-        if (deadline != INT64_MAX)
-            set_attempt_timeout(r, deadline);
+        bo_curl_xfer_attempt(&x);
         code = r->real->perform(r->h);
         *err_out = errno;
-        if (deadline != INT64_MAX)
-            r->real->setopt(r->h, CURLOPT_TIMEOUT_MS, r->timeout_ms);
-        have_result = true;
-
-        /* The status of the last HTTP header block libcurl handed over (only
-         * HTTP status lines set it, so FTP reply codes never look like HTTP
-         * ones); with FAILONERROR libcurl may stop before handing it over. */
-        long status = r->block_status, req_size = 1;
-        curl_off_t ra = 0;
-        if (status == 0 && code == CURLE_HTTP_RETURNED_ERROR)
-            r->real->getinfo(r->h, CURLINFO_RESPONSE_CODE, &status);
-        if (code != CURLE_OK) /* whether it was sent matters only for failures */
-            r->real->getinfo(r->h, CURLINFO_REQUEST_SIZE, &req_size);
-        bo_attempt a = {.curl_code = (int)code,
-                        .http_status = (int)status,
-                        .method = method,
-                        .body_delivered = r->delivered,
-                        .has_upload = has_upload(r),
-                        .upload_rewindable = rewindable,
-                        .request_sent = req_size > 0,
-                        .connect_errno = 0};
-        bo_shim_result res = {.outcome = bo_classify(cfg, &a),
-                              .retry_after_ns = -1,
-                              .status = (int)status,
-                              .code = (int)code,
-                              .ratelimit = &r->rl};
-        if (res.outcome.verdict != BO_VERDICT_SUCCESS &&
-            r->real->getinfo(r->h, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
-            res.retry_after_ns = retry_after_to_ns(ra);
-        retryable = res.outcome.verdict == BO_VERDICT_RETRY;
-        if (!bo_shim_complete(sd, &call, &res, id, method, inflight, &until))
+        if (!bo_curl_xfer_done(&x, code, &until))
             break;
-        if (!rewind_upload(r, start_pos)) {
-            bo_shim_call_abandoned(sd); /* cannot send the body again: this result stands */
-            break;
-        }
         /* The retried attempt's bytes are dropped only when the next attempt
          * starts: a signal, a cancel or the deadline before then returns
          * this result. */
-        rc = program_wait(r, sd, &call, until, &inflight, false);
+        rc = program_wait(r, sd, &x.call, until, &x.inflight, false);
         if (rc != 0) {
             bo_shim_call_abandoned(sd);
             if (rc == BO_WAIT_ABORTED) {
@@ -1016,12 +1097,7 @@ static CURLcode managed_perform(handle_rec *r, int *err_out)
         }
         now = 0; /* the next admission reads the clock */
     }
-    if (r->mode == MODE_HOLD && commit(r) != 0 && code == CURLE_OK)
-        code = CURLE_WRITE_ERROR;
-    r->mode = MODE_PASS;
-    if (code != CURLE_ABORTED_BY_CALLBACK) /* the program's next try continues this one */
-        bo_shim_lineage_end(key, &call, retryable);
-    return code;
+    return (CURLcode)bo_curl_xfer_end(&x, code);
 }
 
 static CURLcode shim_perform(const curl_real *real, CURL *h)
@@ -1091,6 +1167,7 @@ fail:
 static void shim_cleanup(const curl_real *real, CURL *h)
 {
     handle_rec *r = h != NULL ? rec_remove(h) : NULL;
+    bo_multi_easy_gone(h);
     real->cleanup(h);
     if (r != NULL) {
         bo_shim_dest_put(r->dest);
@@ -1186,15 +1263,17 @@ SLOT_WRAPPERS(7)
 
 _Static_assert(BO_MAX_CURLS == 8, "one SLOT_WRAPPERS line per slot");
 _Static_assert(BO_CURL_PERFORM == 0 && BO_CURL_SETOPT == 1 && BO_CURL_RESET == 2 &&
-                   BO_CURL_DUPHANDLE == 3 && BO_CURL_CLEANUP == 4 && BO_CURL_NHOOKED == 5,
+                   BO_CURL_DUPHANDLE == 3 && BO_CURL_CLEANUP == 4 && BO_CURL_M_FIRST == 5,
                "SLOT_ROW follows BO_CURL_*");
 
-static void *const g_wrappers[BO_MAX_CURLS][BO_CURL_NHOOKED] = {
+static void *const g_wrappers[BO_MAX_CURLS][BO_CURL_M_FIRST] = {
     SLOT_ROW(0), SLOT_ROW(1), SLOT_ROW(2), SLOT_ROW(3),
     SLOT_ROW(4), SLOT_ROW(5), SLOT_ROW(6), SLOT_ROW(7),
 };
 
 void *bo_curl_wrapper(int slot, int fn)
 {
+    if (fn >= BO_CURL_M_FIRST)
+        return bo_multi_wrapper(slot, fn);
     return g_wrappers[slot][fn];
 }

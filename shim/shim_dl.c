@@ -2,7 +2,8 @@
  * shim_dl: reaching libcurl however the program loads it.
  *
  *   dlsym, dlvsym    a lookup of a hooked libcurl function (curl_easy_perform,
- *                    _setopt, _reset, _duphandle, _cleanup), through any
+ *                    _setopt, _reset, _duphandle, _cleanup, and the
+ *                    curl_multi_* functions of shim_multi.c), through any
  *                    handle, answers the shim's wrapper bound to the libcurl
  *                    the lookup found; every other lookup is glibc's own;
  *   dlopen with RTLD_DEEPBIND, dlmopen
@@ -51,6 +52,16 @@ const char *const bo_curl_fn_names[BO_CURL_NFNS] = {
     [BO_CURL_RESET] = "curl_easy_reset",
     [BO_CURL_DUPHANDLE] = "curl_easy_duphandle",
     [BO_CURL_CLEANUP] = "curl_easy_cleanup",
+    [BO_CURL_M_ADD] = "curl_multi_add_handle",
+    [BO_CURL_M_REMOVE] = "curl_multi_remove_handle",
+    [BO_CURL_M_PERFORM] = "curl_multi_perform",
+    [BO_CURL_M_INFO_READ] = "curl_multi_info_read",
+    [BO_CURL_M_WAIT] = "curl_multi_wait",
+    [BO_CURL_M_POLL] = "curl_multi_poll",
+    [BO_CURL_M_TIMEOUT] = "curl_multi_timeout",
+    [BO_CURL_M_SOCKET_ACTION] = "curl_multi_socket_action",
+    [BO_CURL_M_SETOPT] = "curl_multi_setopt",
+    [BO_CURL_M_CLEANUP] = "curl_multi_cleanup",
     [BO_CURL_GETINFO] = "curl_easy_getinfo",
     [BO_CURL_URL] = "curl_url",
     [BO_CURL_URL_SET] = "curl_url_set",
@@ -86,11 +97,17 @@ static bool has_prefix(const char *s, const char *prefix)
 /* The index of a hooked libcurl function named `name`, or -1. */
 static int hooked_index(const char *name)
 {
-    if (name == NULL || name[0] != 'c' || !has_prefix(name, "curl_easy_"))
+    if (name == NULL || name[0] != 'c' || !has_prefix(name, "curl_"))
         return -1;
-    for (int i = 0; i < BO_CURL_NHOOKED; i++)
-        if (str_eq(name + 10, bo_curl_fn_names[i] + 10))
-            return i;
+    if (has_prefix(name, "curl_easy_")) {
+        for (int i = 0; i < BO_CURL_M_FIRST; i++)
+            if (str_eq(name + 10, bo_curl_fn_names[i] + 10))
+                return i;
+    } else if (has_prefix(name, "curl_multi_")) {
+        for (int i = BO_CURL_M_FIRST; i < BO_CURL_NHOOKED; i++)
+            if (str_eq(name + 11, bo_curl_fn_names[i] + 11))
+                return i;
+    }
     return -1;
 }
 

@@ -8,7 +8,8 @@
  * here rather than left to the order in which the modules registered
  * handlers: outer locks first (shim_state: the init lock, the destination
  * table, each destination), leaf locks last (shim_dl: the registry of
- * libcurl copies; shim_curl: the handle records; neither is ever held while
+ * libcurl copies; shim_curl: the handle records; shim_multi: the multi
+ * handles' records; none is ever held while
  * another lock is taken); the parent releases in the reverse order.
  *
  * vfork() and posix_spawn() (which system() and popen() use) run no atfork
@@ -22,10 +23,12 @@ static void prepare_fork(void)
     bo_shim_state_prepare_fork();
     bo_shim_dl_prepare_fork();
     bo_shim_curl_prepare_fork();
+    bo_shim_multi_prepare_fork();
 }
 
 static void parent_fork(void)
 {
+    bo_shim_multi_parent_fork();
     bo_shim_curl_parent_fork();
     bo_shim_dl_parent_fork();
     bo_shim_state_parent_fork();
@@ -33,6 +36,7 @@ static void parent_fork(void)
 
 static void child_fork(void)
 {
+    bo_shim_multi_child_fork();
     bo_shim_curl_child_fork();
     bo_shim_dl_child_fork();
     bo_shim_state_child_fork();

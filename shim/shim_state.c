@@ -353,6 +353,47 @@ out:
     return rc;
 }
 
+int bo_shim_try_admit(bo_shim_dest *sd, bo_call *call, int64_t now_ns, unsigned *inflight,
+                      int64_t *until_ns)
+{
+    const bo_config *cfg = &g_cfg;
+    int64_t until = 0;
+    int rc;
+
+    pthread_mutex_lock(&sd->mu);
+    bo_admit a = bo_dest_admit(&sd->d, cfg, call, now_ns, &until);
+    if (a == BO_ADMIT_GO) {
+        *inflight = sd->d.window.inflight;
+        rc = 0;
+    } else if (a == BO_ADMIT_GIVE_UP) {
+        sd->calls++;
+        sd->failed++;
+        sd->gave_up++;
+        rc = -1;
+    } else {
+        rc = 1;
+    }
+    pthread_mutex_unlock(&sd->mu);
+    if (rc == 1) {
+        if (until <= now_ns)
+            until = now_ns + NS_PER_MS / 10;
+        if (until > now_ns + BO_POLL_ADMIT_NS)
+            until = now_ns + BO_POLL_ADMIT_NS;
+        *until_ns = until;
+    }
+    return rc;
+}
+
+void bo_shim_call_cancel(bo_shim_dest *sd, bo_call *call)
+{
+    pthread_mutex_lock(&sd->mu);
+    bo_dest_cancel(&sd->d, call);
+    sd->calls++;
+    sd->failed++;
+    pthread_cond_broadcast(&sd->cv);
+    pthread_mutex_unlock(&sd->mu);
+}
+
 void bo_shim_call_abandoned(bo_shim_dest *sd)
 {
     pthread_mutex_lock(&sd->mu);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "server.h"
 #include "../cli_parse.h"
@@ -56,6 +57,9 @@ static const char usage[] =
     "faults:\n"
     "  --delay-ms MS        every answer comes MS ms later (holds no slot)\n"
     "  --post-delay-ms MS   POST/PUT answers come MS ms after the body was processed\n"
+    "  --serve-dir DIR      GET/HEAD of any path but /item/N (and /status/NNN) answers\n"
+    "                       the regular file at DIR/PATH, or 404 (a git repository\n"
+    "                       prepared with `git update-server-info` clones over it)\n"
     "  --corrupt-every N    test only: every Nth /item body has one byte altered\n"
     "  --fault-drop N       every Nth request is closed without any response\n"
     "  --fault-reset N      every Nth /item body is cut half way by a TCP reset (RST)\n"
@@ -258,6 +262,11 @@ int bo_srv_parse_args(int argc, char **argv, struct bo_srv_config *cfg)
                 cfg->outage_mode = BO_OUTAGE_STALL;
             else
                 return bad(name, val, "refuse, 503 or stall");
+        } else if (strcmp(name, "--serve-dir") == 0) {
+            struct stat st;
+            if (val[0] == '\0' || stat(val, &st) != 0 || !S_ISDIR(st.st_mode))
+                return bad(name, val, "an existing directory");
+            cfg->serve_dir = val;
         } else if (strcmp(name, "--corrupt-every") == 0) {
             if (cli_parse_long(val, 1, 1000000000, &l))
                 return bad(name, val, "an integer >= 1");

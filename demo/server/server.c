@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
@@ -37,7 +38,7 @@
 #define INLINE_BODY_MAX 16384
 
 enum phase { PH_NEW, PH_ADMIT, PH_HOLD, PH_RESPOND };
-enum kind { K_REJECT, K_ITEM, K_DIGEST, K_TEXT };
+enum kind { K_REJECT, K_ITEM, K_DIGEST, K_TEXT, K_FILE };
 enum method { M_GET, M_HEAD, M_POST, M_PUT, M_OTHER };
 
 /* Per-request state, owned by MHD's con_cls and freed when MHD completes it. */
@@ -66,6 +67,8 @@ struct req {
     int64_t rl_reset_epoch; /* x-ratelimit-reset */
     const char *rl_name;
     const char *text;
+    int file_fd1;       /* K_FILE: the open file's descriptor + 1 (0: none) */
+    uint64_t file_size;
 };
 
 /* Whole-process state. */
@@ -318,6 +321,35 @@ static long ceil_secs(double s)
     return c > 86400 ? 86400 : (long)c;
 }
 
+/*
+ * --serve-dir: the file at url under the directory (the query is not part
+ * of url), or 404.  A path with a ".." component, or naming anything but a
+ * regular file, is not found.
+ */
+static void choose_file(struct req *r, const char *url)
+{
+    char path[4096];
+    struct stat st;
+    int fd;
+
+    r->status = MHD_HTTP_NOT_FOUND;
+    r->text = "not found\n";
+    if (strstr(url, "/../") != NULL || (strlen(url) >= 3 && strcmp(url + strlen(url) - 3, "/..") == 0))
+        return;
+    if (snprintf(path, sizeof path, "%s%s", g.cfg.serve_dir, url) >= (int)sizeof path)
+        return;
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+        return;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return;
+    }
+    r->status = MHD_HTTP_OK;
+    r->kind = K_FILE;
+    r->file_fd1 = fd + 1;
+    r->file_size = (uint64_t)st.st_size;
+}
+
 /* Decides what the admitted request gets: the item body, a digest, a status. */
 static void choose_content(struct req *r, const char *url)
 {
@@ -339,6 +371,11 @@ static void choose_content(struct req *r, const char *url)
         atomic_fetch_add(r->method == M_POST ? &g.posts : &g.puts, 1);
         if (id && id_seen(r->method, id))
             atomic_fetch_add(r->method == M_POST ? &g.dup_posts : &g.dup_puts, 1);
+        return;
+    }
+    if ((r->method == M_GET || r->method == M_HEAD) && g.cfg.serve_dir != NULL &&
+        strncmp(url, "/item/", 6) != 0) {
+        choose_file(r, url);
         return;
     }
     if ((r->method == M_GET || r->method == M_HEAD) && bo_item_parse_path(url, len, &r->item_n) == 0) {
@@ -623,6 +660,11 @@ static enum MHD_Result respond(struct req *r, const char *method, const char *ur
     case K_TEXT:
         resp = MHD_create_response_from_buffer(strlen(r->text), (void *)r->text, MHD_RESPMEM_PERSISTENT);
         break;
+    case K_FILE: /* the response owns the descriptor from here on */
+        resp = MHD_create_response_from_fd(r->file_size, r->file_fd1 - 1);
+        if (resp != NULL)
+            r->file_fd1 = 0;
+        break;
     }
     if (!resp)
         return MHD_NO;
@@ -784,6 +826,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     struct req *r = *con_cls;
     if (!r)
         return;
+    if (r->file_fd1 > 0)
+        close(r->file_fd1 - 1);
     if (r->slot)
         atomic_fetch_sub(&g.busy, 1);
     if (r->inflight)

@@ -57,6 +57,7 @@ struct bo_srv_config {
     enum bo_srv_rl_dialect rl_dialect; /* headers of the bucket and the fixed window */
     long window_requests;  /* fixed window: N requests per window, 0: off */
     long window_s;         /* fixed window length, windows aligned to the epoch */
+    const char *serve_dir; /* GET/HEAD of other paths than /item/ serve its files, NULL: off */
 };
 
 /* Fills cfg from argv.  Returns 0 to run, 1 when --help was printed, 2 after
