@@ -397,7 +397,8 @@ static int get_path(const char *name, const char *v, char *out, char *err, size_
  */
 static const bo_var vars[] = {
     {"BACKOFF_POLICY", BO_VAR_POLICY, F(policy), 0, 0, 0, NULL, "aimd", "aimd",
-     "the retry policy (below)"},
+     "the retry policy; aimd, the default, shares a window of requests in flight per "
+     "destination, paced from the server's answers (the README compares them all)"},
     {"BACKOFF_MAX_ATTEMPTS", BO_VAR_UINT, F(max_attempts), 0, COUNT_MAX, 0, NULL, "8", "8",
      "attempts per call, the first included (0: no limit; waiting for a window slot is "
      "not an attempt)"},
