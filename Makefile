@@ -40,7 +40,7 @@ HELPER_BIN := $(HELPER_SRC:tests/helpers/%.c=$(BUILD)/tests/helpers/%)
 PRODUCTS := $(BUILD)/libbackoff.so $(BUILD)/backoff $(BUILD)/backoff-sim \
             $(BUILD)/ratelimit-server $(BUILD)/loadgen
 
-.PHONY: all deps deps-demo test unit integration sim demo bench install install-tools help clean \
+.PHONY: all deps deps-demo test unit integration sim demo bench install install-tools help lint clean \
         check-asan check-tsan check-valgrind test-programs fuzz stress test-soak
 
 all: $(PRODUCTS)
@@ -263,6 +263,10 @@ install-tools: $(BUILD)/backoff-sim $(BUILD)/ratelimit-server $(BUILD)/loadgen
 	install -m 0755 $(BUILD)/backoff-sim $(BUILD)/ratelimit-server $(BUILD)/loadgen \
 	    $(DESTDIR)$(PREFIX)/bin/
 
+# The style rules a machine can check (tests/lint.sh; docs/STYLE.md).
+lint:
+	@sh tests/lint.sh
+
 help:
 	@echo "make demo           every policy against a real throttling server, with plots (demo/out/)"
 	@echo "make test           install missing Debian packages, build, run every test suite"
@@ -274,6 +278,7 @@ help:
 	@echo "make unit | integration    one half of make test"
 	@echo "make check-asan | check-tsan | check-valgrind | fuzz | stress | test-soak"
 	@echo "                    hardening: sanitizers, memcheck, fuzzing, stress, make test N times"
+	@echo "make lint           the style rules a machine can check (tests/lint.sh)"
 	@echo "make clean          remove every build directory and demo/out"
 
 clean:
