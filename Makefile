@@ -1,4 +1,4 @@
-# backoff: build, test, demo, benchmarks.  See README.md and DESIGN.md.
+# backoff: build, test, demo, benchmarks.  See README.md and docs/DESIGN.md.
 #
 # Everything is built under $(BUILD) (default build/).  `make test` and
 # `make demo` first make sure the Debian packages they need are installed
@@ -57,7 +57,7 @@ $(BUILD)/obj/%.o: %.c $(BUILD)/obj/%.d
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -MMD -MP $(CURL_CFLAGS) $(MHD_CFLAGS) -c $< -o $@
 
-# Shim objects hide everything but the hooks (STYLE.md: export only the hooked symbols).
+# Shim objects hide everything but the hooks (docs/STYLE.md: export only the hooked symbols).
 $(BUILD)/obj/shim/%.o: shim/%.c $(BUILD)/obj/shim/%.d
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -fvisibility=hidden $(CURL_CFLAGS) -c $< -o $@

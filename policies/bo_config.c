@@ -1,9 +1,9 @@
 /*
- * bo_config: DESIGN.md's BACKOFF_* variables, parsed strictly through an
+ * bo_config: the BACKOFF_* variables, parsed strictly through an
  * injected getter.  Every accepted value and range is listed in the variable
  * table below, so the error text and the parser cannot disagree.
  *
- * Ranges chosen here (DESIGN.md leaves them open):
+ * The ranges:
  *   MAX_ATTEMPTS 0..1000000; MAX_TIME_MS 0..86400000 (one day);
  *   BASE_MS 1..3600000: a zero base would make every exponential schedule
  *     retry in a hot loop, so the smallest base is 1 ms;

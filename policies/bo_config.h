@@ -1,5 +1,5 @@
 /*
- * bo_config: every BACKOFF_* variable of DESIGN.md, parsed through an
+ * bo_config: every BACKOFF_* variable, parsed through an
  * injected getter so that tests and the simulator can pass tables instead of
  * the process environment.  Pure: no getenv(), no printing; errors come back
  * as one line of text in a caller-supplied buffer.
@@ -131,7 +131,7 @@ size_t bo_var_accepted(const bo_var *v, char *buf, size_t len);
 /* Returns the value of variable `name`, or NULL when it is unset. */
 typedef const char *(*bo_getenv_fn)(void *ctx, const char *name);
 
-/* Fill `cfg` with DESIGN.md's defaults. */
+/* Fill `cfg` with the defaults of the variable table. */
 void bo_config_defaults(bo_config *cfg);
 
 /*
