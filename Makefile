@@ -1,4 +1,4 @@
-# backoff: build, test, demo, benchmarks.  See README.md and DESIGN.md.
+# backoff: build, test, demo, benchmarks.  See README.md and docs/DESIGN.md.
 #
 # Everything is built under $(BUILD) (default build/).  `make test` and
 # `make demo` first make sure the Debian packages they need are installed
@@ -40,7 +40,7 @@ HELPER_BIN := $(HELPER_SRC:tests/helpers/%.c=$(BUILD)/tests/helpers/%)
 PRODUCTS := $(BUILD)/libbackoff.so $(BUILD)/backoff $(BUILD)/backoff-sim \
             $(BUILD)/ratelimit-server $(BUILD)/loadgen
 
-.PHONY: all deps deps-demo test unit integration sim demo bench install clean \
+.PHONY: all deps deps-demo test unit integration sim demo bench install install-tools help lint clean \
         check-asan check-tsan check-valgrind test-programs fuzz stress test-soak
 
 all: $(PRODUCTS)
@@ -51,14 +51,21 @@ deps:
 deps-demo:
 	@sh demo/ensure-deps.sh demo
 
-$(BUILD)/obj/%.o: %.c $(wildcard policies/*.h shim/*.h demo/*/*.h)
+# Objects list the headers they include in a .d file beside them (-MMD -MP),
+# so a change to one header rebuilds only what includes it.
+$(BUILD)/obj/%.o: %.c $(BUILD)/obj/%.d
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(CURL_CFLAGS) $(MHD_CFLAGS) -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -MMD -MP $(CURL_CFLAGS) $(MHD_CFLAGS) -c $< -o $@
 
-# Shim objects hide everything but the hooks (STYLE.md: export only the hooked symbols).
-$(BUILD)/obj/shim/%.o: shim/%.c $(wildcard policies/*.h shim/*.h)
+# Shim objects hide everything but the hooks (docs/STYLE.md: export only the hooked symbols).
+$(BUILD)/obj/shim/%.o: shim/%.c $(BUILD)/obj/shim/%.d
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -fvisibility=hidden $(CURL_CFLAGS) -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -MMD -MP -fvisibility=hidden $(CURL_CFLAGS) -c $< -o $@
+
+# An object whose .d is missing (built before, or by an older Makefile) is rebuilt.
+$(BUILD)/obj/%.d: ;
+.PRECIOUS: $(BUILD)/obj/%.d
+-include $(POLICY_OBJ:.o=.d) $(SHIM_OBJ:.o=.d)
 
 # shim_dl.c's hooks run inside the sanitizer runtimes' own start (they look
 # up their interceptors with dlsym before their shadow memory exists): no
@@ -98,7 +105,7 @@ $(BUILD)/tests/helpers/%: tests/helpers/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(CURL_CFLAGS) -o $@ $< $(ALL_LDFLAGS) $(CURL_LIBS) -lm
 
-test-programs: $(PRODUCTS) $(UNIT_BIN) $(HELPER_BIN)
+test-programs: $(PRODUCTS) $(UNIT_BIN) $(HELPER_BIN) $(BUILD)/backoff.1
 
 # The README's second command: install what is missing, build, run every suite.
 test: deps
@@ -238,11 +245,42 @@ $(FUZZ_BUILD)/fuzz_shim_parse: $(wildcard shim/*.c shim/*.h)
 fuzz: $(FUZZ_BIN)
 	@FUZZ_BUILD=$(CURDIR)/$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) sh tests/fuzz/run-fuzz.sh
 
-install: $(PRODUCTS)
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/backoff
-	install -m 0755 $(BUILD)/backoff $(BUILD)/backoff-sim $(BUILD)/ratelimit-server \
-	    $(BUILD)/loadgen $(DESTDIR)$(PREFIX)/bin/
+# The man page: docs/backoff.1.in with the variables and policies of the
+# built wrapper's own tables (docs/man.sh).
+$(BUILD)/backoff.1: docs/backoff.1.in docs/man.sh $(BUILD)/backoff
+	sh docs/man.sh $(BUILD)/backoff $(VERSION) $(PREFIX)/lib >$@.tmp && mv $@.tmp $@
+
+# What a user of the tool needs: the wrapper, the library and the man page.
+install: $(BUILD)/backoff $(BUILD)/libbackoff.so $(BUILD)/backoff.1
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/backoff \
+	    $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 0755 $(BUILD)/backoff $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 $(BUILD)/libbackoff.so $(DESTDIR)$(PREFIX)/lib/backoff/
+	install -m 0644 $(BUILD)/backoff.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+
+# The test and demo tools, for whoever wants them outside the tree.
+install-tools: $(BUILD)/backoff-sim $(BUILD)/ratelimit-server $(BUILD)/loadgen
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BUILD)/backoff-sim $(BUILD)/ratelimit-server $(BUILD)/loadgen \
+	    $(DESTDIR)$(PREFIX)/bin/
+
+# The style rules a machine can check (tests/lint.sh; docs/STYLE.md).
+lint:
+	@sh tests/lint.sh
+
+help:
+	@echo "make demo           every policy against a real throttling server, with plots (demo/out/)"
+	@echo "make test           install missing Debian packages, build, run every test suite"
+	@echo "make                build the library, the wrapper and the tools into $(BUILD)/"
+	@echo "make install        the wrapper, the library and the man page into PREFIX ($(PREFIX))"
+	@echo "make install-tools  backoff-sim, ratelimit-server and loadgen into PREFIX/bin"
+	@echo "make sim            the articles' comparisons in virtual time"
+	@echo "make bench          the benchmarks against a real server (figures, not tests)"
+	@echo "make unit | integration    one half of make test"
+	@echo "make check-asan | check-tsan | check-valgrind | fuzz | stress | test-soak"
+	@echo "                    hardening: sanitizers, memcheck, fuzzing, stress, make test N times"
+	@echo "make lint           the style rules a machine can check (tests/lint.sh)"
+	@echo "make clean          remove every build directory and demo/out"
 
 clean:
 	rm -rf build build-asan build-tsan build-clang build-fuzz build-valgrind demo/out

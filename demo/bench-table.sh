@@ -1,9 +1,9 @@
 #!/bin/sh
-# Regenerate a results block of README.md.
+# Regenerate a results block of docs/RESULTS.md.
 #   sh demo/bench-table.sh bench FILE.tsv   # from `make bench` output saved to a file
 #   sh demo/bench-table.sh sim              # runs demo/sim-report.sh --markdown
 # The block sits between "<!-- NAME:begin -->" and "<!-- NAME:end -->" in the
-# README; everything between the markers is replaced.
+# results file; everything between the markers is replaced.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 name=${1:?usage: bench-table.sh bench FILE.tsv | sim}
@@ -48,13 +48,13 @@ sim)
     exit 2
     ;;
 esac
-grep -q "<!-- $name:begin -->" "$top/README.md" || {
-    echo "bench-table.sh: README.md has no <!-- $name:begin --> marker" >&2
+grep -q "<!-- $name:begin -->" "$top/docs/RESULTS.md" || {
+    echo "bench-table.sh: docs/RESULTS.md has no <!-- $name:begin --> marker" >&2
     exit 1
 }
 awk -v name="$name" -v f="$tmp" '
     $0 == "<!-- " name ":begin -->" { print; while ((getline l < f) > 0) print l; skip = 1; next }
     $0 == "<!-- " name ":end -->" { skip = 0 }
-    !skip { print }' "$top/README.md" >"$tmp.new"
-cat "$tmp.new" >"$top/README.md"
-echo "README.md: $name block regenerated"
+    !skip { print }' "$top/docs/RESULTS.md" >"$tmp.new"
+cat "$tmp.new" >"$top/docs/RESULTS.md"
+echo "docs/RESULTS.md: $name block regenerated"

@@ -1,9 +1,9 @@
 #!/bin/sh
-# make bench: the DESIGN.md scenarios in real time against ratelimit-server,
+# make bench: the docs/DESIGN.md scenarios in real time against ratelimit-server,
 # every policy side by side, plus the shim's overhead.  Output: TSV on stdout
 # (one header row, "scenario policy" then the metric columns; "-" where a
 # metric does not apply), preceded by "#" lines naming the machine, the date
-# and the time scaling.  demo/bench-table.sh turns it into the README table.
+# and the time scaling.  demo/bench-table.sh turns it into the table of docs/RESULTS.md.
 #
 #   burst     000's burst, times / 5: 2000 requests at 5000/s, max_busy 50,
 #             100 ms per success, 10 ms per rejection, 20 ms travel
@@ -11,7 +11,7 @@
 #             exponential think time of mean 2 s (100 req/s), latency 100 ms up
 #             to 30 concurrent then x1.05^((c-30)/15), 2 s timeout; the server
 #             is stopped (SIGSTOP) for 5 s, then continued (SIGCONT)
-#   pacing    002's sequential client: 200 requests (600 in DESIGN.md), token
+#   pacing    002's sequential client: 200 requests (600 in docs/DESIGN.md), token
 #             bucket 20/s burst 20 (429 with whole-second Retry-After when
 #             empty); optimum 200 / 20 = 10 s
 #   fairness  4 separate loadgen processes (no shared state), 500 requests

@@ -14,9 +14,10 @@ case "$BUILD" in /*) ;; *) BUILD="$top/$BUILD" ;; esac
 DURATION=${DURATION:-5}
 STRICT=${STRICT:-0}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/backoff-tput.XXXXXX")
-pid=""
+SERVER_PID=""
+. "$top/demo/lib.sh"
 cleanup() {
-    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+    [ -n "$SERVER_PID" ] && stop_server
     rm -rf "$tmp"
 }
 trap cleanup EXIT INT TERM
@@ -30,15 +31,8 @@ tool=${TOOL:-}; [ -n "$tool" ] || { if command -v wrk >/dev/null 2>&1; then tool
 below=0
 run_case() {
     name=$1; target=$2; shift 2
-    "$BUILD/ratelimit-server" --port 0 "$@" >"$tmp/srv.out" 2>"$tmp/srv.err" &
-    pid=$!
-    i=0
-    until grep -q '^listening on' "$tmp/srv.out" 2>/dev/null; do
-        i=$((i + 1)); [ $i -gt 100 ] && { echo "backoff: ratelimit-server did not start" >&2; exit 1; }
-        sleep 0.05
-    done
-    port=$(sed -n 's/^listening on 127.0.0.1:\([0-9]*\)$/\1/p' "$tmp/srv.out")
-    url="http://127.0.0.1:$port/item/1"
+    start_server "$tmp/srv.out" "$@"
+    url="http://127.0.0.1:$PORT/item/1"
     if [ $tool = wrk ]; then
         wrk -t2 -c64 -d"${DURATION}s" "$url" >"$tmp/client.out"
         rps=$(awk '/^Requests\/sec:/ { printf "%.0f", $2 }' "$tmp/client.out")
@@ -46,7 +40,7 @@ run_case() {
         "$BUILD/loadgen" --url "$url" --threads 8 --duration-s "$DURATION" >"$tmp/client.out"
         rps=$(awk -F'\t' 'NR == 2 { printf "%.0f", $1 / $4 }' "$tmp/client.out")
     fi
-    kill "$pid"; wait "$pid" || true; pid=""
+    stop_server
     counts=$(awk -F'\t' '$1 == "requests" { getline; printf "requests=%s ok=%s rejected=%s", $1, $2, $3 }' "$tmp/srv.out")
     verdict="ok (target >= $target/s)"
     [ "$rps" -ge "$target" ] || { verdict="BELOW target $target/s"; below=1; }

@@ -2,7 +2,7 @@
 # `make sim`: each article's comparison, reproduced by backoff-sim in virtual
 # time, as readable tables (a benchmark, not a test: the regression checks
 # live in tests/integration/test_sim_articles.sh).  With --markdown, the same
-# figures as markdown tables for the README.  Seed 1 throughout.
+# figures as markdown tables for docs/RESULTS.md.  Seed 1 throughout.
 set -eu
 BUILD=${BUILD:-build}
 SIM="$BUILD/backoff-sim"

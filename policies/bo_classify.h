@@ -1,6 +1,6 @@
 /*
  * bo_classify: what one finished attempt means.  Pure function of the
- * attempt's facts and the configuration, following DESIGN.md's safety rules:
+ * attempt's facts and the configuration, following docs/DESIGN.md's safety rules:
  *   - 429, 503 and connect failures are retried for any method;
  *   - a request that may have reached the server (read timeout, reset after
  *     sending, 502/504/500/408) is retried only for idempotent methods unless

@@ -1,9 +1,9 @@
 /*
- * bo_config: DESIGN.md's BACKOFF_* variables, parsed strictly through an
+ * bo_config: the BACKOFF_* variables, parsed strictly through an
  * injected getter.  Every accepted value and range is listed in the variable
  * table below, so the error text and the parser cannot disagree.
  *
- * Ranges chosen here (DESIGN.md leaves them open):
+ * The ranges:
  *   MAX_ATTEMPTS 0..1000000; MAX_TIME_MS 0..86400000 (one day);
  *   BASE_MS 1..3600000: a zero base would make every exponential schedule
  *     retry in a hot loop, so the smallest base is 1 ms;
@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,39 +64,12 @@ static const struct {
 #define POLICY_LIST                                                          \
     "none, fixed, linear, exponential, full-jitter, equal-jitter, "          \
     "decorrelated-jitter, gaussian-jitter, thain, responsive or aimd"
+#define HOSTS_LIST                                                           \
+    "a comma list of at most 32 host, host:port, [ipv6] or [ipv6]:port items, "   \
+    "port 1 to 65535"
 #define RETRY_ON_LIST                                                        \
     "a comma list of 429, 503, 502, 504, 500, 408, 5xx, connect, timeout, "  \
     "reset, dns"
-
-void bo_config_defaults(bo_config *cfg)
-{
-    memset(cfg, 0, sizeof *cfg);
-    cfg->policy = BO_POLICY_AIMD;
-    cfg->max_attempts = 8;
-    cfg->max_time_ms = 0;
-    cfg->base_ms = 100;
-    cfg->cap_ms = 20000;
-    cfg->factor = 2.0;
-    cfg->jitter = 0.1;
-    cfg->retry_on = RETRY_ON_DEFAULT;
-    cfg->unsafe_retry = false;
-    cfg->window = 20;
-    cfg->window_max = 1024;
-    cfg->beta = 0.0;
-    cfg->aimd_mode = BO_AIMD_RENO;
-    cfg->up = 1.5;
-    cfg->down = 0.9;
-    cfg->down_after = 10;
-    cfg->connect_hook = true;
-    cfg->n_hosts = 0;
-    cfg->verbose = false;
-    cfg->seed_set = false;
-    cfg->seed = 0;
-    cfg->strict = false;
-    cfg->pacing = true;
-    cfg->ratelimit_headers = true;
-    cfg->retry_budget = 20;
-}
 
 const char *bo_policy_name(bo_policy_kind kind)
 {
@@ -215,16 +189,6 @@ static int parse_double(const char *s, double *out)
     if (errno == ERANGE || end == s || *end != '\0' || !isfinite(v))
         return -1;
     *out = v;
-    return 0;
-}
-
-static int get_int(const char *name, const char *v, int64_t lo, int64_t hi, int64_t *out,
-                   char *err, size_t errlen)
-{
-    int64_t x = 0;
-    if (parse_i64(v, &x) != 0 || x < lo || x > hi)
-        return bad(err, errlen, name, v, "an integer from %" PRId64 " to %" PRId64, lo, hi);
-    *out = x;
     return 0;
 }
 
@@ -376,9 +340,7 @@ static int parse_host_item(const char *p, size_t n, bo_host *h)
 static int get_hosts(const char *name, const char *v, bo_config *cfg, char *err,
                      size_t errlen)
 {
-    static const char what[] =
-        "a comma list of at most 32 host, host:port, [ipv6] or [ipv6]:port items, "
-        "port 1 to 65535";
+    static const char what[] = HOSTS_LIST;
     bo_host hosts[BO_MAX_HOSTS];
     size_t count = 0;
     const char *p = v;
@@ -422,6 +384,223 @@ static int get_path(const char *name, const char *v, char *out, char *err, size_
     return 0;
 }
 
+/* ---- the variable table --------------------------------------------- */
+
+#define F(field) offsetof(bo_config, field)
+
+/*
+ * Every variable, in the order --print-config lists them and the order in
+ * which a bad value is reported first.  `deflt` is the default written as
+ * the variable's own text (parsed by the same code as a user's value, so
+ * the default cannot fall outside what is accepted); "" is the unset state
+ * of the variables that have one (HOSTS: every destination, SEED: from the
+ * clock, STATS and TRACE: off).
+ */
+static const bo_var vars[] = {
+    {"BACKOFF_POLICY", BO_VAR_POLICY, F(policy), 0, 0, 0, NULL, "aimd", "aimd",
+     "the retry policy; aimd, the default, shares a window of requests in flight per "
+     "destination, paced from the server's answers (the README compares them all)"},
+    {"BACKOFF_MAX_ATTEMPTS", BO_VAR_UINT, F(max_attempts), 0, COUNT_MAX, 0, NULL, "8", "8",
+     "attempts per call, the first included (0: no limit; waiting for a window slot is "
+     "not an attempt)"},
+    {"BACKOFF_MAX_TIME_MS", BO_VAR_I64, F(max_time_ms), 0, MS_PER_DAY, 0, NULL, "0", "0",
+     "no new attempt once this long has passed since the call began (0: no limit; for "
+     "connect() 0 means 30 s); the program's own time limit (CURLOPT_TIMEOUT, a socket's "
+     "send timeout) also bounds the call, the sooner wins"},
+    {"BACKOFF_BASE_MS", BO_VAR_I64, F(base_ms), 1, MS_PER_HOUR, 0, NULL, "100", "100",
+     "first delay of the delay schedules, in ms"},
+    {"BACKOFF_CAP_MS", BO_VAR_I64, F(cap_ms), 1, MS_PER_DAY, 0, NULL, "20000", "20000",
+     "largest delay, in ms, not below BACKOFF_BASE_MS; also bounds every Retry-After and "
+     "rate-limit wait"},
+    {"BACKOFF_FACTOR", BO_VAR_DOUBLE, F(factor), 1, 100, 0, NULL, "2", "2",
+     "growth factor of the exponential schedules"},
+    {"BACKOFF_JITTER", BO_VAR_DOUBLE, F(jitter), 0, 1, 0, NULL, "0.1", "0.1",
+     "spread of gaussian-jitter and of responsive's randomization, as a fraction"},
+    {"BACKOFF_RETRY_ON", BO_VAR_RETRY_ON, F(retry_on), 0, 0, 0, NULL,
+     "429,503,502,504,408,connect,timeout,reset", "429,503,502,504,408,connect,timeout,reset",
+     "the outcomes that are retried"},
+    {"BACKOFF_UNSAFE_RETRY", BO_VAR_BOOL, F(unsafe_retry), 0, 1, 0, NULL, "0", "0",
+     "1: also retry a non-idempotent request (POST) after it may have reached the server"},
+    {"BACKOFF_WINDOW", BO_VAR_UINT, F(window), 1, COUNT_MAX, 0, NULL, "20", "20",
+     "aimd: initial window of requests in flight per destination"},
+    {"BACKOFF_WINDOW_MAX", BO_VAR_UINT, F(window_max), 1, COUNT_MAX, 0, NULL, "1024", "1024",
+     "aimd: largest window (also the initial slow-start threshold), not below "
+     "BACKOFF_WINDOW"},
+    {"BACKOFF_BETA", BO_VAR_DOUBLE, F(beta), 0, 1, BO_VAR_LO_OPEN | BO_VAR_HI_OPEN | BO_VAR_ZERO_OK,
+     "0 (the policy's own) or a number above 0 and below 1", "0", "0", "aimd: multiplicative decrease on a throttle (0: the policy's own, 0.9)"},
+    {"BACKOFF_AIMD_MODE", BO_VAR_AIMD_MODE, F(aimd_mode), 0, 0, 0, NULL, "reno", "reno",
+     "aimd: on a throttle the slow-start threshold becomes window x beta and the window "
+     "that threshold (reno) or BACKOFF_WINDOW again (tahoe)"},
+    {"BACKOFF_UP", BO_VAR_DOUBLE, F(up), 1, 100, 0, NULL, "1.5", "1.5",
+     "responsive: delay multiplier on a throttle"},
+    {"BACKOFF_DOWN", BO_VAR_DOUBLE, F(down), 0, 1, BO_VAR_LO_OPEN, NULL, "0.9", "0.9",
+     "responsive: delay multiplier after a streak of successes"},
+    {"BACKOFF_DOWN_AFTER", BO_VAR_UINT, F(down_after), 1, COUNT_MAX, 0, NULL, "10", "10",
+     "responsive: the streak of successes that lowers the delay"},
+    {"BACKOFF_CONNECT", BO_VAR_BOOL, F(connect_hook), 0, 1, 0, NULL, "1", "1",
+     "0: the connect() hook passes every call through"},
+    {"BACKOFF_HOSTS", BO_VAR_HOSTS, F(hosts), 0, 0, 0, NULL, "", "every destination",
+     "only these destinations are managed; a refused connect() to one of them is retried "
+     "even before it was seen alive"},
+    {"BACKOFF_STATS", BO_VAR_PATH, F(stats_path), 0, 0, 0, NULL, "", "off",
+     "stderr or a file: one JSON object per process at exit (appended)"},
+    {"BACKOFF_TRACE", BO_VAR_PATH, F(trace_path), 0, 0, 0, NULL, "", "off",
+     "a file: one CSV row per attempt (appended)"},
+    {"BACKOFF_VERBOSE", BO_VAR_BOOL, F(verbose), 0, 1, 0, NULL, "0", "0",
+     "1: one stderr line per retry decision"},
+    {"BACKOFF_SEED", BO_VAR_SEED, F(seed), 0, 0, 0, NULL, "", "from the clock",
+     "seed of every random choice, for repeatable runs"},
+    {"BACKOFF_STRICT", BO_VAR_BOOL, F(strict), 0, 1, 0, NULL, "0", "0",
+     "1: a bad variable ends the program with exit status 2 instead of passing every call "
+     "through"},
+    {"BACKOFF_PACING", BO_VAR_BOOL, F(pacing), 0, 1, 0, NULL, "1", "1",
+     "aimd: 1 paces sends over the round trip and sizes decreases from the measured "
+     "delivery rate; 0 runs article 000's algorithm exactly"},
+    {"BACKOFF_RATELIMIT_HEADERS", BO_VAR_BOOL, F(ratelimit_headers), 0, 1, 0, NULL, "1", "1",
+     "1: pace from the server's rate-limit headers (x-ratelimit-*, RateLimit-*, the IETF "
+     "draft's RateLimit and RateLimit-Policy); 0: ignore them"},
+    {"BACKOFF_RETRY_BUDGET", BO_VAR_UINT, F(retry_budget), 0, 1000, 0,
+     "a percentage of first attempts from 0 (no budget) to 1000", "20", "20",
+     "per destination, over a sliding 10 s window: the shim's retries allowed as a "
+     "percentage of the first attempts of new logical requests, on top of 3 and one per "
+     "success, so that a destination that keeps failing sees a bounded multiple of the "
+     "program's own load (0: no budget)"},
+};
+#undef F
+
+#define N_VARS (sizeof vars / sizeof vars[0])
+
+const bo_var *bo_config_vars(size_t *n)
+{
+    *n = N_VARS;
+    return vars;
+}
+
+/* What a variable accepts, as the error line and the documentation say it. */
+size_t bo_var_accepted(const bo_var *v, char *buf, size_t len)
+{
+    int n;
+    if (v->accepted != NULL)
+        return (size_t)snprintf(buf, len, "%s", v->accepted);
+    switch (v->kind) {
+    case BO_VAR_POLICY:
+        return (size_t)snprintf(buf, len, "%s", POLICY_LIST);
+    case BO_VAR_UINT:
+    case BO_VAR_I64:
+        n = snprintf(buf, len, "an integer from %.0f to %.0f", v->lo, v->hi);
+        break;
+    case BO_VAR_DOUBLE:
+        if (v->flags & BO_VAR_LO_OPEN)
+            n = snprintf(buf, len, "a number above %g and %s %g", v->lo,
+                         (v->flags & BO_VAR_HI_OPEN) ? "below" : "at most", v->hi);
+        else
+            n = snprintf(buf, len, "a number from %g to %g", v->lo, v->hi);
+        break;
+    case BO_VAR_BOOL:
+        return (size_t)snprintf(buf, len, "0 or 1");
+    case BO_VAR_AIMD_MODE:
+        return (size_t)snprintf(buf, len, "reno or tahoe");
+    case BO_VAR_RETRY_ON:
+        return (size_t)snprintf(buf, len, "%s", RETRY_ON_LIST);
+    case BO_VAR_HOSTS:
+        return (size_t)snprintf(buf, len, "%s", HOSTS_LIST);
+    case BO_VAR_PATH:
+        return (size_t)snprintf(buf, len, "a path shorter than %d bytes", BO_PATH_LEN);
+    case BO_VAR_SEED:
+        return (size_t)snprintf(buf, len, "an integer from 0 to 18446744073709551615");
+    default:
+        n = snprintf(buf, len, "?");
+        break;
+    }
+    return n < 0 ? 0 : (size_t)n;
+}
+
+/* Parse value `s` of variable `v` into cfg; on a bad value write err, return -1. */
+static int set_var(bo_config *cfg, const bo_var *v, const char *s, char *err, size_t errlen)
+{
+    char *field = (char *)cfg + v->offset;
+    char what[256];
+    int64_t x = 0;
+    double d = 0;
+
+    bo_var_accepted(v, what, sizeof what);
+    switch (v->kind) {
+    case BO_VAR_POLICY:
+        if (bo_policy_from_name(s, (bo_policy_kind *)(void *)field) != 0)
+            return bad(err, errlen, v->name, s, "%s", what);
+        return 0;
+    case BO_VAR_UINT:
+        if (parse_i64(s, &x) != 0 || x < (int64_t)v->lo || x > (int64_t)v->hi)
+            return bad(err, errlen, v->name, s, "%s", what);
+        *(unsigned *)(void *)field = (unsigned)x;
+        return 0;
+    case BO_VAR_I64:
+        if (parse_i64(s, &x) != 0 || x < (int64_t)v->lo || x > (int64_t)v->hi)
+            return bad(err, errlen, v->name, s, "%s", what);
+        *(int64_t *)(void *)field = x;
+        return 0;
+    case BO_VAR_DOUBLE: {
+        bool ok = parse_double(s, &d) == 0;
+        if (ok && !((v->flags & BO_VAR_ZERO_OK) && d == 0))
+            ok = ((v->flags & BO_VAR_LO_OPEN) ? d > v->lo : d >= v->lo) &&
+                 ((v->flags & BO_VAR_HI_OPEN) ? d < v->hi : d <= v->hi);
+        if (!ok)
+            return bad(err, errlen, v->name, s, "%s", what);
+        *(double *)(void *)field = d;
+        return 0;
+    }
+    case BO_VAR_BOOL:
+        return get_bool(v->name, s, (bool *)(void *)field, err, errlen);
+    case BO_VAR_AIMD_MODE:
+        if (strcmp(s, "reno") == 0)
+            *(bo_aimd_mode *)(void *)field = BO_AIMD_RENO;
+        else if (strcmp(s, "tahoe") == 0)
+            *(bo_aimd_mode *)(void *)field = BO_AIMD_TAHOE;
+        else
+            return bad(err, errlen, v->name, s, "%s", what);
+        return 0;
+    case BO_VAR_RETRY_ON:
+        return get_retry_on(v->name, s, (unsigned *)(void *)field, err, errlen);
+    case BO_VAR_HOSTS:
+        if (s[0] == '\0') { /* the unset state: every destination */
+            memset(cfg->hosts, 0, sizeof cfg->hosts);
+            cfg->n_hosts = 0;
+            return 0;
+        }
+        return get_hosts(v->name, s, cfg, err, errlen);
+    case BO_VAR_PATH:
+        return get_path(v->name, s, field, err, errlen);
+    case BO_VAR_SEED:
+        if (s[0] == '\0') { /* the unset state: from the clock */
+            cfg->seed = 0;
+            cfg->seed_set = false;
+            return 0;
+        }
+        if (parse_u64(s, &cfg->seed) != 0)
+            return bad(err, errlen, v->name, s, "%s", what);
+        cfg->seed_set = true;
+        return 0;
+    }
+    return bad(err, errlen, v->name, s, "%s", what);
+}
+
+void bo_config_defaults(bo_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    for (size_t i = 0; i < N_VARS; i++)
+        (void)set_var(cfg, &vars[i], vars[i].deflt, NULL, 0); /* a unit test parses each */
+}
+
+/* The value the user gave for the field at `offset`, or NULL. */
+static const char *given_for(const char *const given[N_VARS], size_t offset)
+{
+    for (size_t i = 0; i < N_VARS; i++) {
+        if (vars[i].offset == offset)
+            return given[i];
+    }
+    return NULL;
+}
+
 /*
  * Parse every variable.  Order matters only for the error reported first;
  * the cross-checks (cap against base, window_max against window) run once
@@ -429,160 +608,34 @@ static int get_path(const char *name, const char *v, char *out, char *err, size_
  */
 int bo_config_load(bo_config *cfg, bo_getenv_fn get, void *ctx, char *err, size_t errlen)
 {
-    const char *v;
-    const char *base_v = NULL, *cap_v = NULL, *win_v = NULL, *winmax_v = NULL;
-    int64_t x = 0;
-    double d = 0;
+    const char *given[N_VARS] = {0};
 
     if (err != NULL && errlen > 0)
         err[0] = '\0';
     bo_config_defaults(cfg);
+    for (size_t i = 0; i < N_VARS; i++) {
+        given[i] = get(ctx, vars[i].name);
+        if (given[i] != NULL && set_var(cfg, &vars[i], given[i], err, errlen) != 0)
+            return -1;
+    }
 
-#define GET(var) ((v = get(ctx, (var))) != NULL)
-
-    if (GET("BACKOFF_POLICY")) {
-        if (bo_policy_from_name(v, &cfg->policy) != 0)
-            return bad(err, errlen, "BACKOFF_POLICY", v, "%s", POLICY_LIST);
-    }
-    if (GET("BACKOFF_MAX_ATTEMPTS")) {
-        if (get_int("BACKOFF_MAX_ATTEMPTS", v, 0, COUNT_MAX, &x, err, errlen) != 0)
-            return -1;
-        cfg->max_attempts = (unsigned)x;
-    }
-    if (GET("BACKOFF_RETRY_BUDGET")) {
-        if (parse_i64(v, &x) != 0 || x < 0 || x > 1000)
-            return bad(err, errlen, "BACKOFF_RETRY_BUDGET", v,
-                       "a percentage of first attempts from 0 (no budget) to 1000");
-        cfg->retry_budget = (unsigned)x;
-    }
-    if (GET("BACKOFF_MAX_TIME_MS")) {
-        if (get_int("BACKOFF_MAX_TIME_MS", v, 0, MS_PER_DAY, &cfg->max_time_ms, err, errlen) != 0)
-            return -1;
-    }
-    if (GET("BACKOFF_BASE_MS")) {
-        if (get_int("BACKOFF_BASE_MS", v, 1, MS_PER_HOUR, &cfg->base_ms, err, errlen) != 0)
-            return -1;
-        base_v = v;
-    }
-    if (GET("BACKOFF_CAP_MS")) {
-        if (get_int("BACKOFF_CAP_MS", v, 1, MS_PER_DAY, &cfg->cap_ms, err, errlen) != 0)
-            return -1;
-        cap_v = v;
-    }
-    if (GET("BACKOFF_FACTOR")) {
-        if (parse_double(v, &d) != 0 || d < 1.0 || d > 100.0)
-            return bad(err, errlen, "BACKOFF_FACTOR", v, "a number from 1 to 100");
-        cfg->factor = d;
-    }
-    if (GET("BACKOFF_JITTER")) {
-        if (parse_double(v, &d) != 0 || d < 0.0 || d > 1.0)
-            return bad(err, errlen, "BACKOFF_JITTER", v, "a number from 0 to 1");
-        cfg->jitter = d;
-    }
-    if (GET("BACKOFF_RETRY_ON")) {
-        if (get_retry_on("BACKOFF_RETRY_ON", v, &cfg->retry_on, err, errlen) != 0)
-            return -1;
-    }
-    if (GET("BACKOFF_UNSAFE_RETRY")) {
-        if (get_bool("BACKOFF_UNSAFE_RETRY", v, &cfg->unsafe_retry, err, errlen) != 0)
-            return -1;
-    }
-    if (GET("BACKOFF_WINDOW")) {
-        if (get_int("BACKOFF_WINDOW", v, 1, COUNT_MAX, &x, err, errlen) != 0)
-            return -1;
-        cfg->window = (unsigned)x;
-        win_v = v;
-    }
-    if (GET("BACKOFF_WINDOW_MAX")) {
-        if (get_int("BACKOFF_WINDOW_MAX", v, 1, COUNT_MAX, &x, err, errlen) != 0)
-            return -1;
-        cfg->window_max = (unsigned)x;
-        winmax_v = v;
-    }
-    if (GET("BACKOFF_BETA")) {
-        if (parse_double(v, &d) != 0 || d < 0.0 || d >= 1.0)
-            return bad(err, errlen, "BACKOFF_BETA", v,
-                       "0 (the policy's own) or a number above 0 and below 1");
-        cfg->beta = d;
-    }
-    if (GET("BACKOFF_AIMD_MODE")) {
-        if (strcmp(v, "reno") == 0)
-            cfg->aimd_mode = BO_AIMD_RENO;
-        else if (strcmp(v, "tahoe") == 0)
-            cfg->aimd_mode = BO_AIMD_TAHOE;
-        else
-            return bad(err, errlen, "BACKOFF_AIMD_MODE", v, "reno or tahoe");
-    }
-    if (GET("BACKOFF_UP")) {
-        if (parse_double(v, &d) != 0 || d < 1.0 || d > 100.0)
-            return bad(err, errlen, "BACKOFF_UP", v, "a number from 1 to 100");
-        cfg->up = d;
-    }
-    if (GET("BACKOFF_DOWN")) {
-        if (parse_double(v, &d) != 0 || !(d > 0.0) || d > 1.0)
-            return bad(err, errlen, "BACKOFF_DOWN", v, "a number above 0 and at most 1");
-        cfg->down = d;
-    }
-    if (GET("BACKOFF_DOWN_AFTER")) {
-        if (get_int("BACKOFF_DOWN_AFTER", v, 1, COUNT_MAX, &x, err, errlen) != 0)
-            return -1;
-        cfg->down_after = (unsigned)x;
-    }
-    if (GET("BACKOFF_CONNECT")) {
-        if (get_bool("BACKOFF_CONNECT", v, &cfg->connect_hook, err, errlen) != 0)
-            return -1;
-    }
-    if (GET("BACKOFF_HOSTS")) {
-        if (get_hosts("BACKOFF_HOSTS", v, cfg, err, errlen) != 0)
-            return -1;
-    }
-    if (GET("BACKOFF_STATS")) {
-        if (get_path("BACKOFF_STATS", v, cfg->stats_path, err, errlen) != 0)
-            return -1;
-    }
-    if (GET("BACKOFF_TRACE")) {
-        if (get_path("BACKOFF_TRACE", v, cfg->trace_path, err, errlen) != 0)
-            return -1;
-    }
-    if (GET("BACKOFF_VERBOSE")) {
-        if (get_bool("BACKOFF_VERBOSE", v, &cfg->verbose, err, errlen) != 0)
-            return -1;
-    }
-    if (GET("BACKOFF_SEED")) {
-        if (parse_u64(v, &cfg->seed) != 0)
-            return bad(err, errlen, "BACKOFF_SEED", v,
-                       "an integer from 0 to 18446744073709551615");
-        cfg->seed_set = true;
-    }
-    if (GET("BACKOFF_PACING")) {
-        if (get_bool("BACKOFF_PACING", v, &cfg->pacing, err, errlen) != 0)
-            return -1;
-    }
-    if (GET("BACKOFF_RATELIMIT_HEADERS")) {
-        if (get_bool("BACKOFF_RATELIMIT_HEADERS", v, &cfg->ratelimit_headers, err, errlen) != 0)
-            return -1;
-    }
-    if (GET("BACKOFF_STRICT")) {
-        if (get_bool("BACKOFF_STRICT", v, &cfg->strict, err, errlen) != 0)
-            return -1;
-    }
-#undef GET
-
+#define GIVEN(field) given_for(given, offsetof(bo_config, field))
     if (cfg->cap_ms < cfg->base_ms) {
-        if (cap_v != NULL)
-            return bad(err, errlen, "BACKOFF_CAP_MS", cap_v,
+        if (GIVEN(cap_ms) != NULL)
+            return bad(err, errlen, "BACKOFF_CAP_MS", GIVEN(cap_ms),
                        "an integer from BACKOFF_BASE_MS (%" PRId64 ") to %lld", cfg->base_ms,
                        MS_PER_DAY);
-        return bad(err, errlen, "BACKOFF_BASE_MS", base_v,
+        return bad(err, errlen, "BACKOFF_BASE_MS", GIVEN(base_ms),
                    "an integer from 1 to BACKOFF_CAP_MS (%" PRId64 ")", cfg->cap_ms);
     }
     if (cfg->window_max < cfg->window) {
-        if (winmax_v != NULL)
-            return bad(err, errlen, "BACKOFF_WINDOW_MAX", winmax_v,
+        if (GIVEN(window_max) != NULL)
+            return bad(err, errlen, "BACKOFF_WINDOW_MAX", GIVEN(window_max),
                        "an integer from BACKOFF_WINDOW (%u) to %lld", cfg->window, COUNT_MAX);
-        return bad(err, errlen, "BACKOFF_WINDOW", win_v,
+        return bad(err, errlen, "BACKOFF_WINDOW", GIVEN(window),
                    "an integer from 1 to BACKOFF_WINDOW_MAX (%u)", cfg->window_max);
     }
+#undef GIVEN
     return 0;
 }
 
@@ -643,7 +696,7 @@ static void out_add(outbuf *o, const char *fmt, ...)
 }
 
 /* The shortest %g text that reads back as exactly the same double. */
-static void out_double(outbuf *o, const char *name, double v)
+static void out_double(outbuf *o, double v)
 {
     char tmp[40];
     for (int prec = 6; prec <= 17; prec++) {
@@ -651,65 +704,79 @@ static void out_double(outbuf *o, const char *name, double v)
         if (strtod(tmp, NULL) == v)
             break;
     }
-    out_add(o, "%s=%s\n", name, tmp);
+    out_add(o, "%s", tmp);
+}
+
+/* The value of variable `v` in cfg, as the text that reads back as it. */
+static void format_var(outbuf *o, const bo_config *cfg, const bo_var *v)
+{
+    const char *field = (const char *)cfg + v->offset;
+    bool first = true;
+
+    out_add(o, "%s=", v->name);
+    switch (v->kind) {
+    case BO_VAR_POLICY: {
+        const char *name = bo_policy_name(cfg->policy);
+        out_add(o, "%s", name ? name : "?");
+        break;
+    }
+    case BO_VAR_UINT:
+        out_add(o, "%u", *(const unsigned *)(const void *)field);
+        break;
+    case BO_VAR_I64:
+        out_add(o, "%" PRId64, *(const int64_t *)(const void *)field);
+        break;
+    case BO_VAR_DOUBLE:
+        out_double(o, *(const double *)(const void *)field);
+        break;
+    case BO_VAR_BOOL:
+        out_add(o, "%d", *(const bool *)(const void *)field ? 1 : 0);
+        break;
+    case BO_VAR_AIMD_MODE:
+        out_add(o, "%s", cfg->aimd_mode == BO_AIMD_TAHOE ? "tahoe" : "reno");
+        break;
+    case BO_VAR_RETRY_ON:
+        for (size_t i = 0; i < N_RETRY_TOKENS; i++) {
+            if (cfg->retry_on & retry_tokens[i].bit) {
+                out_add(o, "%s%s", first ? "" : ",", retry_tokens[i].token);
+                first = false;
+            }
+        }
+        break;
+    case BO_VAR_HOSTS:
+        for (size_t i = 0; i < cfg->n_hosts && i < BO_MAX_HOSTS; i++) {
+            const bo_host *h = &cfg->hosts[i];
+            bool v6 = strchr(h->name, ':') != NULL;
+            out_add(o, "%s%s%s%s", i ? "," : "", v6 ? "[" : "", h->name, v6 ? "]" : "");
+            if (h->port != 0)
+                out_add(o, ":%d", h->port);
+        }
+        break;
+    case BO_VAR_PATH:
+        out_add(o, "%s", field);
+        break;
+    case BO_VAR_SEED:
+        if (cfg->seed_set)
+            out_add(o, "%" PRIu64, cfg->seed);
+        break;
+    }
+    out_add(o, "\n");
 }
 
 /*
- * One "BACKOFF_X=value" line per variable, every variable.  A variable in
- * its unset state (HOSTS: every destination, SEED: from the clock, STATS and
- * TRACE: off) prints with an empty value, which reads back as unset.
+ * One "BACKOFF_X=value" line per variable, every variable, in the table's
+ * order.  A variable in its unset state (HOSTS: every destination, SEED:
+ * from the clock, STATS and TRACE: off) prints with an empty value, which
+ * those variables accept as that state: the text can be fed back as the
+ * environment.
  */
 size_t bo_config_format(const bo_config *cfg, char *buf, size_t len)
 {
     outbuf o = {buf, len, 0};
-    const char *pname = bo_policy_name(cfg->policy);
-    bool first = true;
 
     if (buf != NULL && len > 0)
         buf[0] = '\0';
-    out_add(&o, "BACKOFF_POLICY=%s\n", pname ? pname : "?");
-    out_add(&o, "BACKOFF_MAX_ATTEMPTS=%u\n", cfg->max_attempts);
-    out_add(&o, "BACKOFF_MAX_TIME_MS=%" PRId64 "\n", cfg->max_time_ms);
-    out_add(&o, "BACKOFF_RETRY_BUDGET=%u\n", cfg->retry_budget);
-    out_add(&o, "BACKOFF_BASE_MS=%" PRId64 "\n", cfg->base_ms);
-    out_add(&o, "BACKOFF_CAP_MS=%" PRId64 "\n", cfg->cap_ms);
-    out_double(&o, "BACKOFF_FACTOR", cfg->factor);
-    out_double(&o, "BACKOFF_JITTER", cfg->jitter);
-    out_add(&o, "BACKOFF_RETRY_ON=");
-    for (size_t i = 0; i < N_RETRY_TOKENS; i++) {
-        if (cfg->retry_on & retry_tokens[i].bit) {
-            out_add(&o, "%s%s", first ? "" : ",", retry_tokens[i].token);
-            first = false;
-        }
-    }
-    out_add(&o, "\n");
-    out_add(&o, "BACKOFF_UNSAFE_RETRY=%d\n", cfg->unsafe_retry ? 1 : 0);
-    out_add(&o, "BACKOFF_WINDOW=%u\n", cfg->window);
-    out_add(&o, "BACKOFF_WINDOW_MAX=%u\n", cfg->window_max);
-    out_double(&o, "BACKOFF_BETA", cfg->beta);
-    out_add(&o, "BACKOFF_AIMD_MODE=%s\n", cfg->aimd_mode == BO_AIMD_TAHOE ? "tahoe" : "reno");
-    out_double(&o, "BACKOFF_UP", cfg->up);
-    out_double(&o, "BACKOFF_DOWN", cfg->down);
-    out_add(&o, "BACKOFF_DOWN_AFTER=%u\n", cfg->down_after);
-    out_add(&o, "BACKOFF_CONNECT=%d\n", cfg->connect_hook ? 1 : 0);
-    out_add(&o, "BACKOFF_HOSTS=");
-    for (size_t i = 0; i < cfg->n_hosts && i < BO_MAX_HOSTS; i++) {
-        const bo_host *h = &cfg->hosts[i];
-        bool v6 = strchr(h->name, ':') != NULL;
-        out_add(&o, "%s%s%s%s", i ? "," : "", v6 ? "[" : "", h->name, v6 ? "]" : "");
-        if (h->port != 0)
-            out_add(&o, ":%d", h->port);
-    }
-    out_add(&o, "\n");
-    out_add(&o, "BACKOFF_STATS=%s\n", cfg->stats_path);
-    out_add(&o, "BACKOFF_TRACE=%s\n", cfg->trace_path);
-    out_add(&o, "BACKOFF_VERBOSE=%d\n", cfg->verbose ? 1 : 0);
-    if (cfg->seed_set)
-        out_add(&o, "BACKOFF_SEED=%" PRIu64 "\n", cfg->seed);
-    else
-        out_add(&o, "BACKOFF_SEED=\n");
-    out_add(&o, "BACKOFF_STRICT=%d\n", cfg->strict ? 1 : 0);
-    out_add(&o, "BACKOFF_PACING=%d\n", cfg->pacing ? 1 : 0);
-    out_add(&o, "BACKOFF_RATELIMIT_HEADERS=%d\n", cfg->ratelimit_headers ? 1 : 0);
+    for (size_t i = 0; i < N_VARS; i++)
+        format_var(&o, cfg, &vars[i]);
     return o.need;
 }

@@ -1,5 +1,5 @@
 /*
- * bo_config: every BACKOFF_* variable of DESIGN.md, parsed through an
+ * bo_config: every BACKOFF_* variable, parsed through an
  * injected getter so that tests and the simulator can pass tables instead of
  * the process environment.  Pure: no getenv(), no printing; errors come back
  * as one line of text in a caller-supplied buffer.
@@ -86,10 +86,54 @@ typedef struct bo_config {
                                  server's rate-limit headers (bo_ratelimit.h) */
 } bo_config;
 
+/*
+ * The variable table (bo_config.c): one row per BACKOFF_* variable drives
+ * loading, validation and its error text, the defaults, bo_config_format
+ * (--print-config), and the documentation (`backoff --variables`, which
+ * prints the README's variable table; a test keeps the two equal).
+ */
+typedef enum bo_var_kind {
+    BO_VAR_POLICY,    /* a policy name */
+    BO_VAR_UINT,      /* unsigned, lo..hi */
+    BO_VAR_I64,       /* int64_t, lo..hi */
+    BO_VAR_DOUBLE,    /* double, lo..hi (bounds open or closed: flags) */
+    BO_VAR_BOOL,      /* exactly "0" or "1" */
+    BO_VAR_AIMD_MODE, /* reno or tahoe */
+    BO_VAR_RETRY_ON,  /* comma list of outcomes */
+    BO_VAR_HOSTS,     /* comma list of destinations; "" = every destination */
+    BO_VAR_PATH,      /* a path; "" = off */
+    BO_VAR_SEED       /* a 64-bit seed; "" = from the clock */
+} bo_var_kind;
+
+enum {
+    BO_VAR_LO_OPEN = 1u << 0, /* the value must be above lo */
+    BO_VAR_HI_OPEN = 1u << 1, /* the value must be below hi */
+    BO_VAR_ZERO_OK = 1u << 2  /* 0 is accepted besides the range (the policy's own) */
+};
+
+typedef struct bo_var {
+    const char *name;          /* "BACKOFF_MAX_ATTEMPTS" */
+    bo_var_kind kind;
+    size_t offset;             /* of its field in bo_config */
+    double lo, hi;             /* numeric kinds */
+    unsigned flags;            /* BO_VAR_* bounds */
+    const char *accepted;      /* the accepted values in words, when the kind's own
+                                  text does not say it; NULL: from kind and range */
+    const char *deflt;         /* the default, as the variable's own text */
+    const char *default_shown; /* the default, for a person ("every destination") */
+    const char *doc;           /* what it does, one sentence */
+} bo_var;
+
+/* The table, in --print-config order; *n is set to its length. */
+const bo_var *bo_config_vars(size_t *n);
+
+/* What `v` accepts, in words (the error line's "expected ..."); like snprintf. */
+size_t bo_var_accepted(const bo_var *v, char *buf, size_t len);
+
 /* Returns the value of variable `name`, or NULL when it is unset. */
 typedef const char *(*bo_getenv_fn)(void *ctx, const char *name);
 
-/* Fill `cfg` with DESIGN.md's defaults. */
+/* Fill `cfg` with the defaults of the variable table. */
 void bo_config_defaults(bo_config *cfg);
 
 /*
@@ -97,7 +141,8 @@ void bo_config_defaults(bo_config *cfg);
  * the first bad value returns -1, leaves `cfg` holding the defaults plus the
  * values parsed so far, and writes one line (no newline) to `err`:
  *   backoff: BACKOFF_MAX_ATTEMPTS="abc" is not valid: expected an integer from 0 to 1000000
- * An empty value counts as bad, except for the path variables where it means off.
+ * An empty value counts as bad, except for the variables that have an unset
+ * state (HOSTS, STATS, TRACE, SEED), where it means that state.
  */
 int bo_config_load(bo_config *cfg, bo_getenv_fn get, void *ctx, char *err, size_t errlen);
 

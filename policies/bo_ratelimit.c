@@ -494,6 +494,7 @@ static bo_quota_slot *slot_for(bo_quota *q, uint64_t pk, int64_t now_ns)
     oldest->pk = pk;
     oldest->reset_at_ns = now_ns;
     oldest->next_ns = now_ns;
+    oldest->last_remaining = -1;
     return oldest;
 }
 
@@ -521,6 +522,14 @@ void bo_quota_note(bo_quota *q, const bo_rl_quota *rl, unsigned inflight, int64_
         q->seeded = true;
     }
 
+    /* A quota that grows back before its window ends is a token bucket:
+     * its tokens return continuously, not all at the reset.  (A rise of
+     * no more than the attempts in flight may be answers overtaking each
+     * other.) */
+    if (s->last_remaining >= 0 && rl->remaining > s->last_remaining + (int64_t)inflight &&
+        now_ns < s->reset_at_ns)
+        s->refills = true;
+    s->last_remaining = rl->remaining;
     if (s->reset_at_ns <= now_ns || at > s->reset_at_ns + NS_PER_S || at < now_ns)
         s->reset_at_ns = at;
     else if (at < s->reset_at_ns)
@@ -538,6 +547,10 @@ void bo_quota_note(bo_quota *q, const bo_rl_quota *rl, unsigned inflight, int64_
     int64_t budget = rl->remaining - (int64_t)inflight;
     if (left <= 0) {
         s->gap_ns = 0;
+    } else if (budget <= 0 && s->refills && after_gap(s) > 0) {
+        /* a bucket: the next token comes at the refill pace, not at the reset */
+        s->gap_ns = after_gap(s);
+        s->last_gap_ns = s->gap_ns;
     } else if (budget <= 0) {
         /* spent: nothing until the reset, then the window's own pace */
         /* spent: nothing until the reset (plus jitter, so that clients

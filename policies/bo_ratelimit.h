@@ -89,6 +89,8 @@ typedef struct bo_quota_slot {
     int64_t next_ns;         /* earliest next admission */
     int64_t window_ns;       /* longest window seen (or advertised) */
     int64_t noted_ns;        /* last response with headers */
+    int64_t last_remaining;  /* remaining of the last response (-1: none yet) */
+    bool refills;            /* remaining rose before the reset: a token bucket */
 } bo_quota_slot;
 
 typedef struct bo_quota {

@@ -2,7 +2,8 @@
  * backoff: run a command with libbackoff.so preloaded.
  *
  *   backoff [-p POLICY] [-n ATTEMPTS] [--stats FILE] [--trace FILE] [-v]
- *           [--check] [--print-config] [--help] [--version] [--] CMD [ARGS]
+ *           [--check] [--print-config] [--variables] [--help] [--version]
+ *           [--] CMD [ARGS]
  *
  * Options become BACKOFF_* variables, the whole configuration is checked
  * with the same parser the library uses (exit 2 on a bad value), the
@@ -34,16 +35,29 @@
 
 static void usage(FILE *out)
 {
+    size_t col = 0;
+
     fputs("usage: backoff [-p POLICY] [-n ATTEMPTS] [--stats FILE] [--trace FILE] [-v]\n"
-          "               [--check] [--print-config] [--help] [--version] [--] CMD [ARGS]\n"
+          "               [--check] [--print-config] [--variables] [--help] [--version]\n"
+          "               [--] CMD [ARGS]\n"
           "\n"
           "Runs CMD with libbackoff.so preloaded: its libcurl transfers and blocking\n"
           "connect() calls are retried politely under the chosen policy.\n"
           "\n"
-          "  -p, --policy POLICY   BACKOFF_POLICY (none fixed linear exponential full-jitter\n"
-          "                        equal-jitter decorrelated-jitter gaussian-jitter thain\n"
-          "                        responsive aimd; default aimd)\n"
-          "  -n, --attempts N      BACKOFF_MAX_ATTEMPTS (first attempt included; 0: no limit)\n"
+          "  -p, --policy POLICY   BACKOFF_POLICY, one of (default aimd):",
+          out);
+    /* the policy list comes from the library's own table, wrapped at 80 columns */
+    col = 80;
+    for (int k = 0; k < BO_POLICY_COUNT; k++) {
+        const char *name = bo_policy_name((bo_policy_kind)k);
+        if (col + 1 + strlen(name) > 80) {
+            fputs("\n                       ", out);
+            col = 23;
+        }
+        col += (size_t)fprintf(out, " %s", name);
+    }
+    fputs("\n", out);
+    fputs("  -n, --attempts N      BACKOFF_MAX_ATTEMPTS (first attempt included; 0: no limit)\n"
           "      --stats FILE      BACKOFF_STATS: JSON stats at exit (FILE or 'stderr')\n"
           "      --trace FILE      BACKOFF_TRACE: one CSV row per attempt\n"
           "  -v, --verbose         BACKOFF_VERBOSE=1: one stderr line per retry\n"
@@ -51,11 +65,34 @@ static void usage(FILE *out)
           "                        with CMD, also tell whether CMD's libcurl will be reached\n"
           "                        (exit 0: it will, or may when CMD loads it at run time;\n"
           "                        1: it will not)\n"
-          "      --print-config    print the effective configuration and exit\n"
+          "      --print-config    print the effective configuration as BACKOFF_X=value\n"
+          "                        lines (they can be fed back as the environment) and exit\n"
+          "      --variables       print the table of every BACKOFF_* variable and exit\n"
           "      --help, --version\n"
           "\n"
           "Every other BACKOFF_* variable of the environment applies as well.\n",
           out);
+}
+
+/*
+ * Every variable as a Markdown table, from the library's variable table:
+ * the README's table is this output (tests/integration/test_shim_config.sh
+ * compares them).
+ */
+static void print_variables(void)
+{
+    size_t n = 0;
+    const bo_var *v = bo_config_vars(&n);
+    char what[512];
+
+    puts("| Variable | Accepted | Default | What it does |");
+    puts("| --- | --- | --- | --- |");
+    for (size_t i = 0; i < n; i++) {
+        bo_var_accepted(&v[i], what, sizeof what);
+        bool literal = strcmp(v[i].deflt, v[i].default_shown) == 0;
+        printf("| `%s` | %s | %s%s%s | %s |\n", v[i].name, what, literal ? "`" : "",
+               v[i].default_shown, literal ? "`" : "", v[i].doc);
+    }
 }
 
 static const char *env_get(void *ctx, const char *name)
@@ -392,7 +429,7 @@ static int check_program(const char *cmd, int depth)
 
 int main(int argc, char **argv)
 {
-    enum { OPT_STATS = 256, OPT_TRACE, OPT_CHECK, OPT_PRINT, OPT_HELP, OPT_VERSION };
+    enum { OPT_STATS = 256, OPT_TRACE, OPT_CHECK, OPT_PRINT, OPT_VARIABLES, OPT_HELP, OPT_VERSION };
     static const struct option opts[] = {
         {"policy", required_argument, NULL, 'p'},
         {"attempts", required_argument, NULL, 'n'},
@@ -401,6 +438,7 @@ int main(int argc, char **argv)
         {"verbose", no_argument, NULL, 'v'},
         {"check", no_argument, NULL, OPT_CHECK},
         {"print-config", no_argument, NULL, OPT_PRINT},
+        {"variables", no_argument, NULL, OPT_VARIABLES},
         {"help", no_argument, NULL, OPT_HELP},
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0}};
@@ -432,6 +470,9 @@ int main(int argc, char **argv)
         case OPT_PRINT:
             print = true;
             break;
+        case OPT_VARIABLES:
+            print_variables();
+            return 0;
         case OPT_HELP:
             usage(stdout);
             return 0;

@@ -14,7 +14,7 @@
  *
  * Differences from the original, kept on purpose: the original's backoff
  * gets attempt numbers from 1 (first delay 2 x base); bo_schedule counts
- * retries from 0 (first delay base), as DESIGN.md's schedules do.
+ * retries from 0 (first delay base), as docs/DESIGN.md's schedules do.
  */
 #include "sim.h"
 

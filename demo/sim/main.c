@@ -1,7 +1,7 @@
 /*
  * backoff-sim: command line, scenario presets, policy settings from the
  * BACKOFF_* variables, and the TSV / table output.  See sim.h and
- * DESIGN.md's scenario table.
+ * docs/DESIGN.md's scenario table.
  */
 #include "sim.h"
 
@@ -16,7 +16,7 @@ typedef struct kv {
     const char *name, *value;
 } kv;
 
-/* Settings a scenario's article uses where DESIGN.md's defaults differ. */
+/* Settings a scenario's article uses where docs/DESIGN.md's defaults differ. */
 typedef struct preset {
     const char *scenario;
     kv env[8];
@@ -83,7 +83,7 @@ static void usage(FILE *f)
           "Policies: none fixed linear exponential full-jitter equal-jitter\n"
           "  decorrelated-jitter gaussian-jitter thain responsive aimd, aimd-000\n"
           "  (000's exact AIMD: BACKOFF_PACING=0 BACKOFF_BETA=0.9), or all.\n"
-          "Policy settings come from the BACKOFF_* variables (DESIGN.md); scenario\n"
+          "Policy settings come from the BACKOFF_* variables (backoff --variables); scenario\n"
           "presets (e.g. burst: BASE_MS=50 CAP_MS=30000, MAX_ATTEMPTS=0) apply only\n"
           "to variables that are not set.\n"
           "Scenario flags (defaults depend on the scenario):\n"

@@ -1,5 +1,5 @@
 /*
- * backoff-sim: a deterministic discrete-event simulator of DESIGN.md's
+ * backoff-sim: a deterministic discrete-event simulator of docs/DESIGN.md's
  * scenarios, driving policies/ (bo_dest_admit / bo_dest_complete) in
  * virtual time.  One event heap, virtual time in ns, all randomness from
  * one bo_rng seeded by --seed.

@@ -1,6 +1,6 @@
 /*
  * fuzz_classify: bo_classify on arbitrary attempt facts and configuration.
- * The safety rules of DESIGN.md are checked as invariants, independently of
+ * The safety rules of docs/DESIGN.md are checked as invariants, independently of
  * how bo_classify.c is written:
  *   - never RETRY once a body byte was delivered;
  *   - never RETRY an upload that cannot be rewound;

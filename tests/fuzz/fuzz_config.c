@@ -3,7 +3,7 @@
  * lines "NAME=VALUE"; the getter answers from them (the first line naming a
  * variable wins; a line without '=' is ignored).  Promises checked: no
  * crash or undefined behaviour; on success every field is inside the range
- * DESIGN.md gives; on failure one line starting "backoff: BACKOFF_" that
+ * docs/DESIGN.md gives; on failure one line starting "backoff: BACKOFF_" that
  * names a variable; bo_config_format's length is what it says, for any
  * buffer size; host matching never reads out of bounds.
  */

@@ -19,6 +19,11 @@ trap cleanup EXIT INT TERM
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 note() { echo "# $*"; }
+server_die() { fail "$@"; }
+# server_launch, server_wait_port, server_stop: shared with the demo
+. "$TOP/demo/server-lib.sh"
+# stop_server: SIGTERM the last server and wait; its TSV summary is then in $TMP/NAME.out.
+stop_server() { server_stop; }
 
 # start_server NAME [ratelimit-server flags...]: starts the server with stdout
 # in $TMP/NAME.out and stderr in $TMP/NAME.err; sets SERVER_PID and PORT.
@@ -26,33 +31,15 @@ note() { echo "# $*"; }
 # fails the test loudly when the server exits first or prints no valid port.
 start_server() {
     name=$1; shift
-    # Truncate here, in this shell, before the server starts: with a NAME
-    # reused (a restarted server) the wait must not read the previous
-    # server's line before the new process has truncated the file.
-    : >"$TMP/$name.out"
-    : >"$TMP/$name.err"
-    "$BUILD/ratelimit-server" --port 0 "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" &
-    SERVER_PID=$!
+    server_launch "$TMP/$name.out" "$TMP/$name.err" "$@"
     PIDS="$PIDS $SERVER_PID"
-    wait_port "$name" "$SERVER_PID" "ratelimit-server $*"
 }
 
 # wait_port NAME PID WHAT: waits (at most 30 s) until $TMP/NAME.out holds a
 # complete "listening on 127.0.0.1:PORT" line, then sets PORT; fails the test
 # when PID exits first or the port is not a number in 1..65535.
 wait_port() {
-    _i=0
-    while ! grep -q '^listening on 127\.0\.0\.1:[0-9][0-9]*$' "$TMP/$1.out" 2>/dev/null; do
-        _i=$((_i + 1))
-        [ $_i -gt 600 ] && fail "$3 printed no port within 30 s: $(cat "$TMP/$1.out" "$TMP/$1.err" 2>/dev/null)"
-        kill -0 "$2" 2>/dev/null || fail "$3 exited before listening: $(cat "$TMP/$1.err" 2>/dev/null)"
-        sleep 0.05
-    done
-    PORT=$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9][0-9]*\)$/\1/p' "$TMP/$1.out" | head -n 1)
-    case $PORT in
-    '' | *[!0-9]*) fail "$3: no port in '$(head -n 1 "$TMP/$1.out")'" ;;
-    esac
-    [ "$PORT" -ge 1 ] && [ "$PORT" -le 65535 ] || fail "$3: port $PORT out of range"
+    server_wait_port "$TMP/$1.out" "$TMP/$1.err" "$2" "$3"
 }
 
 # start_flip_server NAME: a deterministic throttling server, for tests that
@@ -127,13 +114,6 @@ wait_state() {
         [ $_i -gt $(($3 * 50)) ] && fail "process $1 state '$_s' after $3 s, expected $2"
         sleep 0.02
     done
-}
-
-# stop_server: SIGTERM the last server and wait; its TSV summary is then in $TMP/NAME.out.
-stop_server() {
-    kill -CONT "$SERVER_PID" 2>/dev/null || true
-    kill -TERM "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
 }
 
 # summary_field FILE COLUMN: value of COLUMN in the TSV summary (header row + one row) in FILE.

@@ -1,5 +1,5 @@
 /*
- * Unit tests for bo_classify: one table row per rule of DESIGN.md's
+ * Unit tests for bo_classify: one table row per rule of docs/DESIGN.md's
  * "Behaviour the user can count on" (method x status x curl code x body
  * delivered x upload rewindable x request sent x retry_on bits).
  */
@@ -176,7 +176,7 @@ START_TEST(test_method_idempotent)
 }
 END_TEST
 
-/* The default RETRY_ON of bo_config_defaults is the one DESIGN.md lists. */
+/* The default RETRY_ON of bo_config_defaults is the one docs/DESIGN.md lists. */
 START_TEST(test_default_retry_on)
 {
     bo_config c;

@@ -227,6 +227,55 @@ START_TEST(test_spent_waits_for_reset_with_jitter_and_cap)
 }
 END_TEST
 
+/*
+ * A quota that grows back before its reset is a token bucket: once spent,
+ * the next admission comes at the refill pace (limit per window), not at
+ * the reset.  A fixed window's spent quota still waits for the reset.
+ */
+START_TEST(test_bucket_refill_paces_not_waits)
+{
+    bo_quota q;
+    bo_rng rng;
+    bo_rng_seed(&rng, 5);
+    bo_quota_init(&q);
+    /* a 20/s bucket: limit 20, full again 1 s after being emptied */
+    bo_rl_quota rl = mk(20, 2, 1 * S);
+    rl.window_ns = 1 * S;
+    bo_quota_note(&q, &rl, 0, 0, &rng);
+    rl = mk(20, 5, 1 * S); /* rose by 3 before the reset: tokens came back */
+    rl.window_ns = 1 * S;
+    bo_quota_note(&q, &rl, 0, 200000000LL, &rng);
+    rl = mk(20, 0, 1 * S); /* spent */
+    rl.window_ns = 1 * S;
+    bo_quota_note(&q, &rl, 0, 300000000LL, &rng);
+    int64_t next = bo_quota_next_send(&q, 300000000LL, 0);
+    ck_assert_msg(next - 300000000LL <= 60000000LL, "waited %lld ns", (long long)(next - 300000000LL));
+
+    /* the same numbers, but the quota only falls: a window, wait for its reset */
+    bo_quota_init(&q);
+    rl = mk(20, 5, 1 * S);
+    rl.window_ns = 1 * S;
+    bo_quota_note(&q, &rl, 0, 0, &rng);
+    rl = mk(20, 0, 1 * S);
+    rl.window_ns = 1 * S;
+    bo_quota_note(&q, &rl, 0, 300000000LL, &rng);
+    ck_assert(bo_quota_next_send(&q, 300000000LL, 0) >= 1 * S);
+
+    /* a rise no larger than the attempts in flight may be answers overtaking each other */
+    bo_quota_init(&q);
+    rl = mk(20, 2, 1 * S);
+    rl.window_ns = 1 * S;
+    bo_quota_note(&q, &rl, 3, 0, &rng);
+    rl = mk(20, 5, 1 * S);
+    rl.window_ns = 1 * S;
+    bo_quota_note(&q, &rl, 3, 200000000LL, &rng);
+    rl = mk(20, 0, 1 * S);
+    rl.window_ns = 1 * S;
+    bo_quota_note(&q, &rl, 0, 300000000LL, &rng);
+    ck_assert(bo_quota_next_send(&q, 300000000LL, 0) >= 1 * S);
+}
+END_TEST
+
 START_TEST(test_inflight_counted)
 {
     bo_quota q;
@@ -293,6 +342,7 @@ static Suite *ratelimit_suite(void)
     tcase_add_test(tp, test_pace_spreads_until_reset);
     tcase_add_test(tp, test_spent_waits_for_reset_with_jitter_and_cap);
     tcase_add_test(tp, test_inflight_counted);
+    tcase_add_test(tp, test_bucket_refill_paces_not_waits);
     tcase_add_test(tp, test_absent_headers_do_not_freeze);
     tcase_add_test(tp, test_reset_bound_tightens);
     suite_add_tcase(s, tp);
