@@ -32,7 +32,8 @@
 #define NS_PER_MS 1000000LL
 #define BO_PROBE_CAP_NS (1000 * NS_PER_MS)
 
-/* How long a caller blocked on a full window waits before asking again if no completion wakes it. */
+/* How long a caller blocked on a full window waits before asking again if no completion wakes it.
+ */
 #define BO_SLOT_RECHECK_NS (1000 * NS_PER_MS)
 
 void bo_dest_init(bo_dest *d, const bo_config *cfg, int64_t now_ns)
@@ -211,8 +212,8 @@ static int64_t dest_rto_ns(const bo_dest *d, const bo_config *cfg)
  * at the call's k-th throttle, times a jitter factor in [1, 1.5) so that
  * processes that were throttled together do not come back together, and
  * never more than BACKOFF_CAP_MS (the bound every policy but gaussian-jitter
- * keeps; the jitter is applied before that bound, not after it).  Without it a window of one still loops at loopback
- * speed against an instant 429 and spends its attempts in milliseconds.
+ * keeps; the jitter is applied before that bound, not after it).  Without it a window of one still
+ * loops at loopback speed against an instant 429 and spends its attempts in milliseconds.
  */
 static int64_t throttle_rto_ns(const bo_dest *d, const bo_config *cfg, bo_call *c, bo_rng *rng)
 {

@@ -245,7 +245,8 @@ static bool sf_params_parse(sf *s, sf_params *pp)
             return false;
         while (s->i < s->n) {
             char c = s->p[s->i];
-            if (!(sf_is_lcalpha(c) || sf_is_digit(c) || c == '_' || c == '-' || c == '.' || c == '*'))
+            if (!(sf_is_lcalpha(c) || sf_is_digit(c) || c == '_' || c == '-' || c == '.' ||
+                  c == '*'))
                 break;
             if (k < sizeof key - 1)
                 key[k] = c;

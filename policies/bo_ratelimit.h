@@ -116,7 +116,8 @@ void bo_quota_note(bo_quota *q, const bo_rl_quota *rl, unsigned inflight, int64_
  */
 int64_t bo_quota_next_send(const bo_quota *q, int64_t now_ns, int64_t cap_ns);
 
-/* An attempt was admitted at now_ns: each live slot's next admission moves one gap on, with jitter. */
+/* An attempt was admitted at now_ns: each live slot's next admission moves one gap on, with jitter.
+ */
 void bo_quota_on_send(bo_quota *q, int64_t now_ns);
 
 #endif

@@ -56,7 +56,8 @@ void bo_responsive_on_failure(bo_responsive *r, const bo_config *cfg, bo_rng *rn
         r->interval_ns = to_ns(base, cap);
         return;
     }
-    r->interval_ns = to_ns(randomized((double)r->interval_ns * cfg->up, cfg->jitter, cap, rng), cap);
+    r->interval_ns =
+        to_ns(randomized((double)r->interval_ns * cfg->up, cfg->jitter, cap, rng), cap);
 }
 
 /*

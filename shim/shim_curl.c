@@ -147,7 +147,7 @@ int bo_curl_caller_slot(const void *ret)
 
 /* ---- per-handle records ---------------------------------------------- */
 
-enum method_kind { M_GET = 0, M_HEAD, M_POST, M_MIME, M_PUT };
+enum method_kind { BO_METHOD_GET = 0, BO_METHOD_HEAD, BO_METHOD_POST, BO_METHOD_MIME, BO_METHOD_PUT };
 enum hold_mode { MODE_PASS = 0, MODE_HOLD };
 enum seg_kind { SEG_BODY = 0, SEG_HEADER = 1 };
 
@@ -368,8 +368,8 @@ static void record_url(handle_rec *r, const char *url, CURLU *given)
     if (u == NULL) {
         if (url == NULL || (u = r->real->url()) == NULL)
             return;
-        if (r->real->url_set(u, CURLUPART_URL, url, CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME) !=
-            CURLUE_OK)
+        if (r->real->url_set(u, CURLUPART_URL, url,
+                             CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK)
             goto out;
     }
     if (r->real->url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
@@ -438,20 +438,20 @@ static CURLcode record_long(handle_rec *r, CURLoption opt, long v)
 {
     switch (opt) {
     case CURLOPT_POST:
-        r->method = v ? M_POST : M_GET;
+        r->method = v ? BO_METHOD_POST : BO_METHOD_GET;
         break;
     case CURLOPT_UPLOAD:
-        r->method = v ? M_PUT : M_GET;
+        r->method = v ? BO_METHOD_PUT : BO_METHOD_GET;
         break;
     case CURLOPT_NOBODY:
         if (v)
-            r->method = M_HEAD;
-        else if (r->method == M_HEAD)
-            r->method = M_GET;
+            r->method = BO_METHOD_HEAD;
+        else if (r->method == BO_METHOD_HEAD)
+            r->method = BO_METHOD_GET;
         break;
     case CURLOPT_HTTPGET:
         if (v)
-            r->method = M_GET;
+            r->method = BO_METHOD_GET;
         break;
     case CURLOPT_FOLLOWLOCATION:
         r->follow = v != 0;
@@ -504,12 +504,12 @@ static CURLcode record_ptr(handle_rec *r, CURLoption opt, void *p)
         break;
     case CURLOPT_POSTFIELDS:
     case CURLOPT_COPYPOSTFIELDS:
-        r->method = M_POST;
+        r->method = BO_METHOD_POST;
         r->postfields = p != NULL;
         break;
     case CURLOPT_MIMEPOST:
     case CURLOPT_HTTPPOST:
-        r->method = M_MIME;
+        r->method = BO_METHOD_MIME;
         break;
     case CURLOPT_CUSTOMREQUEST:
         r->custom_set = p != NULL;
@@ -559,7 +559,7 @@ static const char *method_name(const handle_rec *r)
 
 static bool has_upload(const handle_rec *r)
 {
-    return r->method == M_POST || r->method == M_MIME || r->method == M_PUT;
+    return r->method == BO_METHOD_POST || r->method == BO_METHOD_MIME || r->method == BO_METHOD_PUT;
 }
 
 /* ---- delivering to the program --------------------------------------- */
@@ -657,7 +657,7 @@ static int64_t retry_after_to_ns(curl_off_t seconds)
 
 static bool upload_rewindable(const handle_rec *r, long start_pos)
 {
-    if (!has_upload(r) || r->postfields || r->method == M_MIME)
+    if (!has_upload(r) || r->postfields || r->method == BO_METHOD_MIME)
         return true;
     if (r->seek_fn != NULL)
         return true;
@@ -840,7 +840,7 @@ static CURLcode shim_setopt(const curl_real *real, CURL *h, CURLoption opt, va_l
 /* Rewind the upload for another attempt; false when it cannot be. */
 static bool rewind_upload(handle_rec *r, long start_pos)
 {
-    if (!has_upload(r) || r->postfields || r->method == M_MIME)
+    if (!has_upload(r) || r->postfields || r->method == BO_METHOD_MIME)
         return true;
     if (r->seek_fn != NULL)
         return r->seek_fn(r->seek_data, 0, SEEK_SET) == CURL_SEEKFUNC_OK;
@@ -935,7 +935,7 @@ void bo_curl_xfer_begin(bo_curl_xfer *x, handle_rec *r)
 {
     *x = (bo_curl_xfer){.rec = r, .sd = r->dest, .deadline = INT64_MAX, .start_pos = -1};
     x->id = bo_shim_next_call_id();
-    if (has_upload(r) && !r->postfields && r->method != M_MIME && r->seek_fn == NULL &&
+    if (has_upload(r) && !r->postfields && r->method != BO_METHOD_MIME && r->seek_fn == NULL &&
         r->read_fn == NULL)
         x->start_pos = ftell((FILE *)r->read_data);
     x->rewindable = upload_rewindable(r, x->start_pos);

@@ -1062,7 +1062,8 @@ _Static_assert(BO_CURL_M_ADD == BO_CURL_M_FIRST && BO_CURL_M_REMOVE == BO_CURL_M
                    BO_CURL_M_TIMEOUT == BO_CURL_M_FIRST + 6 &&
                    BO_CURL_M_SOCKET_ACTION == BO_CURL_M_FIRST + 7 &&
                    BO_CURL_M_SETOPT == BO_CURL_M_FIRST + 8 &&
-                   BO_CURL_M_CLEANUP == BO_CURL_M_FIRST + 9 && BO_CURL_NHOOKED == BO_CURL_M_FIRST + 10,
+                   BO_CURL_M_CLEANUP == BO_CURL_M_FIRST + 9 &&
+                   BO_CURL_NHOOKED == BO_CURL_M_FIRST + 10,
                "MSLOT_ROW follows BO_CURL_M_*");
 
 static void *const g_mwrappers[BO_MAX_CURLS][BO_CURL_NHOOKED - BO_CURL_M_FIRST] = {

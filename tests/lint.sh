@@ -9,7 +9,7 @@
 #   - every header has an include guard;
 #   - policies/ stays pure: no clock, sleep, socket, environment, printing,
 #     allocation or threads (time and randomness are passed in);
-#   - enum constants and macros of a module carry a prefix (no bare M_GET).
+#   - enum constants carry the module's prefix, not a one-letter one (M_GET).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 2
@@ -25,7 +25,7 @@ out=$(
         /clang-format on/ { table = 0 }
         FNR == 1 { table = 0 }
         length($0) > 100 && !table { printf "%s:%d: %d columns (at most 100)\n", FILENAME, FNR, length($0) }
-        /^enum[^{]*\{ *M_[A-Z]/ { printf "%s:%d: enum constants without the module prefix\n", FILENAME, FNR }
+/^(typedef )?enum[^{]*\{ *[A-Z]_[A-Z]/ { printf "%s:%d: enum constants with a one-letter prefix (name the module)\n", FILENAME, FNR }
     ' $files
     for h in $(echo "$files" | grep '\.h$'); do
         grep -q '^#ifndef [A-Z0-9_]*_H$' "$h" || echo "$h:1: no include guard (#ifndef NAME_H)"

@@ -172,7 +172,8 @@ static int body_mismatch(const char *url, const struct body *b, const char *sent
 {
     if (o.method != 0) {
         char line[BO_DIGEST_LINE_MAX];
-        int n = bo_digest_line(bo_fnv1a64(BO_FNV_OFFSET, sent, sent_len), sent_len, line, sizeof line);
+        int n =
+            bo_digest_line(bo_fnv1a64(BO_FNV_OFFSET, sent, sent_len), sent_len, line, sizeof line);
         return b->len != (size_t)n || memcmp(b->data, line, (size_t)n) != 0;
     }
     const char *p = strstr(url, "://");
@@ -503,8 +504,8 @@ int main(int argc, char **argv)
         qsort(all.lat, all.nlat, sizeof *all.lat, cmp_double);
     printf("requests\tok\tfailed\tcompletion_s\tp50_ms\tp99_ms\tbytes\tbody_mismatch\t"
            "status_429\tstatus_503\tstatus_other\tcurl_errors\ttimeouts\tlate\n");
-    printf("%zu\t%llu\t%llu\t%.3f\t%.3f\t%.3f\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\n", all.nlat,
-           all.ok, all.failed, all.last_done, percentile(all.lat, all.nlat, 50),
+    printf("%zu\t%llu\t%llu\t%.3f\t%.3f\t%.3f\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\n",
+           all.nlat, all.ok, all.failed, all.last_done, percentile(all.lat, all.nlat, 50),
            percentile(all.lat, all.nlat, 99), all.bytes, all.mismatch, all.s429, all.s503,
            all.sother, all.curl_errors, all.timeouts, all.late);
     rc = 0;

@@ -39,7 +39,7 @@
 
 enum phase { PH_NEW, PH_ADMIT, PH_HOLD, PH_RESPOND };
 enum kind { K_REJECT, K_ITEM, K_DIGEST, K_TEXT, K_FILE };
-enum method { M_GET, M_HEAD, M_POST, M_PUT, M_OTHER };
+enum method { SRV_METHOD_GET, SRV_METHOD_HEAD, SRV_METHOD_POST, SRV_METHOD_PUT, SRV_METHOD_OTHER };
 
 /* Per-request state, owned by MHD's con_cls and freed when MHD completes it. */
 struct req {
@@ -113,7 +113,8 @@ static uint64_t now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    int64_t ns = (int64_t)(ts.tv_sec - g.start.tv_sec) * 1000000000 + (ts.tv_nsec - g.start.tv_nsec);
+    int64_t ns =
+        (int64_t)(ts.tv_sec - g.start.tv_sec) * 1000000000 + (ts.tv_nsec - g.start.tv_nsec);
     return (uint64_t)(ns / 1000000);
 }
 
@@ -265,7 +266,7 @@ static void *timer_main(void *arg)
 /* Records one processing of (method, id); returns 1 when it was seen before. */
 static int id_seen(enum method m, const char *id)
 {
-    uint64_t key = bo_fnv1a64(BO_FNV_OFFSET, m == M_POST ? "POST " : "PUT ", m == M_POST ? 5 : 4);
+    uint64_t key = bo_fnv1a64(BO_FNV_OFFSET, m == SRV_METHOD_POST ? "POST " : "PUT ", m == SRV_METHOD_POST ? 5 : 4);
     key = bo_fnv1a64(key, id, strlen(id));
     if (key == 0)
         key = 1;
@@ -334,7 +335,8 @@ static void choose_file(struct req *r, const char *url)
 
     r->status = MHD_HTTP_NOT_FOUND;
     r->text = "not found\n";
-    if (strstr(url, "/../") != NULL || (strlen(url) >= 3 && strcmp(url + strlen(url) - 3, "/..") == 0))
+    if (strstr(url, "/../") != NULL ||
+        (strlen(url) >= 3 && strcmp(url + strlen(url) - 3, "/..") == 0))
         return;
     if (snprintf(path, sizeof path, "%s%s", g.cfg.serve_dir, url) >= (int)sizeof path)
         return;
@@ -365,20 +367,21 @@ static void choose_content(struct req *r, const char *url)
             return;
         }
     }
-    if (r->method == M_POST || r->method == M_PUT) {
+    if (r->method == SRV_METHOD_POST || r->method == SRV_METHOD_PUT) {
         r->kind = K_DIGEST;
         const char *id = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Request-Id");
-        atomic_fetch_add(r->method == M_POST ? &g.posts : &g.puts, 1);
+        atomic_fetch_add(r->method == SRV_METHOD_POST ? &g.posts : &g.puts, 1);
         if (id && id_seen(r->method, id))
-            atomic_fetch_add(r->method == M_POST ? &g.dup_posts : &g.dup_puts, 1);
+            atomic_fetch_add(r->method == SRV_METHOD_POST ? &g.dup_posts : &g.dup_puts, 1);
         return;
     }
-    if ((r->method == M_GET || r->method == M_HEAD) && g.cfg.serve_dir != NULL &&
+    if ((r->method == SRV_METHOD_GET || r->method == SRV_METHOD_HEAD) && g.cfg.serve_dir != NULL &&
         strncmp(url, "/item/", 6) != 0) {
         choose_file(r, url);
         return;
     }
-    if ((r->method == M_GET || r->method == M_HEAD) && bo_item_parse_path(url, len, &r->item_n) == 0) {
+    if ((r->method == SRV_METHOD_GET || r->method == SRV_METHOD_HEAD) &&
+        bo_item_parse_path(url, len, &r->item_n) == 0) {
         const char *sz = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "size");
         r->item_size = BO_ITEM_DEFAULT_SIZE;
         if (sz && bo_item_parse_size(sz, strlen(sz), &r->item_size) != 0) {
@@ -486,8 +489,10 @@ static uint64_t admit(struct req *r, uint64_t t, const char *url)
             r->retry_after = g.cfg.retry_after;
             if (r->rl && g.cfg.rate > 0) {
                 r->rl_remaining = (long)floor(g.tokens);
-                bucket_quota(r, g.tokens >= g.cfg.burst ? 0 : ceil_secs((g.cfg.burst - g.tokens) / g.cfg.rate),
-                             (g.cfg.burst - g.tokens) / g.cfg.rate);
+                bucket_quota(
+                    r,
+                    g.tokens >= g.cfg.burst ? 0 : ceil_secs((g.cfg.burst - g.tokens) / g.cfg.rate),
+                    (g.cfg.burst - g.tokens) / g.cfg.rate);
             }
         } else if (g.cfg.rate > 0) {
             g.tokens -= 1.0;
@@ -580,7 +585,8 @@ static struct MHD_Response *item_response(struct req *r)
         free(b);
         return resp;
     }
-    struct MHD_Response *resp = MHD_create_response_from_callback(b->size, 32 * 1024, body_reader, b, free);
+    struct MHD_Response *resp =
+        MHD_create_response_from_callback(b->size, 32 * 1024, body_reader, b, free);
     if (!resp)
         free(b);
     return resp;
@@ -658,7 +664,8 @@ static enum MHD_Result respond(struct req *r, const char *method, const char *ur
         break;
     }
     case K_TEXT:
-        resp = MHD_create_response_from_buffer(strlen(r->text), (void *)r->text, MHD_RESPMEM_PERSISTENT);
+        resp = MHD_create_response_from_buffer(strlen(r->text), (void *)r->text,
+                                               MHD_RESPMEM_PERSISTENT);
         break;
     case K_FILE: /* the response owns the descriptor from here on */
         resp = MHD_create_response_from_fd(r->file_size, r->file_fd1 - 1);
@@ -701,14 +708,14 @@ static enum MHD_Result respond(struct req *r, const char *method, const char *ur
 static enum method classify(const char *m)
 {
     if (strcmp(m, "GET") == 0)
-        return M_GET;
+        return SRV_METHOD_GET;
     if (strcmp(m, "HEAD") == 0)
-        return M_HEAD;
+        return SRV_METHOD_HEAD;
     if (strcmp(m, "POST") == 0)
-        return M_POST;
+        return SRV_METHOD_POST;
     if (strcmp(m, "PUT") == 0)
-        return M_PUT;
-    return M_OTHER;
+        return SRV_METHOD_PUT;
+    return SRV_METHOD_OTHER;
 }
 
 /*
@@ -736,8 +743,9 @@ static enum MHD_Result advance(struct req *r, const char *method, const char *ur
                 r->retry_after = g.cfg.retry_after;
                 break;
             }
-            if (g.cfg.fault_drop_every > 0 &&
-                (atomic_fetch_add(&g.arrivals, 1) + 1) % (unsigned long long)g.cfg.fault_drop_every == 0)
+            if (g.cfg.fault_drop_every > 0 && (atomic_fetch_add(&g.arrivals, 1) + 1) %
+                                                      (unsigned long long)g.cfg.fault_drop_every ==
+                                                  0)
                 return MHD_NO; /* --fault-drop: close without any response */
             switch (outage_at(t)) {
             case BO_OUTAGE_REFUSE:
@@ -767,7 +775,7 @@ static enum MHD_Result advance(struct req *r, const char *method, const char *ur
             }
             r->phase = PH_RESPOND;
             long extra = g.cfg.delay_ms;
-            if (r->method == M_POST || r->method == M_PUT)
+            if (r->method == SRV_METHOD_POST || r->method == SRV_METHOD_PUT)
                 extra += g.cfg.post_delay_ms;
             if (extra > 0 && suspend_until(r, now_ms() + (uint64_t)extra))
                 return MHD_YES;
@@ -885,13 +893,16 @@ static void *accept_main(void *arg)
             } else if (!down && g.listen_fd < 0) {
                 g.listen_fd = open_listener(g.port);
                 if (g.listen_fd >= 0)
-                    fprintf(stderr, "ratelimit-server: outage over: listening again on 127.0.0.1:%d\n", g.port);
+                    fprintf(stderr,
+                            "ratelimit-server: outage over: listening again on 127.0.0.1:%d\n",
+                            g.port);
                 else
                     fprintf(stderr, "ratelimit-server: cannot reopen 127.0.0.1:%d: %s (retrying)\n",
                             g.port, strerror(errno));
             }
         }
-        struct pollfd p[2] = {{.fd = g.listen_fd, .events = POLLIN}, {.fd = g.wake[0], .events = POLLIN}};
+        struct pollfd p[2] = {{.fd = g.listen_fd, .events = POLLIN},
+                              {.fd = g.wake[0], .events = POLLIN}};
         int timeout = -1;
         if (refuse && t < outage_end_ms() + 1000)
             timeout = 20;
@@ -904,13 +915,15 @@ static void *accept_main(void *arg)
         for (int i = 0; i < 256; i++) {
             struct sockaddr_storage ss;
             socklen_t len = sizeof ss;
-            int fd = accept4(g.listen_fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+            int fd =
+                accept4(g.listen_fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
             if (fd < 0) {
                 if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
                     poll(NULL, 0, 10); /* out of descriptors: let connections finish */
                 break;
             }
-            MHD_add_connection(g.daemons[rr++ % (unsigned)g.ndaemons], fd, (struct sockaddr *)&ss, len);
+            MHD_add_connection(g.daemons[rr++ % (unsigned)g.ndaemons], fd, (struct sockaddr *)&ss,
+                               len);
         }
     }
     return NULL;
@@ -930,9 +943,11 @@ static void raise_nofile(void)
 
 static void print_stats_line(uint64_t t)
 {
-    fprintf(stderr, "ratelimit-server: t=%llus concurrency=%ld busy=%ld ok=%llu rejected=%llu requests=%llu\n",
-            (unsigned long long)(t / 1000), atomic_load(&g.inflight), atomic_load(&g.busy),
-            atomic_load(&g.ok), atomic_load(&g.rejected), atomic_load(&g.requests));
+    fprintf(
+        stderr,
+        "ratelimit-server: t=%llus concurrency=%ld busy=%ld ok=%llu rejected=%llu requests=%llu\n",
+        (unsigned long long)(t / 1000), atomic_load(&g.inflight), atomic_load(&g.busy),
+        atomic_load(&g.ok), atomic_load(&g.rejected), atomic_load(&g.requests));
 }
 
 static void print_summary(void)
@@ -967,7 +982,8 @@ static void wait_for_end(const sigset_t *set)
         }
         uint64_t until = next_tick < end ? next_tick : end;
         uint64_t wait = until > t ? until - t : 1;
-        struct timespec ts = {.tv_sec = (time_t)(wait / 1000), .tv_nsec = (long)(wait % 1000) * 1000000};
+        struct timespec ts = {.tv_sec = (time_t)(wait / 1000),
+                              .tv_nsec = (long)(wait % 1000) * 1000000};
         int sig = sigtimedwait(set, NULL, &ts);
         if (sig == SIGTERM || sig == SIGINT)
             return;

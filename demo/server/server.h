@@ -22,8 +22,8 @@ struct bo_srv_capacity {
 /* What a token-bucket rejection carries. */
 enum bo_srv_hints {
     BO_HINTS_ACCURATE = 0, /* Retry-After: seconds to the next token, RateLimit-* headers */
-    BO_HINTS_FIXED,        /* Retry-After: --retry-after (1 if unset) whatever the state, no RateLimit-* */
-    BO_HINTS_NONE          /* no Retry-After, no RateLimit-* */
+    BO_HINTS_FIXED, /* Retry-After: --retry-after (1 if unset) whatever the state, no RateLimit-* */
+    BO_HINTS_NONE   /* no Retry-After, no RateLimit-* */
 };
 
 struct bo_srv_config {

@@ -128,7 +128,8 @@ static int run(const bo_config *cfg, const sim_params *p, sim_result *r, int cli
     }
     r->ops = (double)p->ops;
     r->attempts = (double)s.attempts;
-    r->wasted_pct = s.attempts ? 100.0 * (double)(s.attempts - (uint64_t)b.successes) / (double)s.attempts : 0;
+    r->wasted_pct =
+        s.attempts ? 100.0 * (double)(s.attempts - (uint64_t)b.successes) / (double)s.attempts : 0;
     r->completion_s = (double)b.last_done / SIM_NS_PER_S;
     if (b.finished != p->ops)
         r->completion_s = INFINITY; /* not every op finished within the bound */
@@ -140,7 +141,9 @@ static int run(const bo_config *cfg, const sim_params *p, sim_result *r, int cli
     {
         double sum = 0, sq = 0;
         for (int c = 0; c < clients; c++) {
-            double x = b.finish[c] > 0 ? (double)b.done_per_client[c] / ((double)b.finish[c] / SIM_NS_PER_S) : 0;
+            double x = b.finish[c] > 0
+                           ? (double)b.done_per_client[c] / ((double)b.finish[c] / SIM_NS_PER_S)
+                           : 0;
             sum += x;
             sq += x * x;
         }

@@ -81,7 +81,8 @@ static bool quota_headers(const sim_params *p, int64_t now, long limit, long rem
         snprintf(l[n++], sizeof l[0], "RateLimit-Reset: %lld\r\n", (long long)reset);
         break;
     case SIM_DIALECT_DRAFT:
-        snprintf(l[n++], sizeof l[0], "RateLimit-Policy: \"default\";q=%ld;w=%ld\r\n", limit, window_s);
+        snprintf(l[n++], sizeof l[0], "RateLimit-Policy: \"default\";q=%ld;w=%ld\r\n", limit,
+                 window_s);
         snprintf(l[n++], sizeof l[0], "RateLimit: \"default\";r=%ld;t=%lld\r\n", remaining,
                  (long long)reset);
         break;
@@ -197,7 +198,8 @@ int sim_run_headers(const bo_config *cfg, const sim_params *p, sim_result *r)
     r->ops = (double)p->ops;
     r->attempts = (double)s.attempts;
     r->throttled = (double)st.throttled;
-    r->wasted_pct = s.attempts ? 100.0 * (double)(s.attempts - (uint64_t)st.finished) / (double)s.attempts : 0;
+    r->wasted_pct =
+        s.attempts ? 100.0 * (double)(s.attempts - (uint64_t)st.finished) / (double)s.attempts : 0;
     r->completion_s = st.finished == p->ops ? (double)st.last / SIM_NS_PER_S : INFINITY;
     if (p->limiter == SIM_LIMITER_WINDOW)
         r->optimum_s = (double)p->ops / (p->window_requests / p->window_s);

@@ -30,14 +30,27 @@ typedef struct preset {
  * The robustness matrix runs the defaults, budget included.
  */
 static const preset presets[] = {
-    {"burst", {{"BACKOFF_BASE_MS", "50"}, {"BACKOFF_CAP_MS", "30000"}, {"BACKOFF_MAX_ATTEMPTS", "0"},
-               {"BACKOFF_RETRY_BUDGET", "0"}}},
-    {"fairness", {{"BACKOFF_BASE_MS", "50"}, {"BACKOFF_CAP_MS", "30000"}, {"BACKOFF_MAX_ATTEMPTS", "0"},
-                  {"BACKOFF_RETRY_BUDGET", "0"}}},
-    {"contention", {{"BACKOFF_BASE_MS", "5"}, {"BACKOFF_CAP_MS", "2000"}, {"BACKOFF_MAX_ATTEMPTS", "0"},
-                    {"BACKOFF_RETRY_BUDGET", "0"}}},
-    {"outage", {{"BACKOFF_BASE_MS", "100"}, {"BACKOFF_FACTOR", "2.718281828"},
-                {"BACKOFF_JITTER", "0.1"}, {"BACKOFF_MAX_ATTEMPTS", "0"}, {"BACKOFF_RETRY_BUDGET", "0"}}},
+    {"burst",
+     {{"BACKOFF_BASE_MS", "50"},
+      {"BACKOFF_CAP_MS", "30000"},
+      {"BACKOFF_MAX_ATTEMPTS", "0"},
+      {"BACKOFF_RETRY_BUDGET", "0"}}},
+    {"fairness",
+     {{"BACKOFF_BASE_MS", "50"},
+      {"BACKOFF_CAP_MS", "30000"},
+      {"BACKOFF_MAX_ATTEMPTS", "0"},
+      {"BACKOFF_RETRY_BUDGET", "0"}}},
+    {"contention",
+     {{"BACKOFF_BASE_MS", "5"},
+      {"BACKOFF_CAP_MS", "2000"},
+      {"BACKOFF_MAX_ATTEMPTS", "0"},
+      {"BACKOFF_RETRY_BUDGET", "0"}}},
+    {"outage",
+     {{"BACKOFF_BASE_MS", "100"},
+      {"BACKOFF_FACTOR", "2.718281828"},
+      {"BACKOFF_JITTER", "0.1"},
+      {"BACKOFF_MAX_ATTEMPTS", "0"},
+      {"BACKOFF_RETRY_BUDGET", "0"}}},
     {"pacing", {{"BACKOFF_MAX_ATTEMPTS", "0"}, {"BACKOFF_RETRY_BUDGET", "0"}}},
     {"headers", {{"BACKOFF_MAX_ATTEMPTS", "0"}, {"BACKOFF_RETRY_BUDGET", "0"}}},
 };
@@ -240,7 +253,8 @@ static double col_value(const char *col, const sim_result *r, const sim_params *
     if (!strcmp(col, "p50_s")) return r->p50_s;
     if (!strcmp(col, "p99_s")) return r->p99_s;
     if (!strcmp(col, "throttled")) return r->throttled;
-    if (!strcmp(col, "throttled_pct")) return r->attempts > 0 ? 100.0 * r->throttled / r->attempts : 0;
+    if (!strcmp(col, "throttled_pct"))
+        return r->attempts > 0 ? 100.0 * r->throttled / r->attempts : 0;
     if (!strcmp(col, "clients")) return p->clients;
     if (!strcmp(col, "calls")) return r->calls;
     if (!strcmp(col, "recovery_s")) return r->recovery_s;
@@ -271,41 +285,56 @@ static void fmt_value(char *buf, size_t len, const char *col, double v)
 static const char *published(const char *sc)
 {
     if (!strcmp(sc, "burst"))
-        return "000 published: exponential 48 s / 17,392 attempts; AIMD 25 s / 2,085 attempts; optimum 20 s";
+        return "000 published: exponential 48 s / 17,392 attempts; AIMD 25 s / 2,085 attempts; "
+               "optimum 20 s";
     if (!strcmp(sc, "contention"))
-        return "001 (AWS): calls ~N^2/2 without backoff; full/equal jitter fewest calls; decorrelated fastest jittered";
+        return "001 (AWS): calls ~N^2/2 without backoff; full/equal jitter fewest calls; "
+               "decorrelated fastest jittered";
     if (!strcmp(sc, "outage"))
-        return "003: fixed-interval retry never recovers after the outage; exponential backoff (factor e, jitter 0.1) does";
+        return "003: fixed-interval retry never recovers after the outage; exponential backoff "
+               "(factor e, jitter 0.1) does";
     if (!strcmp(sc, "pacing"))
         return "002: token bucket; optimum = ops / rate";
     if (!strcmp(sc, "headers"))
-        return "issue 13: pacing from rate-limit headers; optimum = ops / advertised rate (bucket: burst first)";
+        return "issue 13: pacing from rate-limit headers; optimum = ops / advertised rate (bucket: "
+               "burst first)";
     return "beyond the articles: Jain's index of the clients' throughputs (1 = fair)";
 }
 
 static void settings_line(const char *sc, const sim_params *p, char *buf, size_t len)
 {
     if (!strcmp(sc, "burst") || !strcmp(sc, "fairness"))
-        snprintf(buf, len, "ops=%ld rate=%g/s max_busy=%d service=%gms error=%gms travel=%gms each way clients=%d %s",
-                 p->ops, p->rate, p->max_busy, p->service_ms, p->error_ms, p->travel_ms,
-                 p->clients, p->independent ? "independent" : "shared");
+        snprintf(buf, len,
+                 "ops=%ld rate=%g/s max_busy=%d service=%gms error=%gms travel=%gms each way "
+                 "clients=%d %s",
+                 p->ops, p->rate, p->max_busy, p->service_ms, p->error_ms, p->travel_ms, p->clients,
+                 p->independent ? "independent" : "shared");
     else if (!strcmp(sc, "contention"))
-        snprintf(buf, len, "clients=%d message=abs(normal(%g ms, %g ms)) runs=%d seed=%" PRIu64 " %s",
+        snprintf(buf, len,
+                 "clients=%d message=abs(normal(%g ms, %g ms)) runs=%d seed=%" PRIu64 " %s",
                  p->clients, p->net_mean_ms, p->net_sd_ms, p->runs, p->seed,
                  p->independent ? "independent" : "shared state");
     else if (!strcmp(sc, "outage"))
-        snprintf(buf, len, "clients=%d think=exp(%g ms) latency=%gms x1.05^((c-30)/15) past 30 timeout=%gms "
+        snprintf(buf, len,
+                 "clients=%d think=exp(%g ms) latency=%gms x1.05^((c-30)/15) past 30 timeout=%gms "
                  "down %g s from t=%g s, run %g s, %s",
                  p->clients, p->think_ms, p->service_ms, p->timeout_ms, p->outage_for_s,
                  p->outage_at_s, p->duration_s, p->independent ? "independent" : "shared state");
     else if (!strcmp(p->scenario, "headers"))
-        snprintf(buf, len, "ops=%ld clients=%d %s, dialect %s, travel=%gms each way, headers and Retry-After whole seconds",
+        snprintf(buf, len,
+                 "ops=%ld clients=%d %s, dialect %s, travel=%gms each way, headers and Retry-After "
+                 "whole seconds",
                  p->ops, p->clients,
                  p->limiter == SIM_LIMITER_WINDOW ? "fixed window" : "token bucket",
-                 p->dialect == SIM_DIALECT_X ? "x-ratelimit" : p->dialect == SIM_DIALECT_RATELIMIT ? "ratelimit"
-                 : p->dialect == SIM_DIALECT_DRAFT ? "draft" : "none", p->travel_ms);
+                 p->dialect == SIM_DIALECT_X           ? "x-ratelimit"
+                 : p->dialect == SIM_DIALECT_RATELIMIT ? "ratelimit"
+                 : p->dialect == SIM_DIALECT_DRAFT     ? "draft"
+                                                       : "none",
+                 p->travel_ms);
     else
-        snprintf(buf, len, "ops=%ld sequential, token bucket %g/s burst %g, travel=%gms each way, Retry-After whole seconds",
+        snprintf(buf, len,
+                 "ops=%ld sequential, token bucket %g/s burst %g, travel=%gms each way, "
+                 "Retry-After whole seconds",
                  p->ops, p->bucket_rate, p->bucket_burst, p->travel_ms);
 }
 
@@ -407,7 +436,9 @@ int main(int argc, char **argv)
             continue;
         }
         if (strncmp(a, "--", 2) != 0 || i + 1 >= argc) {
-            fprintf(stderr, "backoff-sim: %s \"%s\" is not valid: expected a known flag with a value (see --help)\n",
+            fprintf(stderr,
+                    "backoff-sim: %s \"%s\" is not valid: expected a known flag with a value (see "
+                    "--help)\n",
                     "argument", a);
             return 2;
         }
@@ -435,7 +466,8 @@ int main(int argc, char **argv)
         }
     }
     if (scenario == NULL) {
-        fprintf(stderr, "backoff-sim: --scenario is missing: expected burst, contention, outage, pacing, fairness, headers or matrix\n");
+        fprintf(stderr, "backoff-sim: --scenario is missing: expected burst, contention, outage, "
+                        "pacing, fairness, headers or matrix\n");
         return 2;
     }
     if (!strcmp(scenario, "matrix")) {
@@ -449,8 +481,12 @@ int main(int argc, char **argv)
             return 2;
         for (int i = 0; i < ngiven; i++) {
             long l = 0;
-            if (strcmp(given[i].flag, "--seed") != 0 || parse_long("--seed", given[i].value, 0, 1000000000, &l) != 0) {
-                fprintf(stderr, "backoff-sim: %s is not a flag of the matrix: it takes --policy, --seed, --server, --hint, --client\n", given[i].flag);
+            if (strcmp(given[i].flag, "--seed") != 0 ||
+                parse_long("--seed", given[i].value, 0, 1000000000, &l) != 0) {
+                fprintf(stderr,
+                        "backoff-sim: %s is not a flag of the matrix: it takes --policy, --seed, "
+                        "--server, --hint, --client\n",
+                        given[i].flag);
                 return 2;
             }
             p.seed = (uint64_t)l;
@@ -550,8 +586,10 @@ int main(int argc, char **argv)
     if (indep >= 0)
         p.independent = indep == 1;
     if (!strcmp(scenario, "outage") && p.outage_at_s + p.outage_for_s >= p.duration_s) {
-        fprintf(stderr, "backoff-sim: --duration-s \"%g\" is not valid: expected more than "
-                "--outage-at-s + --outage-for-s (%g)\n", p.duration_s, p.outage_at_s + p.outage_for_s);
+        fprintf(stderr,
+                "backoff-sim: --duration-s \"%g\" is not valid: expected more than "
+                "--outage-at-s + --outage-for-s (%g)\n",
+                p.duration_s, p.outage_at_s + p.outage_for_s);
         return 2;
     }
 
@@ -598,7 +636,8 @@ int main(int argc, char **argv)
             else if (!strcmp(cols[c], "policy"))
                 snprintf(cell[r + 1][c], sizeof(cell[0][c]), "%s", pols[r]);
             else
-                fmt_value(cell[r + 1][c], sizeof(cell[0][c]), cols[c], col_value(cols[c], &res[r], &p));
+                fmt_value(cell[r + 1][c], sizeof(cell[0][c]), cols[c],
+                          col_value(cols[c], &res[r], &p));
         }
     }
     if (!table) {

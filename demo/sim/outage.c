@@ -222,7 +222,8 @@ int sim_run_outage(const bo_config *cfg, const sim_params *p, sim_result *r)
     measure(&st, p, r);
     r->ops = (double)st.nlat;
     r->attempts = (double)s.attempts;
-    r->wasted_pct = s.attempts ? 100.0 * ((double)s.attempts - (double)st.nlat) / (double)s.attempts : 0;
+    r->wasted_pct =
+        s.attempts ? 100.0 * ((double)s.attempts - (double)st.nlat) / (double)s.attempts : 0;
     r->completion_s = p->duration_s;
     r->optimum_s = p->duration_s;
     r->ratio = 1;

@@ -104,7 +104,8 @@ int sim_run_pacing(const bo_config *cfg, const sim_params *p, sim_result *r)
     r->ops = (double)p->ops;
     r->attempts = (double)s.attempts;
     r->throttled = (double)st.throttled;
-    r->wasted_pct = s.attempts ? 100.0 * (double)(s.attempts - (uint64_t)st.finished) / (double)s.attempts : 0;
+    r->wasted_pct =
+        s.attempts ? 100.0 * (double)(s.attempts - (uint64_t)st.finished) / (double)s.attempts : 0;
     r->completion_s = st.finished == p->ops ? (double)st.last / SIM_NS_PER_S : INFINITY;
     r->optimum_s = (double)p->ops / p->bucket_rate;
     r->ratio = r->completion_s / r->optimum_s;

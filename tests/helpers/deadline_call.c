@@ -96,7 +96,8 @@ int main(int argc, char **argv)
         if (sigaction(SIGALRM, &sa, NULL) != 0 || setitimer(ITIMER_REAL, &it, NULL) != 0)
             return 2;
     } else {
-        fprintf(stderr, "deadline_call: MODE is timeout, progress, oldprogress or alarm, not %s\n", argv[1]);
+        fprintf(stderr, "deadline_call: MODE is timeout, progress, oldprogress or alarm, not %s\n",
+                argv[1]);
         return 2;
     }
     clock_gettime(CLOCK_MONOTONIC, &g_start);

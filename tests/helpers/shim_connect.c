@@ -57,8 +57,8 @@ int main(int argc, char **argv)
     ssize_t n = 0, got;
     while (n < 5 && (got = read(fd, buf + n, 5 - (size_t)n)) > 0)
         n += got;
-    printf("connected %s %s %s\n", kept ? "fd-kept" : "fd-lost", flags ? "flags-kept" : "flags-lost",
-           buf);
+    printf("connected %s %s %s\n", kept ? "fd-kept" : "fd-lost",
+           flags ? "flags-kept" : "flags-lost", buf);
     close(fd);
     return 0;
 }

@@ -102,7 +102,8 @@ static int fetch(const api *a, const char *base, int n, buf *b)
     CURLcode code = a->perform(h);
     a->cleanup(h);
     want(n, expect, sizeof expect);
-    return code == CURLE_OK && b->len == sizeof expect && memcmp(b->data, expect, sizeof expect) == 0
+    return code == CURLE_OK && b->len == sizeof expect &&
+                   memcmp(b->data, expect, sizeof expect) == 0
                ? 0
                : -1;
 }
@@ -186,13 +187,15 @@ int main(int argc, char **argv)
             b->len = 0;
             int code = get(url, b->data, sizeof b->data, &b->len);
             want(i, expect, sizeof expect);
-            ok += code == 0 && b->len == sizeof expect && memcmp(b->data, expect, sizeof expect) == 0;
+            ok +=
+                code == 0 && b->len == sizeof expect && memcmp(b->data, expect, sizeof expect) == 0;
             emit(b);
         }
     } else if (strcmp(mode, "two") == 0) {
         api a[2];
         void *lib0 = must(dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL), "libcurl.so.4");
-        void *lib1 = must(dlopen("libcurl-gnutls.so.4", RTLD_NOW | RTLD_LOCAL), "libcurl-gnutls.so.4");
+        void *lib1 =
+            must(dlopen("libcurl-gnutls.so.4", RTLD_NOW | RTLD_LOCAL), "libcurl-gnutls.so.4");
         bind_api(&a[0], lib0, NULL);
         bind_api(&a[1], lib1, NULL);
         for (int i = 1; i <= n; i++) {

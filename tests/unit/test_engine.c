@@ -49,7 +49,8 @@ START_TEST(test_none_never_retries)
     bo_rng_seed(&rng, 1);
     bo_dest_init(&d, &c, 0);
     bo_call_begin(&call, 0);
-    ck_assert_int_eq(one_attempt(&d, &c, &call, 0, THROTTLED, 5000 * MS, &rng, &until), BO_NEXT_DONE);
+    ck_assert_int_eq(one_attempt(&d, &c, &call, 0, THROTTLED, 5000 * MS, &rng, &until),
+                     BO_NEXT_DONE);
     ck_assert_uint_eq(d.attempts, 1);
     ck_assert_uint_eq(d.throttled, 1);
     ck_assert_uint_eq(d.window.inflight, 0);
@@ -122,7 +123,8 @@ START_TEST(test_max_attempts)
     c.max_attempts = 0;
     bo_call_begin(&call, now);
     for (int i = 0; i < 50; i++) {
-        ck_assert_int_eq(one_attempt(&d, &c, &call, now, RETRY_NOSIG, -1, &rng, &until), BO_NEXT_RETRY);
+        ck_assert_int_eq(one_attempt(&d, &c, &call, now, RETRY_NOSIG, -1, &rng, &until),
+                         BO_NEXT_RETRY);
         now = until;
     }
 }
@@ -144,9 +146,11 @@ START_TEST(test_max_time)
     bo_call_begin(&call, 0);
     ck_assert_int_eq(one_attempt(&d, &c, &call, 0, RETRY_NOSIG, -1, &rng, &until), BO_NEXT_RETRY);
     ck_assert_int_eq(until, 100 * MS);
-    ck_assert_int_eq(one_attempt(&d, &c, &call, 100 * MS, RETRY_NOSIG, -1, &rng, &until), BO_NEXT_RETRY);
+    ck_assert_int_eq(one_attempt(&d, &c, &call, 100 * MS, RETRY_NOSIG, -1, &rng, &until),
+                     BO_NEXT_RETRY);
     /* 200 ms + 100 ms would pass 250 ms: no new attempt, done now. */
-    ck_assert_int_eq(one_attempt(&d, &c, &call, 200 * MS, RETRY_NOSIG, -1, &rng, &until), BO_NEXT_DONE);
+    ck_assert_int_eq(one_attempt(&d, &c, &call, 200 * MS, RETRY_NOSIG, -1, &rng, &until),
+                     BO_NEXT_DONE);
     /* A retry that asks after the deadline gives up; a first attempt never does. */
     bo_call_begin(&call, 0);
     ck_assert_int_eq(one_attempt(&d, &c, &call, 0, RETRY_NOSIG, -1, &rng, &until), BO_NEXT_RETRY);
@@ -180,10 +184,13 @@ START_TEST(test_program_deadline)
     bo_call_set_deadline(&call, 2500 * MS);
     ck_assert_int_eq(bo_call_remaining_ns(&c, &call, 500 * MS), 2000 * MS);
     /* Retry-After 1 s: attempts at 0, 1 s, 2 s; a third wait would end at 3 s */
-    ck_assert_int_eq(one_attempt(&d, &c, &call, 0, THROTTLED, 1000 * MS, &rng, &until), BO_NEXT_RETRY);
+    ck_assert_int_eq(one_attempt(&d, &c, &call, 0, THROTTLED, 1000 * MS, &rng, &until),
+                     BO_NEXT_RETRY);
     ck_assert_int_eq(until, 1000 * MS);
-    ck_assert_int_eq(one_attempt(&d, &c, &call, 1000 * MS, THROTTLED, 1000 * MS, &rng, &until), BO_NEXT_RETRY);
-    ck_assert_int_eq(one_attempt(&d, &c, &call, 2000 * MS, THROTTLED, 1000 * MS, &rng, &until), BO_NEXT_DONE);
+    ck_assert_int_eq(one_attempt(&d, &c, &call, 1000 * MS, THROTTLED, 1000 * MS, &rng, &until),
+                     BO_NEXT_RETRY);
+    ck_assert_int_eq(one_attempt(&d, &c, &call, 2000 * MS, THROTTLED, 1000 * MS, &rng, &until),
+                     BO_NEXT_DONE);
 
     /* a wait that ends 5 ms before the deadline leaves no room for an attempt */
     bo_call_begin(&call, 0);
@@ -194,14 +201,16 @@ START_TEST(test_program_deadline)
     bo_call_set_deadline(&call, 400 * MS);
     int64_t u = 0;
     ck_assert_int_eq(bo_dest_admit(&d, &c, &call, 0, &u), BO_ADMIT_GO);
-    ck_assert_int_eq(bo_dest_complete(&d, &c, &call, RETRY_NOSIG, -1, 250 * MS, &rng, &until), BO_NEXT_DONE);
+    ck_assert_int_eq(bo_dest_complete(&d, &c, &call, RETRY_NOSIG, -1, 250 * MS, &rng, &until),
+                     BO_NEXT_DONE);
 
     /* the sooner of max_time_ms and the program's deadline wins */
     c.max_time_ms = 150;
     bo_call_begin(&call, 0);
     bo_call_set_deadline(&call, 10000 * MS);
     ck_assert_int_eq(one_attempt(&d, &c, &call, 0, RETRY_NOSIG, -1, &rng, &until), BO_NEXT_RETRY);
-    ck_assert_int_eq(one_attempt(&d, &c, &call, 100 * MS, RETRY_NOSIG, -1, &rng, &until), BO_NEXT_DONE);
+    ck_assert_int_eq(one_attempt(&d, &c, &call, 100 * MS, RETRY_NOSIG, -1, &rng, &until),
+                     BO_NEXT_DONE);
     c.max_time_ms = 0;
 
     /* a first attempt waiting for admission (aimd: a throttle before any
@@ -210,7 +219,8 @@ START_TEST(test_program_deadline)
     bo_config a = cfg_for(BO_POLICY_AIMD);
     bo_dest_init(&d, &a, 0);
     bo_call_begin(&call, 0);
-    ck_assert_int_eq(one_attempt(&d, &a, &call, 0, THROTTLED, 5000 * MS, &rng, &until), BO_NEXT_RETRY);
+    ck_assert_int_eq(one_attempt(&d, &a, &call, 0, THROTTLED, 5000 * MS, &rng, &until),
+                     BO_NEXT_RETRY);
     bo_call_begin(&call, 10 * MS);
     bo_call_set_deadline(&call, 40 * MS);
     ck_assert_int_eq(bo_dest_admit(&d, &a, &call, 10 * MS, &until), BO_ADMIT_WAIT);
@@ -234,10 +244,12 @@ START_TEST(test_retry_after_least_wait_bounded_by_cap)
     bo_dest_init(&d, &c, 0);
     bo_call_begin(&call, 0);
     /* Retry-After 2 s beats the 100 ms schedule. */
-    ck_assert_int_eq(one_attempt(&d, &c, &call, 0, THROTTLED, 2000 * MS, &rng, &until), BO_NEXT_RETRY);
+    ck_assert_int_eq(one_attempt(&d, &c, &call, 0, THROTTLED, 2000 * MS, &rng, &until),
+                     BO_NEXT_RETRY);
     ck_assert_int_eq(until, 2000 * MS);
     /* A shorter hint does not shorten the schedule. */
-    ck_assert_int_eq(one_attempt(&d, &c, &call, until, THROTTLED, 10 * MS, &rng, &until), BO_NEXT_RETRY);
+    ck_assert_int_eq(one_attempt(&d, &c, &call, until, THROTTLED, 10 * MS, &rng, &until),
+                     BO_NEXT_RETRY);
     ck_assert_int_eq(until, 2100 * MS);
     /* An hour is bounded by the 3 s cap. */
     ck_assert_int_eq(one_attempt(&d, &c, &call, until, THROTTLED, 3600000 * MS, &rng, &until),
@@ -261,7 +273,8 @@ START_TEST(test_aimd_retry_after_holds_only_its_call)
     /* A success first: a throttle before any success holds the destination. */
     ck_assert_int_eq(one_attempt(&d, &c, &a, 0, OK, -1, &rng, &until), BO_NEXT_DONE);
     bo_call_begin(&a, 10 * MS);
-    ck_assert_int_eq(one_attempt(&d, &c, &a, 10 * MS, THROTTLED, 1000 * MS, &rng, &until), BO_NEXT_RETRY);
+    ck_assert_int_eq(one_attempt(&d, &c, &a, 10 * MS, THROTTLED, 1000 * MS, &rng, &until),
+                     BO_NEXT_RETRY);
     ck_assert_int_ge(until, 1010 * MS);
     /* Another thread's first attempt is not held by it (issue 10: a constant
      * Retry-After from a concurrency cap would stall every call); the window
@@ -311,7 +324,8 @@ START_TEST(test_aimd_waits_for_a_slot)
     ck_assert_int_eq(bo_dest_admit(&d, &c, &calls[2], 0, &until), BO_ADMIT_WAIT);
     ck_assert_int_gt(until, 0); /* a deadline to ask again, even if no wake-up comes */
     ck_assert_uint_eq(calls[2].attempts, 0);
-    ck_assert_int_eq(bo_dest_complete(&d, &c, &calls[0], OK, -1, 50 * MS, &rng, &until), BO_NEXT_DONE);
+    ck_assert_int_eq(bo_dest_complete(&d, &c, &calls[0], OK, -1, 50 * MS, &rng, &until),
+                     BO_NEXT_DONE);
     ck_assert_int_eq(bo_dest_admit(&d, &c, &calls[2], 50 * MS, &until), BO_ADMIT_GO);
     /* Cancel frees the slot and un-counts the attempt. */
     bo_dest_cancel(&d, &calls[2]);
@@ -348,7 +362,8 @@ START_TEST(test_aimd_throttle_waits_an_rto)
         t = until;
         while (bo_dest_admit(&d, &c, &call, t, &until) != BO_ADMIT_GO)
             t = until;
-        ck_assert_int_eq(bo_dest_complete(&d, &c, &call, THROTTLED, -1, t, &rng, &until), BO_NEXT_RETRY);
+        ck_assert_int_eq(bo_dest_complete(&d, &c, &call, THROTTLED, -1, t, &rng, &until),
+                         BO_NEXT_RETRY);
         ck_assert_int_ge(until - t, (100 * MS) << k);
         ck_assert_int_lt(until - t, (150 * MS) << k);
         spent = until;
@@ -502,7 +517,8 @@ START_TEST(test_retry_budget_bounds_a_failing_destination)
     bo_dest_init(&d, &c, 0);
     bo_call_begin(&call, 0);
     for (int i = 0; i < BO_BUDGET_RESERVE; i++) {
-        ck_assert_int_eq(one_attempt(&d, &c, &call, now, THROTTLED, -1, &rng, &until), BO_NEXT_RETRY);
+        ck_assert_int_eq(one_attempt(&d, &c, &call, now, THROTTLED, -1, &rng, &until),
+                         BO_NEXT_RETRY);
         now = until;
     }
     ck_assert_int_eq(one_attempt(&d, &c, &call, now, THROTTLED, -1, &rng, &until), BO_NEXT_DONE);
@@ -510,14 +526,16 @@ START_TEST(test_retry_budget_bounds_a_failing_destination)
     /* a 429 is the server's rate limit, not a failing server: not refused */
     bo_call_begin(&call, now);
     for (int i = 0; i < 7; i++) {
-        ck_assert_int_eq(one_attempt(&d, &c, &call, now, RATE_LIMITED, -1, &rng, &until), BO_NEXT_RETRY);
+        ck_assert_int_eq(one_attempt(&d, &c, &call, now, RATE_LIMITED, -1, &rng, &until),
+                         BO_NEXT_RETRY);
         now = until;
     }
     ck_assert_int_eq(one_attempt(&d, &c, &call, now, RATE_LIMITED, -1, &rng, &until), BO_NEXT_DONE);
     c.retry_budget = 0;
     bo_call_begin(&call, now);
     for (int i = 0; i < 7; i++) {
-        ck_assert_int_eq(one_attempt(&d, &c, &call, now, THROTTLED, -1, &rng, &until), BO_NEXT_RETRY);
+        ck_assert_int_eq(one_attempt(&d, &c, &call, now, THROTTLED, -1, &rng, &until),
+                         BO_NEXT_RETRY);
         now = until;
     }
     ck_assert_int_eq(one_attempt(&d, &c, &call, now, THROTTLED, -1, &rng, &until), BO_NEXT_DONE);

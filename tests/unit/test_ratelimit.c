@@ -139,13 +139,13 @@ END_TEST
 
 START_TEST(test_remaining_above_limit)
 {
-    const char *l[] = {"ratelimit-limit: 10\r\n", "ratelimit-remaining: 11\r\n", "ratelimit-reset: 5\r\n",
-                       NULL};
+    const char *l[] = {"ratelimit-limit: 10\r\n", "ratelimit-remaining: 11\r\n",
+                       "ratelimit-reset: 5\r\n", NULL};
     bo_rl_quota q;
     ck_assert(!quota_of(l, &q));
     /* field by field: a bad limit leaves remaining and reset usable */
-    const char *l2[] = {"ratelimit-limit: ten\r\n", "ratelimit-remaining: 3\r\n", "ratelimit-reset: 5\r\n",
-                        NULL};
+    const char *l2[] = {"ratelimit-limit: ten\r\n", "ratelimit-remaining: 3\r\n",
+                        "ratelimit-reset: 5\r\n", NULL};
     ck_assert(quota_of(l2, &q));
     ck_assert_int_eq(q.limit, -1);
     ck_assert_int_eq(q.remaining, 3);
@@ -155,13 +155,13 @@ END_TEST
 START_TEST(test_conflicting_repeat_and_fallback)
 {
     /* a bad draft field falls back to the next dialect */
-    const char *l[] = {"RateLimit: \"d\";r=oops\r\n", "ratelimit-remaining: 4\r\n", "ratelimit-reset: 2\r\n",
-                       NULL};
+    const char *l[] = {"RateLimit: \"d\";r=oops\r\n", "ratelimit-remaining: 4\r\n",
+                       "ratelimit-reset: 2\r\n", NULL};
     bo_rl_quota q;
     ck_assert(quota_of(l, &q));
     ck_assert_int_eq(q.remaining, 4);
-    const char *l2[] = {"ratelimit-remaining: 4\r\n", "ratelimit-remaining: 5\r\n", "ratelimit-reset: 2\r\n",
-                        NULL};
+    const char *l2[] = {"ratelimit-remaining: 4\r\n", "ratelimit-remaining: 5\r\n",
+                        "ratelimit-reset: 2\r\n", NULL};
     ck_assert(!quota_of(l2, &q));
 }
 END_TEST
@@ -249,7 +249,8 @@ START_TEST(test_bucket_refill_paces_not_waits)
     rl.window_ns = 1 * S;
     bo_quota_note(&q, &rl, 0, 300000000LL, &rng);
     int64_t next = bo_quota_next_send(&q, 300000000LL, 0);
-    ck_assert_msg(next - 300000000LL <= 60000000LL, "waited %lld ns", (long long)(next - 300000000LL));
+    ck_assert_msg(next - 300000000LL <= 60000000LL, "waited %lld ns",
+                  (long long)(next - 300000000LL));
 
     /* the same numbers, but the quota only falls: a window, wait for its reset */
     bo_quota_init(&q);

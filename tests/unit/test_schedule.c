@@ -302,7 +302,8 @@ START_TEST(test_huge_n_saturates)
                 double want = 100.0 * MS * ((double)ns[i] + 1);
                 ck_assert_int_eq(d, want < 86400000.0 * MS ? (int64_t)want : 86400000 * MS);
             }
-            if (kinds[k] == BO_POLICY_EXPONENTIAL || kinds[k] == BO_POLICY_THAIN || kinds[k] == BO_POLICY_GAUSSIAN_JITTER)
+            if (kinds[k] == BO_POLICY_EXPONENTIAL || kinds[k] == BO_POLICY_THAIN ||
+                kinds[k] == BO_POLICY_GAUSSIAN_JITTER)
                 ck_assert_int_eq(d, 86400000 * MS);
             if (kinds[k] == BO_POLICY_EQUAL_JITTER)
                 ck_assert_int_ge(d, 43200000 * MS);
