@@ -93,6 +93,7 @@ void bo_config_defaults(bo_config *cfg)
     cfg->strict = false;
     cfg->pacing = true;
     cfg->ratelimit_headers = true;
+    cfg->share = BO_SHARE_HOST;
 }
 
 const char *bo_policy_name(bo_policy_kind kind)
@@ -505,6 +506,14 @@ int bo_config_load(bo_config *cfg, bo_getenv_fn get, void *ctx, char *err, size_
         else
             return bad(err, errlen, "BACKOFF_AIMD_MODE", v, "reno or tahoe");
     }
+    if (GET("BACKOFF_SHARE")) {
+        if (strcmp(v, "host") == 0)
+            cfg->share = BO_SHARE_HOST;
+        else if (strcmp(v, "process") == 0)
+            cfg->share = BO_SHARE_PROCESS;
+        else
+            return bad(err, errlen, "BACKOFF_SHARE", v, "host or process");
+    }
     if (GET("BACKOFF_UP")) {
         if (parse_double(v, &d) != 0 || d < 1.0 || d > 100.0)
             return bad(err, errlen, "BACKOFF_UP", v, "a number from 1 to 100");
@@ -702,5 +711,6 @@ size_t bo_config_format(const bo_config *cfg, char *buf, size_t len)
     out_add(&o, "BACKOFF_STRICT=%d\n", cfg->strict ? 1 : 0);
     out_add(&o, "BACKOFF_PACING=%d\n", cfg->pacing ? 1 : 0);
     out_add(&o, "BACKOFF_RATELIMIT_HEADERS=%d\n", cfg->ratelimit_headers ? 1 : 0);
+    out_add(&o, "BACKOFF_SHARE=%s\n", cfg->share == BO_SHARE_PROCESS ? "process" : "host");
     return o.need;
 }

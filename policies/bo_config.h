@@ -43,6 +43,9 @@ enum {
 
 typedef enum bo_aimd_mode { BO_AIMD_RENO = 0, BO_AIMD_TAHOE } bo_aimd_mode;
 
+/* BACKOFF_SHARE: where the per-destination state lives. */
+typedef enum bo_share_mode { BO_SHARE_HOST = 0, BO_SHARE_PROCESS } bo_share_mode;
+
 #define BO_MAX_HOSTS 32
 #define BO_HOST_LEN 256
 #define BO_PATH_LEN 1024
@@ -82,6 +85,8 @@ typedef struct bo_config {
                                  0 gives 000's algorithm exactly (bo_window.c) */
     bool ratelimit_headers;   /* BACKOFF_RATELIMIT_HEADERS: 1 (default) pace from the
                                  server's rate-limit headers (bo_ratelimit.h) */
+    bo_share_mode share;      /* BACKOFF_SHARE: host (default, every process of the
+                                 user on this host) or process (its threads only) */
 } bo_config;
 
 /* Returns the value of variable `name`, or NULL when it is unset. */
