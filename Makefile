@@ -74,9 +74,11 @@ $(BUILD)/libbackoff.so: $(SHIM_OBJ) $(BUILD)/libpolicies.a shim/exports.map
 	$(CC) -shared -o $@ $(SHIM_OBJ) $(BUILD)/libpolicies.a $(ALL_LDFLAGS) \
 	    -Wl,--version-script=shim/exports.map -Wl,-z,now -ldl -lm
 
-$(BUILD)/backoff: shim/wrapper.c $(BUILD)/libpolicies.a $(wildcard policies/*.h)
+# The wrapper reads and resets the host-wide state itself (--status, --reset).
+$(BUILD)/backoff: shim/wrapper.c shim/shim_share.c $(BUILD)/libpolicies.a $(wildcard policies/*.h shim/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ shim/wrapper.c $(BUILD)/libpolicies.a $(ALL_LDFLAGS) -lm
+	$(CC) $(ALL_CFLAGS) -Ishim -o $@ shim/wrapper.c shim/shim_share.c $(BUILD)/libpolicies.a \
+	    $(ALL_LDFLAGS) -lm
 
 $(BUILD)/backoff-sim: $(SIM_SRC) $(BUILD)/libpolicies.a $(wildcard policies/*.h demo/sim/*.h)
 	@mkdir -p $(dir $@)
@@ -230,7 +232,7 @@ $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_input.h $(POLICY_SRC) 
 
 # The shim's parsers are static in shim_curl.c: the target includes that file
 # and links the rest of the shim (no libcurl: its symbols are bound lazily).
-$(FUZZ_BUILD)/fuzz_shim_parse: FUZZ_EXTRA = $(CURL_CFLAGS) shim/shim_state.c shim/shim_table.c shim/shim_connect.c \
+$(FUZZ_BUILD)/fuzz_shim_parse: FUZZ_EXTRA = $(CURL_CFLAGS) shim/shim_state.c shim/shim_table.c shim/shim_share.c shim/shim_connect.c \
                                        shim/shim_dl.c -DBO_DL_NO_HOOKS -ldl
 $(FUZZ_BUILD)/fuzz_shim_parse: $(wildcard shim/*.c shim/*.h)
 
