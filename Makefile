@@ -156,9 +156,10 @@ TSAN_ENV = TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 log
 # The threaded tests: the shared window under 256 loadgen threads, forks
 # while threads hold the shim's locks, signals while threads back off, forks
 # in forked children (3 levels; from a thread while 16 threads retry),
-# threads looking destinations up while others are evicted.
+# threads looking destinations up while others are evicted, processes
+# sharing one host-wide window killed while they hold its locks and slots.
 TSAN_TESTS ?= test_shim_loadgen test_stress_threads test_stress_fork test_stress_signals \
-              test_fork_tree test_stress_dests
+              test_fork_tree test_stress_dests test_share_crash
 TSAN_STRESS_CALLS ?= 200
 TSAN_PROGRAMS = build-tsan/libbackoff.so build-tsan/backoff build-tsan/loadgen \
                 build-tsan/ratelimit-server $(HELPER_SRC:tests/helpers/%.c=build-tsan/tests/helpers/%)

@@ -193,6 +193,7 @@ static void init_shared_mutex(pthread_mutex_t *mu)
 static void repair_slot(bo_share_slot *s)
 {
     unsigned inflight = 0, waiters = 0;
+    const bo_config *cfg = __atomic_load_n(&g_cfg, __ATOMIC_RELAXED);
 
     bo_share_reap(s, now_ns(), true);
     for (unsigned i = 0; i < BO_SHARE_PROCS; i++) {
@@ -200,10 +201,8 @@ static void repair_slot(bo_share_slot *s)
         waiters += s->procs[i].waiters;
     }
     s->waiters = waiters;
-    if (!isfinite(s->d.window.cwnd) || s->d.window.cwnd < 1.0 || g_cfg == NULL) {
-        if (g_cfg != NULL)
-            bo_dest_init(&s->d, g_cfg, now_ns());
-    }
+    if ((!isfinite(s->d.window.cwnd) || s->d.window.cwnd < 1.0) && cfg != NULL)
+        bo_dest_init(&s->d, cfg, now_ns());
     s->d.window.inflight = inflight;
     s->key[BO_SHARE_KEY_LEN - 1] = '\0';
 }
@@ -445,7 +444,8 @@ static void say(const char *fmt, const char *what)
     char line[PATH_MAX + 512];
     int n;
 
-    if (g_cfg == NULL || !g_cfg->verbose)
+    const bo_config *cfg = __atomic_load_n(&g_cfg, __ATOMIC_RELAXED);
+    if (cfg == NULL || !cfg->verbose)
         return;
     n = snprintf(line, sizeof line, fmt, what);
     if (n > 0) {
@@ -543,6 +543,14 @@ static void fresh_state(bo_share_slot *s, const bo_config *cfg, int64_t now)
     s->attempts = s->throttled = s->successes = 0;
 }
 
+void bo_share_init(const bo_config *cfg)
+{
+    if (cfg->share != BO_SHARE_HOST || __atomic_load_n(&g_opened, __ATOMIC_ACQUIRE))
+        return;
+    __atomic_store_n(&g_cfg, cfg, __ATOMIC_RELAXED); /* every caller passes the same */
+    bo_shim_once(&g_opened, open_once);
+}
+
 bo_share_slot *bo_share_attach(const char *key, const bo_config *cfg, unsigned *idx)
 {
     bo_share_file *f;
@@ -550,10 +558,9 @@ bo_share_slot *bo_share_attach(const char *key, const bo_config *cfg, unsigned *
     uint64_t ch, h;
     int64_t now;
 
-    if (cfg->share != BO_SHARE_HOST || strlen(key) >= BO_SHARE_KEY_LEN)
+    if (cfg->share != BO_SHARE_HOST || strlen(key) >= BO_SHARE_KEY_LEN ||
+        !__atomic_load_n(&g_opened, __ATOMIC_ACQUIRE))
         return NULL;
-    g_cfg = cfg;
-    bo_shim_once(&g_opened, open_once);
     f = g_file;
     if (f == NULL)
         return NULL;
@@ -764,7 +771,7 @@ int bo_share_reset(FILE *out, const bo_config *cfg)
 
     if (g_pid == 0)
         self_identity();
-    g_cfg = cfg;
+    __atomic_store_n(&g_cfg, cfg, __ATOMIC_RELAXED);
     bo_share_file *f = map_file(false, why, sizeof why, &replaced);
     if (f == NULL) {
         if (why[0] == '\0') {

@@ -81,7 +81,14 @@ typedef struct bo_share_file {
     bo_share_slot slots[BO_SHARE_SLOTS];
 } bo_share_file;
 
-/* Attach this process to the slot of key (NULL: process-local, see *why). */
+/*
+ * Open (or make) the file, once per process; call it with no lock of the
+ * table held (it takes the shim's init lock, which fork holds before them).
+ */
+void bo_share_init(const bo_config *cfg);
+
+/* Attach this process to the slot of key (after bo_share_init); NULL: the
+ * process keeps this destination's state to itself (no file, no room). */
 bo_share_slot *bo_share_attach(const char *key, const bo_config *cfg, unsigned *idx);
 void bo_share_detach(bo_share_slot *s, unsigned idx);
 

@@ -172,6 +172,7 @@ bo_shim_dest *bo_shim_dest_get(const char *key)
     h = hash_key(key, &len);
     if (len >= BO_DEST_KEY_LEN)
         return NULL;
+    bo_share_init(cfg); /* before the shard lock: it may take the init lock */
     s = shard_of(h);
     pthread_mutex_lock(&s->mu);
     if (s->nbuckets != 0) {
