@@ -44,9 +44,10 @@ check() {
 start_server bucket --rate 5 --burst 5 --bucket-hints none
 run bucket-seq host 1 100 19000
 check bucket-seq 100 150
-# fresh state for the next run: a new directory
+stop_server
+# A new server (a full bucket) and a new state directory for each run.
+start_server bucket2 --rate 5 --burst 5 --bucket-hints none
 XDG_RUNTIME_DIR=$TMP/x8 && mkdir -m 700 "$XDG_RUNTIME_DIR"
-sleep 1.2 # the bucket refills (5 tokens at 5/s)
 run bucket-x8 host 8 200 39000
 check bucket-x8 200 150
 # --status names the destination, nothing in flight, nobody attached
@@ -55,7 +56,8 @@ cat "$TMP/status"
 grep -q "^http://127.0.0.1:$PORT " "$TMP/status" || fail "--status does not list the destination"
 awk -v k="http://127.0.0.1:$PORT" '$1 == k && ($4 != 0 || $5 != 0) { bad = 1 } END { exit bad }' "$TMP/status" ||
     fail "--status shows attempts in flight or processes attached after every process ended"
-sleep 1.2
+stop_server
+start_server bucket3 --rate 5 --burst 5 --bucket-hints none
 run bucket-x8-process process 8 100 19000
 set -- $(cat "$TMP/bucket-x8-process.res")
 [ "$1" -ge 150 ] ||
