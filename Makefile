@@ -96,7 +96,7 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(BUILD)/libpolicies.a $(wildcard policies
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -o $@ $< $(BUILD)/libpolicies.a $(ALL_LDFLAGS) $(CHECK_LIBS) -lm
 
-$(BUILD)/tests/helpers/%: tests/helpers/%.c
+$(BUILD)/tests/helpers/%: tests/helpers/%.c $(wildcard shim/shim_share.h policies/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(CURL_CFLAGS) -o $@ $< $(ALL_LDFLAGS) $(CURL_LIBS) -lm
 

@@ -152,13 +152,26 @@ static bool proc_alive(const bo_share_proc *p)
     return proc_start(p->pid, &start) && start == p->start;
 }
 
+/* Free an entry (under the slot's lock). */
+static void free_entry(bo_share_slot *s, bo_share_proc *p)
+{
+    if (p->pid != 0)
+        __atomic_sub_fetch(&s->nattached, 1, __ATOMIC_RELAXED);
+    memset(p, 0, sizeof *p);
+}
+
+static void set_used_ns(bo_share_slot *s, int64_t now)
+{
+    __atomic_store_n(&s->last_used_ns, now, __ATOMIC_RELAXED);
+}
+
 /* Give back a dead process's leases and waiters; free its entry. */
 static void drop_proc(bo_share_slot *s, bo_share_proc *p)
 {
     unsigned *in = &s->d.window.inflight;
     *in = *in > p->inflight ? *in - p->inflight : 0;
     s->waiters = s->waiters > p->waiters ? s->waiters - p->waiters : 0;
-    memset(p, 0, sizeof *p);
+    free_entry(s, p);
 }
 
 void bo_share_reap(bo_share_slot *s, int64_t now, bool force)
@@ -229,11 +242,18 @@ static void repair_slot_v(void *arg)
     repair_slot(arg);
 }
 
+static void chain_link(bo_share_file *f, bo_share_slot *s);
+
 static void repair_file_v(void *arg)
 {
     bo_share_file *f = arg;
-    for (unsigned i = 0; i < BO_SHARE_SLOTS; i++)
+    /* A holder died inside: the chains are made anew from the slots. */
+    memset(f->heads, 0, sizeof f->heads);
+    for (unsigned i = 0; i < BO_SHARE_SLOTS; i++) {
         f->slots[i].key[BO_SHARE_KEY_LEN - 1] = '\0';
+        if (f->slots[i].used)
+            chain_link(f, &f->slots[i]);
+    }
 }
 
 void bo_share_lock(bo_share_slot *s)
@@ -490,6 +510,7 @@ static int self_entry(bo_share_slot *s, int64_t now)
         }
         if (free_i >= 0) {
             bo_share_proc *p = &s->procs[free_i];
+            __atomic_add_fetch(&s->nattached, 1, __ATOMIC_RELAXED);
             p->pid = g_pid;
             p->start = g_start;
             p->nonce = g_nonce;
@@ -502,33 +523,95 @@ static int self_entry(bo_share_slot *s, int64_t now)
 
 static bool slot_attached(const bo_share_slot *s)
 {
-    for (unsigned i = 0; i < BO_SHARE_PROCS; i++)
-        if (s->procs[i].pid != 0)
-            return true;
-    return false;
+    return __atomic_load_n(&s->nattached, __ATOMIC_RELAXED) != 0;
 }
 
-/* A slot for a new key, under the file's lock: a free one, else the least
- * recently used one nobody (alive) is attached to. */
+/* Hash chains, under the file's lock. */
+static void chain_link(bo_share_file *f, bo_share_slot *s)
+{
+    uint32_t *head = &f->heads[s->hash % BO_SHARE_SLOTS];
+    s->hnext = *head;
+    *head = (uint32_t)(s - f->slots) + 1;
+}
+
+static void chain_unlink(bo_share_file *f, bo_share_slot *s)
+{
+    uint32_t me = (uint32_t)(s - f->slots) + 1;
+    uint32_t *pp = &f->heads[s->hash % BO_SHARE_SLOTS];
+    for (unsigned n = 0; *pp != 0 && *pp <= BO_SHARE_SLOTS && n < BO_SHARE_SLOTS; n++) {
+        if (*pp == me) {
+            *pp = s->hnext;
+            break;
+        }
+        pp = &f->slots[*pp - 1].hnext;
+    }
+    s->hnext = 0;
+}
+
+static bo_share_slot *chain_find(bo_share_file *f, const char *key, uint64_t h, uint64_t ch)
+{
+    uint32_t j = f->heads[h % BO_SHARE_SLOTS];
+    for (unsigned n = 0; j != 0 && j <= BO_SHARE_SLOTS && n < BO_SHARE_SLOTS; n++) {
+        bo_share_slot *c = &f->slots[j - 1];
+        if (c->used && c->hash == h && c->cfg_hash == ch && strcmp(c->key, key) == 0)
+            return c;
+        j = c->hnext;
+    }
+    return NULL;
+}
+
+/* Slots looked at for the least recently used one (as Redis samples). */
+#define EVICT_SAMPLE 32
+
+/*
+ * A slot for a new key, under the file's lock: a free one, else the least
+ * recently used of EVICT_SAMPLE slots nobody is attached to, from a cursor
+ * that goes round the file (an approximate LRU that costs the same at any
+ * size; all slots when the sample has none).  Read without the slots'
+ * locks: a process attaches only under the file's lock, which we hold.
+ * When every slot is attached, the dead processes' entries are reaped once
+ * (a lock and a /proc look per entry) and the choice made again.  Returned
+ * locked, out of its hash chain.
+ */
 static bo_share_slot *take_slot(bo_share_file *f, int64_t now)
 {
-    bo_share_slot *victim = NULL;
-
-    for (unsigned i = 0; i < BO_SHARE_SLOTS; i++)
-        if (!f->slots[i].used)
-            return &f->slots[i];
-    for (int pass = 0; pass < 2 && victim == NULL; pass++) {
-        for (unsigned i = 0; i < BO_SHARE_SLOTS; i++) {
-            bo_share_slot *s = &f->slots[i];
-            bo_share_lock(s);
-            if (pass == 1)
-                bo_share_reap(s, now, true);
-            if (!slot_attached(s) && (victim == NULL || s->last_used_ns < victim->last_used_ns))
+    for (int pass = 0; pass < 2; pass++) {
+        bo_share_slot *victim = NULL;
+        int64_t oldest = INT64_MAX;
+        unsigned start = f->cursor % BO_SHARE_SLOTS;
+        for (unsigned k = 0; k < BO_SHARE_SLOTS; k++) {
+            if (k >= EVICT_SAMPLE && victim != NULL)
+                break;
+            bo_share_slot *s = &f->slots[(start + k) % BO_SHARE_SLOTS];
+            if (!s->used) {
                 victim = s;
-            bo_share_unlock(s);
+                break;
+            }
+            int64_t t = __atomic_load_n(&s->last_used_ns, __ATOMIC_RELAXED);
+            if (!slot_attached(s) && t < oldest) {
+                victim = s;
+                oldest = t;
+            }
+        }
+        f->cursor = start + EVICT_SAMPLE;
+        if (victim != NULL) {
+            bo_share_lock(victim);
+            if (!slot_attached(victim)) { /* a fork child may have attached since */
+                if (victim->used)
+                    chain_unlink(f, victim);
+                return victim;
+            }
+            bo_share_unlock(victim);
+        }
+        if (pass == 0) {
+            for (unsigned i = 0; i < BO_SHARE_SLOTS; i++) {
+                bo_share_lock(&f->slots[i]);
+                bo_share_reap(&f->slots[i], now, true);
+                bo_share_unlock(&f->slots[i]);
+            }
         }
     }
-    return victim;
+    return NULL;
 }
 
 /* The state of a destination as new (leases, if any, stay counted). */
@@ -568,27 +651,26 @@ bo_share_slot *bo_share_attach(const char *key, const bo_config *cfg, unsigned *
     h = hash_key(key, ch);
     now = now_ns();
     lock_file(f);
-    for (unsigned i = 0; i < BO_SHARE_SLOTS; i++) {
-        bo_share_slot *c = &f->slots[i];
-        if (c->used && c->hash == h && c->cfg_hash == ch && strcmp(c->key, key) == 0) {
-            s = c;
-            break;
-        }
-    }
+    s = chain_find(f, key, h, ch);
     bool fresh = s == NULL;
-    if (fresh && (s = take_slot(f, now)) == NULL)
-        goto out;
-    bo_share_lock(s);
+    if (fresh) {
+        if ((s = take_slot(f, now)) == NULL)
+            goto out;
+    } else {
+        bo_share_lock(s);
+    }
     if (fresh) {
         s->used = 1;
         s->hash = h;
         s->cfg_hash = ch;
         memcpy(s->key, key, strlen(key) + 1);
+        chain_link(f, s);
         fresh_state(s, cfg, now);
     } else {
         bo_share_reap(s, now, false);
         /* Nobody on it for long (or a clock from before a reboot): fresh. */
-        if (!slot_attached(s) && (now - s->last_used_ns > BO_SHARE_STALE_NS || s->last_used_ns > now))
+        int64_t used = __atomic_load_n(&s->last_used_ns, __ATOMIC_RELAXED);
+        if (!slot_attached(s) && (now - used > BO_SHARE_STALE_NS || used > now))
             fresh_state(s, cfg, now);
     }
     int i = self_entry(s, now);
@@ -598,7 +680,7 @@ bo_share_slot *bo_share_attach(const char *key, const bo_config *cfg, unsigned *
         goto out;
     }
     s->procs[i].refs++;
-    s->last_used_ns = now;
+    set_used_ns(s, now);
     *idx = (unsigned)i;
     bo_share_unlock(s);
 out:
@@ -615,7 +697,7 @@ static void release(bo_share_slot *s, unsigned idx)
     if (p->refs > 0)
         p->refs--;
     if (p->refs == 0 && p->inflight == 0 && p->waiters == 0)
-        memset(p, 0, sizeof *p);
+        free_entry(s, p);
 }
 
 void bo_share_detach(bo_share_slot *s, unsigned idx)
@@ -624,7 +706,7 @@ void bo_share_detach(bo_share_slot *s, unsigned idx)
         return;
     bo_share_lock(s);
     release(s, idx);
-    s->last_used_ns = now_ns();
+    set_used_ns(s, now_ns());
     bo_share_unlock(s);
 }
 
@@ -675,7 +757,7 @@ void bo_share_wake(bo_share_slot *s)
 void bo_share_note(bo_share_slot *s, bool success, bool throttle, int64_t now)
 {
     s->attempts++;
-    s->last_used_ns = now;
+    set_used_ns(s, now);
     if (success) {
         s->successes++;
         s->last_success_ns = now;
@@ -691,18 +773,22 @@ void bo_share_child_fork(void)
     self_identity(); /* a new pid; the nonce stays: the same image */
 }
 
-unsigned bo_share_child_reattach(bo_share_slot *s)
+bool bo_share_child_reattach(bo_share_slot *s, const char *key, unsigned *idx)
 {
-    int i;
+    int i = -1;
 
     bo_share_lock(s);
-    i = self_entry(s, now_ns());
+    /* The parent may have let the slot go since fork, and it may hold
+     * another destination now: then the child keeps its state to itself. */
+    if (s->used && strcmp(s->key, key) == 0)
+        i = self_entry(s, now_ns());
     if (i >= 0)
         s->procs[i].refs++;
     bo_share_unlock(s);
-    /* Every entry taken (64 processes on one destination): the child works
-     * through entry 0's record, which only miscounts --status. */
-    return i >= 0 ? (unsigned)i : 0;
+    if (i < 0)
+        return false;
+    *idx = (unsigned)i;
+    return true;
 }
 
 /* ---- backoff --status / --reset ---------------------------------------- */
@@ -799,6 +885,7 @@ int bo_share_reset(FILE *out, const bo_config *cfg)
             fresh_state(s, cfg, now); /* its processes' leases stay counted */
             kept++;
         } else {
+            chain_unlink(f, s);
             s->used = 0;
             s->key[0] = '\0';
             freed++;

@@ -56,11 +56,13 @@ typedef struct bo_share_slot {
     uint32_t waiters;           /* sum of procs[].waiters */
     /* written under the file's lock (and this slot's), read under either */
     uint32_t used;
-    uint32_t pad;
+    uint32_t nattached;         /* entries of procs[] in use; atomic, changed under mu */
     uint64_t hash;              /* of key and cfg_hash */
+    uint32_t hnext;             /* next slot (index + 1) of the hash chain; 0: none */
+    uint32_t pad2;
     uint64_t cfg_hash;          /* processes configured alike share a slot */
     char key[BO_SHARE_KEY_LEN];
-    int64_t last_used_ns;       /* CLOCK_MONOTONIC, host-wide */
+    int64_t last_used_ns;       /* CLOCK_MONOTONIC, host-wide; atomic, written under mu */
     int64_t last_throttle_ns, last_success_ns; /* 0: never */
     int64_t reaped_ns;
     uint64_t attempts, throttled, successes;
@@ -78,6 +80,10 @@ typedef struct bo_share_file {
     uint32_t pad;
     uint64_t file_size;
     pthread_mutex_t mu;         /* robust, process-shared: slot allocation */
+    /* guarded by mu: hash chains (slot index + 1, 0: empty), the eviction cursor */
+    uint32_t heads[BO_SHARE_SLOTS];
+    uint32_t cursor;
+    uint32_t pad2;
     bo_share_slot slots[BO_SHARE_SLOTS];
 } bo_share_file;
 
@@ -112,7 +118,8 @@ void bo_share_reap(bo_share_slot *s, int64_t now_ns, bool force);
 /* Fork: the child is a new process (its own leases), with the same mapping. */
 void bo_share_child_fork(void);
 /* In the child, for each block it inherited attached: hold the slot as itself. */
-unsigned bo_share_child_reattach(bo_share_slot *s);
+/* Returns false when the slot now holds another destination (key). */
+bool bo_share_child_reattach(bo_share_slot *s, const char *key, unsigned *idx);
 
 /* backoff --status / --reset (wrapper.c): 0 ok, 1 nothing shared, 2 error. */
 int bo_share_status(FILE *out);

@@ -37,7 +37,8 @@ int main(int argc, char **argv)
         return 1;
     }
     bo_share_file *f = mmap(NULL, sizeof *f, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (f == MAP_FAILED || f->magic != BO_SHARE_MAGIC || f->version != BO_SHARE_VERSION) {
+    if (f == MAP_FAILED || f->magic != BO_SHARE_MAGIC || f->version != BO_SHARE_VERSION ||
+        f->file_size != sizeof *f || f->dest_size != sizeof(bo_dest)) {
         fprintf(stderr, "%s: not this build's state file\n", path);
         return 1;
     }
