@@ -81,9 +81,11 @@ $(BUILD)/libbackoff.so: $(SHIM_OBJ) $(BUILD)/libpolicies.a shim/exports.map
 	$(CC) -shared -o $@ $(SHIM_OBJ) $(BUILD)/libpolicies.a $(ALL_LDFLAGS) \
 	    -Wl,--version-script=shim/exports.map -Wl,-z,now -ldl -lm
 
-$(BUILD)/backoff: shim/wrapper.c $(BUILD)/libpolicies.a $(wildcard policies/*.h)
+# The wrapper reads and resets the host-wide state itself (--status, --reset).
+$(BUILD)/backoff: shim/wrapper.c shim/shim_share.c $(BUILD)/libpolicies.a $(wildcard policies/*.h shim/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ shim/wrapper.c $(BUILD)/libpolicies.a $(ALL_LDFLAGS) -lm
+	$(CC) $(ALL_CFLAGS) -Ishim -o $@ shim/wrapper.c shim/shim_share.c $(BUILD)/libpolicies.a \
+	    $(ALL_LDFLAGS) -lm
 
 $(BUILD)/backoff-sim: $(SIM_SRC) $(BUILD)/libpolicies.a $(wildcard policies/*.h demo/sim/*.h)
 	@mkdir -p $(dir $@)
@@ -101,7 +103,7 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(BUILD)/libpolicies.a $(wildcard policies
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -o $@ $< $(BUILD)/libpolicies.a $(ALL_LDFLAGS) $(CHECK_LIBS) -lm
 
-$(BUILD)/tests/helpers/%: tests/helpers/%.c
+$(BUILD)/tests/helpers/%: tests/helpers/%.c $(wildcard shim/shim_share.h policies/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(CURL_CFLAGS) -o $@ $< $(ALL_LDFLAGS) $(CURL_LIBS) -lm
 
@@ -162,9 +164,10 @@ TSAN_ENV = TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 log
 # while threads hold the shim's locks, signals while threads back off, forks
 # in forked children (3 levels; from a thread while 16 threads retry),
 # threads looking destinations up while others are evicted, threads each
-# driving a multi handle against one throttled destination.
+# driving a multi handle against one throttled destination, processes
+# sharing one host-wide window killed while they hold its locks and slots.
 TSAN_TESTS ?= test_shim_loadgen test_stress_threads test_stress_fork test_stress_signals \
-              test_fork_tree test_stress_dests test_multi_threads
+              test_fork_tree test_stress_dests test_multi_threads test_share_crash
 TSAN_STRESS_CALLS ?= 200
 TSAN_PROGRAMS = build-tsan/libbackoff.so build-tsan/backoff build-tsan/loadgen \
                 build-tsan/ratelimit-server $(HELPER_SRC:tests/helpers/%.c=build-tsan/tests/helpers/%)
@@ -238,7 +241,7 @@ $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_input.h $(POLICY_SRC) 
 
 # The shim's parsers are static in shim_curl.c: the target includes that file
 # and links the rest of the shim (no libcurl: its symbols are bound lazily).
-$(FUZZ_BUILD)/fuzz_shim_parse: FUZZ_EXTRA = $(CURL_CFLAGS) shim/shim_state.c shim/shim_table.c shim/shim_connect.c shim/shim_multi.c \
+$(FUZZ_BUILD)/fuzz_shim_parse: FUZZ_EXTRA = $(CURL_CFLAGS) shim/shim_state.c shim/shim_table.c shim/shim_share.c shim/shim_connect.c shim/shim_multi.c \
                                        shim/shim_dl.c -DBO_DL_NO_HOOKS -ldl
 $(FUZZ_BUILD)/fuzz_shim_parse: $(wildcard shim/*.c shim/*.h)
 

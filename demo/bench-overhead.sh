@@ -49,6 +49,10 @@ for f in "$LIB" "$BENCH" "$MANY" "$BUILD/ratelimit-server" "$BUILD/loadgen"; do
 done
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/backoff-bench.XXXXXX")
+# The shim runs in its default BACKOFF_SHARE=host mode (a destination's
+# state in a shared-memory file), with a state directory of its own.
+XDG_RUNTIME_DIR=$TMP
+export XDG_RUNTIME_DIR
 SERVER_PID=""
 cleanup() {
     [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null

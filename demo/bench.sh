@@ -28,6 +28,14 @@
 #   own       issue 22 (not in the default list): demo/bench-own-retries.sh,
 #             programs that retry on their own (curl --retry, a pycurl loop),
 #             requests counted at the server and wall time, plain and preloaded
+#   share     issue 11: fresh `backoff -- curl` processes, SHARE_CALLS (100)
+#             one after another (loop) and 8 at once (xargs -P 8), against a
+#             token bucket of 5/s burst 5 with and without Retry-After (slow
+#             enough that this machine's curl loop outruns it) and a
+#             concurrency cap of 4 slots x 200 ms; BACKOFF_SHARE=host (one
+#             state for all the processes) beside process (each alone).
+#             Optimum: bucket (calls - 5) / 5 s, cap calls x 0.2 s / (1 for
+#             the loop, 4 for 8 at once); extra: attempts/request, gave up
 #   headers   issue 13 (not in the default list): the default policy paced
 #             from the server's rate-limit headers, loadgen 1 and 8 threads,
 #             against a token bucket 20/s burst 20 (220 requests, optimum
@@ -41,7 +49,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-build}
 case "$BUILD" in /*) ;; *) BUILD="$top/$BUILD" ;; esac
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/backoff-bench.XXXXXX")
-SCENARIOS=${BENCH_SCENARIOS:-"burst outage pacing fairness multi overhead"}
+SCENARIOS=${BENCH_SCENARIOS:-"burst outage pacing fairness multi share overhead"}
 ALL_POLICIES="none fixed linear exponential full-jitter equal-jitter decorrelated-jitter gaussian-jitter thain responsive aimd"
 POLICIES=${BENCH_POLICIES:-$ALL_POLICIES}
 
@@ -269,6 +277,63 @@ bench_fairness() {
     done
 }
 
+# --- share (issue 11) -------------------------------------------------------------
+# share_run NAME MODE CLIENTS CALLS: the calls as fresh curl processes, the
+# state in a directory of its own; writes "elapsed_s ok gave_up" to NAME.res.
+share_run() {
+    XDG_RUNTIME_DIR="$WORK/$1.xdg"
+    export XDG_RUNTIME_DIR
+    mkdir -m 700 "$XDG_RUNTIME_DIR"
+    _t0=$(date +%s%3N)
+    if [ "$3" = loop ]; then
+        _i=1
+        while [ $_i -le "$4" ]; do
+            BACKOFF_SHARE=$2 BACKOFF_STATS="$WORK/$1.json" "$BUILD/backoff" -- curl -s -o /dev/null \
+                -w '%{http_code}\n' "http://127.0.0.1:$PORT/item/$_i" || true
+            _i=$((_i + 1))
+        done >"$WORK/$1.codes"
+    else
+        seq 1 "$4" | BACKOFF_SHARE=$2 BACKOFF_STATS="$WORK/$1.json" xargs -P 8 -I{} "$BUILD/backoff" -- \
+            curl -s -o /dev/null -w '%{http_code}\n' "http://127.0.0.1:$PORT/item/{}" >"$WORK/$1.codes" || true
+    fi
+    _t1=$(date +%s%3N)
+    echo "$(awk -v t=$((_t1 - _t0)) 'BEGIN { printf "%.2f", t / 1000 }') $(grep -c '^200$' "$WORK/$1.codes") $(awk -F'"gave_up":' 'NF > 1 { s += $2 + 0 } END { print s + 0 }' "$WORK/$1.json")" >"$WORK/$1.res"
+}
+
+bench_share() {
+    sn=${SHARE_CALLS:-100}
+    command -v curl >/dev/null 2>&1 || { echo "# share: no curl command, skipped"; return 0; }
+    echo "# share: fresh backoff -- curl processes, $sn calls, in a loop and 8 at once (xargs -P 8); bucket 5/s burst 5, cap 4 x 200 ms"
+    for server in bucket-nohints bucket-hints cap; do
+        case $server in
+        bucket-nohints) flags="--rate 5 --burst 5 --bucket-hints none" ;;
+        bucket-hints) flags="--rate 5 --burst 5" ;;
+        cap) flags="--max-busy 4 --service-ms 200" ;;
+        esac
+        for clients in loop x8; do
+            case $server/$clients in
+            bucket*) opt=$(awk -v n="$sn" 'BEGIN { printf "%.2f", (n - 5) / 5 }') ;;
+            cap/loop) opt=$(awk -v n="$sn" 'BEGIN { printf "%.2f", n * 0.2 }') ;;
+            cap/x8) opt=$(awk -v n="$sn" 'BEGIN { printf "%.2f", n * 0.2 / 4 }') ;;
+            esac
+            for mode in host process; do
+                name="share-$server-$clients-$mode"
+                # shellcheck disable=SC2086
+                start_server "$WORK/$name-server.tsv" $flags
+                share_run "$name" "$mode" "$clients" "$sn"
+                stop_server
+                set -- $(cat "$WORK/$name.res")
+                att=$(col "$WORK/$name-server.tsv" requests)
+                row "share-$server-$clients" "aimd-$mode" "$1" "$opt" \
+                    "$(awk -v c="$1" -v o="$opt" 'BEGIN { printf "%.2f", c / o }')" "$sn" "$2" "$att" \
+                    "$(awk -v a="$att" -v k="$2" 'BEGIN { printf "%.1f", a ? 100 * (a - k) / a : 0 }')" \
+                    - - - - - "attempts_per_request=$(awk -v a="$att" -v n="$sn" 'BEGIN { printf "%.2f", a / n }') gave_up=$3"
+                sleep 1.2 # the next server is new; the machine settles
+            done
+        done
+    done
+}
+
 bench_overhead() {
     if [ -f "$top/demo/bench-overhead.sh" ]; then
         BUILD="$BUILD" sh "$top/demo/bench-overhead.sh" | awk -F'\t' '
@@ -306,6 +371,7 @@ for s in $SCENARIOS; do
     real) bench_real ;;
     own) bench_own ;;
     headers) bench_headers ;;
-    *) echo "backoff bench: unknown scenario \"$s\": expected burst, outage, pacing, fairness, multi, overhead, real, own or headers" >&2; exit 2 ;;
+    share) bench_share ;;
+    *) echo "backoff bench: unknown scenario \"$s\": expected burst, outage, pacing, fairness, multi, share, overhead, real, own or headers" >&2; exit 2 ;;
     esac
 done

@@ -388,6 +388,14 @@ static int get_path(const char *name, const char *v, char *out, char *err, size_
 
 #define F(field) offsetof(bo_config, field)
 
+/* The choices of the BO_VAR_CHOICE variables, in the order of their enums
+ * (stored through an int: the enums must be int-sized). */
+_Static_assert(sizeof(bo_aimd_mode) == sizeof(int), "BO_VAR_CHOICE fields are int-sized");
+_Static_assert(sizeof(bo_share_mode) == sizeof(int), "BO_VAR_CHOICE fields are int-sized");
+static const char *const aimd_modes[] = {[BO_AIMD_RENO] = "reno", [BO_AIMD_TAHOE] = "tahoe", NULL};
+static const char *const share_modes[] = {[BO_SHARE_HOST] = "host", [BO_SHARE_PROCESS] = "process",
+                                          NULL};
+
 /*
  * Every variable, in the order --print-config lists them and the order in
  * which a bad value is reported first.  `deflt` is the default written as
@@ -399,72 +407,76 @@ static int get_path(const char *name, const char *v, char *out, char *err, size_
 static const bo_var vars[] = {
     {"BACKOFF_POLICY", BO_VAR_POLICY, F(policy), 0, 0, 0, NULL, "aimd", "aimd",
      "the retry policy; aimd, the default, shares a window of requests in flight per "
-     "destination, paced from the server's answers (the README compares them all)"},
+     "destination, paced from the server's answers (the README compares them all)", NULL},
     {"BACKOFF_MAX_ATTEMPTS", BO_VAR_UINT, F(max_attempts), 0, COUNT_MAX, 0, NULL, "8", "8",
      "attempts per call, the first included (0: no limit; waiting for a window slot is "
-     "not an attempt)"},
+     "not an attempt)", NULL},
     {"BACKOFF_MAX_TIME_MS", BO_VAR_I64, F(max_time_ms), 0, MS_PER_DAY, 0, NULL, "0", "0",
      "no new attempt once this long has passed since the call began (0: no limit; for "
      "connect() 0 means 30 s); the program's own time limit (CURLOPT_TIMEOUT, a socket's "
-     "send timeout) also bounds the call, the sooner wins"},
+     "send timeout) also bounds the call, the sooner wins", NULL},
     {"BACKOFF_BASE_MS", BO_VAR_I64, F(base_ms), 1, MS_PER_HOUR, 0, NULL, "100", "100",
-     "first delay of the delay schedules, in ms"},
+     "first delay of the delay schedules, in ms", NULL},
     {"BACKOFF_CAP_MS", BO_VAR_I64, F(cap_ms), 1, MS_PER_DAY, 0, NULL, "20000", "20000",
      "largest delay, in ms, not below BACKOFF_BASE_MS; also bounds every Retry-After and "
-     "rate-limit wait"},
+     "rate-limit wait", NULL},
     {"BACKOFF_FACTOR", BO_VAR_DOUBLE, F(factor), 1, 100, 0, NULL, "2", "2",
-     "growth factor of the exponential schedules"},
+     "growth factor of the exponential schedules", NULL},
     {"BACKOFF_JITTER", BO_VAR_DOUBLE, F(jitter), 0, 1, 0, NULL, "0.1", "0.1",
-     "spread of gaussian-jitter and of responsive's randomization, as a fraction"},
+     "spread of gaussian-jitter and of responsive's randomization, as a fraction", NULL},
     {"BACKOFF_RETRY_ON", BO_VAR_RETRY_ON, F(retry_on), 0, 0, 0, NULL,
      "429,503,502,504,408,connect,timeout,reset", "429,503,502,504,408,connect,timeout,reset",
-     "the outcomes that are retried"},
+     "the outcomes that are retried", NULL},
     {"BACKOFF_UNSAFE_RETRY", BO_VAR_BOOL, F(unsafe_retry), 0, 1, 0, NULL, "0", "0",
-     "1: also retry a non-idempotent request (POST) after it may have reached the server"},
+     "1: also retry a non-idempotent request (POST) after it may have reached the server", NULL},
     {"BACKOFF_WINDOW", BO_VAR_UINT, F(window), 1, COUNT_MAX, 0, NULL, "20", "20",
-     "aimd: initial window of requests in flight per destination"},
+     "aimd: initial window of requests in flight per destination", NULL},
     {"BACKOFF_WINDOW_MAX", BO_VAR_UINT, F(window_max), 1, COUNT_MAX, 0, NULL, "1024", "1024",
      "aimd: largest window (also the initial slow-start threshold), not below "
-     "BACKOFF_WINDOW"},
+     "BACKOFF_WINDOW", NULL},
     {"BACKOFF_BETA", BO_VAR_DOUBLE, F(beta), 0, 1, BO_VAR_LO_OPEN | BO_VAR_HI_OPEN | BO_VAR_ZERO_OK,
-     "0 (the policy's own) or a number above 0 and below 1", "0", "0", "aimd: multiplicative decrease on a throttle (0: the policy's own, 0.9)"},
-    {"BACKOFF_AIMD_MODE", BO_VAR_AIMD_MODE, F(aimd_mode), 0, 0, 0, NULL, "reno", "reno",
+     "0 (the policy's own) or a number above 0 and below 1", "0", "0", "aimd: multiplicative decrease on a throttle (0: the policy's own, 0.9)", NULL},
+    {"BACKOFF_AIMD_MODE", BO_VAR_CHOICE, F(aimd_mode), 0, 0, 0, NULL, "reno", "reno",
      "aimd: on a throttle the slow-start threshold becomes window x beta and the window "
-     "that threshold (reno) or BACKOFF_WINDOW again (tahoe)"},
+     "that threshold (reno) or BACKOFF_WINDOW again (tahoe)", aimd_modes},
     {"BACKOFF_UP", BO_VAR_DOUBLE, F(up), 1, 100, 0, NULL, "1.5", "1.5",
-     "responsive: delay multiplier on a throttle"},
+     "responsive: delay multiplier on a throttle", NULL},
     {"BACKOFF_DOWN", BO_VAR_DOUBLE, F(down), 0, 1, BO_VAR_LO_OPEN, NULL, "0.9", "0.9",
-     "responsive: delay multiplier after a streak of successes"},
+     "responsive: delay multiplier after a streak of successes", NULL},
     {"BACKOFF_DOWN_AFTER", BO_VAR_UINT, F(down_after), 1, COUNT_MAX, 0, NULL, "10", "10",
-     "responsive: the streak of successes that lowers the delay"},
+     "responsive: the streak of successes that lowers the delay", NULL},
     {"BACKOFF_CONNECT", BO_VAR_BOOL, F(connect_hook), 0, 1, 0, NULL, "1", "1",
-     "0: the connect() hook passes every call through"},
+     "0: the connect() hook passes every call through", NULL},
     {"BACKOFF_HOSTS", BO_VAR_HOSTS, F(hosts), 0, 0, 0, NULL, "", "every destination",
      "only these destinations are managed; a refused connect() to one of them is retried "
-     "even before it was seen alive"},
+     "even before it was seen alive", NULL},
     {"BACKOFF_STATS", BO_VAR_PATH, F(stats_path), 0, 0, 0, NULL, "", "off",
-     "stderr or a file: one JSON object per process at exit (appended)"},
+     "stderr or a file: one JSON object per process at exit (appended)", NULL},
     {"BACKOFF_TRACE", BO_VAR_PATH, F(trace_path), 0, 0, 0, NULL, "", "off",
-     "a file: one CSV row per attempt (appended)"},
+     "a file: one CSV row per attempt (appended)", NULL},
     {"BACKOFF_VERBOSE", BO_VAR_BOOL, F(verbose), 0, 1, 0, NULL, "0", "0",
-     "1: one stderr line per retry decision"},
+     "1: one stderr line per retry decision", NULL},
     {"BACKOFF_SEED", BO_VAR_SEED, F(seed), 0, 0, 0, NULL, "", "from the clock",
-     "seed of every random choice, for repeatable runs"},
+     "seed of every random choice, for repeatable runs", NULL},
     {"BACKOFF_STRICT", BO_VAR_BOOL, F(strict), 0, 1, 0, NULL, "0", "0",
      "1: a bad variable ends the program with exit status 2 instead of passing every call "
-     "through"},
+     "through", NULL},
     {"BACKOFF_PACING", BO_VAR_BOOL, F(pacing), 0, 1, 0, NULL, "1", "1",
      "aimd: 1 paces sends over the round trip and sizes decreases from the measured "
-     "delivery rate; 0 runs article 000's algorithm exactly"},
+     "delivery rate; 0 runs article 000's algorithm exactly", NULL},
     {"BACKOFF_RATELIMIT_HEADERS", BO_VAR_BOOL, F(ratelimit_headers), 0, 1, 0, NULL, "1", "1",
      "1: pace from the server's rate-limit headers (x-ratelimit-*, RateLimit-*, the IETF "
-     "draft's RateLimit and RateLimit-Policy); 0: ignore them"},
+     "draft's RateLimit and RateLimit-Policy); 0: ignore them", NULL},
     {"BACKOFF_RETRY_BUDGET", BO_VAR_UINT, F(retry_budget), 0, 1000, 0,
      "a percentage of first attempts from 0 (no budget) to 1000", "20", "20",
      "per destination, over a sliding 10 s window: the shim's retries allowed as a "
      "percentage of the first attempts of new logical requests, on top of 3 and one per "
      "success, so that a destination that keeps failing sees a bounded multiple of the "
-     "program's own load (0: no budget)"},
+     "program's own load (0: no budget)", NULL},
+    {"BACKOFF_SHARE", BO_VAR_CHOICE, F(share), 0, 0, 0, NULL, "host", "host",
+     "where each destination's state lives: host, in a shared-memory file of this user that "
+     "every process on the host maps (shell loops and parallel jobs learn together); "
+     "process, in each process alone", share_modes},
 };
 #undef F
 
@@ -498,8 +510,16 @@ size_t bo_var_accepted(const bo_var *v, char *buf, size_t len)
         break;
     case BO_VAR_BOOL:
         return (size_t)snprintf(buf, len, "0 or 1");
-    case BO_VAR_AIMD_MODE:
-        return (size_t)snprintf(buf, len, "reno or tahoe");
+    case BO_VAR_CHOICE: {
+        size_t at = 0;
+        for (int i = 0; v->choices[i] != NULL; i++) {
+            const char *sep = i == 0 ? "" : v->choices[i + 1] == NULL ? " or " : ", ";
+            int k = snprintf(buf + (at < len ? at : len), at < len ? len - at : 0, "%s%s", sep,
+                             v->choices[i]);
+            at += k > 0 ? (size_t)k : 0;
+        }
+        return at;
+    }
     case BO_VAR_RETRY_ON:
         return (size_t)snprintf(buf, len, "%s", RETRY_ON_LIST);
     case BO_VAR_HOSTS:
@@ -551,14 +571,14 @@ static int set_var(bo_config *cfg, const bo_var *v, const char *s, char *err, si
     }
     case BO_VAR_BOOL:
         return get_bool(v->name, s, (bool *)(void *)field, err, errlen);
-    case BO_VAR_AIMD_MODE:
-        if (strcmp(s, "reno") == 0)
-            *(bo_aimd_mode *)(void *)field = BO_AIMD_RENO;
-        else if (strcmp(s, "tahoe") == 0)
-            *(bo_aimd_mode *)(void *)field = BO_AIMD_TAHOE;
-        else
-            return bad(err, errlen, v->name, s, "%s", what);
-        return 0;
+    case BO_VAR_CHOICE: /* an enum whose values are the choices' indexes */
+        for (int i = 0; v->choices[i] != NULL; i++) {
+            if (strcmp(s, v->choices[i]) == 0) {
+                *(int *)(void *)field = i;
+                return 0;
+            }
+        }
+        return bad(err, errlen, v->name, s, "%s", what);
     case BO_VAR_RETRY_ON:
         return get_retry_on(v->name, s, (unsigned *)(void *)field, err, errlen);
     case BO_VAR_HOSTS:
@@ -732,8 +752,8 @@ static void format_var(outbuf *o, const bo_config *cfg, const bo_var *v)
     case BO_VAR_BOOL:
         out_add(o, "%d", *(const bool *)(const void *)field ? 1 : 0);
         break;
-    case BO_VAR_AIMD_MODE:
-        out_add(o, "%s", cfg->aimd_mode == BO_AIMD_TAHOE ? "tahoe" : "reno");
+    case BO_VAR_CHOICE:
+        out_add(o, "%s", v->choices[*(const int *)(const void *)field]);
         break;
     case BO_VAR_RETRY_ON:
         for (size_t i = 0; i < N_RETRY_TOKENS; i++) {

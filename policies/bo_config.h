@@ -43,6 +43,9 @@ enum {
 
 typedef enum bo_aimd_mode { BO_AIMD_RENO = 0, BO_AIMD_TAHOE } bo_aimd_mode;
 
+/* BACKOFF_SHARE: where the per-destination state lives. */
+typedef enum bo_share_mode { BO_SHARE_HOST = 0, BO_SHARE_PROCESS } bo_share_mode;
+
 #define BO_MAX_HOSTS 32
 #define BO_HOST_LEN 256
 #define BO_PATH_LEN 1024
@@ -84,6 +87,8 @@ typedef struct bo_config {
                                  attempts per destination (bo_budget.h), 0 = off, default 20 */
     bool ratelimit_headers;   /* BACKOFF_RATELIMIT_HEADERS: 1 (default) pace from the
                                  server's rate-limit headers (bo_ratelimit.h) */
+    bo_share_mode share;      /* BACKOFF_SHARE: host (default, every process of the
+                                 user on this host) or process (its threads only) */
 } bo_config;
 
 /*
@@ -98,7 +103,7 @@ typedef enum bo_var_kind {
     BO_VAR_I64,       /* int64_t, lo..hi */
     BO_VAR_DOUBLE,    /* double, lo..hi (bounds open or closed: flags) */
     BO_VAR_BOOL,      /* exactly "0" or "1" */
-    BO_VAR_AIMD_MODE, /* reno or tahoe */
+    BO_VAR_CHOICE,    /* one of `choices`, stored as its index in an int-sized enum */
     BO_VAR_RETRY_ON,  /* comma list of outcomes */
     BO_VAR_HOSTS,     /* comma list of destinations; "" = every destination */
     BO_VAR_PATH,      /* a path; "" = off */
@@ -122,6 +127,7 @@ typedef struct bo_var {
     const char *deflt;         /* the default, as the variable's own text */
     const char *default_shown; /* the default, for a person ("every destination") */
     const char *doc;           /* what it does, one sentence */
+    const char *const *choices; /* BO_VAR_CHOICE: the accepted words, NULL-terminated */
 } bo_var;
 
 /* The table, in --print-config order; *n is set to its length. */

@@ -8,6 +8,8 @@
  *                  loop, stats, trace, verbose lines, fork handlers;
  *   shim_table.c   the destination table: sharded hash, references, LRU
  *                  eviction of idle blocks;
+ *   shim_share.c   the table's host-wide backend (BACKOFF_SHARE=host): a
+ *                  shared-memory file of destination slots (shim_share.h);
  *   shim_curl.c    the libcurl easy hooks, the per-handle records and one
  *                  transfer's call state machine (bo_curl_xfer_*);
  *   shim_multi.c   the libcurl multi hooks, driving that machine from the
@@ -66,6 +68,13 @@ typedef struct bo_shim_dest {
      * destination succeeded in this process: a refusal then means
      * "restarting", not "nothing here" (bo_connect_errno_retryable). */
     int alive;
+    /* BACKOFF_SHARE=host: while the block is referenced, the host-wide slot
+     * it is attached to (shim_share.c), whose bo_dest and lock then stand in
+     * for d and mu (the counters above stay this process's); NULL: the
+     * state is this process's own.  Set and cleared by the table with the
+     * moves of refs to and from zero, so a holder sees it stable. */
+    struct bo_share_slot *shared;
+    unsigned share_idx;         /* this process's entry in the slot */
 } bo_shim_dest;
 
 /* What one finished attempt tells the shared loop. */

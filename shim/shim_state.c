@@ -7,6 +7,7 @@
  * attempt), verbose lines and the fork handlers.
  */
 #include "bo_shim.h"
+#include "shim_share.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -245,6 +246,54 @@ void bo_shim_dest_retire(bo_shim_dest *sd)
 }
 
 /*
+ * A destination's state and its lock: the host-wide slot's while the block
+ * is attached to one (BACKOFF_SHARE=host), else the block's own.  The
+ * block's counters are guarded by whichever lock this is.
+ */
+static bo_dest *dest_lock(bo_shim_dest *sd)
+{
+    if (sd->shared != NULL) {
+        bo_share_lock(sd->shared);
+        return &sd->shared->d;
+    }
+    pthread_mutex_lock(&sd->mu);
+    return &sd->d;
+}
+
+static void dest_unlock(bo_shim_dest *sd)
+{
+    if (sd->shared != NULL)
+        bo_share_unlock(sd->shared);
+    else
+        pthread_mutex_unlock(&sd->mu);
+}
+
+/* Under the lock: wait for a completion on the destination, or until_ns. */
+static void dest_wait(bo_shim_dest *sd, int64_t until_ns)
+{
+    if (sd->shared != NULL) {
+        bo_share_wait(sd->shared, sd->share_idx, until_ns);
+        return;
+    }
+    struct timespec ts = to_timespec(until_ns);
+    pthread_cond_timedwait(&sd->cv, &sd->mu, &ts);
+}
+
+/* Under the lock: an attempt was admitted (a lease of this process). */
+static void dest_admitted(bo_shim_dest *sd)
+{
+    if (sd->shared != NULL)
+        bo_share_lease_take(sd->shared, sd->share_idx);
+}
+
+/* Under the lock: waiting for admission; leases of dead processes go back. */
+static void dest_waiting(bo_shim_dest *sd, int64_t now)
+{
+    if (sd->shared != NULL)
+        bo_share_reap(sd->shared, now, false);
+}
+
+/*
  * Is one of the signals in `set` handled by the program with a handler
  * installed without SA_RESTART (so that it would have interrupted the
  * program's own blocking call)?
@@ -281,13 +330,16 @@ int bo_shim_admit_wait(bo_shim_dest *sd, bo_call *call, int64_t now_ns, unsigned
     int64_t waited_from = 0, until = 0;
     int rc = 0;
 
-    pthread_mutex_lock(&sd->mu);
+    bo_dest *d = dest_lock(sd);
     for (;;) {
         int64_t now = now_ns != 0 ? now_ns : bo_shim_now_ns();
         now_ns = 0; /* read the clock again after any wait */
-        bo_admit a = bo_dest_admit(&sd->d, cfg, call, now, &until);
+        if (waited_from != 0)
+            dest_waiting(sd, now);
+        bo_admit a = bo_dest_admit(d, cfg, call, now, &until);
         if (a == BO_ADMIT_GO) {
-            *inflight = sd->d.window.inflight;
+            dest_admitted(sd);
+            *inflight = d->window.inflight;
             break;
         }
         if (a == BO_ADMIT_GIVE_UP) {
@@ -305,20 +357,19 @@ int bo_shim_admit_wait(bo_shim_dest *sd, bo_call *call, int64_t now_ns, unsigned
              * spun (a yield could give the CPU away for a whole time slice);
              * a longer one yields until it has passed. */
             bool spin = until - now <= SPIN_PURE_NS;
-            pthread_mutex_unlock(&sd->mu);
+            dest_unlock(sd);
             for (int i = 0; i < SPIN_MAX_YIELDS && bo_shim_now_ns() < until; i++) {
                 if (!spin)
                     sched_yield();
             }
-            pthread_mutex_lock(&sd->mu);
+            dest_lock(sd);
             continue;
         }
         /* Ask again at the engine's time, a completion, or the recheck bound. */
         if (until > now + ADMIT_RECHECK_NS || until <= now)
             until = now + (until <= now ? NS_PER_MS : ADMIT_RECHECK_NS);
         if (w == NULL) {
-            struct timespec ts = to_timespec(until);
-            pthread_cond_timedwait(&sd->cv, &sd->mu, &ts);
+            dest_wait(sd, until);
             continue;
         }
         /* On behalf of a program that may cancel: a slice of at most
@@ -331,9 +382,8 @@ int bo_shim_admit_wait(bo_shim_dest *sd, bo_call *call, int64_t now_ns, unsigned
         sigset_t all, old, pending;
         sigfillset(&all);
         pthread_sigmask(SIG_BLOCK, &all, &old);
-        struct timespec ts = to_timespec(until);
-        pthread_cond_timedwait(&sd->cv, &sd->mu, &ts);
-        pthread_mutex_unlock(&sd->mu);
+        dest_wait(sd, until);
+        dest_unlock(sd);
         sigpending(&pending);
         for (int sig = 1; sig < NSIG; sig++) {
             if (sigismember(&old, sig) == 1)
@@ -344,9 +394,9 @@ int bo_shim_admit_wait(bo_shim_dest *sd, bo_call *call, int64_t now_ns, unsigned
         rc = intr ? EINTR : tick(w);
         if (rc != 0)
             goto out;
-        pthread_mutex_lock(&sd->mu);
+        dest_lock(sd);
     }
-    pthread_mutex_unlock(&sd->mu);
+    dest_unlock(sd);
 out:
     if (waited_from != 0)
         add(&st_wait_ns, (uint64_t)(bo_shim_now_ns() - waited_from));
@@ -396,10 +446,10 @@ void bo_shim_call_cancel(bo_shim_dest *sd, bo_call *call)
 
 void bo_shim_call_abandoned(bo_shim_dest *sd)
 {
-    pthread_mutex_lock(&sd->mu);
+    dest_lock(sd);
     sd->calls++;
     sd->failed++;
-    pthread_mutex_unlock(&sd->mu);
+    dest_unlock(sd);
 }
 
 int bo_shim_wait_until(int64_t until_ns)
@@ -470,11 +520,15 @@ int bo_shim_admit_intr(bo_shim_dest *sd, bo_call *call, int64_t deadline_ns,
                 return -1; /* the caller runs its one attempt outside the window */
             goto give_up;
         }
-        pthread_mutex_lock(&sd->mu);
-        bo_admit a = bo_dest_admit(&sd->d, cfg, call, now, &until);
-        if (a == BO_ADMIT_GO)
-            *inflight = sd->d.window.inflight;
-        pthread_mutex_unlock(&sd->mu);
+        bo_dest *d = dest_lock(sd);
+        bo_admit a = bo_dest_admit(d, cfg, call, now, &until);
+        if (a == BO_ADMIT_GO) {
+            dest_admitted(sd);
+            *inflight = d->window.inflight;
+        } else {
+            dest_waiting(sd, now);
+        }
+        dest_unlock(sd);
         if (a == BO_ADMIT_GO)
             return 0;
         if (a == BO_ADMIT_GIVE_UP)
@@ -487,11 +541,11 @@ int bo_shim_admit_intr(bo_shim_dest *sd, bo_call *call, int64_t deadline_ns,
             return EINTR;
     }
 give_up:
-    pthread_mutex_lock(&sd->mu);
+    dest_lock(sd);
     sd->calls++;
     sd->failed++;
     sd->gave_up++;
-    pthread_mutex_unlock(&sd->mu);
+    dest_unlock(sd);
     return -1;
 }
 
@@ -619,15 +673,15 @@ bool bo_shim_complete(bo_shim_dest *sd, bo_call *call, const bo_shim_result *r,
                                          (int64_t)wall.tv_sec * 1000000000LL + wall.tv_nsec, &quota);
     }
 
-    pthread_mutex_lock(&sd->mu);
+    bo_dest *d = dest_lock(sd);
     if (have_quota)
-        bo_dest_note_quota(&sd->d, cfg, call, &quota, r->retry_after_ns, now, rng);
-    next = bo_dest_complete(&sd->d, cfg, call, r->outcome, r->retry_after_ns, now, rng, &until);
+        bo_dest_note_quota(d, cfg, call, &quota, r->retry_after_ns, now, rng);
+    next = bo_dest_complete(d, cfg, call, r->outcome, r->retry_after_ns, now, rng, &until);
     bool retry = next == BO_NEXT_RETRY;
     bool success = r->outcome.verdict == BO_VERDICT_SUCCESS;
     bool gave_up = !retry && r->outcome.verdict == BO_VERDICT_RETRY;
-    cwnd = sd->d.window.cwnd;
-    ssthresh = sd->d.window.ssthresh;
+    cwnd = d->window.cwnd;
+    ssthresh = d->window.ssthresh;
     if (cwnd > sd->cwnd_max)
         sd->cwnd_max = cwnd;
     sd->attempts++;
@@ -638,8 +692,14 @@ bool bo_shim_complete(bo_shim_dest *sd, bo_call *call, const bo_shim_result *r,
         sd->failed += !success;
         sd->gave_up += gave_up;
     }
-    pthread_cond_broadcast(&sd->cv);
-    pthread_mutex_unlock(&sd->mu);
+    if (sd->shared != NULL) {
+        bo_share_lease_drop(sd->shared, sd->share_idx);
+        bo_share_note(sd->shared, success, r->outcome.signal == BO_SIGNAL_THROTTLE, now);
+        bo_share_wake(sd->shared);
+    } else {
+        pthread_cond_broadcast(&sd->cv);
+    }
+    dest_unlock(sd);
 
     *until_ns = retry ? until : now;
 
@@ -685,10 +745,10 @@ static void sum_dest(bo_shim_dest *sd, void *ctx)
 {
     stats_sum *t = ctx;
 
-    pthread_mutex_lock(&sd->mu);
+    bo_dest *d = dest_lock(sd);
     if (sd->attempts >= t->best) {
         t->best = sd->attempts;
-        t->window = sd->d.window.cwnd;
+        t->window = d->window.cwnd;
     }
     if (sd->cwnd_max > t->window_max)
         t->window_max = sd->cwnd_max;
@@ -698,7 +758,7 @@ static void sum_dest(bo_shim_dest *sd, void *ctx)
     t->throttled += sd->throttled;
     t->failed += sd->failed;
     t->gave_up += sd->gave_up;
-    pthread_mutex_unlock(&sd->mu);
+    dest_unlock(sd);
 }
 
 __attribute__((destructor)) static void write_stats(void)
@@ -788,6 +848,7 @@ static void child_block(bo_shim_dest *sd)
  */
 void bo_shim_state_child_fork(void)
 {
+    bo_share_child_fork();
     bo_shim_table_child_fork(child_block);
     pthread_mutex_init(&g_lineage_lock, NULL);
     init_mutex(&g_init_lock, PTHREAD_MUTEX_RECURSIVE);

@@ -20,10 +20,17 @@
  * uniform hash up to 1/SHARDS of the capacity.)
  *
  * Lock order: a shard lock, then a block's mutex (eviction reads and
- * retires a block's counters); nobody takes a shard lock while holding a
- * block's mutex.
+ * retires a block's counters) or the host-wide file's and slot's locks
+ * (attach and detach, shim_share.c); nobody takes a shard lock while
+ * holding a block's mutex or a slot's lock.
+ *
+ * BACKOFF_SHARE=host: a block is attached to its host-wide slot while it
+ * is referenced (the move from zero attaches, the move to zero detaches),
+ * so a slot is held by the processes using the destination now, and one
+ * the file must evict is never one in use.
  */
 #include "bo_shim.h"
+#include "shim_share.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -165,13 +172,16 @@ bo_shim_dest *bo_shim_dest_get(const char *key)
     h = hash_key(key, &len);
     if (len >= BO_DEST_KEY_LEN)
         return NULL;
+    bo_share_init(cfg); /* before the shard lock: it may take the init lock */
     s = shard_of(h);
     pthread_mutex_lock(&s->mu);
     if (s->nbuckets != 0) {
         for (sd = s->buckets[bucket_of(s, h)]; sd != NULL; sd = sd->hnext) {
             if (sd->hash == h && strcmp(sd->key, key) == 0) {
-                if (__atomic_fetch_add(&sd->refs, 1, __ATOMIC_ACQ_REL) == 0)
+                if (__atomic_fetch_add(&sd->refs, 1, __ATOMIC_ACQ_REL) == 0) {
                     lru_unlink(s, sd);
+                    sd->shared = bo_share_attach(key, cfg, &sd->share_idx);
+                }
                 goto out;
             }
         }
@@ -184,6 +194,7 @@ bo_shim_dest *bo_shim_dest_get(const char *key)
     sd->hash = h;
     __atomic_store_n(&sd->refs, 1, __ATOMIC_RELAXED);
     bo_shim_dest_init_block(sd, cfg);
+    sd->shared = bo_share_attach(key, cfg, &sd->share_idx);
     size_t b = bucket_of(s, h);
     sd->hnext = s->buckets[b];
     s->buckets[b] = sd;
@@ -223,6 +234,10 @@ void bo_shim_dest_put(bo_shim_dest *sd)
     s = shard_of(sd->hash);
     pthread_mutex_lock(&s->mu);
     if (__atomic_sub_fetch(&sd->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+        /* Idle: let the host-wide slot go, so that slots held stay few;
+         * the next get attaches again (the slot's state is still there). */
+        bo_share_detach(sd->shared, sd->share_idx);
+        sd->shared = NULL;
         lru_push(s, sd);
         evict(s);
     }
@@ -277,8 +292,11 @@ void bo_shim_table_child_fork(void (*child_block)(bo_shim_dest *sd))
     for (unsigned i = 0; i < SHARDS; i++) {
         shard *s = &g_shards[i];
         for (size_t b = 0; b < s->nbuckets; b++)
-            for (bo_shim_dest *sd = s->buckets[b]; sd != NULL; sd = sd->hnext)
+            for (bo_shim_dest *sd = s->buckets[b]; sd != NULL; sd = sd->hnext) {
                 child_block(sd);
+                if (sd->shared != NULL && !bo_share_child_reattach(sd->shared, sd->key, &sd->share_idx))
+                    sd->shared = NULL;
+            }
         pthread_mutex_init(&s->mu, NULL);
     }
 }

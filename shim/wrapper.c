@@ -4,6 +4,7 @@
  *   backoff [-p POLICY] [-n ATTEMPTS] [--stats FILE] [--trace FILE] [-v]
  *           [--check] [--print-config] [--variables] [--help] [--version]
  *           [--] CMD [ARGS]
+ *   backoff --status | --reset
  *
  * Options become BACKOFF_* variables, the whole configuration is checked
  * with the same parser the library uses (exit 2 on a bad value), the
@@ -16,6 +17,10 @@
  * the dependencies), loaded at run time (CMD or a script's interpreter
  * imports dlopen), linked statically, not linked at all, or out of reach
  * because CMD is setuid/setgid or a static program.
+ *
+ * `backoff --status` prints what this user's processes share about each
+ * destination (BACKOFF_SHARE=host, shim_share.c), one line each;
+ * `backoff --reset` makes every destination start fresh.
  */
 #include <elf.h>
 #include <errno.h>
@@ -30,6 +35,8 @@
 #include <unistd.h>
 
 #include "bo_config.h"
+#include "bo_shim.h"
+#include "shim_share.h"
 
 #define LIB_NAME "libbackoff.so"
 
@@ -40,6 +47,7 @@ static void usage(FILE *out)
     fputs("usage: backoff [-p POLICY] [-n ATTEMPTS] [--stats FILE] [--trace FILE] [-v]\n"
           "               [--check] [--print-config] [--variables] [--help] [--version]\n"
           "               [--] CMD [ARGS]\n"
+          "       backoff --status | --reset\n"
           "\n"
           "Runs CMD with libbackoff.so preloaded: its libcurl transfers and blocking\n"
           "connect() calls are retried politely under the chosen policy.\n"
@@ -68,6 +76,10 @@ static void usage(FILE *out)
           "      --print-config    print the effective configuration as BACKOFF_X=value\n"
           "                        lines (they can be fed back as the environment) and exit\n"
           "      --variables       print the table of every BACKOFF_* variable and exit\n"
+          "      --status          print what this user's processes share about each\n"
+          "                        destination (BACKOFF_SHARE=host): destination, window,\n"
+          "                        pace, in flight, processes, last throttle, last success\n"
+          "      --reset           make every shared destination start fresh\n"
           "      --help, --version\n"
           "\n"
           "Every other BACKOFF_* variable of the environment applies as well.\n",
@@ -92,6 +104,15 @@ static void print_variables(void)
         bool literal = strcmp(v[i].deflt, v[i].default_shown) == 0;
         printf("| `%s` | %s | %s%s%s | %s |\n", v[i].name, what, literal ? "`" : "",
                v[i].default_shown, literal ? "`" : "", v[i].doc);
+    }
+}
+
+/* shim_share.c's once, in this single-threaded program. */
+void bo_shim_once(int *done, void (*fn)(void))
+{
+    if (!*done) {
+        fn();
+        *done = 1;
     }
 }
 
@@ -429,7 +450,8 @@ static int check_program(const char *cmd, int depth)
 
 int main(int argc, char **argv)
 {
-    enum { OPT_STATS = 256, OPT_TRACE, OPT_CHECK, OPT_PRINT, OPT_VARIABLES, OPT_HELP, OPT_VERSION };
+    enum { OPT_STATS = 256, OPT_TRACE, OPT_CHECK, OPT_PRINT, OPT_VARIABLES, OPT_HELP, OPT_VERSION,
+           OPT_STATUS, OPT_RESET };
     static const struct option opts[] = {
         {"policy", required_argument, NULL, 'p'},
         {"attempts", required_argument, NULL, 'n'},
@@ -439,10 +461,12 @@ int main(int argc, char **argv)
         {"check", no_argument, NULL, OPT_CHECK},
         {"print-config", no_argument, NULL, OPT_PRINT},
         {"variables", no_argument, NULL, OPT_VARIABLES},
+        {"status", no_argument, NULL, OPT_STATUS},
+        {"reset", no_argument, NULL, OPT_RESET},
         {"help", no_argument, NULL, OPT_HELP},
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0}};
-    bool check = false, print = false;
+    bool check = false, print = false, status = false, reset = false;
     char err[BO_ERR_LEN], lib[PATH_MAX];
     bo_config cfg;
     int c;
@@ -473,6 +497,12 @@ int main(int argc, char **argv)
         case OPT_VARIABLES:
             print_variables();
             return 0;
+        case OPT_STATUS:
+            status = true;
+            break;
+        case OPT_RESET:
+            reset = true;
+            break;
         case OPT_HELP:
             usage(stdout);
             return 0;
@@ -490,6 +520,10 @@ int main(int argc, char **argv)
     }
     if (check)
         return optind < argc ? check_program(argv[optind], 0) : 0;
+    if (reset)
+        return bo_share_reset(stdout, &cfg);
+    if (status)
+        return bo_share_status(stdout);
     if (print) {
         size_t need = bo_config_format(&cfg, NULL, 0) + 1;
         char *buf = malloc(need);

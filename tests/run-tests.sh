@@ -13,6 +13,11 @@ export BUILD
 # suite is bounded by run_one's timeout instead.
 CK_DEFAULT_TIMEOUT=${CK_DEFAULT_TIMEOUT:-240}
 export CK_DEFAULT_TIMEOUT
+# The shim's host-wide state: never the developer's own (each integration
+# test also gets a directory of its own, tests/integration/lib.sh).
+XDG_RUNTIME_DIR=$(mktemp -d "${TMPDIR:-/tmp}/backoff-run.XXXXXX")
+export XDG_RUNTIME_DIR
+trap 'rm -rf "$XDG_RUNTIME_DIR"' EXIT
 passed=0
 failed=0
 failures=""

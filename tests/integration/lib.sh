@@ -5,6 +5,12 @@ set -eu
 : "${BUILD:?BUILD must name the build directory}"
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/backoff-test.XXXXXX")
+# The shim's host-wide state (BACKOFF_SHARE=host) lives in
+# $XDG_RUNTIME_DIR: each test has its own, so that tests (which reuse port
+# numbers on 127.0.0.1), parallel runs and the developer's own runs never
+# share a destination's state.
+XDG_RUNTIME_DIR=$TMP
+export XDG_RUNTIME_DIR
 PIDS=""
 
 cleanup() {

@@ -51,7 +51,7 @@ static const char *const all_vars[] = {
     "BACKOFF_AIMD_MODE",  "BACKOFF_UP",           "BACKOFF_DOWN",        "BACKOFF_DOWN_AFTER",
     "BACKOFF_CONNECT",    "BACKOFF_HOSTS",        "BACKOFF_STATS",       "BACKOFF_TRACE",
     "BACKOFF_VERBOSE",    "BACKOFF_SEED",         "BACKOFF_STRICT",       "BACKOFF_PACING",
-    "BACKOFF_RATELIMIT_HEADERS", "BACKOFF_RETRY_BUDGET",
+    "BACKOFF_RATELIMIT_HEADERS", "BACKOFF_RETRY_BUDGET", "BACKOFF_SHARE",
 };
 #define N_VARS (sizeof all_vars / sizeof all_vars[0])
 
@@ -66,6 +66,7 @@ static const char *const all_vars[] = {
 #define R_BOOL "0 or 1"
 #define R_BETA "0 (the policy's own) or a number above 0 and below 1"
 #define R_MODE "reno or tahoe"
+#define R_SHARE "host or process"
 #define R_DOWN "a number above 0 and at most 1"
 #define R_SEED "an integer from 0 to 18446744073709551615"
 #define R_POLICY                                                                             \
@@ -241,6 +242,14 @@ static const vcase cases[] = {
     BAD("BACKOFF_AIMD_MODE", "", R_MODE),
     BAD("BACKOFF_AIMD_MODE", "-1", R_MODE),
     BAD("BACKOFF_AIMD_MODE", OVER, R_MODE),
+
+    OK("BACKOFF_SHARE", "host", "host"),
+    OK("BACKOFF_SHARE", "process", "process"),
+    BAD("BACKOFF_SHARE", "Host", R_SHARE),
+    BAD("BACKOFF_SHARE", "", R_SHARE),
+    BAD("BACKOFF_SHARE", "redis://127.0.0.1:6379", R_SHARE),
+    BAD("BACKOFF_SHARE", "-1", R_SHARE),
+    BAD("BACKOFF_SHARE", OVER, R_SHARE),
 
     OK("BACKOFF_UP", "1", "1"),
     OK("BACKOFF_UP", "1.5", "1.5"),
@@ -444,6 +453,7 @@ START_TEST(test_defaults)
     ck_assert(!c.strict);
     ck_assert(c.pacing);
     ck_assert_uint_eq(c.retry_budget, 20);
+    ck_assert_int_eq(c.share, BO_SHARE_HOST);
 }
 END_TEST
 

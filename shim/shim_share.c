@@ -1,0 +1,900 @@
+/*
+ * shim_share: the host-wide backend of the destination table (see
+ * shim_share.h for the interface and the file's layout).
+ *
+ * The file: $XDG_RUNTIME_DIR/backoff.shm, else /dev/shm/backoff-UID.shm.
+ * It is made whole under a temporary name (mkostemp: O_EXCL, 0600), then
+ * linked into place, so nobody ever maps a half-made file.  A file that is
+ * a symlink, not a regular file, not ours or open to others is never
+ * touched: the process keeps its state to itself and says so (one
+ * BACKOFF_VERBOSE line).  A file of ours that is the wrong size or has
+ * another magic or layout (another build, a 32-bit process, a crash of an
+ * older version) is replaced when no process holds it (every user holds a
+ * shared flock for its lifetime), else left alone with the same fallback.
+ *
+ * Crash safety: the locks are robust (a holder's death is repaired: dead
+ * processes' leases are given back and the in-flight count is summed anew
+ * from the leases), attempts in flight are leases naming their process (pid,
+ * start time, and a nonce of the library's image, since exec keeps both),
+ * reaped when a waiter or a new process finds the process gone (checked at
+ * most every BO_SHARE_REAP_NS per slot, and waiters wake at least every
+ * 200 ms, so within a second).  Waiting is a futex on the slot's sequence
+ * number, woken by completions, always bounded.
+ *
+ * Lock order: the file's lock, then a slot's; never the other way.
+ */
+#include "shim_share.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bo_shim.h"
+
+_Static_assert(BO_SHARE_KEY_LEN == BO_DEST_KEY_LEN, "a slot holds any key a block holds");
+
+static bo_share_file *g_file;   /* NULL: process-local */
+static int g_opened;            /* bo_shim_once */
+static const bo_config *g_cfg;  /* for repairs and stale resets */
+static int32_t g_pid;           /* this process as the leases name it */
+static uint64_t g_start, g_nonce;
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* FNV-1a over the key, then the configuration's hash. */
+static uint64_t hash_key(const char *key, uint64_t cfg_hash)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (const unsigned char *c = (const unsigned char *)key; *c != '\0'; c++)
+        h = (h ^ *c) * 0x100000001b3ULL;
+    return (h ^ cfg_hash) * 0x100000001b3ULL;
+}
+
+static void mix(uint64_t *h, const void *p, size_t n)
+{
+    const unsigned char *c = p;
+    for (size_t i = 0; i < n; i++)
+        *h = (*h ^ c[i]) * 0x100000001b3ULL;
+}
+
+/* What shapes a destination's state: processes that differ here never share. */
+static uint64_t config_hash(const bo_config *cfg)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+#define M(f) mix(&h, &cfg->f, sizeof cfg->f)
+    M(policy); M(base_ms); M(cap_ms); M(factor); M(jitter); M(window); M(window_max);
+    M(beta); M(aimd_mode); M(up); M(down); M(down_after); M(pacing); M(ratelimit_headers);
+#undef M
+    return h;
+}
+
+/*
+ * A process's start time (/proc/PID/stat field 22); false when the process
+ * is gone or a zombie (killed, not yet reaped by its parent: it holds
+ * nothing any more).
+ */
+static bool proc_start(int32_t pid, uint64_t *start)
+{
+    char path[64], buf[1024];
+    ssize_t n;
+    int fd;
+
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    if (p == NULL || p[1] != ' ')
+        return false;
+    p += 2;
+    if (*p == 'Z' || *p == 'X' || *p == 'x')
+        return false;
+    for (int field = 3; field < 22; field++) {
+        p = strchr(p, ' ');
+        if (p == NULL)
+            return false;
+        p++;
+    }
+    *start = strtoull(p, NULL, 10);
+    return true;
+}
+
+static void self_identity(void)
+{
+    g_pid = (int32_t)getpid();
+    if (!proc_start(g_pid, &g_start))
+        g_start = 0;
+    if (g_nonce == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        g_nonce = ((uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec) ^
+                  ((uint64_t)g_pid << 40) ^ (uint64_t)(uintptr_t)&g_nonce;
+        g_nonce |= 1;
+    }
+}
+
+static bool is_self(const bo_share_proc *p)
+{
+    return p->pid == g_pid && p->start == g_start && p->nonce == g_nonce;
+}
+
+static bool proc_alive(const bo_share_proc *p)
+{
+    uint64_t start;
+
+    if (p->pid == g_pid && p->start == g_start)
+        return p->nonce == g_nonce; /* another nonce: our image before an exec */
+    if (p->pid <= 0 || (kill(p->pid, 0) != 0 && errno == ESRCH))
+        return false;
+    return proc_start(p->pid, &start) && start == p->start;
+}
+
+/* Free an entry (under the slot's lock). */
+static void free_entry(bo_share_slot *s, bo_share_proc *p)
+{
+    if (p->pid != 0)
+        __atomic_sub_fetch(&s->nattached, 1, __ATOMIC_RELAXED);
+    memset(p, 0, sizeof *p);
+}
+
+static void set_used_ns(bo_share_slot *s, int64_t now)
+{
+    __atomic_store_n(&s->last_used_ns, now, __ATOMIC_RELAXED);
+}
+
+/* Give back a dead process's leases and waiters; free its entry. */
+static void drop_proc(bo_share_slot *s, bo_share_proc *p)
+{
+    unsigned *in = &s->d.window.inflight;
+    *in = *in > p->inflight ? *in - p->inflight : 0;
+    s->waiters = s->waiters > p->waiters ? s->waiters - p->waiters : 0;
+    free_entry(s, p);
+}
+
+void bo_share_reap(bo_share_slot *s, int64_t now, bool force)
+{
+    if (!force && now - s->reaped_ns < BO_SHARE_REAP_NS && now >= s->reaped_ns)
+        return;
+    s->reaped_ns = now;
+    int saved = errno;
+    for (unsigned i = 0; i < BO_SHARE_PROCS; i++) {
+        bo_share_proc *p = &s->procs[i];
+        if (p->pid != 0 && !proc_alive(p))
+            drop_proc(s, p);
+    }
+    errno = saved;
+}
+
+static void init_shared_mutex(pthread_mutex_t *mu)
+{
+    pthread_mutexattr_t ma;
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+    pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
+    pthread_mutex_init(mu, &ma);
+    pthread_mutexattr_destroy(&ma);
+}
+
+/*
+ * A holder died inside the slot: its leases go back, the counts are summed
+ * anew from the leases (the only record a death cannot half-write), and a
+ * window left unusable starts fresh.
+ */
+static void repair_slot(bo_share_slot *s)
+{
+    unsigned inflight = 0, waiters = 0;
+    const bo_config *cfg = __atomic_load_n(&g_cfg, __ATOMIC_RELAXED);
+
+    bo_share_reap(s, now_ns(), true);
+    for (unsigned i = 0; i < BO_SHARE_PROCS; i++) {
+        inflight += s->procs[i].inflight;
+        waiters += s->procs[i].waiters;
+    }
+    s->waiters = waiters;
+    if ((!isfinite(s->d.window.cwnd) || s->d.window.cwnd < 1.0) && cfg != NULL)
+        bo_dest_init(&s->d, cfg, now_ns());
+    s->d.window.inflight = inflight;
+    s->key[BO_SHARE_KEY_LEN - 1] = '\0';
+}
+
+static void lock_repair(pthread_mutex_t *mu, void (*repair)(void *), void *arg)
+{
+    int rc = pthread_mutex_lock(mu);
+    if (rc == ENOTRECOVERABLE) {
+        /* Only when a repairer died half-way: every locker fails alike, so
+         * the lock is made anew and the state repaired. */
+        init_shared_mutex(mu);
+        rc = pthread_mutex_lock(mu);
+        if (rc == 0)
+            rc = EOWNERDEAD;
+    }
+    if (rc == EOWNERDEAD) {
+        repair(arg);
+        pthread_mutex_consistent(mu);
+    }
+}
+
+static void repair_slot_v(void *arg)
+{
+    repair_slot(arg);
+}
+
+static void chain_link(bo_share_file *f, bo_share_slot *s);
+
+static void repair_file_v(void *arg)
+{
+    bo_share_file *f = arg;
+    /* A holder died inside: the chains are made anew from the slots. */
+    memset(f->heads, 0, sizeof f->heads);
+    for (unsigned i = 0; i < BO_SHARE_SLOTS; i++) {
+        f->slots[i].key[BO_SHARE_KEY_LEN - 1] = '\0';
+        if (f->slots[i].used)
+            chain_link(f, &f->slots[i]);
+    }
+}
+
+void bo_share_lock(bo_share_slot *s)
+{
+    lock_repair(&s->mu, repair_slot_v, s);
+}
+
+void bo_share_unlock(bo_share_slot *s)
+{
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void lock_file(bo_share_file *f)
+{
+    lock_repair(&f->mu, repair_file_v, f);
+}
+
+/* ---- the file ---------------------------------------------------------- */
+
+int bo_share_path(char *buf, size_t len)
+{
+    const char *xdg = getenv("XDG_RUNTIME_DIR");
+    int n;
+
+    if (xdg != NULL && xdg[0] == '/')
+        n = snprintf(buf, len, "%s/backoff.shm", xdg);
+    else
+        n = snprintf(buf, len, "/dev/shm/backoff-%u.shm", (unsigned)geteuid());
+    return n > 0 && (size_t)n < len ? 0 : -1;
+}
+
+/* A reason, cut to the caller's buffer (a cut reason still says enough). */
+__attribute__((format(printf, 3, 4))) static void why_set(char *why, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, len, fmt, ap);
+    va_end(ap);
+}
+#define WHY(...) why_set(why, len, __VA_ARGS__)
+
+static const char *header_problem(const bo_share_file *f, char *why, size_t len)
+{
+    if (f->magic != BO_SHARE_MAGIC)
+        return "it is not a backoff state file (bad magic)";
+    if (f->version != BO_SHARE_VERSION || f->dest_size != sizeof(bo_dest) ||
+        f->slot_size != sizeof(bo_share_slot) || f->nslots != BO_SHARE_SLOTS ||
+        f->nprocs != BO_SHARE_PROCS || f->mutex_size != sizeof(pthread_mutex_t) ||
+        f->ptr_size != sizeof(void *) || f->file_size != sizeof(bo_share_file)) {
+        WHY(
+                 "its layout (version %u, state %u bytes, %u-bit) is not this library's "
+                 "(version %u, state %zu bytes, %zu-bit)",
+                 f->version, f->dest_size, f->ptr_size * 8, BO_SHARE_VERSION, sizeof(bo_dest),
+                 sizeof(void *) * 8);
+        return why;
+    }
+    return NULL;
+}
+
+/* A new file under a temporary name, linked into place; -1 with *why. */
+static bo_share_file *create_file(const char *path, int *fdp, char *why, size_t len)
+{
+    char tmp[PATH_MAX];
+    bo_share_file *f = NULL;
+    int fd;
+
+    if (snprintf(tmp, sizeof tmp, "%s.XXXXXX", path) >= (int)sizeof tmp)
+        return NULL;
+    fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0) {
+        WHY("it cannot be created: %s", strerror(errno));
+        return NULL;
+    }
+    if (fchmod(fd, 0600) != 0 || ftruncate(fd, sizeof(bo_share_file)) != 0)
+        goto fail;
+    f = mmap(NULL, sizeof *f, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (f == MAP_FAILED) {
+        f = NULL;
+        goto fail;
+    }
+    f->version = BO_SHARE_VERSION;
+    f->dest_size = sizeof(bo_dest);
+    f->slot_size = sizeof(bo_share_slot);
+    f->nslots = BO_SHARE_SLOTS;
+    f->nprocs = BO_SHARE_PROCS;
+    f->mutex_size = sizeof(pthread_mutex_t);
+    f->ptr_size = sizeof(void *);
+    f->file_size = sizeof(bo_share_file);
+    init_shared_mutex(&f->mu);
+    for (unsigned i = 0; i < BO_SHARE_SLOTS; i++)
+        init_shared_mutex(&f->slots[i].mu);
+    __atomic_store_n(&f->magic, BO_SHARE_MAGIC, __ATOMIC_RELEASE);
+    flock(fd, LOCK_SH);
+    if (link(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        munmap(f, sizeof *f);
+        close(fd);
+        errno = e;
+        return NULL; /* EEXIST: another process made it first; open that one */
+    }
+    unlink(tmp);
+    *fdp = fd;
+    return f;
+fail:
+    WHY("it cannot be created: %s", strerror(errno));
+    if (f != NULL)
+        munmap(f, sizeof *f);
+    unlink(tmp);
+    close(fd);
+    errno = 0;
+    return NULL;
+}
+
+/*
+ * Map the user's file, creating or replacing it as the header comment says.
+ * NULL with a reason in why (empty: there is nothing to say, e.g. the file
+ * does not exist and create is false).  replaced: set when a bad file of
+ * ours was replaced (its reason stays in why).
+ */
+static bo_share_file *map_file(bool create, char *why, size_t len, bool *replaced)
+{
+    char path[PATH_MAX], reason[256];
+    bo_share_file *f;
+    struct stat st, lst;
+
+    why[0] = '\0';
+    *replaced = false;
+    if (bo_share_path(path, sizeof path) != 0) {
+        WHY("its path is too long");
+        return NULL;
+    }
+    for (int tries = 0; tries < 4; tries++) {
+        int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+        if (fd < 0 && errno == ENOENT) {
+            if (!create)
+                return NULL;
+            f = create_file(path, &fd, why, len);
+            if (f != NULL)
+                return f; /* fd stays open: it holds the shared flock */
+            if (why[0] != '\0')
+                return NULL;
+            continue;
+        }
+        if (fd < 0) {
+            if (errno == ELOOP)
+                WHY("%s is a symbolic link", path);
+            else
+                WHY("%s cannot be opened: %s", path, strerror(errno));
+            return NULL;
+        }
+        if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+            WHY("%s is not a regular file", path);
+            close(fd);
+            return NULL;
+        }
+        if (st.st_uid != geteuid()) {
+            WHY("%s belongs to uid %u, not to this user (uid %u)", path,
+                     (unsigned)st.st_uid, (unsigned)geteuid());
+            close(fd);
+            return NULL;
+        }
+        if ((st.st_mode & 077) != 0) {
+            WHY("%s is open to other users (mode %03o, expected 600)", path,
+                     (unsigned)(st.st_mode & 0777));
+            close(fd);
+            return NULL;
+        }
+        flock(fd, LOCK_SH);
+        const char *problem = NULL;
+        f = NULL;
+        if ((uint64_t)st.st_size != sizeof(bo_share_file)) {
+            snprintf(reason, sizeof reason, "it is %jd bytes, not %zu", (intmax_t)st.st_size,
+                     sizeof(bo_share_file));
+            problem = reason;
+        } else {
+            f = mmap(NULL, sizeof *f, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+            if (f == MAP_FAILED) {
+                WHY("%s cannot be mapped: %s", path, strerror(errno));
+                close(fd);
+                return NULL;
+            }
+            problem = header_problem(f, reason, sizeof reason);
+            if (problem == NULL)
+                return f; /* fd stays open: it holds the shared flock */
+            munmap(f, sizeof *f);
+        }
+        /* Ours but not usable: replace it when no process holds it. */
+        if (!create || flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            WHY("%s is in use and %s", path, problem);
+            close(fd);
+            return NULL;
+        }
+        if (lstat(path, &lst) == 0 && lst.st_dev == st.st_dev && lst.st_ino == st.st_ino) {
+            unlink(path);
+            WHY("%s: %s", path, problem);
+            *replaced = true;
+        }
+        close(fd);
+    }
+    if (why[0] == '\0')
+        WHY("%s keeps changing under us", path);
+    return NULL;
+}
+
+static void say(const char *fmt, const char *what)
+{
+    char line[PATH_MAX + 512];
+    int n;
+
+    const bo_config *cfg = __atomic_load_n(&g_cfg, __ATOMIC_RELAXED);
+    if (cfg == NULL || !cfg->verbose)
+        return;
+    n = snprintf(line, sizeof line, fmt, what);
+    if (n > 0) {
+        size_t m = (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
+        ssize_t w = write(2, line, m);
+        (void)w;
+    }
+}
+
+static void open_once(void)
+{
+    char why[PATH_MAX + 256];
+    bool replaced;
+    int saved = errno;
+
+    self_identity();
+    g_file = map_file(true, why, sizeof why, &replaced);
+    if (replaced && g_file != NULL)
+        say("backoff: BACKOFF_SHARE=host: replaced the shared state file: %s\n", why);
+    else if (g_file == NULL)
+        say("backoff: BACKOFF_SHARE=host: shared state not used, this process keeps its "
+            "own (%s; `backoff --reset` makes a new file)\n", why);
+    errno = saved;
+}
+
+/* ---- slots ------------------------------------------------------------ */
+
+/* This process's entry in s (created), or -1 when every entry is taken. */
+static int self_entry(bo_share_slot *s, int64_t now)
+{
+    int free_i = -1;
+
+    for (int pass = 0; pass < 2; pass++) {
+        for (unsigned i = 0; i < BO_SHARE_PROCS; i++) {
+            bo_share_proc *p = &s->procs[i];
+            if (is_self(p))
+                return (int)i;
+            if (p->pid == g_pid && p->start == g_start)
+                drop_proc(s, p); /* our image before an exec: gone */
+            if (p->pid == 0 && free_i < 0)
+                free_i = (int)i;
+        }
+        if (free_i >= 0) {
+            bo_share_proc *p = &s->procs[free_i];
+            __atomic_add_fetch(&s->nattached, 1, __ATOMIC_RELAXED);
+            p->pid = g_pid;
+            p->start = g_start;
+            p->nonce = g_nonce;
+            return free_i;
+        }
+        bo_share_reap(s, now, true);
+    }
+    return -1;
+}
+
+static bool slot_attached(const bo_share_slot *s)
+{
+    return __atomic_load_n(&s->nattached, __ATOMIC_RELAXED) != 0;
+}
+
+/* Hash chains, under the file's lock. */
+static void chain_link(bo_share_file *f, bo_share_slot *s)
+{
+    uint32_t *head = &f->heads[s->hash % BO_SHARE_SLOTS];
+    s->hnext = *head;
+    *head = (uint32_t)(s - f->slots) + 1;
+}
+
+static void chain_unlink(bo_share_file *f, bo_share_slot *s)
+{
+    uint32_t me = (uint32_t)(s - f->slots) + 1;
+    uint32_t *pp = &f->heads[s->hash % BO_SHARE_SLOTS];
+    for (unsigned n = 0; *pp != 0 && *pp <= BO_SHARE_SLOTS && n < BO_SHARE_SLOTS; n++) {
+        if (*pp == me) {
+            *pp = s->hnext;
+            break;
+        }
+        pp = &f->slots[*pp - 1].hnext;
+    }
+    s->hnext = 0;
+}
+
+static bo_share_slot *chain_find(bo_share_file *f, const char *key, uint64_t h, uint64_t ch)
+{
+    uint32_t j = f->heads[h % BO_SHARE_SLOTS];
+    for (unsigned n = 0; j != 0 && j <= BO_SHARE_SLOTS && n < BO_SHARE_SLOTS; n++) {
+        bo_share_slot *c = &f->slots[j - 1];
+        if (c->used && c->hash == h && c->cfg_hash == ch && strcmp(c->key, key) == 0)
+            return c;
+        j = c->hnext;
+    }
+    return NULL;
+}
+
+/* Slots looked at for the least recently used one (as Redis samples). */
+#define EVICT_SAMPLE 32
+
+/*
+ * A slot for a new key, under the file's lock: a free one, else the least
+ * recently used of EVICT_SAMPLE slots nobody is attached to, from a cursor
+ * that goes round the file (an approximate LRU that costs the same at any
+ * size; all slots when the sample has none).  Read without the slots'
+ * locks: a process attaches only under the file's lock, which we hold.
+ * When every slot is attached, the dead processes' entries are reaped once
+ * (a lock and a /proc look per entry) and the choice made again.  Returned
+ * locked, out of its hash chain.
+ */
+static bo_share_slot *take_slot(bo_share_file *f, int64_t now)
+{
+    for (int pass = 0; pass < 2; pass++) {
+        bo_share_slot *victim = NULL;
+        int64_t oldest = INT64_MAX;
+        unsigned start = f->cursor % BO_SHARE_SLOTS;
+        for (unsigned k = 0; k < BO_SHARE_SLOTS; k++) {
+            if (k >= EVICT_SAMPLE && victim != NULL)
+                break;
+            bo_share_slot *s = &f->slots[(start + k) % BO_SHARE_SLOTS];
+            if (!s->used) {
+                victim = s;
+                break;
+            }
+            int64_t t = __atomic_load_n(&s->last_used_ns, __ATOMIC_RELAXED);
+            if (!slot_attached(s) && t < oldest) {
+                victim = s;
+                oldest = t;
+            }
+        }
+        f->cursor = start + EVICT_SAMPLE;
+        if (victim != NULL) {
+            bo_share_lock(victim);
+            if (!slot_attached(victim)) { /* a fork child may have attached since */
+                if (victim->used)
+                    chain_unlink(f, victim);
+                return victim;
+            }
+            bo_share_unlock(victim);
+        }
+        if (pass == 0) {
+            for (unsigned i = 0; i < BO_SHARE_SLOTS; i++) {
+                bo_share_lock(&f->slots[i]);
+                bo_share_reap(&f->slots[i], now, true);
+                bo_share_unlock(&f->slots[i]);
+            }
+        }
+    }
+    return NULL;
+}
+
+/* The state of a destination as new (leases, if any, stay counted). */
+static void fresh_state(bo_share_slot *s, const bo_config *cfg, int64_t now)
+{
+    unsigned inflight = 0;
+    for (unsigned i = 0; i < BO_SHARE_PROCS; i++)
+        inflight += s->procs[i].inflight;
+    bo_dest_init(&s->d, cfg, now);
+    s->d.window.inflight = inflight;
+    s->last_throttle_ns = s->last_success_ns = 0;
+    s->attempts = s->throttled = s->successes = 0;
+}
+
+void bo_share_init(const bo_config *cfg)
+{
+    if (cfg->share != BO_SHARE_HOST || __atomic_load_n(&g_opened, __ATOMIC_ACQUIRE))
+        return;
+    __atomic_store_n(&g_cfg, cfg, __ATOMIC_RELAXED); /* every caller passes the same */
+    bo_shim_once(&g_opened, open_once);
+}
+
+bo_share_slot *bo_share_attach(const char *key, const bo_config *cfg, unsigned *idx)
+{
+    bo_share_file *f;
+    bo_share_slot *s = NULL;
+    uint64_t ch, h;
+    int64_t now;
+
+    if (cfg->share != BO_SHARE_HOST || strlen(key) >= BO_SHARE_KEY_LEN ||
+        !__atomic_load_n(&g_opened, __ATOMIC_ACQUIRE))
+        return NULL;
+    f = g_file;
+    if (f == NULL)
+        return NULL;
+    ch = config_hash(cfg);
+    h = hash_key(key, ch);
+    now = now_ns();
+    lock_file(f);
+    s = chain_find(f, key, h, ch);
+    bool fresh = s == NULL;
+    if (fresh) {
+        if ((s = take_slot(f, now)) == NULL)
+            goto out;
+    } else {
+        bo_share_lock(s);
+    }
+    if (fresh) {
+        s->used = 1;
+        s->hash = h;
+        s->cfg_hash = ch;
+        memcpy(s->key, key, strlen(key) + 1);
+        chain_link(f, s);
+        fresh_state(s, cfg, now);
+    } else {
+        bo_share_reap(s, now, false);
+        /* Nobody on it for long (or a clock from before a reboot): fresh. */
+        int64_t used = __atomic_load_n(&s->last_used_ns, __ATOMIC_RELAXED);
+        if (!slot_attached(s) && (now - used > BO_SHARE_STALE_NS || used > now))
+            fresh_state(s, cfg, now);
+    }
+    int i = self_entry(s, now);
+    if (i < 0) {
+        bo_share_unlock(s);
+        s = NULL;
+        goto out;
+    }
+    s->procs[i].refs++;
+    set_used_ns(s, now);
+    *idx = (unsigned)i;
+    bo_share_unlock(s);
+out:
+    pthread_mutex_unlock(&f->mu);
+    return s;
+}
+
+/* Drop a reference; the entry goes when it holds nothing more. */
+static void release(bo_share_slot *s, unsigned idx)
+{
+    bo_share_proc *p = &s->procs[idx];
+    if (!is_self(p))
+        return;
+    if (p->refs > 0)
+        p->refs--;
+    if (p->refs == 0 && p->inflight == 0 && p->waiters == 0)
+        free_entry(s, p);
+}
+
+void bo_share_detach(bo_share_slot *s, unsigned idx)
+{
+    if (s == NULL)
+        return;
+    bo_share_lock(s);
+    release(s, idx);
+    set_used_ns(s, now_ns());
+    bo_share_unlock(s);
+}
+
+void bo_share_lease_take(bo_share_slot *s, unsigned idx)
+{
+    s->procs[idx].inflight++;
+}
+
+void bo_share_lease_drop(bo_share_slot *s, unsigned idx)
+{
+    bo_share_proc *p = &s->procs[idx];
+    if (p->inflight > 0)
+        p->inflight--;
+}
+
+void bo_share_wait(bo_share_slot *s, unsigned idx, int64_t until_ns)
+{
+    uint32_t seq = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
+    bo_share_proc *p = &s->procs[idx];
+    struct timespec ts = {.tv_sec = (time_t)(until_ns / 1000000000LL),
+                          .tv_nsec = (long)(until_ns % 1000000000LL)};
+    int saved = errno;
+
+    s->waiters++;
+    p->waiters++;
+    bo_share_unlock(s);
+    /* Absolute CLOCK_MONOTONIC deadline; shared (not private) futex. */
+    syscall(SYS_futex, &s->seq, FUTEX_WAIT_BITSET, seq, &ts, NULL, FUTEX_BITSET_MATCH_ANY);
+    bo_share_lock(s);
+    if (is_self(p) && p->waiters > 0) {
+        p->waiters--;
+        if (s->waiters > 0)
+            s->waiters--;
+    }
+    errno = saved;
+}
+
+void bo_share_wake(bo_share_slot *s)
+{
+    __atomic_add_fetch(&s->seq, 1, __ATOMIC_RELEASE);
+    if (s->waiters > 0) {
+        int saved = errno;
+        syscall(SYS_futex, &s->seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+        errno = saved;
+    }
+}
+
+void bo_share_note(bo_share_slot *s, bool success, bool throttle, int64_t now)
+{
+    s->attempts++;
+    set_used_ns(s, now);
+    if (success) {
+        s->successes++;
+        s->last_success_ns = now;
+    }
+    if (throttle) {
+        s->throttled++;
+        s->last_throttle_ns = now;
+    }
+}
+
+void bo_share_child_fork(void)
+{
+    self_identity(); /* a new pid; the nonce stays: the same image */
+}
+
+bool bo_share_child_reattach(bo_share_slot *s, const char *key, unsigned *idx)
+{
+    int i = -1;
+
+    bo_share_lock(s);
+    /* The parent may have let the slot go since fork, and it may hold
+     * another destination now: then the child keeps its state to itself. */
+    if (s->used && strcmp(s->key, key) == 0)
+        i = self_entry(s, now_ns());
+    if (i >= 0)
+        s->procs[i].refs++;
+    bo_share_unlock(s);
+    if (i < 0)
+        return false;
+    *idx = (unsigned)i;
+    return true;
+}
+
+/* ---- backoff --status / --reset ---------------------------------------- */
+
+static void ago(char *buf, size_t len, int64_t then, int64_t now)
+{
+    if (then == 0 || then > now)
+        snprintf(buf, len, "-");
+    else
+        snprintf(buf, len, "%.1fs", (double)(now - then) / 1e9);
+}
+
+int bo_share_status(FILE *out)
+{
+    char why[PATH_MAX + 256], thr[32], suc[32], pace[32];
+    bool replaced;
+    int64_t now = now_ns();
+    unsigned shown = 0;
+
+    if (g_pid == 0)
+        self_identity();
+    bo_share_file *f = map_file(false, why, sizeof why, &replaced);
+    if (f == NULL) {
+        if (why[0] == '\0') {
+            fprintf(out, "backoff: no shared state yet (no file)\n");
+            return 1;
+        }
+        fprintf(out, "backoff: shared state not readable: %s\n", why);
+        return 2;
+    }
+    fprintf(out, "# destination window pace_per_s in_flight processes last_throttle "
+                 "last_success\n");
+    for (unsigned i = 0; i < BO_SHARE_SLOTS; i++) {
+        bo_share_slot *s = &f->slots[i];
+        if (!__atomic_load_n(&s->used, __ATOMIC_ACQUIRE))
+            continue;
+        bo_share_lock(s);
+        bo_share_reap(s, now, true);
+        unsigned procs = 0;
+        for (unsigned j = 0; j < BO_SHARE_PROCS; j++)
+            procs += s->procs[j].pid != 0;
+        double hz = s->d.window.rate_limit_hz;
+        if (hz <= 0 && s->d.pacing.interval_ns > 0)
+            hz = 1e9 / (double)s->d.pacing.interval_ns;
+        if (hz > 0)
+            snprintf(pace, sizeof pace, "%.1f", hz);
+        else
+            snprintf(pace, sizeof pace, "-");
+        ago(thr, sizeof thr, s->last_throttle_ns, now);
+        ago(suc, sizeof suc, s->last_success_ns, now);
+        fprintf(out, "%s %.1f %s %u %u %s %s\n", s->key, s->d.window.cwnd, pace,
+                s->d.window.inflight, procs, thr, suc);
+        bo_share_unlock(s);
+        shown++;
+    }
+    munmap(f, sizeof *f);
+    return 0;
+}
+
+int bo_share_reset(FILE *out, const bo_config *cfg)
+{
+    char why[PATH_MAX + 256], path[PATH_MAX];
+    bool replaced;
+    int64_t now = now_ns();
+    unsigned freed = 0, kept = 0;
+
+    if (g_pid == 0)
+        self_identity();
+    __atomic_store_n(&g_cfg, cfg, __ATOMIC_RELAXED);
+    bo_share_file *f = map_file(false, why, sizeof why, &replaced);
+    if (f == NULL) {
+        if (why[0] == '\0') {
+            fprintf(out, "backoff: no shared state to reset\n");
+            return 0;
+        }
+        /* Not usable: remove it if it is ours and a plain file (not a link). */
+        struct stat st;
+        if (bo_share_path(path, sizeof path) == 0 && lstat(path, &st) == 0 &&
+            S_ISREG(st.st_mode) && st.st_uid == geteuid() && unlink(path) == 0) {
+            fprintf(out, "backoff: removed %s (%s)\n", path, why);
+            return 0;
+        }
+        fprintf(out, "backoff: cannot reset: %s\n", why);
+        return 2;
+    }
+    lock_file(f);
+    for (unsigned i = 0; i < BO_SHARE_SLOTS; i++) {
+        bo_share_slot *s = &f->slots[i];
+        if (!s->used)
+            continue;
+        bo_share_lock(s);
+        bo_share_reap(s, now, true);
+        if (slot_attached(s)) {
+            fresh_state(s, cfg, now); /* its processes' leases stay counted */
+            kept++;
+        } else {
+            chain_unlink(f, s);
+            s->used = 0;
+            s->key[0] = '\0';
+            freed++;
+        }
+        bo_share_unlock(s);
+    }
+    pthread_mutex_unlock(&f->mu);
+    munmap(f, sizeof *f);
+    fprintf(out, "backoff: reset %u destination(s) (%u in use started fresh)\n", freed + kept,
+            kept);
+    return 0;
+}

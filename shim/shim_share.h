@@ -1,0 +1,131 @@
+/*
+ * shim_share: the host-wide backend of the destination table
+ * (BACKOFF_SHARE=host).  Every process of one user on the host maps one
+ * file, a fixed array of destination slots, each holding the policy's
+ * bo_dest under a robust, process-shared mutex.  The process-local table
+ * (shim_table.c) stays in front of it: a local block that is referenced
+ * is attached to one slot, and the admission/completion loop
+ * (shim_state.c) then locks and updates the slot instead of the block.
+ *
+ * The interface a backend gives the table (a later Redis backend, issue 14,
+ * sits beside this one with the same verbs):
+ *   attach/detach  find or make the slot of a key and hold it (or let it go);
+ *   lock/unlock    the slot's state, repaired when a holder died;
+ *   lease_take/_drop  an attempt in flight, named after its process;
+ *   wait/wake      wait (bounded, no spinning) for a completion anywhere;
+ *   note           last throttle / last success for `backoff --status`;
+ *   reap           give back the leases of dead processes.
+ * The layout below is also read by `backoff --status`/`--reset`
+ * (wrapper.c) and by a test helper that holds a slot's lock to be killed.
+ */
+#ifndef BO_SHIM_SHARE_H
+#define BO_SHIM_SHARE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "bo_config.h"
+#include "bo_engine.h"
+
+#define BO_SHARE_MAGIC 0x6873666f6b636162ULL /* "backofsh" */
+/* Bump with any change of the layout below that sizes do not show. */
+#define BO_SHARE_VERSION 1
+#define BO_SHARE_SLOTS 256      /* destinations per file, LRU evicted */
+#define BO_SHARE_PROCS 64       /* processes attached to one destination at once */
+#define BO_SHARE_KEY_LEN 300    /* = BO_DEST_KEY_LEN */
+/* A destination nobody used for this long starts fresh (tests reuse ports). */
+#define BO_SHARE_STALE_NS (60 * 1000000000LL)
+/* Dead processes' leases are looked for at most this often per slot. */
+#define BO_SHARE_REAP_NS (250 * 1000000LL)
+
+/* One process's hold on a slot: references and the leases of its attempts. */
+typedef struct bo_share_proc {
+    int32_t pid;                /* 0: entry free */
+    uint32_t refs;              /* local blocks of the process attached */
+    uint64_t start;             /* start time, /proc/PID/stat field 22 */
+    uint64_t nonce;             /* the library's image in that process (exec) */
+    uint32_t inflight;          /* leases: its attempts in flight */
+    uint32_t waiters;           /* its threads waiting on the slot's futex */
+} bo_share_proc;
+
+typedef struct bo_share_slot {
+    pthread_mutex_t mu;         /* robust, process-shared; guards all below but key */
+    uint32_t seq;               /* futex word, bumped on every completion */
+    uint32_t waiters;           /* sum of procs[].waiters */
+    /* written under the file's lock (and this slot's), read under either */
+    uint32_t used;
+    uint32_t nattached;         /* entries of procs[] in use; atomic, changed under mu */
+    uint64_t hash;              /* of key and cfg_hash */
+    uint32_t hnext;             /* next slot (index + 1) of the hash chain; 0: none */
+    uint32_t pad2;
+    uint64_t cfg_hash;          /* processes configured alike share a slot */
+    char key[BO_SHARE_KEY_LEN];
+    int64_t last_used_ns;       /* CLOCK_MONOTONIC, host-wide; atomic, written under mu */
+    int64_t last_throttle_ns, last_success_ns; /* 0: never */
+    int64_t reaped_ns;
+    uint64_t attempts, throttled, successes;
+    bo_dest d;
+    bo_share_proc procs[BO_SHARE_PROCS];
+} bo_share_slot;
+
+typedef struct bo_share_file {
+    uint64_t magic;
+    uint32_t version;
+    uint32_t dest_size;         /* sizeof(bo_dest): other builds add fields */
+    uint32_t slot_size;
+    uint32_t nslots, nprocs;
+    uint32_t mutex_size, ptr_size;
+    uint32_t pad;
+    uint64_t file_size;
+    pthread_mutex_t mu;         /* robust, process-shared: slot allocation */
+    /* guarded by mu: hash chains (slot index + 1, 0: empty), the eviction cursor */
+    uint32_t heads[BO_SHARE_SLOTS];
+    uint32_t cursor;
+    uint32_t pad2;
+    bo_share_slot slots[BO_SHARE_SLOTS];
+} bo_share_file;
+
+/*
+ * Open (or make) the file, once per process; call it with no lock of the
+ * table held (it takes the shim's init lock, which fork holds before them).
+ */
+void bo_share_init(const bo_config *cfg);
+
+/* Attach this process to the slot of key (after bo_share_init); NULL: the
+ * process keeps this destination's state to itself (no file, no room). */
+bo_share_slot *bo_share_attach(const char *key, const bo_config *cfg, unsigned *idx);
+void bo_share_detach(bo_share_slot *s, unsigned idx);
+
+/* The slot's lock; a holder's death is repaired before it returns. */
+void bo_share_lock(bo_share_slot *s);
+void bo_share_unlock(bo_share_slot *s);
+
+/* Under the lock: an admitted attempt is leased to this process / ended. */
+void bo_share_lease_take(bo_share_slot *s, unsigned idx);
+void bo_share_lease_drop(bo_share_slot *s, unsigned idx);
+
+/* Under the lock: release it, wait for a completion or until_ns, relock. */
+void bo_share_wait(bo_share_slot *s, unsigned idx, int64_t until_ns);
+/* Under the lock: wake the waiters of every process. */
+void bo_share_wake(bo_share_slot *s);
+/* Under the lock: a completed attempt's news for --status. */
+void bo_share_note(bo_share_slot *s, bool success, bool throttle, int64_t now_ns);
+/* Under the lock: give back dead processes' leases (force: now, else rate-limited). */
+void bo_share_reap(bo_share_slot *s, int64_t now_ns, bool force);
+
+/* Fork: the child is a new process (its own leases), with the same mapping. */
+void bo_share_child_fork(void);
+/* In the child, for each block it inherited attached: hold the slot as itself. */
+/* Returns false when the slot now holds another destination (key). */
+bool bo_share_child_reattach(bo_share_slot *s, const char *key, unsigned *idx);
+
+/* backoff --status / --reset (wrapper.c): 0 ok, 1 nothing shared, 2 error. */
+int bo_share_status(FILE *out);
+int bo_share_reset(FILE *out, const bo_config *cfg);
+
+/* The file's path for this user (for messages and tests). */
+int bo_share_path(char *buf, size_t len);
+
+#endif
