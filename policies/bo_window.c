@@ -31,7 +31,9 @@
  *     paces at beta x the successes of the last second (BBR's delivery
  *     rate, AWS adaptive retry's cut) and brackets upward between the
  *     fastest pace held without a throttle and the pace that drew the last
- *     one (see rate_step).  Retry-After is not read as a rate: a constant
+ *     one (see rate_step); a later cut paces below what got through since the
+ *     previous cut (the last second still holds a bucket's initial burst),
+ *     and a step that saw a throttle is never promoted to known good.  Retry-After is not read as a rate: a constant
  *     `Retry-After: 1` from a concurrency cap says nothing about one;
  *   - a cut that did not stop the throttling (a second one with no success
  *     in between, or one before any success) clamps the window to what was
@@ -144,6 +146,8 @@ void bo_window_init(bo_window *w, const bo_config *cfg)
     w->ok_inflight = 0;
     w->cuts_in_row = 0;
     w->rate_cut_ns = -1;
+    w->rate_cut_delivered = 0;
+    w->rate_throttle_ns = -1;
     w->rate_quiet = 0;
     w->ceiling_ns = 0;
     w->ceiling = 0;
@@ -267,6 +271,15 @@ static void rate_step(bo_window *w, int64_t now_ns)
 {
     double r = w->rate_limit_hz;
 
+    /*
+     * A throttle came during the step (one the one-cut-a-step rule let
+     * pass): the pace is not known good.  Keep it; the next throttle cuts.
+     */
+    if (w->rate_throttle_ns >= w->rate_step_ns && w->rate_cut_ns < w->rate_throttle_ns) {
+        w->rate_step_ns = now_ns;
+        return;
+    }
+
     if (r > w->rate_ok_hz)
         w->rate_ok_hz = r;
     /*
@@ -374,6 +387,8 @@ static void rate_evidence(bo_window *w, const bo_ticket *t, int64_t now_ns)
 
     if (measured <= 0 || 2 * t->inflight > w->ok_inflight)
         return;
+    if (w->rate_limit_hz > 0)
+        w->rate_throttle_ns = now_ns;
     /*
      * One cut of the pace per step, as one cut of the window per round
      * trip: the attempts that went out at the old pace are answered
@@ -382,7 +397,18 @@ static void rate_evidence(bo_window *w, const bo_ticket *t, int64_t now_ns)
      */
     if (w->rate_limit_hz > 0 && w->rate_cut_ns >= 0 && now_ns - w->rate_cut_ns < rate_step_ns(w))
         return;
+    /*
+     * What the server let through since the last cut: unlike the last
+     * second, it holds no initial burst (a bucket's burst of 20 read as
+     * 150/s ratcheted the pace down over a whole second of rejections).
+     */
+    double since = -1;
+    if (w->rate_limit_hz > 0 && w->rate_cut_ns >= 0 && now_ns > w->rate_cut_ns)
+        since = (double)(w->delivered - w->rate_cut_delivered) * NS_PER_S / (double)(now_ns - w->rate_cut_ns);
     w->rate_cut_ns = now_ns;
+    w->rate_cut_delivered = w->delivered;
+    if (since >= 0 && since < measured)
+        measured = since;
     if (w->rate_limit_hz <= 0) {
         /* Not paced yet: what drew the throttle is unknown; start below what got through. */
         w->rate_ok_hz = 0;

@@ -57,6 +57,8 @@ typedef struct bo_window {
     int64_t bin_ns;           /* start of the newest bin; -1 = none yet */
     int64_t first_send_ns;    /* -1 = nothing sent yet */
     int64_t rate_cut_ns;      /* last cut of the pace; -1 = none */
+    uint64_t rate_cut_delivered; /* delivered at the last cut of the pace */
+    int64_t rate_throttle_ns; /* last throttle seen while paced; -1 = none */
     unsigned rate_quiet;      /* probing steps in a row without a cut of the pace */
     int64_t ceiling_ns;       /* when ceiling was set */
     unsigned ceiling;         /* in-flight + 1 of the last throttle that cut; 0 = none */

@@ -405,6 +405,45 @@ START_TEST(test_rate_evidence_paces)
 END_TEST
 
 /*
+ * A bucket's burst read as a rate: 20 successes in 10 ms, then throttles.
+ * The first pace rests on that burst; a throttle within the cut's step
+ * does not cut again, but the step is then not promoted to known good,
+ * and the next cut uses what got through since the last one (20/s here),
+ * not the last second that still holds the burst.
+ */
+START_TEST(test_rate_cut_forgets_the_burst)
+{
+    bo_config c = improved_cfg();
+    bo_window w;
+    bo_ticket tk;
+    bo_window_init(&w, &c);
+    for (int i = 0; i < 20; i++) {
+        bo_window_on_send(&w, i * MS / 2, &tk);
+        bo_window_on_success(&w, &tk, i * MS / 2 + MS / 10);
+    }
+    int64_t t = 20 * MS;
+    bo_window_on_send(&w, t, &tk);
+    ck_assert(bo_window_on_signal(&w, &tk, BO_SIGNAL_THROTTLE, t));
+    double first = w.rate_limit_hz;
+    ck_assert_double_gt(first, 100); /* 20 in 0.1 s (the span floor) x 0.9 */
+    /* 20/s gets through: one success every 50 ms, a throttle in between. */
+    int64_t cut_ns = t;
+    for (int i = 1; i <= 8; i++) {
+        t = cut_ns + i * 50 * MS;
+        bo_window_on_send(&w, t, &tk);
+        bo_window_on_success(&w, &tk, t + MS);
+        bo_window_on_send(&w, t + 2 * MS, &tk);
+        bo_window_on_signal(&w, &tk, BO_SIGNAL_THROTTLE, t + 2 * MS);
+        if (t + 2 * MS - cut_ns < 200 * MS)
+            ck_assert_double_eq_tol(w.rate_limit_hz, first, EPS); /* one cut a step */
+    }
+    ck_assert_double_eq_tol(w.rate_ok_hz, 0, EPS); /* never promoted */
+    ck_assert_double_le(w.rate_limit_hz, 0.9 * 20 * 1.01);
+    ck_assert_double_ge(w.rate_limit_hz, 0.9 * 20 * 0.8);
+}
+END_TEST
+
+/*
  * A concurrency cap refuses only the attempt sent with more in flight than
  * any success had: that is no evidence of a rate, and a constant
  * Retry-After does not make it one (the engine no longer reads it).
@@ -453,6 +492,7 @@ static Suite *window_suite(void)
     tcase_add_test(ti, test_delivery_rate_sample);
     tcase_add_test(ti, test_rate_evidence_paces);
     tcase_add_test(ti, test_concurrency_throttle_is_not_a_rate);
+    tcase_add_test(ti, test_rate_cut_forgets_the_burst);
     suite_add_tcase(s, ti);
     return s;
 }
