@@ -91,8 +91,16 @@
 /* Steps in a row without a cut of the pace after which its upper bound is forgotten. */
 #define BO_RATE_QUIET_STEPS 20
 #define BO_RATE_STEP_MIN_NS 200000000LL
-/* Growth per step of a rate learnt from evidence while no upper bound is known. */
-#define BO_RATE_GROWTH_EVIDENCE 1.0
+/*
+ * Growth per step of a rate learnt from evidence while no upper bound is
+ * known: +25% after the first clean step, doubling each clean step up to
+ * x2 a step (CUBIC's slow start near the last limit, fast far from it): a
+ * pace just under a bucket's rate is not pushed 2x past it at once.
+ */
+#define BO_RATE_GROWTH_FIRST 0.25
+/* After a forgotten bound: the pace held 20 steps, so re-probe it just past (5%) first. */
+#define BO_RATE_GROWTH_REPROBE 0.05
+#define BO_RATE_GROWTH_MAX 1.0
 
 /* Delivery-rate estimate decays by this factor per decrease (max filter). */
 #define BO_RATE_DECAY 0.9
@@ -291,6 +299,7 @@ static void rate_step(bo_window *w, int64_t now_ns)
         if (++w->rate_quiet >= BO_RATE_QUIET_STEPS) {
             w->rate_bad_hz = 0;
             w->rate_quiet = 0;
+            w->rate_growth = BO_RATE_GROWTH_REPROBE;
         }
     } else {
         w->rate_quiet = 0;
@@ -299,6 +308,7 @@ static void rate_step(bo_window *w, int64_t now_ns)
         w->rate_bad_hz = 0; /* the limit rose past the old bound */
     if (w->rate_bad_hz <= 0) {
         r = w->rate_ok_hz * (1.0 + w->rate_growth);
+        w->rate_growth = 2 * w->rate_growth < BO_RATE_GROWTH_MAX ? 2 * w->rate_growth : BO_RATE_GROWTH_MAX;
     } else if (w->rate_bad_hz > w->rate_ok_hz * BO_RATE_CLOSE) {
         r = (w->rate_ok_hz + w->rate_bad_hz) / 2;
     } else {
@@ -332,7 +342,7 @@ void bo_window_on_success(bo_window *w, const bo_ticket *t, int64_t now_ns)
     bins_advance(w, now_ns);
     w->bins[0]++;
     w->cuts_in_row = 0;
-    if (t->inflight > w->ok_inflight)
+    if (t->epoch == w->epoch && t->inflight > w->ok_inflight)
         w->ok_inflight = t->inflight;
     if (bound > w->cwnd)
         w->cwnd = bound;
@@ -367,13 +377,17 @@ static void decrease(bo_window *w, double cwnd, double ssthresh)
     w->cwnd = cwnd < 1 ? 1 : cwnd;
     w->epoch++;
     w->decreases++;
+    w->ok_inflight = 0;
 }
 
 /*
  * A throttle that cut the window: does the server meter a rate?  It does
  * when the refused attempt left with at most half as many in flight as a
- * success once had (sequential attempts: none in flight): a concurrency cap
- * refuses only at about the concurrency it served.  Half, not equal: the
+ * success sent since the last cut had (sequential attempts: none in
+ * flight): a concurrency cap refuses only at about the concurrency it
+ * serves now.  Since the last cut, not ever: a cap that fell from 50 to 10
+ * refuses at 10 in flight what it served at 49 a moment before, and read
+ * as a rate it held the pace at the low cap's rate after the cap rose.  Half, not equal: the
  * client's in-flight counts answers on the wire, which a server's count
  * does not (on loopback a cap of 64 was refused at 65 to 90 in flight while
  * successes had had up to 90).  Then pace the destination at beta x the
@@ -413,7 +427,7 @@ static void rate_evidence(bo_window *w, const bo_ticket *t, int64_t now_ns)
         /* Not paced yet: what drew the throttle is unknown; start below what got through. */
         w->rate_ok_hz = 0;
         w->rate_bad_hz = 0;
-        w->rate_growth = BO_RATE_GROWTH_EVIDENCE;
+        w->rate_growth = BO_RATE_GROWTH_FIRST;
         w->rate_limit_hz = measured * w->beta;
     } else {
         double pace = w->rate_limit_hz;

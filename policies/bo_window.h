@@ -63,7 +63,7 @@ typedef struct bo_window {
     int64_t ceiling_ns;       /* when ceiling was set */
     unsigned ceiling;         /* in-flight + 1 of the last throttle that cut; 0 = none */
     unsigned cuts_in_row;     /* throttle cuts with no success in between */
-    unsigned ok_inflight;     /* most in flight before a success, at most the window since a cut */
+    unsigned ok_inflight;     /* most in flight before a success sent since the last cut */
 } bo_window;
 
 /* Successes over the last second (per second); 0 = none yet. */

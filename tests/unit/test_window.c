@@ -391,16 +391,22 @@ START_TEST(test_rate_evidence_paces)
     ck_assert(bo_window_on_signal(&w, &tk, BO_SIGNAL_THROTTLE, 200 * MS));
     ck_assert_double_eq_tol(w.rate_limit_hz, 0.9 * 10 / 0.2, 1e-9);
     ck_assert_int_ge(bo_window_next_send_ns(&w, 200 * MS), 200 * MS + (int64_t)(1e9 / 45) - 1);
-    /* No upper bound known yet: each step held without a throttle doubles the pace. */
+    /*
+     * No upper bound known yet: each step held without a throttle raises
+     * the pace, +25% first, then +50%, then doubling.
+     */
     double r0 = w.rate_limit_hz;
     int64_t t = hold_one_step(&w, 200 * MS);
-    ck_assert_double_eq_tol(w.rate_limit_hz, 2 * r0, 1e-9);
+    ck_assert_double_eq_tol(w.rate_limit_hz, 1.25 * r0, 1e-9);
     ck_assert_double_eq_tol(w.rate_ok_hz, r0, 1e-9);
-    /* Throttled at 2 r0: bad = 2 r0; the next pace is below it and not below ok. */
+    t = hold_one_step(&w, t);
+    double r2 = 1.25 * 1.5 * r0;
+    ck_assert_double_eq_tol(w.rate_limit_hz, r2, 1e-9);
+    /* Throttled at r2: bad = r2; the next pace is below it and not below ok. */
     bo_window_on_send(&w, t, &tk);
     ck_assert(bo_window_on_signal(&w, &tk, BO_SIGNAL_THROTTLE, t + MS));
-    ck_assert_double_eq_tol(w.rate_bad_hz, 2 * r0, 1e-9);
-    ck_assert(w.rate_limit_hz < 2 * r0 && w.rate_limit_hz >= r0 - 1e-9);
+    ck_assert_double_eq_tol(w.rate_bad_hz, r2, 1e-9);
+    ck_assert(w.rate_limit_hz < r2 && w.rate_limit_hz >= 1.25 * r0 - 1e-9);
 }
 END_TEST
 
@@ -440,6 +446,30 @@ START_TEST(test_rate_cut_forgets_the_burst)
     ck_assert_double_eq_tol(w.rate_ok_hz, 0, EPS); /* never promoted */
     ck_assert_double_le(w.rate_limit_hz, 0.9 * 20 * 1.01);
     ck_assert_double_ge(w.rate_limit_hz, 0.9 * 20 * 0.8);
+}
+END_TEST
+
+/*
+ * A concurrency cap that falls (50 -> 10) refuses at 10 in flight what it
+ * served at 40 before the cut: not a rate.  Only successes sent since the
+ * last cut count.
+ */
+START_TEST(test_cap_drop_is_not_a_rate)
+{
+    bo_config c = improved_cfg();
+    bo_window w;
+    bo_ticket tk[41];
+    bo_window_init(&w, &c);
+    w.cwnd = 41;
+    send_n(&w, 0, tk, 41); /* in flight before each: 0..40 */
+    for (int i = 0; i < 40; i++)
+        bo_window_on_success(&w, &tk[i], 100 * MS);
+    ck_assert(bo_window_on_signal(&w, &tk[40], BO_SIGNAL_THROTTLE, 100 * MS)); /* first cut */
+    send_n(&w, 101 * MS, tk, 11);
+    bo_window_on_success(&w, &tk[0], 200 * MS); /* 0 in flight before it */
+    /* refused with 10 in flight; the only success since the cut had 0 */
+    ck_assert(bo_window_on_signal(&w, &tk[10], BO_SIGNAL_THROTTLE, 201 * MS));
+    ck_assert_double_eq_tol(w.rate_limit_hz, 0, EPS);
 }
 END_TEST
 
@@ -493,6 +523,7 @@ static Suite *window_suite(void)
     tcase_add_test(ti, test_rate_evidence_paces);
     tcase_add_test(ti, test_concurrency_throttle_is_not_a_rate);
     tcase_add_test(ti, test_rate_cut_forgets_the_burst);
+    tcase_add_test(ti, test_cap_drop_is_not_a_rate);
     suite_add_tcase(s, ti);
     return s;
 }
