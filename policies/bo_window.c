@@ -102,6 +102,30 @@
 #define BO_RATE_GROWTH_REPROBE 0.05
 #define BO_RATE_GROWTH_MAX 1.0
 
+/*
+ * Probing for a limit that rose (BBR's ProbeBW up-phase): once the window
+ * has gone a while without a cut, it grows multiplicatively again: +25%
+ * over a round trip, then +50%, then slow start's +75%.  How long a while:
+ * after a deep cut (the window fell below BO_PROBE_DEEP of what it was: the
+ * limit moved) BO_PROBE_SOON, at least BO_PROBE_RTTS round trips; after
+ * the first cut, when shallow (slow start touched the limit), BO_PROBE_LATE,
+ * at least BO_PROBE_LATE_RTTS round trips; other shallow cuts keep the wait
+ * as it is.  A probe that found no room (the
+ * cut it drew landed below BO_PROBE_FOUND x where it began) doubles the
+ * wait, up to BO_PROBE_MAX; one that found room waits BO_PROBE_SOON.
+ * Without it a cap that fell 50 -> 10 and rose again was climbed back at
+ * +1/8 a round trip; probing a stable limit often costs rejections, and
+ * with a `Retry-After: 1` each one costs its call a second.
+ */
+#define BO_PROBE_SOON_NS 300000000LL
+#define BO_PROBE_RTTS 4
+#define BO_PROBE_LATE_NS 2000000000LL
+#define BO_PROBE_LATE_RTTS 20
+#define BO_PROBE_MAX_NS 8000000000LL
+#define BO_PROBE_DEEP 0.7
+#define BO_PROBE_GAIN_FIRST 0.25
+#define BO_PROBE_FOUND 1.1
+
 /* Delivery-rate estimate decays by this factor per decrease (max filter). */
 #define BO_RATE_DECAY 0.9
 
@@ -159,6 +183,10 @@ void bo_window_init(bo_window *w, const bo_config *cfg)
     w->rate_quiet = 0;
     w->ceiling_ns = 0;
     w->ceiling = 0;
+    w->cut_ns = -1;
+    w->probe_ns = -1;
+    w->probe_every_ns = 0;
+    w->probe_from = 0;
 }
 
 #define BO_BIN_NS 100000000LL
@@ -319,6 +347,12 @@ static void rate_step(bo_window *w, int64_t now_ns)
     w->rate_step_ns = now_ns;
 }
 
+/* A wait of at least `rtts` round trips. */
+static int64_t at_least_rtts(const bo_window *w, int64_t ns, int rtts)
+{
+    return ns < rtts * w->min_rtt_ns ? rtts * w->min_rtt_ns : ns;
+}
+
 void bo_window_on_success(bo_window *w, const bo_ticket *t, int64_t now_ns)
 {
     /* 000's size(flying) is taken before the response leaves the set. */
@@ -329,6 +363,21 @@ void bo_window_on_success(bo_window *w, const bo_ticket *t, int64_t now_ns)
         /* Near the window a throttle came at, probe 8x slower for 2 s (CUBIC's plateau). */
         if (w->ceiling > 0 && w->cwnd + 1 >= (double)w->ceiling && now_ns - w->ceiling_ns < BO_PLATEAU_NS)
             inc /= BO_PLATEAU_SLOW;
+    }
+    if (w->improved && w->cwnd >= w->ssthresh && w->cut_ns >= 0 && w->min_rtt_ns > 0) {
+        if (w->probe_ns < 0 && now_ns - w->cut_ns >= w->probe_every_ns) {
+            w->probe_ns = now_ns;
+            w->probe_from = w->cwnd;
+        }
+        if (w->probe_ns >= 0) {
+            double gain = BO_PROBE_GAIN_FIRST;
+            for (int64_t k = (now_ns - w->probe_ns) / w->min_rtt_ns; k > 0 && gain < BO_SS_INC; k--)
+                gain *= 2;
+            if (gain > BO_SS_INC)
+                gain = BO_SS_INC;
+            if (gain > inc)
+                inc = gain;
+        }
     }
     double grown = w->cwnd + inc;
     double bound = flying + 1 < grown ? flying + 1 : grown;
@@ -489,6 +538,20 @@ bool bo_window_on_signal(bo_window *w, const bo_ticket *t, bo_signal sig, int64_
         ss = (double)(t->inflight > 0 ? t->inflight : 1);
     if (ss > w->max)
         ss = w->max;
+    if (w->improved) {
+        int64_t soon = at_least_rtts(w, BO_PROBE_SOON_NS, BO_PROBE_RTTS);
+        if (w->probe_ns >= 0) {
+            /* A probe that found no room waits twice as long; one that did, the least. */
+            int64_t twice = 2 * w->probe_every_ns < BO_PROBE_MAX_NS ? 2 * w->probe_every_ns : BO_PROBE_MAX_NS;
+            w->probe_every_ns = ss > w->probe_from * BO_PROBE_FOUND ? soon : twice;
+            w->probe_ns = -1;
+        } else if (ss < w->cwnd * BO_PROBE_DEEP) {
+            w->probe_every_ns = soon;
+        } else if (w->probe_every_ns == 0) {
+            w->probe_every_ns = at_least_rtts(w, BO_PROBE_LATE_NS, BO_PROBE_LATE_RTTS);
+        }
+        w->cut_ns = now_ns;
+    }
     decrease(w, w->mode == BO_AIMD_TAHOE ? w->initial : ss, ss);
     return true;
 }

@@ -64,6 +64,11 @@ typedef struct bo_window {
     unsigned ceiling;         /* in-flight + 1 of the last throttle that cut; 0 = none */
     unsigned cuts_in_row;     /* throttle cuts with no success in between */
     unsigned ok_inflight;     /* most in flight before a success sent since the last cut */
+    /* Probing for a limit that rose (improved mode, see bo_window.c): */
+    int64_t cut_ns;           /* last throttle cut; -1 = none */
+    int64_t probe_ns;         /* start of the probe under way; -1 = none */
+    int64_t probe_every_ns;   /* quiet time after a cut before the next probe */
+    double probe_from;        /* window when the probe began */
 } bo_window;
 
 /* Successes over the last second (per second); 0 = none yet. */

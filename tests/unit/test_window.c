@@ -474,6 +474,74 @@ START_TEST(test_cap_drop_is_not_a_rate)
 END_TEST
 
 /*
+ * A limit that fell and rose again: after a deep cut the window probes
+ * upward again within a few round trips (+25%, +50%, +75% a round trip),
+ * while after a shallow first cut (a limit found by slow start) it waits
+ * BO_PROBE_LATE (2 s) before it touches the limit again.
+ */
+/* Round trips of 100 ms with the window full and callers waiting, from..until. */
+static double run_ca(bo_window *w, int64_t from, int64_t until)
+{
+    bo_ticket tk[256];
+    for (int64_t t = from; t < until; t += 100 * MS) {
+        int n = w->cwnd < 256 ? (int)w->cwnd : 256;
+        send_n(w, t, tk, n);
+        bo_window_on_blocked(w, t);
+        for (int i = 0; i < n; i++)
+            bo_window_on_success(w, &tk[i], t + 100 * MS);
+    }
+    return w->cwnd;
+}
+
+START_TEST(test_probe_after_deep_cut)
+{
+    bo_config c = improved_cfg();
+    bo_window w;
+    bo_ticket tk[64];
+    bo_window_init(&w, &c);
+    w.cwnd = 50;
+    w.ssthresh = 50;
+    send_n(&w, 0, tk, 50);
+    for (int i = 0; i < 10; i++)
+        bo_window_on_success(&w, &tk[i], 100 * MS);
+    /* refused with 10 in flight, twice in a row: clamped to 10, a deep cut */
+    ck_assert(bo_window_on_signal(&w, &tk[10], BO_SIGNAL_THROTTLE, 100 * MS));
+    for (int i = 11; i < 50; i++)
+        bo_window_on_release(&w, &tk[i]);
+    send_n(&w, 100 * MS, tk + 50, 11);
+    ck_assert(bo_window_on_signal(&w, &tk[60], BO_SIGNAL_THROTTLE, 101 * MS));
+    for (int i = 50; i < 60; i++)
+        bo_window_on_release(&w, &tk[i]);
+    ck_assert_double_le(w.cwnd, 10 + EPS);
+    ck_assert_int_eq(w.inflight, 0);
+    /* 10 a round trip for 0.3 s: +1/8 a round trip, then the probe */
+    double before = run_ca(&w, 200 * MS, 500 * MS);
+    ck_assert_double_le(before, 10.5);
+    double after = run_ca(&w, 500 * MS, 900 * MS);
+    ck_assert_double_ge(after, 20);
+}
+END_TEST
+
+START_TEST(test_no_probe_soon_after_shallow_cut)
+{
+    bo_config c = improved_cfg();
+    bo_window w;
+    bo_ticket tk[64];
+    bo_window_init(&w, &c);
+    w.cwnd = 50;
+    w.ssthresh = 1024;
+    send_n(&w, 0, tk, 50);
+    for (int i = 0; i < 49; i++)
+        bo_window_on_success(&w, &tk[i], 100 * MS);
+    ck_assert(bo_window_on_signal(&w, &tk[49], BO_SIGNAL_THROTTLE, 100 * MS));
+    double ss = w.cwnd;
+    ck_assert_double_ge(ss, 40);
+    double later = run_ca(&w, 200 * MS, 1900 * MS);
+    ck_assert_double_le(later, ss * 1.1); /* +1/8 a round trip, no probe */
+}
+END_TEST
+
+/*
  * A concurrency cap refuses only the attempt sent with more in flight than
  * any success had: that is no evidence of a rate, and a constant
  * Retry-After does not make it one (the engine no longer reads it).
@@ -524,6 +592,8 @@ static Suite *window_suite(void)
     tcase_add_test(ti, test_concurrency_throttle_is_not_a_rate);
     tcase_add_test(ti, test_rate_cut_forgets_the_burst);
     tcase_add_test(ti, test_cap_drop_is_not_a_rate);
+    tcase_add_test(ti, test_probe_after_deep_cut);
+    tcase_add_test(ti, test_no_probe_soon_after_shallow_cut);
     suite_add_tcase(s, ti);
     return s;
 }
