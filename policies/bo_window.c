@@ -468,6 +468,15 @@ static void rate_evidence(bo_window *w, const bo_ticket *t, int64_t now_ns)
     double since = -1;
     if (w->rate_limit_hz > 0 && w->rate_cut_ns >= 0 && now_ns > w->rate_cut_ns)
         since = (double)(w->delivered - w->rate_cut_delivered) * NS_PER_S / (double)(now_ns - w->rate_cut_ns);
+    /*
+     * Nothing got through since the last cut: the server is closed, not
+     * metering this pace.  Cutting on that would take the pace to nothing
+     * and mark it bad (a server closed one second in two left the pace at
+     * 2/s, "bad" just above it, for 20 steps of a second); the window,
+     * the RTO and the destination hold deal with a closed server.
+     */
+    if (since == 0)
+        return;
     w->rate_cut_ns = now_ns;
     w->rate_cut_delivered = w->delivered;
     if (since >= 0 && since < measured)
