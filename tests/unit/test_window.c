@@ -542,6 +542,34 @@ START_TEST(test_no_probe_soon_after_shallow_cut)
 END_TEST
 
 /*
+ * A server closed for a while refuses every attempt whatever the pace:
+ * with nothing through since the last cut, a throttle does not cut the
+ * pace again (it went to 0 and was divided by).
+ */
+START_TEST(test_closed_server_keeps_pace)
+{
+    bo_config c = improved_cfg();
+    bo_window w;
+    bo_ticket tk;
+    bo_window_init(&w, &c);
+    for (int i = 0; i < 10; i++) {
+        bo_window_on_send(&w, i * 10 * MS, &tk);
+        bo_window_on_success(&w, &tk, i * 10 * MS + 5 * MS);
+    }
+    bo_window_on_send(&w, 200 * MS, &tk);
+    ck_assert(bo_window_on_signal(&w, &tk, BO_SIGNAL_THROTTLE, 200 * MS));
+    double pace = w.rate_limit_hz;
+    ck_assert_double_gt(pace, 0);
+    for (int64_t t = 300 * MS; t < 2000 * MS; t += 100 * MS) {
+        bo_window_on_send(&w, t, &tk);
+        bo_window_on_signal(&w, &tk, BO_SIGNAL_THROTTLE, t);
+    }
+    ck_assert_double_eq_tol(w.rate_limit_hz, pace, EPS);
+    ck_assert_int_lt(bo_window_next_send_ns(&w, 2000 * MS), 3000 * MS);
+}
+END_TEST
+
+/*
  * A concurrency cap refuses only the attempt sent with more in flight than
  * any success had: that is no evidence of a rate, and a constant
  * Retry-After does not make it one (the engine no longer reads it).
@@ -593,6 +621,7 @@ static Suite *window_suite(void)
     tcase_add_test(ti, test_rate_cut_forgets_the_burst);
     tcase_add_test(ti, test_cap_drop_is_not_a_rate);
     tcase_add_test(ti, test_probe_after_deep_cut);
+    tcase_add_test(ti, test_closed_server_keeps_pace);
     tcase_add_test(ti, test_no_probe_soon_after_shallow_cut);
     suite_add_tcase(s, ti);
     return s;
