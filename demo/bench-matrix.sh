@@ -25,7 +25,9 @@
 # server's capacity in the same second.
 #
 # BENCH_MATRIX_POLICIES, _SERVERS, _HINTS, _CLIENTS narrow or widen a run;
-# BENCH_MATRIX_SCALE multiplies the request counts (default 1).
+# BENCH_MATRIX_SCALE multiplies the request counts (default 1).  Judge a run
+# against the default policy's targets with
+#   grep -v '^#' OUT.tsv > t.tsv && sh demo/sim-matrix.sh --tsv t.tsv
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-build}
@@ -74,8 +76,8 @@ server_flags() {
 # cap serves 500/s, and the schedule needs 3 s of load to show its dip.
 requests() {
     case $1-$2 in
-    bucket*-fresh-seq) n=10 ;; bucket*-fresh-8 | bucket*-threads-8) n=40 ;; bucket*-threads-200) n=100 ;;
-    *-fresh-seq) n=10 ;; *-fresh-8) n=40 ;; *-threads-8) n=200 ;; *-threads-200) n=1000 ;;
+    bucket*-fresh-seq) n=8 ;; bucket*-fresh-8) n=24 ;; bucket*-threads-8) n=40 ;; bucket*-threads-200) n=100 ;;
+    *-fresh-seq) n=8 ;; *-fresh-8) n=24 ;; *-threads-8) n=200 ;; *-threads-200) n=1000 ;;
     esac
     echo $((n * SCALE))
 }
@@ -146,7 +148,7 @@ run_client() {
     esac
 }
 
-echo "# backoff bench-matrix: $(uname -srm), $(nproc) cores; $(date -u '+%Y-%m-%d %H:%M UTC'); real time on 127.0.0.1"
+echo "# backoff bench-matrix: $(uname -srm), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg); $(date -u '+%Y-%m-%d %H:%M UTC'); real time on 127.0.0.1"
 echo "# requests (fresh-seq fresh-8 threads-8 threads-200): buckets $(for c in fresh-seq fresh-8 threads-8 threads-200; do printf '%s ' "$(requests bucket "$c")"; done)- other servers $(for c in fresh-seq fresh-8 threads-8 threads-200; do printf '%s ' "$(requests cap "$c")"; done)"
 echo "# completion includes starting the client processes (tens of ms each): short runs read high"
 printf 'server\thint\tclients\tpolicy\tcompletion_s\toptimum_s\tratio\tattempts_per_req\tgave_up\tpeak_rejected_per_s\tpeak_rejected_frac\n'
