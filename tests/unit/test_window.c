@@ -393,20 +393,20 @@ START_TEST(test_rate_evidence_paces)
     ck_assert_int_ge(bo_window_next_send_ns(&w, 200 * MS), 200 * MS + (int64_t)(1e9 / 45) - 1);
     /*
      * No upper bound known yet: each step held without a throttle raises
-     * the pace, +25% first, then +50%, then doubling.
+     * the pace, +50% first, then doubling.
      */
     double r0 = w.rate_limit_hz;
     int64_t t = hold_one_step(&w, 200 * MS);
-    ck_assert_double_eq_tol(w.rate_limit_hz, 1.25 * r0, 1e-9);
+    ck_assert_double_eq_tol(w.rate_limit_hz, 1.5 * r0, 1e-9);
     ck_assert_double_eq_tol(w.rate_ok_hz, r0, 1e-9);
     t = hold_one_step(&w, t);
-    double r2 = 1.25 * 1.5 * r0;
+    double r2 = 1.5 * 2 * r0;
     ck_assert_double_eq_tol(w.rate_limit_hz, r2, 1e-9);
     /* Throttled at r2: bad = r2; the next pace is below it and not below ok. */
     bo_window_on_send(&w, t, &tk);
     ck_assert(bo_window_on_signal(&w, &tk, BO_SIGNAL_THROTTLE, t + MS));
     ck_assert_double_eq_tol(w.rate_bad_hz, r2, 1e-9);
-    ck_assert(w.rate_limit_hz < r2 && w.rate_limit_hz >= 1.25 * r0 - 1e-9);
+    ck_assert(w.rate_limit_hz < r2 && w.rate_limit_hz >= 1.5 * r0 - 1e-9);
 }
 END_TEST
 
