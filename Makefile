@@ -40,7 +40,7 @@ HELPER_BIN := $(HELPER_SRC:tests/helpers/%.c=$(BUILD)/tests/helpers/%)
 PRODUCTS := $(BUILD)/libbackoff.so $(BUILD)/backoff $(BUILD)/backoff-sim \
             $(BUILD)/ratelimit-server $(BUILD)/loadgen
 
-.PHONY: all deps deps-demo test unit integration sim demo bench install install-tools help lint clean \
+.PHONY: all deps deps-demo test unit integration sim demo bench bench-matrix install install-tools help lint clean \
         check-asan check-tsan check-valgrind test-programs fuzz stress test-soak
 
 all: $(PRODUCTS)
@@ -139,6 +139,11 @@ demo: deps-demo
 bench: deps-demo
 	@$(MAKE) --no-print-directory all >&2
 	@BUILD=$(BUILD) sh demo/bench.sh
+
+# Issue 10's robustness matrix in real time (about 10 minutes; see the script).
+bench-matrix: deps-demo
+	@$(MAKE) --no-print-directory all >&2
+	@BUILD=$(BUILD) sh demo/bench-matrix.sh
 
 # Sanitizer builds live in their own build directories.  Each check builds
 # every program sanitized (shim, wrapper, server, loadgen, helpers), runs the

@@ -31,7 +31,9 @@
  *     paces at beta x the successes of the last second (BBR's delivery
  *     rate, AWS adaptive retry's cut) and brackets upward between the
  *     fastest pace held without a throttle and the pace that drew the last
- *     one (see rate_step).  Retry-After is not read as a rate: a constant
+ *     one (see rate_step); a later cut paces below what got through since the
+ *     previous cut (the last second still holds a bucket's initial burst),
+ *     and a step that saw a throttle is never promoted to known good.  Retry-After is not read as a rate: a constant
  *     `Retry-After: 1` from a concurrency cap says nothing about one;
  *   - a cut that did not stop the throttling (a second one with no success
  *     in between, or one before any success) clamps the window to what was
@@ -89,8 +91,42 @@
 /* Steps in a row without a cut of the pace after which its upper bound is forgotten. */
 #define BO_RATE_QUIET_STEPS 20
 #define BO_RATE_STEP_MIN_NS 200000000LL
-/* Growth per step of a rate learnt from evidence while no upper bound is known. */
-#define BO_RATE_GROWTH_EVIDENCE 1.0
+/*
+ * Growth per step of a rate learnt from evidence while no upper bound is
+ * known: +50% after the first clean step, then x2 a step: a pace just under
+ * a bucket's rate is not pushed 2x past it at once (burst-1 bucket, 8
+ * threads, Retry-After: 1: 1.18x -> 1.14x the optimum).  Not gentler: +25%
+ * first left test_fault_server's flapping server (closed one second in
+ * two) at a low pace for 50 s instead of 11 s.
+ */
+#define BO_RATE_GROWTH_FIRST 0.5
+/* After a forgotten bound: the pace held 20 steps, so re-probe it just past (5%) first. */
+#define BO_RATE_GROWTH_REPROBE 0.05
+#define BO_RATE_GROWTH_MAX 1.0
+
+/*
+ * Probing for a limit that rose (BBR's ProbeBW up-phase): once the window
+ * has gone a while without a cut, it grows multiplicatively again: +25%
+ * over a round trip, then +50%, then slow start's +75%.  How long a while:
+ * after a deep cut (the window fell below BO_PROBE_DEEP of what it was: the
+ * limit moved) BO_PROBE_SOON, at least BO_PROBE_RTTS round trips; after
+ * the first cut, when shallow (slow start touched the limit), BO_PROBE_LATE,
+ * at least BO_PROBE_LATE_RTTS round trips; other shallow cuts keep the wait
+ * as it is.  A probe that found no room (the
+ * cut it drew landed below BO_PROBE_FOUND x where it began) doubles the
+ * wait, up to BO_PROBE_MAX; one that found room waits BO_PROBE_SOON.
+ * Without it a cap that fell 50 -> 10 and rose again was climbed back at
+ * +1/8 a round trip; probing a stable limit often costs rejections, and
+ * with a `Retry-After: 1` each one costs its call a second.
+ */
+#define BO_PROBE_SOON_NS 300000000LL
+#define BO_PROBE_RTTS 4
+#define BO_PROBE_LATE_NS 2000000000LL
+#define BO_PROBE_LATE_RTTS 20
+#define BO_PROBE_MAX_NS 8000000000LL
+#define BO_PROBE_DEEP 0.7
+#define BO_PROBE_GAIN_FIRST 0.25
+#define BO_PROBE_FOUND 1.1
 
 /* Delivery-rate estimate decays by this factor per decrease (max filter). */
 #define BO_RATE_DECAY 0.9
@@ -144,9 +180,15 @@ void bo_window_init(bo_window *w, const bo_config *cfg)
     w->ok_inflight = 0;
     w->cuts_in_row = 0;
     w->rate_cut_ns = -1;
+    w->rate_cut_delivered = 0;
+    w->rate_throttle_ns = -1;
     w->rate_quiet = 0;
     w->ceiling_ns = 0;
     w->ceiling = 0;
+    w->cut_ns = -1;
+    w->probe_ns = -1;
+    w->probe_every_ns = 0;
+    w->probe_from = 0;
 }
 
 #define BO_BIN_NS 100000000LL
@@ -267,6 +309,15 @@ static void rate_step(bo_window *w, int64_t now_ns)
 {
     double r = w->rate_limit_hz;
 
+    /*
+     * A throttle came during the step (one the one-cut-a-step rule let
+     * pass): the pace is not known good.  Keep it; the next throttle cuts.
+     */
+    if (w->rate_throttle_ns >= w->rate_step_ns && w->rate_cut_ns < w->rate_throttle_ns) {
+        w->rate_step_ns = now_ns;
+        return;
+    }
+
     if (r > w->rate_ok_hz)
         w->rate_ok_hz = r;
     /*
@@ -278,6 +329,7 @@ static void rate_step(bo_window *w, int64_t now_ns)
         if (++w->rate_quiet >= BO_RATE_QUIET_STEPS) {
             w->rate_bad_hz = 0;
             w->rate_quiet = 0;
+            w->rate_growth = BO_RATE_GROWTH_REPROBE;
         }
     } else {
         w->rate_quiet = 0;
@@ -286,6 +338,7 @@ static void rate_step(bo_window *w, int64_t now_ns)
         w->rate_bad_hz = 0; /* the limit rose past the old bound */
     if (w->rate_bad_hz <= 0) {
         r = w->rate_ok_hz * (1.0 + w->rate_growth);
+        w->rate_growth = 2 * w->rate_growth < BO_RATE_GROWTH_MAX ? 2 * w->rate_growth : BO_RATE_GROWTH_MAX;
     } else if (w->rate_bad_hz > w->rate_ok_hz * BO_RATE_CLOSE) {
         r = (w->rate_ok_hz + w->rate_bad_hz) / 2;
     } else {
@@ -294,6 +347,12 @@ static void rate_step(bo_window *w, int64_t now_ns)
     }
     w->rate_limit_hz = r;
     w->rate_step_ns = now_ns;
+}
+
+/* A wait of at least `rtts` round trips. */
+static int64_t at_least_rtts(const bo_window *w, int64_t ns, int rtts)
+{
+    return ns < rtts * w->min_rtt_ns ? rtts * w->min_rtt_ns : ns;
 }
 
 void bo_window_on_success(bo_window *w, const bo_ticket *t, int64_t now_ns)
@@ -307,6 +366,21 @@ void bo_window_on_success(bo_window *w, const bo_ticket *t, int64_t now_ns)
         if (w->ceiling > 0 && w->cwnd + 1 >= (double)w->ceiling && now_ns - w->ceiling_ns < BO_PLATEAU_NS)
             inc /= BO_PLATEAU_SLOW;
     }
+    if (w->improved && w->cwnd >= w->ssthresh && w->cut_ns >= 0 && w->min_rtt_ns > 0) {
+        if (w->probe_ns < 0 && now_ns - w->cut_ns >= w->probe_every_ns) {
+            w->probe_ns = now_ns;
+            w->probe_from = w->cwnd;
+        }
+        if (w->probe_ns >= 0) {
+            double gain = BO_PROBE_GAIN_FIRST;
+            for (int64_t k = (now_ns - w->probe_ns) / w->min_rtt_ns; k > 0 && gain < BO_SS_INC; k--)
+                gain *= 2;
+            if (gain > BO_SS_INC)
+                gain = BO_SS_INC;
+            if (gain > inc)
+                inc = gain;
+        }
+    }
     double grown = w->cwnd + inc;
     double bound = flying + 1 < grown ? flying + 1 : grown;
 
@@ -319,7 +393,7 @@ void bo_window_on_success(bo_window *w, const bo_ticket *t, int64_t now_ns)
     bins_advance(w, now_ns);
     w->bins[0]++;
     w->cuts_in_row = 0;
-    if (t->inflight > w->ok_inflight)
+    if (t->epoch == w->epoch && t->inflight > w->ok_inflight)
         w->ok_inflight = t->inflight;
     if (bound > w->cwnd)
         w->cwnd = bound;
@@ -354,13 +428,17 @@ static void decrease(bo_window *w, double cwnd, double ssthresh)
     w->cwnd = cwnd < 1 ? 1 : cwnd;
     w->epoch++;
     w->decreases++;
+    w->ok_inflight = 0;
 }
 
 /*
  * A throttle that cut the window: does the server meter a rate?  It does
  * when the refused attempt left with at most half as many in flight as a
- * success once had (sequential attempts: none in flight): a concurrency cap
- * refuses only at about the concurrency it served.  Half, not equal: the
+ * success sent since the last cut had (sequential attempts: none in
+ * flight): a concurrency cap refuses only at about the concurrency it
+ * serves now.  Since the last cut, not ever: a cap that fell from 50 to 10
+ * refuses at 10 in flight what it served at 49 a moment before, and read
+ * as a rate it held the pace at the low cap's rate after the cap rose.  Half, not equal: the
  * client's in-flight counts answers on the wire, which a server's count
  * does not (on loopback a cap of 64 was refused at 65 to 90 in flight while
  * successes had had up to 90).  Then pace the destination at beta x the
@@ -374,6 +452,8 @@ static void rate_evidence(bo_window *w, const bo_ticket *t, int64_t now_ns)
 
     if (measured <= 0 || 2 * t->inflight > w->ok_inflight)
         return;
+    if (w->rate_limit_hz > 0)
+        w->rate_throttle_ns = now_ns;
     /*
      * One cut of the pace per step, as one cut of the window per round
      * trip: the attempts that went out at the old pace are answered
@@ -382,12 +462,32 @@ static void rate_evidence(bo_window *w, const bo_ticket *t, int64_t now_ns)
      */
     if (w->rate_limit_hz > 0 && w->rate_cut_ns >= 0 && now_ns - w->rate_cut_ns < rate_step_ns(w))
         return;
+    /*
+     * What the server let through since the last cut: unlike the last
+     * second, it holds no initial burst (a bucket's burst of 20 read as
+     * 150/s ratcheted the pace down over a whole second of rejections).
+     */
+    double since = -1;
+    if (w->rate_limit_hz > 0 && w->rate_cut_ns >= 0 && now_ns > w->rate_cut_ns)
+        since = (double)(w->delivered - w->rate_cut_delivered) * NS_PER_S / (double)(now_ns - w->rate_cut_ns);
+    /*
+     * Nothing got through since the last cut: the server is closed, not
+     * metering this pace.  Cutting on that would take the pace to nothing
+     * and mark it bad (a server closed one second in two left the pace at
+     * 2/s, "bad" just above it, for 20 steps of a second); the window,
+     * the RTO and the destination hold deal with a closed server.
+     */
+    if (since == 0)
+        return;
     w->rate_cut_ns = now_ns;
+    w->rate_cut_delivered = w->delivered;
+    if (since >= 0 && since < measured)
+        measured = since;
     if (w->rate_limit_hz <= 0) {
         /* Not paced yet: what drew the throttle is unknown; start below what got through. */
         w->rate_ok_hz = 0;
         w->rate_bad_hz = 0;
-        w->rate_growth = BO_RATE_GROWTH_EVIDENCE;
+        w->rate_growth = BO_RATE_GROWTH_FIRST;
         w->rate_limit_hz = measured * w->beta;
     } else {
         double pace = w->rate_limit_hz;
@@ -449,6 +549,20 @@ bool bo_window_on_signal(bo_window *w, const bo_ticket *t, bo_signal sig, int64_
         ss = (double)(t->inflight > 0 ? t->inflight : 1);
     if (ss > w->max)
         ss = w->max;
+    if (w->improved) {
+        int64_t soon = at_least_rtts(w, BO_PROBE_SOON_NS, BO_PROBE_RTTS);
+        if (w->probe_ns >= 0) {
+            /* A probe that found no room waits twice as long; one that did, the least. */
+            int64_t twice = 2 * w->probe_every_ns < BO_PROBE_MAX_NS ? 2 * w->probe_every_ns : BO_PROBE_MAX_NS;
+            w->probe_every_ns = ss > w->probe_from * BO_PROBE_FOUND ? soon : twice;
+            w->probe_ns = -1;
+        } else if (ss < w->cwnd * BO_PROBE_DEEP) {
+            w->probe_every_ns = soon;
+        } else if (w->probe_every_ns == 0) {
+            w->probe_every_ns = at_least_rtts(w, BO_PROBE_LATE_NS, BO_PROBE_LATE_RTTS);
+        }
+        w->cut_ns = now_ns;
+    }
     decrease(w, w->mode == BO_AIMD_TAHOE ? w->initial : ss, ss);
     return true;
 }

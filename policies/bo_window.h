@@ -57,11 +57,18 @@ typedef struct bo_window {
     int64_t bin_ns;           /* start of the newest bin; -1 = none yet */
     int64_t first_send_ns;    /* -1 = nothing sent yet */
     int64_t rate_cut_ns;      /* last cut of the pace; -1 = none */
+    uint64_t rate_cut_delivered; /* delivered at the last cut of the pace */
+    int64_t rate_throttle_ns; /* last throttle seen while paced; -1 = none */
     unsigned rate_quiet;      /* probing steps in a row without a cut of the pace */
     int64_t ceiling_ns;       /* when ceiling was set */
     unsigned ceiling;         /* in-flight + 1 of the last throttle that cut; 0 = none */
     unsigned cuts_in_row;     /* throttle cuts with no success in between */
-    unsigned ok_inflight;     /* most in flight before a success, at most the window since a cut */
+    unsigned ok_inflight;     /* most in flight before a success sent since the last cut */
+    /* Probing for a limit that rose (improved mode, see bo_window.c): */
+    int64_t cut_ns;           /* last throttle cut; -1 = none */
+    int64_t probe_ns;         /* start of the probe under way; -1 = none */
+    int64_t probe_every_ns;   /* quiet time after a cut before the next probe */
+    double probe_from;        /* window when the probe began */
 } bo_window;
 
 /* Successes over the last second (per second); 0 = none yet. */

@@ -37,13 +37,19 @@
 
 enum { EV_AT_SERVER = SIM_EV_SCENARIO, EV_FREE, EV_REPLY };
 
-enum { SRV_CAP0, SRV_CAP10, SRV_B20, SRV_B1, SRV_LATENCY, SRV_SCHEDULE, SRV_COUNT };
+/*
+ * Beyond the matrix, only when named with --server / --client: `flap`
+ * (test_fault_server.sh's flapping server: a cap of 8 x 5 ms, closed
+ * (cap 0) every odd second until 16 s, 429 at once) and `threads-32`
+ * (3000 requests, 32 threads).
+ */
+enum { SRV_CAP0, SRV_CAP10, SRV_B20, SRV_B1, SRV_LATENCY, SRV_SCHEDULE, SRV_COUNT, SRV_FLAP = SRV_COUNT, SRV_ALL };
 enum { HINT_NONE, HINT_FIXED, HINT_ACCURATE, HINT_COUNT };
-enum { CL_FRESH_SEQ, CL_FRESH_8, CL_THREADS_8, CL_THREADS_200, CL_COUNT };
+enum { CL_FRESH_SEQ, CL_FRESH_8, CL_THREADS_8, CL_THREADS_200, CL_COUNT, CL_THREADS_32 = CL_COUNT, CL_ALL };
 
-static const char *const srv_names[] = {"cap-0ms", "cap-10ms", "bucket-b20", "bucket-b1", "latency", "schedule"};
+static const char *const srv_names[] = {"cap-0ms", "cap-10ms", "bucket-b20", "bucket-b1", "latency", "schedule", "flap"};
 static const char *const hint_names[] = {"none", "fixed", "accurate"};
-static const char *const cl_names[] = {"fresh-seq", "fresh-8", "threads-8", "threads-200"};
+static const char *const cl_names[] = {"fresh-seq", "fresh-8", "threads-8", "threads-200", "threads-32"};
 
 #define TRAVEL_NS (SIM_NS_PER_MS / 10)
 #define BIN_NS (100 * SIM_NS_PER_MS)
@@ -94,7 +100,15 @@ static int cap_at(int srv, int64_t t)
 {
     if (srv == SRV_SCHEDULE && t >= SIM_NS_PER_S && t < 3 * SIM_NS_PER_S)
         return 10;
+    if (srv == SRV_FLAP)
+        return t < 16 * SIM_NS_PER_S && (t / SIM_NS_PER_S) % 2 == 1 ? 0 : 8;
     return 50;
+}
+
+/* A success holds a slot this long. */
+static int64_t service_ns(int srv)
+{
+    return srv == SRV_FLAP ? 5 * SIM_NS_PER_MS : 100 * SIM_NS_PER_MS;
 }
 
 /* Server capacity in requests per second at time t (0: no limit). */
@@ -104,7 +118,7 @@ static double capacity_hz(int srv, int64_t t)
         return 20;
     if (srv == SRV_LATENCY)
         return 0;
-    return cap_at(srv, t) / 0.1;
+    return cap_at(srv, t) * (double)SIM_NS_PER_S / (double)service_ns(srv);
 }
 
 static void mx_send(sim *s, int c)
@@ -171,7 +185,7 @@ static void at_server(sim *s, const sim_event *ev)
     } else {
         int limit = cap_at(m->srv, now);
         ok = m->busy < limit;
-        hold = ok ? 100 * SIM_NS_PER_MS : (m->srv == SRV_CAP10 ? 10 * SIM_NS_PER_MS : 0);
+        hold = ok ? service_ns(m->srv) : (m->srv == SRV_CAP10 ? 10 * SIM_NS_PER_MS : 0);
         if (!ok) {
             wait_ns = m->nends > 0 ? m->ends[0] - now : 0;
             if (m->srv == SRV_SCHEDULE && now < 3 * SIM_NS_PER_S && now >= SIM_NS_PER_S &&
@@ -203,7 +217,7 @@ static double optimum_s(const mx *m)
 {
     if (m->srv == SRV_LATENCY)
         return 0;
-    double per = m->srv == SRV_B20 || m->srv == SRV_B1 ? 0.010 : 0.100;
+    double per = m->srv == SRV_B20 || m->srv == SRV_B1 ? 0.010 : (double)service_ns(m->srv) / SIM_NS_PER_S;
     per += 2.0 * TRAVEL_NS / SIM_NS_PER_S;
     if (m->srv == SRV_B20 || m->srv == SRV_B1) {
         double burst = m->srv == SRV_B20 ? 20 : 1;
@@ -230,8 +244,8 @@ typedef struct mx_result {
 
 static int run_cell(const bo_config *cfg, const sim_params *p, int srv, int hint, int cl, mx_result *r)
 {
-    static const long ops[] = {100, 200, 200, 1000};
-    static const int workers[] = {1, 8, 8, 200};
+    static const long ops[] = {100, 200, 200, 1000, 3000};
+    static const int workers[] = {1, 8, 8, 200, 32};
     mx m;
     sim s;
     bool fresh = cl == CL_FRESH_SEQ || cl == CL_FRESH_8;
@@ -319,14 +333,14 @@ static int find(const char *const *names, int n, const char *v)
 int sim_matrix(const sim_params *p, const char **pols, int npol, const char *srv_f,
                const char *hint_f, const char *cl_f)
 {
-    int srv_only = srv_f ? find(srv_names, SRV_COUNT, srv_f) : -1;
+    int srv_only = srv_f ? find(srv_names, SRV_ALL, srv_f) : -1;
     int hint_only = hint_f ? find(hint_names, HINT_COUNT, hint_f) : -1;
-    int cl_only = cl_f ? find(cl_names, CL_COUNT, cl_f) : -1;
+    int cl_only = cl_f ? find(cl_names, CL_ALL, cl_f) : -1;
 
     if ((srv_f && srv_only < 0) || (hint_f && hint_only < 0) || (cl_f && cl_only < 0)) {
         fprintf(stderr, "backoff-sim: matrix filter not valid: --server is one of cap-0ms cap-10ms "
-                "bucket-b20 bucket-b1 latency schedule; --hint none fixed accurate; --client "
-                "fresh-seq fresh-8 threads-8 threads-200\n");
+                "bucket-b20 bucket-b1 latency schedule flap; --hint none fixed accurate; --client "
+                "fresh-seq fresh-8 threads-8 threads-200 threads-32\n");
         return 2;
     }
     bo_config *cfgs = calloc((size_t)npol, sizeof(*cfgs));
@@ -341,14 +355,16 @@ int sim_matrix(const sim_params *p, const char **pols, int npol, const char *srv
            "gave_up\tpeak_rejected_per_s\tpeak_rejected_frac\tattempts_per_req_own3\n");
     sim_params own = *p;
     own.program_retries = 3;
-    for (int sv = 0; sv < SRV_COUNT; sv++) {
+    for (int sv = 0; sv < SRV_ALL; sv++) {
+        if (sv >= SRV_COUNT && sv != srv_only)
+            continue;
         if (srv_only >= 0 && sv != srv_only)
             continue;
         for (int h = 0; h < HINT_COUNT; h++) {
             if ((hint_only >= 0 && h != hint_only) || (sv == SRV_LATENCY && h != HINT_NONE))
                 continue;
-            for (int c = 0; c < CL_COUNT; c++) {
-                if (cl_only >= 0 && c != cl_only)
+            for (int c = 0; c < CL_ALL; c++) {
+                if ((cl_only >= 0 && c != cl_only) || (c >= CL_COUNT && c != cl_only))
                     continue;
                 for (int i = 0; i < npol; i++) {
                     mx_result r, r3;

@@ -391,16 +391,181 @@ START_TEST(test_rate_evidence_paces)
     ck_assert(bo_window_on_signal(&w, &tk, BO_SIGNAL_THROTTLE, 200 * MS));
     ck_assert_double_eq_tol(w.rate_limit_hz, 0.9 * 10 / 0.2, 1e-9);
     ck_assert_int_ge(bo_window_next_send_ns(&w, 200 * MS), 200 * MS + (int64_t)(1e9 / 45) - 1);
-    /* No upper bound known yet: each step held without a throttle doubles the pace. */
+    /*
+     * No upper bound known yet: each step held without a throttle raises
+     * the pace, +50% first, then doubling.
+     */
     double r0 = w.rate_limit_hz;
     int64_t t = hold_one_step(&w, 200 * MS);
-    ck_assert_double_eq_tol(w.rate_limit_hz, 2 * r0, 1e-9);
+    ck_assert_double_eq_tol(w.rate_limit_hz, 1.5 * r0, 1e-9);
     ck_assert_double_eq_tol(w.rate_ok_hz, r0, 1e-9);
-    /* Throttled at 2 r0: bad = 2 r0; the next pace is below it and not below ok. */
+    t = hold_one_step(&w, t);
+    double r2 = 1.5 * 2 * r0;
+    ck_assert_double_eq_tol(w.rate_limit_hz, r2, 1e-9);
+    /* Throttled at r2: bad = r2; the next pace is below it and not below ok. */
     bo_window_on_send(&w, t, &tk);
     ck_assert(bo_window_on_signal(&w, &tk, BO_SIGNAL_THROTTLE, t + MS));
-    ck_assert_double_eq_tol(w.rate_bad_hz, 2 * r0, 1e-9);
-    ck_assert(w.rate_limit_hz < 2 * r0 && w.rate_limit_hz >= r0 - 1e-9);
+    ck_assert_double_eq_tol(w.rate_bad_hz, r2, 1e-9);
+    ck_assert(w.rate_limit_hz < r2 && w.rate_limit_hz >= 1.5 * r0 - 1e-9);
+}
+END_TEST
+
+/*
+ * A bucket's burst read as a rate: 20 successes in 10 ms, then throttles.
+ * The first pace rests on that burst; a throttle within the cut's step
+ * does not cut again, but the step is then not promoted to known good,
+ * and the next cut uses what got through since the last one (20/s here),
+ * not the last second that still holds the burst.
+ */
+START_TEST(test_rate_cut_forgets_the_burst)
+{
+    bo_config c = improved_cfg();
+    bo_window w;
+    bo_ticket tk;
+    bo_window_init(&w, &c);
+    for (int i = 0; i < 20; i++) {
+        bo_window_on_send(&w, i * MS / 2, &tk);
+        bo_window_on_success(&w, &tk, i * MS / 2 + MS / 10);
+    }
+    int64_t t = 20 * MS;
+    bo_window_on_send(&w, t, &tk);
+    ck_assert(bo_window_on_signal(&w, &tk, BO_SIGNAL_THROTTLE, t));
+    double first = w.rate_limit_hz;
+    ck_assert_double_gt(first, 100); /* 20 in 0.1 s (the span floor) x 0.9 */
+    /* 20/s gets through: one success every 50 ms, a throttle in between. */
+    int64_t cut_ns = t;
+    for (int i = 1; i <= 8; i++) {
+        t = cut_ns + i * 50 * MS;
+        bo_window_on_send(&w, t, &tk);
+        bo_window_on_success(&w, &tk, t + MS);
+        bo_window_on_send(&w, t + 2 * MS, &tk);
+        bo_window_on_signal(&w, &tk, BO_SIGNAL_THROTTLE, t + 2 * MS);
+        if (t + 2 * MS - cut_ns < 200 * MS)
+            ck_assert_double_eq_tol(w.rate_limit_hz, first, EPS); /* one cut a step */
+    }
+    ck_assert_double_eq_tol(w.rate_ok_hz, 0, EPS); /* never promoted */
+    ck_assert_double_le(w.rate_limit_hz, 0.9 * 20 * 1.01);
+    ck_assert_double_ge(w.rate_limit_hz, 0.9 * 20 * 0.8);
+}
+END_TEST
+
+/*
+ * A concurrency cap that falls (50 -> 10) refuses at 10 in flight what it
+ * served at 40 before the cut: not a rate.  Only successes sent since the
+ * last cut count.
+ */
+START_TEST(test_cap_drop_is_not_a_rate)
+{
+    bo_config c = improved_cfg();
+    bo_window w;
+    bo_ticket tk[41];
+    bo_window_init(&w, &c);
+    w.cwnd = 41;
+    send_n(&w, 0, tk, 41); /* in flight before each: 0..40 */
+    for (int i = 0; i < 40; i++)
+        bo_window_on_success(&w, &tk[i], 100 * MS);
+    ck_assert(bo_window_on_signal(&w, &tk[40], BO_SIGNAL_THROTTLE, 100 * MS)); /* first cut */
+    send_n(&w, 101 * MS, tk, 11);
+    bo_window_on_success(&w, &tk[0], 200 * MS); /* 0 in flight before it */
+    /* refused with 10 in flight; the only success since the cut had 0 */
+    ck_assert(bo_window_on_signal(&w, &tk[10], BO_SIGNAL_THROTTLE, 201 * MS));
+    ck_assert_double_eq_tol(w.rate_limit_hz, 0, EPS);
+}
+END_TEST
+
+/*
+ * A limit that fell and rose again: after a deep cut the window probes
+ * upward again within a few round trips (+25%, +50%, +75% a round trip),
+ * while after a shallow first cut (a limit found by slow start) it waits
+ * BO_PROBE_LATE (2 s) before it touches the limit again.
+ */
+/* Round trips of 100 ms with the window full and callers waiting, from..until. */
+static double run_ca(bo_window *w, int64_t from, int64_t until)
+{
+    bo_ticket tk[256];
+    for (int64_t t = from; t < until; t += 100 * MS) {
+        int n = w->cwnd < 256 ? (int)w->cwnd : 256;
+        send_n(w, t, tk, n);
+        bo_window_on_blocked(w, t);
+        for (int i = 0; i < n; i++)
+            bo_window_on_success(w, &tk[i], t + 100 * MS);
+    }
+    return w->cwnd;
+}
+
+START_TEST(test_probe_after_deep_cut)
+{
+    bo_config c = improved_cfg();
+    bo_window w;
+    bo_ticket tk[64];
+    bo_window_init(&w, &c);
+    w.cwnd = 50;
+    w.ssthresh = 50;
+    send_n(&w, 0, tk, 50);
+    for (int i = 0; i < 10; i++)
+        bo_window_on_success(&w, &tk[i], 100 * MS);
+    /* refused with 10 in flight, twice in a row: clamped to 10, a deep cut */
+    ck_assert(bo_window_on_signal(&w, &tk[10], BO_SIGNAL_THROTTLE, 100 * MS));
+    for (int i = 11; i < 50; i++)
+        bo_window_on_release(&w, &tk[i]);
+    send_n(&w, 100 * MS, tk + 50, 11);
+    ck_assert(bo_window_on_signal(&w, &tk[60], BO_SIGNAL_THROTTLE, 101 * MS));
+    for (int i = 50; i < 60; i++)
+        bo_window_on_release(&w, &tk[i]);
+    ck_assert_double_le(w.cwnd, 10 + EPS);
+    ck_assert_int_eq(w.inflight, 0);
+    /* 10 a round trip for 0.3 s: +1/8 a round trip, then the probe */
+    double before = run_ca(&w, 200 * MS, 500 * MS);
+    ck_assert_double_le(before, 10.5);
+    double after = run_ca(&w, 500 * MS, 900 * MS);
+    ck_assert_double_ge(after, 20);
+}
+END_TEST
+
+START_TEST(test_no_probe_soon_after_shallow_cut)
+{
+    bo_config c = improved_cfg();
+    bo_window w;
+    bo_ticket tk[64];
+    bo_window_init(&w, &c);
+    w.cwnd = 50;
+    w.ssthresh = 1024;
+    send_n(&w, 0, tk, 50);
+    for (int i = 0; i < 49; i++)
+        bo_window_on_success(&w, &tk[i], 100 * MS);
+    ck_assert(bo_window_on_signal(&w, &tk[49], BO_SIGNAL_THROTTLE, 100 * MS));
+    double ss = w.cwnd;
+    ck_assert_double_ge(ss, 40);
+    double later = run_ca(&w, 200 * MS, 1900 * MS);
+    ck_assert_double_le(later, ss * 1.1); /* +1/8 a round trip, no probe */
+}
+END_TEST
+
+/*
+ * A server closed for a while refuses every attempt whatever the pace:
+ * with nothing through since the last cut, a throttle does not cut the
+ * pace again (it went to 0 and was divided by).
+ */
+START_TEST(test_closed_server_keeps_pace)
+{
+    bo_config c = improved_cfg();
+    bo_window w;
+    bo_ticket tk;
+    bo_window_init(&w, &c);
+    for (int i = 0; i < 10; i++) {
+        bo_window_on_send(&w, i * 10 * MS, &tk);
+        bo_window_on_success(&w, &tk, i * 10 * MS + 5 * MS);
+    }
+    bo_window_on_send(&w, 200 * MS, &tk);
+    ck_assert(bo_window_on_signal(&w, &tk, BO_SIGNAL_THROTTLE, 200 * MS));
+    double pace = w.rate_limit_hz;
+    ck_assert_double_gt(pace, 0);
+    for (int64_t t = 300 * MS; t < 2000 * MS; t += 100 * MS) {
+        bo_window_on_send(&w, t, &tk);
+        bo_window_on_signal(&w, &tk, BO_SIGNAL_THROTTLE, t);
+    }
+    ck_assert_double_eq_tol(w.rate_limit_hz, pace, EPS);
+    ck_assert_int_lt(bo_window_next_send_ns(&w, 2000 * MS), 3000 * MS);
 }
 END_TEST
 
@@ -453,6 +618,11 @@ static Suite *window_suite(void)
     tcase_add_test(ti, test_delivery_rate_sample);
     tcase_add_test(ti, test_rate_evidence_paces);
     tcase_add_test(ti, test_concurrency_throttle_is_not_a_rate);
+    tcase_add_test(ti, test_rate_cut_forgets_the_burst);
+    tcase_add_test(ti, test_cap_drop_is_not_a_rate);
+    tcase_add_test(ti, test_probe_after_deep_cut);
+    tcase_add_test(ti, test_closed_server_keeps_pace);
+    tcase_add_test(ti, test_no_probe_soon_after_shallow_cut);
     suite_add_tcase(s, ti);
     return s;
 }
