@@ -410,10 +410,13 @@ int bo_shim_try_admit(bo_shim_dest *sd, bo_call *call, int64_t now_ns, unsigned 
     int64_t until = 0;
     int rc;
 
-    pthread_mutex_lock(&sd->mu);
-    bo_admit a = bo_dest_admit(&sd->d, cfg, call, now_ns, &until);
+    /* the same state, lock and lease as the blocking admission: the
+     * host-wide slot's while the block is attached to one */
+    bo_dest *d = dest_lock(sd);
+    bo_admit a = bo_dest_admit(d, cfg, call, now_ns, &until);
     if (a == BO_ADMIT_GO) {
-        *inflight = sd->d.window.inflight;
+        dest_admitted(sd);
+        *inflight = d->window.inflight;
         rc = 0;
     } else if (a == BO_ADMIT_GIVE_UP) {
         sd->calls++;
@@ -421,9 +424,10 @@ int bo_shim_try_admit(bo_shim_dest *sd, bo_call *call, int64_t now_ns, unsigned 
         sd->gave_up++;
         rc = -1;
     } else {
+        dest_waiting(sd, now_ns);
         rc = 1;
     }
-    pthread_mutex_unlock(&sd->mu);
+    dest_unlock(sd);
     if (rc == 1) {
         if (until <= now_ns)
             until = now_ns + NS_PER_MS / 10;
@@ -436,12 +440,19 @@ int bo_shim_try_admit(bo_shim_dest *sd, bo_call *call, int64_t now_ns, unsigned 
 
 void bo_shim_call_cancel(bo_shim_dest *sd, bo_call *call)
 {
-    pthread_mutex_lock(&sd->mu);
-    bo_dest_cancel(&sd->d, call);
+    bo_dest *d = dest_lock(sd);
+    bool held = call->in_flight;
+    bo_dest_cancel(d, call);
     sd->calls++;
     sd->failed++;
-    pthread_cond_broadcast(&sd->cv);
-    pthread_mutex_unlock(&sd->mu);
+    if (sd->shared != NULL) {
+        if (held)
+            bo_share_lease_drop(sd->shared, sd->share_idx);
+        bo_share_wake(sd->shared);
+    } else {
+        pthread_cond_broadcast(&sd->cv);
+    }
+    dest_unlock(sd);
 }
 
 void bo_shim_call_abandoned(bo_shim_dest *sd)
