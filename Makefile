@@ -112,6 +112,7 @@ test-programs: $(PRODUCTS) $(UNIT_BIN) $(HELPER_BIN) $(BUILD)/backoff.1
 # The README's second command: install what is missing, build, run every suite.
 test: deps
 	@$(MAKE) --no-print-directory test-programs
+	@sh tests/lint.sh
 	@BUILD=$(BUILD) sh tests/run-tests.sh all
 
 unit: $(UNIT_BIN)

@@ -50,7 +50,8 @@ BUILD=${BUILD:-build}
 case "$BUILD" in /*) ;; *) BUILD="$top/$BUILD" ;; esac
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/backoff-bench.XXXXXX")
 SCENARIOS=${BENCH_SCENARIOS:-"burst outage pacing fairness multi share overhead"}
-ALL_POLICIES="none fixed linear exponential full-jitter equal-jitter decorrelated-jitter gaussian-jitter thain responsive aimd"
+# every policy of the library (aimd-000 is the simulator's alone)
+ALL_POLICIES=$("$BUILD/backoff-sim" --list-policies | grep -v '^aimd-000$' | tr '\n' ' ')
 POLICIES=${BENCH_POLICIES:-$ALL_POLICIES}
 
 SERVER_PID=""

@@ -407,19 +407,23 @@ static const char *const share_modes[] = {[BO_SHARE_HOST] = "host", [BO_SHARE_PR
 static const bo_var vars[] = {
     {"BACKOFF_POLICY", BO_VAR_POLICY, F(policy), 0, 0, 0, NULL, "aimd", "aimd",
      "the retry policy; aimd, the default, shares a window of requests in flight per "
-     "destination, paced from the server's answers (the README compares them all)", NULL},
+     "destination, paced from the server's answers (the README compares them all)",
+     NULL},
     {"BACKOFF_MAX_ATTEMPTS", BO_VAR_UINT, F(max_attempts), 0, COUNT_MAX, 0, NULL, "8", "8",
      "attempts per call, the first included (0: no limit; waiting for a window slot is "
-     "not an attempt)", NULL},
+     "not an attempt)",
+     NULL},
     {"BACKOFF_MAX_TIME_MS", BO_VAR_I64, F(max_time_ms), 0, MS_PER_DAY, 0, NULL, "0", "0",
      "no new attempt once this long has passed since the call began (0: no limit; for "
      "connect() 0 means 30 s); the program's own time limit (CURLOPT_TIMEOUT, a socket's "
-     "send timeout) also bounds the call, the sooner wins", NULL},
+     "send timeout) also bounds the call, the sooner wins",
+     NULL},
     {"BACKOFF_BASE_MS", BO_VAR_I64, F(base_ms), 1, MS_PER_HOUR, 0, NULL, "100", "100",
      "first delay of the delay schedules, in ms", NULL},
     {"BACKOFF_CAP_MS", BO_VAR_I64, F(cap_ms), 1, MS_PER_DAY, 0, NULL, "20000", "20000",
      "largest delay, in ms, not below BACKOFF_BASE_MS; also bounds every Retry-After and "
-     "rate-limit wait", NULL},
+     "rate-limit wait",
+     NULL},
     {"BACKOFF_FACTOR", BO_VAR_DOUBLE, F(factor), 1, 100, 0, NULL, "2", "2",
      "growth factor of the exponential schedules", NULL},
     {"BACKOFF_JITTER", BO_VAR_DOUBLE, F(jitter), 0, 1, 0, NULL, "0.1", "0.1",
@@ -433,12 +437,15 @@ static const bo_var vars[] = {
      "aimd: initial window of requests in flight per destination", NULL},
     {"BACKOFF_WINDOW_MAX", BO_VAR_UINT, F(window_max), 1, COUNT_MAX, 0, NULL, "1024", "1024",
      "aimd: largest window (also the initial slow-start threshold), not below "
-     "BACKOFF_WINDOW", NULL},
+     "BACKOFF_WINDOW",
+     NULL},
     {"BACKOFF_BETA", BO_VAR_DOUBLE, F(beta), 0, 1, BO_VAR_LO_OPEN | BO_VAR_HI_OPEN | BO_VAR_ZERO_OK,
-     "0 (the policy's own) or a number above 0 and below 1", "0", "0", "aimd: multiplicative decrease on a throttle (0: the policy's own, 0.9)", NULL},
+     "0 (the policy's own) or a number above 0 and below 1", "0", "0",
+     "aimd: multiplicative decrease on a throttle (0: the policy's own, 0.9)", NULL},
     {"BACKOFF_AIMD_MODE", BO_VAR_CHOICE, F(aimd_mode), 0, 0, 0, NULL, "reno", "reno",
      "aimd: on a throttle the slow-start threshold becomes window x beta and the window "
-     "that threshold (reno) or BACKOFF_WINDOW again (tahoe)", aimd_modes},
+     "that threshold (reno) or BACKOFF_WINDOW again (tahoe)",
+     aimd_modes},
     {"BACKOFF_UP", BO_VAR_DOUBLE, F(up), 1, 100, 0, NULL, "1.5", "1.5",
      "responsive: delay multiplier on a throttle", NULL},
     {"BACKOFF_DOWN", BO_VAR_DOUBLE, F(down), 0, 1, BO_VAR_LO_OPEN, NULL, "0.9", "0.9",
@@ -449,7 +456,8 @@ static const bo_var vars[] = {
      "0: the connect() hook passes every call through", NULL},
     {"BACKOFF_HOSTS", BO_VAR_HOSTS, F(hosts), 0, 0, 0, NULL, "", "every destination",
      "only these destinations are managed; a refused connect() to one of them is retried "
-     "even before it was seen alive", NULL},
+     "even before it was seen alive",
+     NULL},
     {"BACKOFF_STATS", BO_VAR_PATH, F(stats_path), 0, 0, 0, NULL, "", "off",
      "stderr or a file: one JSON object per process at exit (appended)", NULL},
     {"BACKOFF_TRACE", BO_VAR_PATH, F(trace_path), 0, 0, 0, NULL, "", "off",
@@ -460,23 +468,28 @@ static const bo_var vars[] = {
      "seed of every random choice, for repeatable runs", NULL},
     {"BACKOFF_STRICT", BO_VAR_BOOL, F(strict), 0, 1, 0, NULL, "0", "0",
      "1: a bad variable ends the program with exit status 2 instead of passing every call "
-     "through", NULL},
+     "through",
+     NULL},
     {"BACKOFF_PACING", BO_VAR_BOOL, F(pacing), 0, 1, 0, NULL, "1", "1",
      "aimd: 1 paces sends over the round trip and sizes decreases from the measured "
-     "delivery rate; 0 runs article 000's algorithm exactly", NULL},
+     "delivery rate; 0 runs article 000's algorithm exactly",
+     NULL},
     {"BACKOFF_RATELIMIT_HEADERS", BO_VAR_BOOL, F(ratelimit_headers), 0, 1, 0, NULL, "1", "1",
      "1: pace from the server's rate-limit headers (x-ratelimit-*, RateLimit-*, the IETF "
-     "draft's RateLimit and RateLimit-Policy); 0: ignore them", NULL},
+     "draft's RateLimit and RateLimit-Policy); 0: ignore them",
+     NULL},
     {"BACKOFF_RETRY_BUDGET", BO_VAR_UINT, F(retry_budget), 0, 1000, 0,
      "a percentage of first attempts from 0 (no budget) to 1000", "20", "20",
      "per destination, over a sliding 10 s window: the shim's retries allowed as a "
      "percentage of the first attempts of new logical requests, on top of 3 and one per "
      "success, so that a destination that keeps failing sees a bounded multiple of the "
-     "program's own load (0: no budget)", NULL},
+     "program's own load (0: no budget)",
+     NULL},
     {"BACKOFF_SHARE", BO_VAR_CHOICE, F(share), 0, 0, 0, NULL, "host", "host",
      "where each destination's state lives: host, in a shared-memory file of this user that "
      "every process on the host maps (shell loops and parallel jobs learn together); "
-     "process, in each process alone", share_modes},
+     "process, in each process alone",
+     share_modes},
 };
 #undef F
 

@@ -26,15 +26,15 @@
  * a second late.
  */
 #include "bo_engine.h"
+#include "bo_time.h"
 
 #include <string.h>
 
-#define NS_PER_MS 1000000LL
-#define BO_PROBE_CAP_NS (1000 * NS_PER_MS)
+#define BO_PROBE_CAP_NS (1000 * BO_NS_PER_MS)
 
 /* How long a caller blocked on a full window waits before asking again if no completion wakes it.
  */
-#define BO_SLOT_RECHECK_NS (1000 * NS_PER_MS)
+#define BO_SLOT_RECHECK_NS (1000 * BO_NS_PER_MS)
 
 void bo_dest_init(bo_dest *d, const bo_config *cfg, int64_t now_ns)
 {
@@ -78,7 +78,7 @@ void bo_call_lineage(const bo_call *c, uint64_t key, bo_lineage *out)
 
 static int64_t cap_ns(const bo_config *cfg)
 {
-    return cfg->cap_ms > 0 ? cfg->cap_ms * NS_PER_MS : 0;
+    return cfg->cap_ms > 0 ? cfg->cap_ms * BO_NS_PER_MS : 0;
 }
 
 /* Deadline of the call: max_time_ms or the program's own, the sooner
@@ -87,7 +87,7 @@ static int64_t call_deadline(const bo_config *cfg, const bo_call *c)
 {
     int64_t d = INT64_MAX;
     if (cfg->max_time_ms > 0)
-        d = c->start_ns + cfg->max_time_ms * NS_PER_MS;
+        d = c->start_ns + cfg->max_time_ms * BO_NS_PER_MS;
     return c->deadline_ns < d ? c->deadline_ns : d;
 }
 
@@ -171,7 +171,7 @@ static void hold_dest(bo_dest *d, int64_t t)
 static int64_t probe_gap_ns(const bo_config *cfg, unsigned k)
 {
     int64_t cap = cap_ns(cfg);
-    int64_t gap = cfg->base_ms * NS_PER_MS;
+    int64_t gap = cfg->base_ms * BO_NS_PER_MS;
 
     if (cap <= 0 || cap > BO_PROBE_CAP_NS)
         cap = BO_PROBE_CAP_NS;
@@ -191,13 +191,13 @@ static int64_t probe_gap_ns(const bo_config *cfg, unsigned k)
 static int64_t dest_rto_ns(const bo_dest *d, const bo_config *cfg)
 {
     int64_t cap = cap_ns(cfg);
-    int64_t rto = cfg->base_ms * NS_PER_MS;
+    int64_t rto = cfg->base_ms * BO_NS_PER_MS;
     unsigned k = d->window.cuts_in_row;
 
     if (d->window.min_rtt_ns > rto)
         rto = d->window.min_rtt_ns;
     if (rto <= 0)
-        rto = NS_PER_MS;
+        rto = BO_NS_PER_MS;
     if (cap <= 0 || cap > BO_PROBE_CAP_NS)
         cap = BO_PROBE_CAP_NS; /* as probes: back within about a second of the server */
     for (unsigned i = 3; i < k && rto < cap; i++)
@@ -218,12 +218,12 @@ static int64_t dest_rto_ns(const bo_dest *d, const bo_config *cfg)
 static int64_t throttle_rto_ns(const bo_dest *d, const bo_config *cfg, bo_call *c, bo_rng *rng)
 {
     int64_t cap = cap_ns(cfg);
-    int64_t rto = cfg->base_ms * NS_PER_MS;
+    int64_t rto = cfg->base_ms * BO_NS_PER_MS;
 
     if (d->window.min_rtt_ns > rto)
         rto = d->window.min_rtt_ns;
     if (rto <= 0)
-        rto = NS_PER_MS;
+        rto = BO_NS_PER_MS;
     for (unsigned i = 1; i < c->throttles && (cap <= 0 || rto < cap); i++)
         rto *= 2;
     if (cap > 0 && rto > cap)
@@ -311,8 +311,8 @@ bo_next bo_dest_complete(bo_dest *d, const bo_config *cfg, bo_call *c,
     if (c->deadline_ns != INT64_MAX) {
         /* the program's deadline: the wait and another attempt must fit */
         int64_t room = now_ns - c->attempt_ns;
-        if (room < BO_MIN_ATTEMPT_MS * NS_PER_MS)
-            room = BO_MIN_ATTEMPT_MS * NS_PER_MS;
+        if (room < BO_MIN_ATTEMPT_MS * BO_NS_PER_MS)
+            room = BO_MIN_ATTEMPT_MS * BO_NS_PER_MS;
         if (c->deadline_ns - now_ns <= delay || c->deadline_ns - now_ns - delay < room)
             return BO_NEXT_DONE;
     }

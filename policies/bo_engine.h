@@ -35,6 +35,7 @@
 #include "bo_responsive.h"
 #include "bo_rng.h"
 #include "bo_schedule.h"
+#include "bo_time.h"
 #include "bo_window.h"
 
 /* One destination's shared state (one per scheme/host/port per process). */

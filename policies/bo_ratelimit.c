@@ -15,10 +15,10 @@
  * Responses with Age > 0 (served from a cache) give no quota.
  */
 #include "bo_ratelimit.h"
+#include "bo_time.h"
 
 #include <string.h>
 
-#define NS_PER_S 1000000000LL
 
 void bo_rl_headers_reset(bo_rl_headers *h)
 {
@@ -450,21 +450,21 @@ bool bo_rl_headers_quota(const bo_rl_headers *h, int64_t wall_ns, bo_rl_quota *q
         }
         int64_t t = h->d_reset_s >= 0 ? h->d_reset_s : w;
         if (t >= 0 && counts(quota, h->d_remaining, q)) {
-            q->reset_ns = t * NS_PER_S;
-            q->window_ns = w > 0 ? w * NS_PER_S : -1;
+            q->reset_ns = t * BO_NS_PER_S;
+            q->window_ns = w > 0 ? w * BO_NS_PER_S : -1;
             q->pk = h->d_pk;
             return true;
         }
     }
     if (h->reset_s >= 0 && counts(h->limit, h->remaining, q)) {
-        q->reset_ns = h->reset_s * NS_PER_S;
+        q->reset_ns = h->reset_s * BO_NS_PER_S;
         return true;
     }
     if (h->x_reset_epoch >= 0 && wall_ns > 0 && counts(h->x_limit, h->x_remaining, q)) {
-        int64_t wall_s = wall_ns / NS_PER_S;
+        int64_t wall_s = wall_ns / BO_NS_PER_S;
         if (h->x_reset_epoch < wall_s || h->x_reset_epoch - wall_s > BO_RL_MAX_RESET_S)
             return false;
-        q->reset_ns = h->x_reset_epoch * NS_PER_S - wall_ns;
+        q->reset_ns = h->x_reset_epoch * BO_NS_PER_S - wall_ns;
         if (q->reset_ns < 0)
             q->reset_ns = 0;
         return true;
@@ -531,7 +531,7 @@ void bo_quota_note(bo_quota *q, const bo_rl_quota *rl, unsigned inflight, int64_
         now_ns < s->reset_at_ns)
         s->refills = true;
     s->last_remaining = rl->remaining;
-    if (s->reset_at_ns <= now_ns || at > s->reset_at_ns + NS_PER_S || at < now_ns)
+    if (s->reset_at_ns <= now_ns || at > s->reset_at_ns + BO_NS_PER_S || at < now_ns)
         s->reset_at_ns = at;
     else if (at < s->reset_at_ns)
         s->reset_at_ns = at;
@@ -556,7 +556,7 @@ void bo_quota_note(bo_quota *q, const bo_rl_quota *rl, unsigned inflight, int64_
         /* spent: nothing until the reset, then the window's own pace */
         /* spent: nothing until the reset (plus jitter, so that clients
          * do not all start at the reset instant), then the window's pace */
-        int64_t spread = after_gap(s) > 0 ? after_gap(s) : NS_PER_S / 10;
+        int64_t spread = after_gap(s) > 0 ? after_gap(s) : BO_NS_PER_S / 10;
         int64_t t = s->reset_at_ns + (int64_t)((double)spread * bo_rng_uniform(&q->rng));
         s->gap_ns = 0;
         if (s->next_ns < t)
@@ -578,7 +578,7 @@ static bool slot_live(const bo_quota_slot *s, int64_t now_ns)
         return false;
     /* Past the reset with no fresh headers: after one more window (or a
      * second) the slot no longer holds anything back. */
-    int64_t grace = s->window_ns > 0 ? s->window_ns : NS_PER_S;
+    int64_t grace = s->window_ns > 0 ? s->window_ns : BO_NS_PER_S;
     return now_ns < s->reset_at_ns + grace;
 }
 

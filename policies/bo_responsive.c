@@ -6,8 +6,8 @@
  * success streak, so DOWN_AFTER counts successes *in a row*.
  */
 #include "bo_responsive.h"
+#include "bo_time.h"
 
-#define NS_PER_MS 1000000.0
 
 void bo_responsive_init(bo_responsive *r)
 {
@@ -48,8 +48,8 @@ static int64_t to_ns(double x, double hi)
  */
 void bo_responsive_on_failure(bo_responsive *r, const bo_config *cfg, bo_rng *rng)
 {
-    double base = (double)cfg->base_ms * NS_PER_MS;
-    double cap = (double)cfg->cap_ms * NS_PER_MS;
+    double base = (double)cfg->base_ms * BO_NS_PER_MS;
+    double cap = (double)cfg->cap_ms * BO_NS_PER_MS;
 
     r->successes = 0;
     if (r->interval_ns == 0) {
@@ -67,8 +67,8 @@ void bo_responsive_on_failure(bo_responsive *r, const bo_config *cfg, bo_rng *rn
  */
 void bo_responsive_on_success(bo_responsive *r, const bo_config *cfg, bo_rng *rng)
 {
-    double base = (double)cfg->base_ms * NS_PER_MS;
-    double cap = (double)cfg->cap_ms * NS_PER_MS;
+    double base = (double)cfg->base_ms * BO_NS_PER_MS;
+    double cap = (double)cfg->cap_ms * BO_NS_PER_MS;
 
     if (r->interval_ns == 0)
         return;

@@ -11,11 +11,11 @@
  * huge retry count saturates at the cap instead of overflowing.
  */
 #include "bo_schedule.h"
+#include "bo_time.h"
 
 #include <limits.h>
 #include <math.h>
 
-#define NS_PER_MS 1000000.0
 /* Largest double below 2^63: converting it to int64_t is defined. */
 #define I64_MAX_AS_DOUBLE 9223372036854774784.0
 
@@ -46,8 +46,8 @@ static double grown(double base, double factor, unsigned n, double cap)
 
 int64_t bo_schedule_next_ns(bo_schedule *s, const bo_config *cfg, bo_rng *rng)
 {
-    double base = (double)cfg->base_ms * NS_PER_MS;
-    double cap = (double)cfg->cap_ms * NS_PER_MS;
+    double base = (double)cfg->base_ms * BO_NS_PER_MS;
+    double cap = (double)cfg->cap_ms * BO_NS_PER_MS;
     unsigned n = s->retries;
     double t;
     int64_t out = 0;

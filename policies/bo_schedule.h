@@ -5,7 +5,7 @@
  *   fixed                base                                  (002, 003)
  *   linear               base * (n + 1), capped                (002)
  *   exponential          min(cap, base * factor^n)             (001)
- *   full-jitter          uniform(0, min(cap, base * 2^n))      (001)
+ *   full-jitter          uniform(0, min(cap, base * factor^n)) (001: factor 2)
  *   equal-jitter         t/2 + uniform(0, t/2), t as above     (001)
  *   decorrelated-jitter  min(cap, uniform(base, prev * 3))     (001)
  *   gaussian-jitter      d = min(cap, d * factor); d + normal(0, d * jitter), >= 0 (003)

@@ -33,22 +33,22 @@
  *     fastest pace held without a throttle and the pace that drew the last
  *     one (see rate_step); a later cut paces below what got through since the
  *     previous cut (the last second still holds a bucket's initial burst),
- *     and a step that saw a throttle is never promoted to known good.  Retry-After is not read as a rate: a constant
- *     `Retry-After: 1` from a concurrency cap says nothing about one;
+ *     and a step that saw a throttle is never promoted to known good.  Retry-After is not read as a
+ * rate: a constant `Retry-After: 1` from a concurrency cap says nothing about one;
  *   - a cut that did not stop the throttling (a second one with no success
  *     in between, or one before any success) clamps the window to what was
  *     in flight when the refused attempt left; after a cut the window
  *     probes 8x slower at or above the window that drew it (CUBIC's
  *     plateau).
-  * A loss signal (no answer) sets cwnd to 1 in both modes; ssthresh drops
+ * A loss signal (no answer) sets cwnd to 1 in both modes; ssthresh drops
  * only on the first loss in a row, so a run of failed probes does not leave
  * the window stuck in congestion avoidance after the server comes back.
  */
 #include "bo_window.h"
+#include "bo_time.h"
 
 #include <string.h>
 
-#define NS_PER_S 1e9
 
 /* 000 publishes 0.5 and recommends 0.9 for stable limits; see bo_window_default_beta. */
 #define BO_BETA_DEFAULT 0.9
@@ -137,13 +137,11 @@
  * concurrency limit usually is.  With BDP sizing the window does not fall
  * below the measured capacity anyway, so beta only matters when the
  * estimate is missing or stale, and a deep cut then costs a long climb back
- * at +1/8 per round trip.  backoff-sim, burst, seed 1: beta 0.5 -> 32.8 s,
- * 0.7 -> 26.7 s, 0.9 -> 21.9 s, 0.95 -> 21.9 s with more rejections (1.1%
- * against 0.8%); pacing is 29.9 s from 0.8 up.  BACKOFF_BETA overrides it.
+ * at +1/8 per round trip (the simulator's burst scenario is fastest from
+ * 0.9 up, with more rejections above it).  BACKOFF_BETA overrides it.
  */
-double bo_window_default_beta(const bo_config *cfg)
+double bo_window_default_beta(void)
 {
-    (void)cfg;
     return BO_BETA_DEFAULT;
 }
 
@@ -158,7 +156,7 @@ void bo_window_init(bo_window *w, const bo_config *cfg)
     w->ssthresh = max;
     w->initial = initial;
     w->max = max;
-    w->beta = cfg->beta > 0 && cfg->beta < 1 ? cfg->beta : bo_window_default_beta(cfg);
+    w->beta = cfg->beta > 0 && cfg->beta < 1 ? cfg->beta : bo_window_default_beta();
     w->mode = cfg->aimd_mode;
     w->inflight = 0;
     w->epoch = 0;
@@ -166,7 +164,6 @@ void bo_window_init(bo_window *w, const bo_config *cfg)
     w->min_rtt_ns = 0;
     w->delivery_rate = 0;
     w->next_send_ns = 0;
-    w->decreases = 0;
     w->improved = cfg->pacing;
     w->rate_limit_hz = 0;
     w->rate_ok_hz = 0;
@@ -225,11 +222,11 @@ double bo_window_measured_rate(const bo_window *w, int64_t now_ns)
         if (steps >= 0)
             sum += w->bins[i];
     double span = (double)(now_ns - w->first_send_ns);
-    if (span > NS_PER_S)
-        span = NS_PER_S;
+    if (span > BO_NS_PER_S)
+        span = BO_NS_PER_S;
     if (span < BO_RATE_SPAN_MIN_NS)
         span = BO_RATE_SPAN_MIN_NS;
-    return (double)sum * NS_PER_S / span;
+    return (double)sum * BO_NS_PER_S / span;
 }
 
 /* Gap between two sends under pacing, in ns; 0 when pacing is off or unknown. */
@@ -244,7 +241,7 @@ static double pacing_gap_ns(const bo_window *w)
         gap = (double)w->min_rtt_ns / (w->cwnd * gain);
     }
     if (w->rate_limit_hz > 0) {
-        double r = NS_PER_S / w->rate_limit_hz;
+        double r = BO_NS_PER_S / w->rate_limit_hz;
         if (r > gap)
             gap = r;
     }
@@ -293,7 +290,7 @@ static int64_t rate_step_ns(const bo_window *w)
 {
     if (w->rate_limit_hz <= 0)
         return BO_RATE_STEP_NS;
-    double step = BO_RATE_STEP_SENDS * NS_PER_S / w->rate_limit_hz;
+    double step = BO_RATE_STEP_SENDS * BO_NS_PER_S / w->rate_limit_hz;
     if (step < BO_RATE_STEP_MIN_NS)
         step = BO_RATE_STEP_MIN_NS;
     if (step > BO_RATE_STEP_NS)
@@ -338,7 +335,8 @@ static void rate_step(bo_window *w, int64_t now_ns)
         w->rate_bad_hz = 0; /* the limit rose past the old bound */
     if (w->rate_bad_hz <= 0) {
         r = w->rate_ok_hz * (1.0 + w->rate_growth);
-        w->rate_growth = 2 * w->rate_growth < BO_RATE_GROWTH_MAX ? 2 * w->rate_growth : BO_RATE_GROWTH_MAX;
+        w->rate_growth =
+            2 * w->rate_growth < BO_RATE_GROWTH_MAX ? 2 * w->rate_growth : BO_RATE_GROWTH_MAX;
     } else if (w->rate_bad_hz > w->rate_ok_hz * BO_RATE_CLOSE) {
         r = (w->rate_ok_hz + w->rate_bad_hz) / 2;
     } else {
@@ -363,7 +361,8 @@ void bo_window_on_success(bo_window *w, const bo_ticket *t, int64_t now_ns)
     if (w->improved) {
         inc = w->cwnd < w->ssthresh ? BO_SS_INC : BO_CA_INC / w->cwnd;
         /* Near the window a throttle came at, probe 8x slower for 2 s (CUBIC's plateau). */
-        if (w->ceiling > 0 && w->cwnd + 1 >= (double)w->ceiling && now_ns - w->ceiling_ns < BO_PLATEAU_NS)
+        if (w->ceiling > 0 && w->cwnd + 1 >= (double)w->ceiling &&
+            now_ns - w->ceiling_ns < BO_PLATEAU_NS)
             inc /= BO_PLATEAU_SLOW;
     }
     if (w->improved && w->cwnd >= w->ssthresh && w->cut_ns >= 0 && w->min_rtt_ns > 0) {
@@ -414,7 +413,7 @@ void bo_window_on_success(bo_window *w, const bo_ticket *t, int64_t now_ns)
             rate_step(w, now_ns);
         /* Once the window, not the rate, is what limits, drop the rate. */
         if (w->min_rtt_ns > 0 &&
-            w->rate_limit_hz > 2.0 * w->cwnd * NS_PER_S / (double)w->min_rtt_ns)
+            w->rate_limit_hz > 2.0 * w->cwnd * BO_NS_PER_S / (double)w->min_rtt_ns)
             w->rate_limit_hz = 0;
     }
 }
@@ -427,7 +426,6 @@ static void decrease(bo_window *w, double cwnd, double ssthresh)
     w->ssthresh = ssthresh;
     w->cwnd = cwnd < 1 ? 1 : cwnd;
     w->epoch++;
-    w->decreases++;
     w->ok_inflight = 0;
 }
 
@@ -469,7 +467,8 @@ static void rate_evidence(bo_window *w, const bo_ticket *t, int64_t now_ns)
      */
     double since = -1;
     if (w->rate_limit_hz > 0 && w->rate_cut_ns >= 0 && now_ns > w->rate_cut_ns)
-        since = (double)(w->delivered - w->rate_cut_delivered) * NS_PER_S / (double)(now_ns - w->rate_cut_ns);
+        since = (double)(w->delivered - w->rate_cut_delivered) * BO_NS_PER_S /
+                (double)(now_ns - w->rate_cut_ns);
     /*
      * Nothing got through since the last cut: the server is closed, not
      * metering this pace.  Cutting on that would take the pace to nothing
@@ -506,7 +505,7 @@ static void rate_evidence(bo_window *w, const bo_ticket *t, int64_t now_ns)
     }
     double r = w->rate_limit_hz;
     w->rate_step_ns = now_ns;
-    int64_t next = now_ns + (int64_t)(NS_PER_S / r);
+    int64_t next = now_ns + (int64_t)(BO_NS_PER_S / r);
     if (w->next_send_ns < next)
         w->next_send_ns = next;
 }
@@ -545,7 +544,8 @@ bool bo_window_on_signal(bo_window *w, const bo_ticket *t, bo_signal sig, int64_
      * window need not exceed what was in flight then (a concurrency cap is
      * at most that; a metered rate is paced anyway).
      */
-    if (w->improved && (w->cuts_in_row >= 2 || w->delivered == 0) && ss > (double)(t->inflight > 0 ? t->inflight : 1))
+    if (w->improved && (w->cuts_in_row >= 2 || w->delivered == 0) &&
+        ss > (double)(t->inflight > 0 ? t->inflight : 1))
         ss = (double)(t->inflight > 0 ? t->inflight : 1);
     if (ss > w->max)
         ss = w->max;
@@ -553,7 +553,8 @@ bool bo_window_on_signal(bo_window *w, const bo_ticket *t, bo_signal sig, int64_
         int64_t soon = at_least_rtts(w, BO_PROBE_SOON_NS, BO_PROBE_RTTS);
         if (w->probe_ns >= 0) {
             /* A probe that found no room waits twice as long; one that did, the least. */
-            int64_t twice = 2 * w->probe_every_ns < BO_PROBE_MAX_NS ? 2 * w->probe_every_ns : BO_PROBE_MAX_NS;
+            int64_t twice =
+                2 * w->probe_every_ns < BO_PROBE_MAX_NS ? 2 * w->probe_every_ns : BO_PROBE_MAX_NS;
             w->probe_every_ns = ss > w->probe_from * BO_PROBE_FOUND ? soon : twice;
             w->probe_ns = -1;
         } else if (ss < w->cwnd * BO_PROBE_DEEP) {

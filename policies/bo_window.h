@@ -43,8 +43,7 @@ typedef struct bo_window {
     int64_t min_rtt_ns;       /* smallest success round trip seen; 0 = none yet */
     double delivery_rate;     /* best recent successes per ns; 0 = unknown */
     int64_t next_send_ns;     /* pacing: earliest next admission */
-    unsigned decreases;       /* decreases so far (stats) */
-    /* Added for the improvements (BACKOFF_PACING=1, see bo_window.c): */
+    /* The improvements (BACKOFF_PACING=1, see bo_window.c): */
     bool improved;            /* cfg->pacing: pacing, BDP sizing, rate evidence */
     double rate_limit_hz;     /* paced rate learnt from evidence of a metered rate; 0 = none */
     double rate_ok_hz;        /* highest pace held a whole step without a throttle; 0 = none */
@@ -100,13 +99,13 @@ bool bo_window_on_signal(bo_window *w, const bo_ticket *t, bo_signal sig, int64_
 void bo_window_on_release(bo_window *w, const bo_ticket *t);
 
 /*
- * Added: an admission had to wait for a slot or for pacing at now_ns.  The
+ * An admission had to wait for a slot or for pacing at now_ns.  The
  * window is then not application-limited, so (improved mode) successes may
  * grow it past in-flight + 1: pacing keeps in-flight below cwnd on purpose.
  */
 void bo_window_on_blocked(bo_window *w, int64_t now_ns);
 
-/* Added: the policy's own beta for aimd (used when BACKOFF_BETA is 0). */
-double bo_window_default_beta(const bo_config *cfg);
+/* The policy's own beta for aimd (used when BACKOFF_BETA is 0). */
+double bo_window_default_beta(void);
 
 #endif

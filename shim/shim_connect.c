@@ -15,6 +15,7 @@
  * failure errno is what libc left after the last attempt.
  */
 #include "bo_shim.h"
+#include "bo_time.h"
 
 #include <arpa/inet.h>
 #include <dlfcn.h>
@@ -29,8 +30,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#define NS_PER_MS 1000000LL
-#define NS_PER_S 1000000000LL
 
 typedef int (*connect_fn)(int, const struct sockaddr *, socklen_t);
 
@@ -122,7 +121,7 @@ static bool manageable(int fd)
 
 static int64_t tv_ns(const struct timeval *tv)
 {
-    return (int64_t)tv->tv_sec * NS_PER_S + (int64_t)tv->tv_usec * 1000;
+    return (int64_t)tv->tv_sec * BO_NS_PER_S + (int64_t)tv->tv_usec * 1000;
 }
 
 /*
@@ -134,7 +133,8 @@ static int64_t tv_ns(const struct timeval *tv)
  */
 static int64_t connect_deadline(const bo_config *cfg, int fd, int family, int64_t start)
 {
-    int64_t budget = (cfg->max_time_ms > 0 ? cfg->max_time_ms : BO_CONNECT_MAX_TIME_MS) * NS_PER_MS;
+    int64_t budget =
+        (cfg->max_time_ms > 0 ? cfg->max_time_ms : BO_CONNECT_MAX_TIME_MS) * BO_NS_PER_MS;
     struct timeval tv;
     socklen_t l = sizeof tv;
     int v;
@@ -145,12 +145,12 @@ static int64_t connect_deadline(const bo_config *cfg, int fd, int family, int64_
     if (family != AF_UNIX) {
         l = sizeof v;
         if (getsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &v, &l) == 0 && v > 0 &&
-            (int64_t)v * NS_PER_MS < budget)
-            budget = (int64_t)v * NS_PER_MS;
+            (int64_t)v * BO_NS_PER_MS < budget)
+            budget = (int64_t)v * BO_NS_PER_MS;
         l = sizeof v;
         if (getsockopt(fd, IPPROTO_TCP, TCP_SYNCNT, &v, &l) == 0 && v > 0 && v < 30 &&
-            (((int64_t)1 << (v + 1)) - 1) * NS_PER_S < budget)
-            budget = (((int64_t)1 << (v + 1)) - 1) * NS_PER_S;
+            (((int64_t)1 << (v + 1)) - 1) * BO_NS_PER_S < budget)
+            budget = (((int64_t)1 << (v + 1)) - 1) * BO_NS_PER_S;
     }
     return start + budget;
 }
@@ -177,8 +177,8 @@ static int retry_attempt(int fd, const struct sockaddr *sa, socklen_t len, int64
     if (sa->sa_family != AF_UNIX && rest > 0 &&
         getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &own, &l) == 0 &&
         (tv_ns(&own) == 0 || tv_ns(&own) > rest)) {
-        left.tv_sec = (time_t)(rest / NS_PER_S);
-        left.tv_usec = (suseconds_t)((rest % NS_PER_S) / 1000);
+        left.tv_sec = (time_t)(rest / BO_NS_PER_S);
+        left.tv_usec = (suseconds_t)((rest % BO_NS_PER_S) / 1000);
         if (left.tv_sec == 0 && left.tv_usec == 0)
             left.tv_usec = 1;
         bounded = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &left, sizeof left) == 0;

@@ -147,7 +147,13 @@ int bo_curl_caller_slot(const void *ret)
 
 /* ---- per-handle records ---------------------------------------------- */
 
-enum method_kind { BO_METHOD_GET = 0, BO_METHOD_HEAD, BO_METHOD_POST, BO_METHOD_MIME, BO_METHOD_PUT };
+enum method_kind {
+    BO_METHOD_GET = 0,
+    BO_METHOD_HEAD,
+    BO_METHOD_POST,
+    BO_METHOD_MIME,
+    BO_METHOD_PUT
+};
 enum hold_mode { MODE_PASS = 0, MODE_HOLD };
 enum seg_kind { SEG_BODY = 0, SEG_HEADER = 1 };
 

@@ -41,6 +41,7 @@
 #undef curl_multi_setopt
 
 #include "bo_shim.h"
+#include "bo_time.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -49,9 +50,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NS_PER_MS 1000000LL
 /* A waiting transfer's progress callback is asked this often at most. */
-#define TICK_NS (100 * NS_PER_MS)
+#define TICK_NS (100 * BO_NS_PER_MS)
 
 /* ---- real symbols ---------------------------------------------------- */
 
@@ -561,7 +561,7 @@ static long due_ms(const multi_rec *r)
     int64_t left = r->next_due - bo_shim_now_ns();
     if (left <= 0)
         return 0;
-    int64_t ms = (left + NS_PER_MS - 1) / NS_PER_MS;
+    int64_t ms = (left + BO_NS_PER_MS - 1) / BO_NS_PER_MS;
     return ms > 24 * 3600 * 1000LL ? 24 * 3600 * 1000L : (long)ms;
 }
 
@@ -589,7 +589,7 @@ static int tell_timer(multi_rec *r)
     long ms = -1;
     if (at >= 0) {
         int64_t left = at - bo_shim_now_ns();
-        ms = left <= 0 ? 0 : (long)((left + NS_PER_MS - 1) / NS_PER_MS);
+        ms = left <= 0 ? 0 : (long)((left + BO_NS_PER_MS - 1) / BO_NS_PER_MS);
     }
     return r->timer_fn(r->m, ms, r->timer_data);
 }
@@ -598,7 +598,7 @@ static int shim_timer_cb(CURLM *m, long timeout_ms, void *ud)
 {
     multi_rec *r = ud;
     (void)m;
-    r->curl_timer_at = timeout_ms < 0 ? -1 : bo_shim_now_ns() + (int64_t)timeout_ms * NS_PER_MS;
+    r->curl_timer_at = timeout_ms < 0 ? -1 : bo_shim_now_ns() + (int64_t)timeout_ms * BO_NS_PER_MS;
     if (r->timer_fn == NULL)
         return 0;
     r->told_at = -2; /* libcurl asked: the program hears it even if unchanged */

@@ -286,7 +286,8 @@ int bo_share_path(char *buf, size_t len)
 }
 
 /* A reason, cut to the caller's buffer (a cut reason still says enough). */
-__attribute__((format(printf, 3, 4))) static void why_set(char *why, size_t len, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void why_set(char *why, size_t len, const char *fmt,
+                                                          ...)
 {
     va_list ap;
     va_start(ap, fmt);

@@ -7,6 +7,7 @@
  * attempt), verbose lines and the fork handlers.
  */
 #include "bo_shim.h"
+#include "bo_time.h"
 #include "shim_share.h"
 
 #include <errno.h>
@@ -70,10 +71,8 @@ void bo_shim_once(int *done, void (*fn)(void))
 }
 static int g_trace_fd = -1;
 
-#define NS_PER_MS 1000000LL
-#define NS_PER_S 1000000000LL
 /* Longest single condition wait: admission is asked again at least this often. */
-#define ADMIT_RECHECK_NS (200 * NS_PER_MS)
+#define ADMIT_RECHECK_NS (200 * BO_NS_PER_MS)
 /* Waits up to this long yield the CPU instead of sleeping (timer slack is 50 us). */
 #define SPIN_WAIT_NS (100 * 1000LL)
 #define SPIN_PURE_NS (5 * 1000LL)
@@ -118,14 +117,14 @@ int64_t bo_shim_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+    return (int64_t)ts.tv_sec * BO_NS_PER_S + ts.tv_nsec;
 }
 
 static struct timespec to_timespec(int64_t ns)
 {
     struct timespec ts;
-    ts.tv_sec = (time_t)(ns / NS_PER_S);
-    ts.tv_nsec = (long)(ns % NS_PER_S);
+    ts.tv_sec = (time_t)(ns / BO_NS_PER_S);
+    ts.tv_nsec = (long)(ns % BO_NS_PER_S);
     return ts;
 }
 
@@ -367,7 +366,7 @@ int bo_shim_admit_wait(bo_shim_dest *sd, bo_call *call, int64_t now_ns, unsigned
         }
         /* Ask again at the engine's time, a completion, or the recheck bound. */
         if (until > now + ADMIT_RECHECK_NS || until <= now)
-            until = now + (until <= now ? NS_PER_MS : ADMIT_RECHECK_NS);
+            until = now + (until <= now ? BO_NS_PER_MS : ADMIT_RECHECK_NS);
         if (w == NULL) {
             dest_wait(sd, until);
             continue;
@@ -430,7 +429,7 @@ int bo_shim_try_admit(bo_shim_dest *sd, bo_call *call, int64_t now_ns, unsigned 
     dest_unlock(sd);
     if (rc == 1) {
         if (until <= now_ns)
-            until = now_ns + NS_PER_MS / 10;
+            until = now_ns + BO_NS_PER_MS / 10;
         if (until > now_ns + BO_POLL_ADMIT_NS)
             until = now_ns + BO_POLL_ADMIT_NS;
         *until_ns = until;
@@ -516,7 +515,7 @@ int bo_shim_wait(int64_t until_ns, const bo_shim_waiter *w)
 }
 
 /* Longest single wait of bo_shim_admit_intr: how late it may notice a completion. */
-#define ADMIT_POLL_NS (10 * NS_PER_MS)
+#define ADMIT_POLL_NS (10 * BO_NS_PER_MS)
 
 int bo_shim_admit_intr(bo_shim_dest *sd, bo_call *call, int64_t deadline_ns,
                        unsigned *inflight)
@@ -545,7 +544,7 @@ int bo_shim_admit_intr(bo_shim_dest *sd, bo_call *call, int64_t deadline_ns,
         if (a == BO_ADMIT_GIVE_UP)
             goto give_up;
         if (until > now + ADMIT_POLL_NS || until <= now)
-            until = now + (until <= now ? NS_PER_MS / 10 : ADMIT_POLL_NS);
+            until = now + (until <= now ? BO_NS_PER_MS / 10 : ADMIT_POLL_NS);
         if (until > deadline_ns)
             until = deadline_ns;
         if (bo_shim_wait_until(until) == EINTR)
@@ -653,7 +652,7 @@ static void write_trace(const trace_row *r)
                  "%" PRId64 ",%d,%ld,%s,%" PRIu64 ",%u,%s,%d,%d,%" PRId64 ",%.2f,%.2f,%u\n",
                  (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, (int)getpid(),
                  (long)syscall(SYS_gettid), r->key, r->call_id, r->attempt, r->outcome,
-                 r->status, r->code, (int64_t)(r->delay_ns / NS_PER_MS), r->cwnd, r->ssthresh,
+                 r->status, r->code, (int64_t)(r->delay_ns / BO_NS_PER_MS), r->cwnd, r->ssthresh,
                  r->inflight);
     if (n > 0 && (size_t)n < sizeof line)
         write_all(g_trace_fd, line, (size_t)n);
@@ -680,8 +679,8 @@ bool bo_shim_complete(bo_shim_dest *sd, bo_call *call, const bo_shim_result *r,
     if (cfg->ratelimit_headers && r->ratelimit != NULL && r->ratelimit->seen && r->status != 304) {
         struct timespec wall;
         clock_gettime(CLOCK_REALTIME, &wall);
-        have_quota = bo_rl_headers_quota(r->ratelimit,
-                                         (int64_t)wall.tv_sec * 1000000000LL + wall.tv_nsec, &quota);
+        have_quota = bo_rl_headers_quota(
+            r->ratelimit, (int64_t)wall.tv_sec * 1000000000LL + wall.tv_nsec, &quota);
     }
 
     bo_dest *d = dest_lock(sd);
@@ -729,7 +728,7 @@ bool bo_shim_complete(bo_shim_dest *sd, bo_call *call, const bo_shim_result *r,
                          "backoff: %s %s: attempt %u got status %d, code %d; retrying in %"
                          PRId64 " ms (cwnd %.1f)\n",
                          what, sd->key, call->attempts, r->status, r->code,
-                         (int64_t)((until - now) / NS_PER_MS), cwnd);
+                         (int64_t)((until - now) / BO_NS_PER_MS), cwnd);
         else
             n = snprintf(line, sizeof line,
                          "backoff: %s %s: attempt %u got status %d, code %d; giving up "
@@ -797,7 +796,7 @@ __attribute__((destructor)) static void write_stats(void)
                  ",\"gave_up\":%" PRIu64 ",\"wait_ms\":%" PRIu64
                  ",\"window\":%.2f,\"window_max\":%.2f}\n",
                  (int)getpid(), calls, attempts, retries, throttled, failed, gave_up,
-                 load(&st_wait_ns) / (uint64_t)NS_PER_MS, window, window_max);
+                 load(&st_wait_ns) / (uint64_t)BO_NS_PER_MS, window, window_max);
     if (n <= 0 || (size_t)n >= sizeof buf)
         goto out;
     if (strcmp(g_cfg.stats_path, "stderr") == 0) {

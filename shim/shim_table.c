@@ -294,7 +294,8 @@ void bo_shim_table_child_fork(void (*child_block)(bo_shim_dest *sd))
         for (size_t b = 0; b < s->nbuckets; b++)
             for (bo_shim_dest *sd = s->buckets[b]; sd != NULL; sd = sd->hnext) {
                 child_block(sd);
-                if (sd->shared != NULL && !bo_share_child_reattach(sd->shared, sd->key, &sd->share_idx))
+                if (sd->shared != NULL &&
+                    !bo_share_child_reattach(sd->shared, sd->key, &sd->share_idx))
                     sd->shared = NULL;
             }
         pthread_mutex_init(&s->mu, NULL);

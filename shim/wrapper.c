@@ -235,7 +235,8 @@ static int elf_read(const char *path, elf_facts *ef)
     }
     close(fd);
     const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)f;
-    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32))
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+        eh->e_ident[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32))
         goto out;
     ef->elf = true;
     for (size_t i = 0; i < eh->e_phnum; i++) {
@@ -253,7 +254,8 @@ static int elf_read(const char *path, elf_facts *ef)
         const char *sname = str_at(f, len, shstr, sh->sh_name);
         if (sname != NULL && strcmp(sname, ".go.buildinfo") == 0)
             ef->go = true;
-        const ElfW(Shdr) *strtab = sh->sh_link < eh->e_shnum ? section(f, len, eh, sh->sh_link) : NULL;
+        const ElfW(Shdr) *strtab =
+            sh->sh_link < eh->e_shnum ? section(f, len, eh, sh->sh_link) : NULL;
         if (sh->sh_type == SHT_DYNAMIC) {
             const ElfW(Dyn) *d = (const ElfW(Dyn) *)(f + sh->sh_offset);
             for (size_t k = 0; k < sh->sh_size / sizeof *d && d[k].d_tag != DT_NULL; k++) {
@@ -303,8 +305,9 @@ static bool find_needed(const char *name, const char *runpath, const char *origi
     snprintf(list, sizeof list, "%s:%s", runpath, ld != NULL ? ld : "");
     for (char *save = NULL, *d = strtok_r(list, ":", &save); d != NULL;
          d = strtok_r(NULL, ":", &save)) {
-        int n = strncmp(d, "$ORIGIN", 7) == 0 ? snprintf(out, outlen, "%s%s/%s", origin, d + 7, name)
-                                              : snprintf(out, outlen, "%s/%s", d, name);
+        int n = strncmp(d, "$ORIGIN", 7) == 0
+                    ? snprintf(out, outlen, "%s%s/%s", origin, d + 7, name)
+                    : snprintf(out, outlen, "%s/%s", d, name);
         if (n > 0 && (size_t)n < outlen && access(out, R_OK) == 0)
             return true;
     }
@@ -412,9 +415,9 @@ static int check_program(const char *cmd, int depth)
             return 0;
         }
         /* The program itself, or an interpreter's library, loads modules. */
-        if (f->imports_dlopen && (next == 1 || base_is(obj, "libperl") || base_is(obj, "libpython") ||
-                                  base_is(obj, "libruby") || base_is(obj, "liblua") ||
-                                  base_is(obj, "libphp")))
+        if (f->imports_dlopen &&
+            (next == 1 || base_is(obj, "libperl") || base_is(obj, "libpython") ||
+             base_is(obj, "libruby") || base_is(obj, "liblua") || base_is(obj, "libphp")))
             dl = true;
         if (snprintf(origin, sizeof origin, "%s", obj) >= (int)sizeof origin)
             continue;

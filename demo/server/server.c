@@ -37,8 +37,8 @@
 #define MAX_HOLD_MS 3600000.0
 #define INLINE_BODY_MAX 16384
 
-enum phase { PH_NEW, PH_ADMIT, PH_HOLD, PH_RESPOND };
-enum kind { K_REJECT, K_ITEM, K_DIGEST, K_TEXT, K_FILE };
+enum phase { SRV_PHASE_NEW, SRV_PHASE_ADMIT, SRV_PHASE_HOLD, SRV_PHASE_RESPOND };
+enum kind { SRV_KIND_REJECT, SRV_KIND_ITEM, SRV_KIND_DIGEST, SRV_KIND_TEXT, SRV_KIND_FILE };
 enum method { SRV_METHOD_GET, SRV_METHOD_HEAD, SRV_METHOD_POST, SRV_METHOD_PUT, SRV_METHOD_OTHER };
 
 /* Per-request state, owned by MHD's con_cls and freed when MHD completes it. */
@@ -67,7 +67,7 @@ struct req {
     int64_t rl_reset_epoch; /* x-ratelimit-reset */
     const char *rl_name;
     const char *text;
-    int file_fd1;       /* K_FILE: the open file's descriptor + 1 (0: none) */
+    int file_fd1;       /* SRV_KIND_FILE: the open file's descriptor + 1 (0: none) */
     uint64_t file_size;
 };
 
@@ -266,7 +266,8 @@ static void *timer_main(void *arg)
 /* Records one processing of (method, id); returns 1 when it was seen before. */
 static int id_seen(enum method m, const char *id)
 {
-    uint64_t key = bo_fnv1a64(BO_FNV_OFFSET, m == SRV_METHOD_POST ? "POST " : "PUT ", m == SRV_METHOD_POST ? 5 : 4);
+    uint64_t key = bo_fnv1a64(BO_FNV_OFFSET, m == SRV_METHOD_POST ? "POST " : "PUT ",
+                              m == SRV_METHOD_POST ? 5 : 4);
     key = bo_fnv1a64(key, id, strlen(id));
     if (key == 0)
         key = 1;
@@ -347,7 +348,7 @@ static void choose_file(struct req *r, const char *url)
         return;
     }
     r->status = MHD_HTTP_OK;
-    r->kind = K_FILE;
+    r->kind = SRV_KIND_FILE;
     r->file_fd1 = fd + 1;
     r->file_size = (uint64_t)st.st_size;
 }
@@ -356,7 +357,7 @@ static void choose_file(struct req *r, const char *url)
 static void choose_content(struct req *r, const char *url)
 {
     size_t len = strlen(url);
-    r->kind = K_TEXT;
+    r->kind = SRV_KIND_TEXT;
     r->status = MHD_HTTP_OK;
     r->text = "ok\n";
     if (strncmp(url, "/status/", 8) == 0) {
@@ -368,7 +369,7 @@ static void choose_content(struct req *r, const char *url)
         }
     }
     if (r->method == SRV_METHOD_POST || r->method == SRV_METHOD_PUT) {
-        r->kind = K_DIGEST;
+        r->kind = SRV_KIND_DIGEST;
         const char *id = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Request-Id");
         atomic_fetch_add(r->method == SRV_METHOD_POST ? &g.posts : &g.puts, 1);
         if (id && id_seen(r->method, id))
@@ -389,7 +390,7 @@ static void choose_content(struct req *r, const char *url)
             r->text = "bad size\n";
             return;
         }
-        r->kind = K_ITEM;
+        r->kind = SRV_KIND_ITEM;
     }
 }
 
@@ -513,7 +514,7 @@ static uint64_t admit(struct req *r, uint64_t t, const char *url)
     if (admitted)
         choose_content(r, url);
     else
-        r->kind = K_REJECT;
+        r->kind = SRV_KIND_REJECT;
     return hold;
 }
 
@@ -652,22 +653,22 @@ static enum MHD_Result respond(struct req *r, const char *method, const char *ur
     struct MHD_Response *resp = NULL;
     char line[BO_DIGEST_LINE_MAX];
     switch (r->kind) {
-    case K_REJECT:
+    case SRV_KIND_REJECT:
         resp = MHD_create_response_from_buffer(9, (void *)"rejected\n", MHD_RESPMEM_PERSISTENT);
         break;
-    case K_ITEM:
+    case SRV_KIND_ITEM:
         resp = item_response(r);
         break;
-    case K_DIGEST: {
+    case SRV_KIND_DIGEST: {
         int n = bo_digest_line(r->hash, r->body_len, line, sizeof line);
         resp = MHD_create_response_from_buffer((size_t)n, line, MHD_RESPMEM_MUST_COPY);
         break;
     }
-    case K_TEXT:
+    case SRV_KIND_TEXT:
         resp = MHD_create_response_from_buffer(strlen(r->text), (void *)r->text,
                                                MHD_RESPMEM_PERSISTENT);
         break;
-    case K_FILE: /* the response owns the descriptor from here on */
+    case SRV_KIND_FILE: /* the response owns the descriptor from here on */
         resp = MHD_create_response_from_fd(r->file_size, r->file_fd1 - 1);
         if (resp != NULL)
             r->file_fd1 = 0;
@@ -676,9 +677,9 @@ static enum MHD_Result respond(struct req *r, const char *method, const char *ur
     if (!resp)
         return MHD_NO;
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain");
-    if (r->kind == K_REJECT && g.cfg.retry_after_raw)
+    if (r->kind == SRV_KIND_REJECT && g.cfg.retry_after_raw)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, g.cfg.retry_after_raw);
-    else if (r->kind == K_REJECT && r->retry_after >= 0)
+    else if (r->kind == SRV_KIND_REJECT && r->retry_after >= 0)
         add_num_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, r->retry_after);
     if (r->rl)
         add_ratelimit_headers(resp, r);
@@ -686,7 +687,7 @@ static enum MHD_Result respond(struct req *r, const char *method, const char *ur
     MHD_destroy_response(resp);
     r->answered = 1;
     atomic_fetch_add(&g.requests, 1);
-    if (r->kind == K_REJECT)
+    if (r->kind == SRV_KIND_REJECT)
         atomic_fetch_add(&g.rejected, 1);
     else if (r->status >= 200 && r->status < 300)
         atomic_fetch_add(&g.ok, 1);
@@ -728,17 +729,17 @@ static enum MHD_Result advance(struct req *r, const char *method, const char *ur
 {
     for (;;) {
         switch (r->phase) {
-        case PH_NEW:
+        case SRV_PHASE_NEW:
             r->inflight = 1;
             r->conc = atomic_fetch_add(&g.inflight, 1) + 1;
             note_max(&g.max_inflight, r->conc);
-            r->phase = PH_ADMIT;
+            r->phase = SRV_PHASE_ADMIT;
             break;
-        case PH_ADMIT: {
+        case SRV_PHASE_ADMIT: {
             uint64_t t = now_ms();
-            r->phase = PH_HOLD;
+            r->phase = SRV_PHASE_HOLD;
             if (atomic_load(&g.stopping)) {
-                r->kind = K_REJECT;
+                r->kind = SRV_KIND_REJECT;
                 r->status = MHD_HTTP_SERVICE_UNAVAILABLE;
                 r->retry_after = g.cfg.retry_after;
                 break;
@@ -751,15 +752,15 @@ static enum MHD_Result advance(struct req *r, const char *method, const char *ur
             case BO_OUTAGE_REFUSE:
                 return MHD_NO; /* the server is down: drop the connection */
             case BO_OUTAGE_503:
-                r->kind = K_REJECT;
+                r->kind = SRV_KIND_REJECT;
                 r->status = MHD_HTTP_SERVICE_UNAVAILABLE;
                 r->retry_after = g.cfg.retry_after;
                 continue;
             case BO_OUTAGE_STALL:
-                r->phase = PH_ADMIT;
+                r->phase = SRV_PHASE_ADMIT;
                 if (suspend_until(r, outage_end_ms()))
                     return MHD_YES;
-                continue; /* stopping: PH_ADMIT answers 503 */
+                continue; /* stopping: SRV_PHASE_ADMIT answers 503 */
             case BO_OUTAGE_NONE:
                 break;
             }
@@ -768,12 +769,12 @@ static enum MHD_Result advance(struct req *r, const char *method, const char *ur
                 return MHD_YES;
             break;
         }
-        case PH_HOLD: {
+        case SRV_PHASE_HOLD: {
             if (r->slot) {
                 r->slot = 0;
                 atomic_fetch_sub(&g.busy, 1);
             }
-            r->phase = PH_RESPOND;
+            r->phase = SRV_PHASE_RESPOND;
             long extra = g.cfg.delay_ms;
             if (r->method == SRV_METHOD_POST || r->method == SRV_METHOD_PUT)
                 extra += g.cfg.post_delay_ms;
@@ -781,7 +782,7 @@ static enum MHD_Result advance(struct req *r, const char *method, const char *ur
                 return MHD_YES;
             break;
         }
-        case PH_RESPOND:
+        case SRV_PHASE_RESPOND:
             return respond(r, method, url);
         }
     }
@@ -840,7 +841,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         atomic_fetch_sub(&g.busy, 1);
     if (r->inflight)
         atomic_fetch_sub(&g.inflight, 1);
-    if (!r->answered && r->phase != PH_NEW)
+    if (!r->answered && r->phase != SRV_PHASE_NEW)
         atomic_fetch_add(&g.dropped, 1);
     free(r);
     *con_cls = NULL;

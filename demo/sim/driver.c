@@ -167,10 +167,13 @@ void sim_attempt_done(sim *s, int id, bo_outcome outcome, int64_t retry_after_ns
         trace = getenv("SIM_TRACE") != NULL;
     if (trace) {
         const bo_window *w = &sd->d.window;
-        fprintf(stderr, "%9.4f call %d %s att %u cwnd %.2f ss %.2f infl %u rate %.2f ok %.2f bad %.2f cuts %u next %.4f dest %.4f\n",
+        fprintf(stderr,
+                "%9.4f call %d %s att %u cwnd %.2f ss %.2f infl %u rate %.2f ok %.2f bad %.2f cuts "
+                "%u next %.4f dest %.4f\n",
                 (double)s->now / 1e9, id, outcome.verdict == BO_VERDICT_SUCCESS ? "OK " : "REJ",
-                c->call.attempts, w->cwnd, w->ssthresh, w->inflight, w->rate_limit_hz, w->rate_ok_hz,
-                w->rate_bad_hz, w->cuts_in_row, n == BO_NEXT_RETRY ? (double)(until - s->now) / 1e9 : -1.0,
+                c->call.attempts, w->cwnd, w->ssthresh, w->inflight, w->rate_limit_hz,
+                w->rate_ok_hz, w->rate_bad_hz, w->cuts_in_row,
+                n == BO_NEXT_RETRY ? (double)(until - s->now) / 1e9 : -1.0,
                 (double)(sd->d.next_send_ns) / 1e9);
     }
 

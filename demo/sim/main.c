@@ -4,6 +4,7 @@
  * docs/DESIGN.md's scenario table.
  */
 #include "sim.h"
+#include "../cli_parse.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -93,9 +94,9 @@ static void usage(FILE *f)
     fputs("usage: backoff-sim --scenario burst|contention|outage|pacing|fairness|headers|matrix\n"
           "                   [--policy NAME|all] [--seed N] [--format tsv|table]\n"
           "                   [--independent|--shared] [--runs N] [scenario flags]\n"
-          "Policies: none fixed linear exponential full-jitter equal-jitter\n"
-          "  decorrelated-jitter gaussian-jitter thain responsive aimd, aimd-000\n"
-          "  (000's exact AIMD: BACKOFF_PACING=0 BACKOFF_BETA=0.9), or all.\n"
+          "       backoff-sim --list-policies\n"
+          "Policies: the library's (backoff --help lists them), aimd-000 (000's exact\n"
+          "  AIMD: BACKOFF_PACING=0 BACKOFF_BETA=0.9), or all.\n"
           "Policy settings come from the BACKOFF_* variables (backoff --variables); scenario\n"
           "presets (e.g. burst: BASE_MS=50 CAP_MS=30000, MAX_ATTEMPTS=0) apply only\n"
           "to variables that are not set.\n"
@@ -106,7 +107,7 @@ static void usage(FILE *f)
           "  --bucket-burst N --net-mean-ms MS --net-sd-ms MS --backlog N\n"
           "  headers: --limiter bucket|window --dialect none|x-ratelimit|ratelimit|draft\n"
           "  --window-requests N --window-s S\n"
-          "matrix (issue 10; see demo/sim/matrix.c): filters --server NAME --hint NAME\n"
+          "matrix (see demo/sim/matrix.c): filters --server NAME --hint NAME\n"
           "  --client NAME; default policies: all but none and aimd-000.\n",
           f);
 }
@@ -117,31 +118,24 @@ static int bad_flag(const char *flag, const char *v, const char *expected)
     return -1;
 }
 
+/* The flags' numbers, parsed by the demo programs' one strict parser. */
 static int parse_long(const char *flag, const char *v, long lo, long hi, long *out)
 {
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (*v == '\0' || *end != '\0' || errno != 0 || x < lo || x > hi) {
+    if (cli_parse_long(v, lo, hi, out) != 0) {
         char what[96];
         snprintf(what, sizeof(what), "an integer from %ld to %ld", lo, hi);
         return bad_flag(flag, v, what);
     }
-    *out = x;
     return 0;
 }
 
 static int parse_num(const char *flag, const char *v, double lo, double hi, double *out)
 {
-    char *end;
-    errno = 0;
-    double x = strtod(v, &end);
-    if (*v == '\0' || *end != '\0' || errno != 0 || !(x >= lo && x <= hi)) {
+    if (cli_parse_double(v, lo, hi, out) != 0) {
         char what[96];
         snprintf(what, sizeof(what), "a number from %g to %g", lo, hi);
         return bad_flag(flag, v, what);
     }
-    *out = x;
     return 0;
 }
 
@@ -382,9 +376,39 @@ static int run_policy(run_fn fn, const bo_config *cfg, const sim_params *p, sim_
     return 0;
 }
 
-static const char *const all_policies[] = {
-    "none", "fixed", "linear", "exponential", "full-jitter", "equal-jitter",
-    "decorrelated-jitter", "gaussian-jitter", "thain", "responsive", "aimd-000", "aimd", NULL};
+/*
+ * Every policy the simulator runs: the library's own list (bo_policy_name),
+ * with aimd-000 (000's exact AIMD) before aimd.  Filled once by main().
+ */
+static const char *all_policies[BO_POLICY_COUNT + 2];
+
+static void list_policies(void)
+{
+    int n = 0;
+    for (int k = 0; k < BO_POLICY_COUNT; k++) {
+        if (k == BO_POLICY_AIMD)
+            all_policies[n++] = "aimd-000";
+        all_policies[n++] = bo_policy_name((bo_policy_kind)k);
+    }
+    all_policies[n] = NULL;
+}
+
+/* The names of all_policies joined by `sep`, skipping those in `skip` (comma list). */
+static void join_policies(char *buf, size_t len, const char *sep, const char *skip)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int i = 0; all_policies[i] != NULL; i++) {
+        char key[64];
+        snprintf(key, sizeof key, ",%s,", all_policies[i]);
+        if (skip != NULL && strstr(skip, key) != NULL)
+            continue;
+        int k = snprintf(buf + at, at < len ? len - at : 0, "%s%s", at ? sep : "", all_policies[i]);
+        at += k > 0 ? (size_t)k : 0;
+        if (at >= len)
+            break;
+    }
+}
 
 /* A policy list: "all", or comma-separated names. */
 static int split_policies(char *arg, const char **out, int max)
@@ -398,9 +422,10 @@ static int split_policies(char *arg, const char **out, int max)
     for (char *tok = strtok(arg, ","); tok != NULL && n < max; tok = strtok(NULL, ",")) {
         bo_policy_kind k;
         if (strcmp(tok, "aimd-000") != 0 && bo_policy_from_name(tok, &k) != 0) {
-            bad_flag("--policy", tok, "all, aimd-000, or a comma list of none, fixed, linear, "
-                     "exponential, full-jitter, equal-jitter, decorrelated-jitter, "
-                     "gaussian-jitter, thain, responsive, aimd");
+            char names[512], what[600];
+            join_policies(names, sizeof names, ", ", NULL);
+            snprintf(what, sizeof what, "all, or a comma list of %s", names);
+            bad_flag("--policy", tok, what);
             return -1;
         }
         out[n++] = tok;
@@ -421,10 +446,16 @@ int main(int argc, char **argv)
 
     memset(&p, 0, sizeof(p));
     p.seed = 1;
+    list_policies();
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
+            return 0;
+        }
+        if (!strcmp(a, "--list-policies")) { /* one per line: what `all` runs */
+            for (int k = 0; all_policies[k] != NULL; k++)
+                puts(all_policies[k]);
             return 0;
         }
         if (!strcmp(a, "--independent")) {
@@ -473,9 +504,10 @@ int main(int argc, char **argv)
     if (!strcmp(scenario, "matrix")) {
         char mxbuf[512];
         const char *mxpols[32];
-        snprintf(mxbuf, sizeof(mxbuf), "%s", policy_arg ? policy_arg
-                 : "fixed,linear,exponential,full-jitter,equal-jitter,decorrelated-jitter,"
-                   "gaussian-jitter,thain,responsive,aimd");
+        if (policy_arg != NULL)
+            snprintf(mxbuf, sizeof(mxbuf), "%s", policy_arg);
+        else /* every policy but none and aimd-000 */
+            join_policies(mxbuf, sizeof mxbuf, ",", ",none,aimd-000,");
         int n = split_policies(mxbuf, mxpols, 32);
         if (n <= 0)
             return 2;
@@ -659,7 +691,7 @@ int main(int argc, char **argv)
                 if (!strncmp(line, keys[k], strlen(keys[k])))
                     printf(" %s", line + strlen("BACKOFF_"));
         printf(" aimd BETA=%.2f; aimd-000: PACING=0 BETA=0.9\n",
-               cfgs[0].beta > 0 ? cfgs[0].beta : bo_window_default_beta(&cfgs[0]));
+               cfgs[0].beta > 0 ? cfgs[0].beta : bo_window_default_beta());
         int width[40] = {0};
         for (int c = 1; c < ncol; c++)
             for (int r = 0; r < rows; r++) {

@@ -43,13 +43,33 @@ enum { EV_AT_SERVER = SIM_EV_SCENARIO, EV_FREE, EV_REPLY };
  * (cap 0) every odd second until 16 s, 429 at once) and `threads-32`
  * (3000 requests, 32 threads).
  */
-enum { SRV_CAP0, SRV_CAP10, SRV_B20, SRV_B1, SRV_LATENCY, SRV_SCHEDULE, SRV_COUNT, SRV_FLAP = SRV_COUNT, SRV_ALL };
+enum {
+    SRV_CAP0,
+    SRV_CAP10,
+    SRV_B20,
+    SRV_B1,
+    SRV_LATENCY,
+    SRV_SCHEDULE,
+    SRV_COUNT,
+    SRV_FLAP = SRV_COUNT,
+    SRV_ALL
+};
 enum { HINT_NONE, HINT_FIXED, HINT_ACCURATE, HINT_COUNT };
-enum { CL_FRESH_SEQ, CL_FRESH_8, CL_THREADS_8, CL_THREADS_200, CL_COUNT, CL_THREADS_32 = CL_COUNT, CL_ALL };
+enum {
+    CL_FRESH_SEQ,
+    CL_FRESH_8,
+    CL_THREADS_8,
+    CL_THREADS_200,
+    CL_COUNT,
+    CL_THREADS_32 = CL_COUNT,
+    CL_ALL
+};
 
-static const char *const srv_names[] = {"cap-0ms", "cap-10ms", "bucket-b20", "bucket-b1", "latency", "schedule", "flap"};
+static const char *const srv_names[] = {"cap-0ms", "cap-10ms", "bucket-b20", "bucket-b1",
+                                        "latency", "schedule", "flap"};
 static const char *const hint_names[] = {"none", "fixed", "accurate"};
-static const char *const cl_names[] = {"fresh-seq", "fresh-8", "threads-8", "threads-200", "threads-32"};
+static const char *const cl_names[] = {"fresh-seq", "fresh-8", "threads-8", "threads-200",
+                                       "threads-32"};
 
 #define TRAVEL_NS (SIM_NS_PER_MS / 10)
 #define BIN_NS (100 * SIM_NS_PER_MS)
@@ -217,7 +237,8 @@ static double optimum_s(const mx *m)
 {
     if (m->srv == SRV_LATENCY)
         return 0;
-    double per = m->srv == SRV_B20 || m->srv == SRV_B1 ? 0.010 : (double)service_ns(m->srv) / SIM_NS_PER_S;
+    double per =
+        m->srv == SRV_B20 || m->srv == SRV_B1 ? 0.010 : (double)service_ns(m->srv) / SIM_NS_PER_S;
     per += 2.0 * TRAVEL_NS / SIM_NS_PER_S;
     if (m->srv == SRV_B20 || m->srv == SRV_B1) {
         double burst = m->srv == SRV_B20 ? 20 : 1;
@@ -242,7 +263,8 @@ typedef struct mx_result {
     long gave_up;
 } mx_result;
 
-static int run_cell(const bo_config *cfg, const sim_params *p, int srv, int hint, int cl, mx_result *r)
+static int run_cell(const bo_config *cfg, const sim_params *p, int srv, int hint, int cl,
+                    mx_result *r)
 {
     static const long ops[] = {100, 200, 200, 1000, 3000};
     static const int workers[] = {1, 8, 8, 200, 32};
@@ -376,8 +398,8 @@ int sim_matrix(const sim_params *p, const char **pols, int npol, const char *srv
                         fprintf(stderr, "backoff-sim: out of memory\n");
                         return 1;
                     }
-                    printf("%s\t%s\t%s\t%s\t", srv_names[sv], sv == SRV_LATENCY ? "-" : hint_names[h],
-                           cl_names[c], pols[i]);
+                    printf("%s\t%s\t%s\t%s\t", srv_names[sv],
+                           sv == SRV_LATENCY ? "-" : hint_names[h], cl_names[c], pols[i]);
                     if (isinf(r.completion_s))
                         printf("never\t");
                     else

@@ -13,8 +13,8 @@
 
 #include "bo_engine.h"
 
-#define SIM_NS_PER_MS 1000000LL
-#define SIM_NS_PER_S 1000000000LL
+#define SIM_NS_PER_MS BO_NS_PER_MS
+#define SIM_NS_PER_S BO_NS_PER_S
 
 /* ---- event heap (heap.c) ---- */
 

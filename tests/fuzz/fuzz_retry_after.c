@@ -17,11 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bo_time.h"
 #include "bo_config.h"
 #include "bo_engine.h"
 #include "fuzz_input.h"
 
-#define NS_PER_MS 1000000LL
 #define NCALLS 4
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -46,7 +46,7 @@ static int64_t retry_after(fuzz_in *in)
     case 3:
         return (int64_t)fuzz_u64(in, 4) * 1000000000LL; /* seconds, up to 2^32 */
     default:
-        return (int64_t)fuzz_u64(in, 3) * NS_PER_MS;
+        return (int64_t)fuzz_u64(in, 3) * BO_NS_PER_MS;
     }
 }
 
@@ -75,7 +75,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     bo_rng_seed(&rng, fuzz_u64(&in, 8));
 
     int64_t now = (int64_t)(fuzz_u64(&in, 5)); /* up to ~18 minutes of uptime */
-    int64_t cap = cfg.cap_ms * NS_PER_MS;
+    int64_t cap = cfg.cap_ms * BO_NS_PER_MS;
     int64_t bound = cfg.policy == BO_POLICY_GAUSSIAN_JITTER
                         ? (int64_t)((double)cap * (1.0 + 9.0 * cfg.jitter))
                         : cap;
@@ -101,7 +101,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 if (until <= now)
                     abort();
                 if (c->attempts > 0 && cfg.max_time_ms > 0 &&
-                    until > c->start_ns + cfg.max_time_ms * NS_PER_MS)
+                    until > c->start_ns + cfg.max_time_ms * BO_NS_PER_MS)
                     abort();
             } else if (r != BO_ADMIT_GO || !c->in_flight) {
                 abort();

@@ -88,7 +88,10 @@ typedef struct vcase {
 } vcase;
 
 #define OK(var, val, shown) {var, val, var "=" shown "\n", 1}
-#define BAD(var, val, range) {var, val, "backoff: " var "=\"" val "\" is not valid: expected " range, 0}
+#define BAD(var, val, range)                                                                       \
+    {                                                                                              \
+        var, val, "backoff: " var "=\"" val "\" is not valid: expected " range, 0                  \
+    }
 #define OVER "99999999999999999999"
 
 /* clang-format off */

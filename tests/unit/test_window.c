@@ -44,7 +44,7 @@ START_TEST(test_init_defaults)
     ck_assert_uint_eq(w.inflight, 0);
     c.beta = 0; /* the policy's own */
     bo_window_init(&w, &c);
-    ck_assert_double_eq_tol(w.beta, bo_window_default_beta(&c), EPS);
+    ck_assert_double_eq_tol(w.beta, bo_window_default_beta(), EPS);
     ck_assert(w.beta > 0 && w.beta < 1);
 }
 END_TEST
@@ -154,7 +154,6 @@ START_TEST(test_reno_decrease)
     ck_assert_double_eq_tol(w.ssthresh, 10, EPS);
     ck_assert_double_eq_tol(w.cwnd, 10, EPS);
     ck_assert_uint_eq(w.epoch, 1);
-    ck_assert_uint_eq(w.decreases, 1);
     ck_assert_uint_eq(w.inflight, 19);
 }
 END_TEST
