@@ -18,7 +18,8 @@
  *                           copied (a message's data does not survive its
  *                           removal) and queued for the program.
  *                           running_handles counts the waiting transfers,
- *                           so `while (still_running)` loops go on;
+ *                           and those admitted after libcurl counted its
+ *                           own, so `while (still_running)` loops go on;
  *   curl_multi_info_read    the queued messages;
  *   curl_multi_timeout, curl_multi_wait, curl_multi_poll
  *                           clamped to the next retry or admission time,
@@ -697,13 +698,19 @@ static CURLMcode shim_remove(multi_real *real, CURLM *m, CURL *h)
     return CURLM_OK;
 }
 
-/* After libcurl's own work: finished transfers, due retries and admissions. */
+/*
+ * After libcurl's own work: finished transfers, due retries and admissions.
+ * libcurl counted its running transfers before the ones admitted here were
+ * added to it: those count too, as do the waiting ones.  Left out, the last
+ * transfer admitted as every other one finished made the count 0, and a
+ * `while (still_running)` loop (curl -Z) ended without ever sending it.
+ */
 static void after_real(multi_rec *r, int *running)
 {
     drain(r);
-    advance(r);
+    int late = advance(r);
     if (running != NULL)
-        *running += r->npending;
+        *running += r->npending + late;
 }
 
 static CURLMcode shim_perform(multi_real *real, CURLM *m, int *running)
@@ -714,6 +721,7 @@ static CURLMcode shim_perform(multi_real *real, CURLM *m, int *running)
     if (r == NULL || r->in_real)
         return real->perform(m, running);
     advance(r);
+    int late = 0; /* added to the real multi after its last count */
     for (int pass = 0; pass < 2; pass++) {
         r->in_real++;
         mc = real->perform(m, running);
@@ -722,11 +730,12 @@ static CURLMcode shim_perform(multi_real *real, CURLM *m, int *running)
             return mc;
         drain(r);
         /* transfers admitted now start at once rather than at the next call */
-        if (advance(r) == 0)
+        if ((late = advance(r)) == 0)
             break;
     }
+    /* as after_real: the late ones run too */
     if (running != NULL)
-        *running += r->npending;
+        *running += r->npending + late;
     return mc;
 }
 
