@@ -153,7 +153,6 @@ bo_admit bo_dest_admit(bo_dest *d, const bo_config *cfg, bo_call *c,
     bo_budget_on_attempt(&d->budget, c->attempts == 0 && c->inherited == 0, now_ns);
     c->attempts++;
     c->attempt_ns = now_ns;
-    d->attempts++;
     if (cfg->policy == BO_POLICY_RESPONSIVE)
         d->next_send_ns = now_ns + bo_responsive_interval_ns(&d->pacing);
     *until_ns = now_ns;
@@ -268,18 +267,15 @@ bo_next bo_dest_complete(bo_dest *d, const bo_config *cfg, bo_call *c,
         }
     }
     if (outcome.verdict == BO_VERDICT_SUCCESS) {
-        d->successes++;
         bo_budget_on_success(&d->budget, now_ns);
         d->probe_failures = 0;
         if (cfg->policy == BO_POLICY_RESPONSIVE)
             bo_responsive_on_success(&d->pacing, cfg, rng);
     } else {
         if (outcome.signal == BO_SIGNAL_THROTTLE) {
-            d->throttled++;
             c->throttles++;
             d->probe_failures = 0; /* an answer: the server is alive */
         } else {
-            d->failed++;
         }
         if (cfg->policy == BO_POLICY_RESPONSIVE && outcome.signal != BO_SIGNAL_NONE)
             bo_responsive_on_failure_sent(&d->pacing, cfg, rng, c->ticket.sent_ns, now_ns);
@@ -340,6 +336,4 @@ void bo_dest_cancel(bo_dest *d, bo_call *c)
     bo_window_on_release(&d->window, &c->ticket);
     if (c->attempts > 0)
         c->attempts--;
-    if (d->attempts > 0)
-        d->attempts--;
 }

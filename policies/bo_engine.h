@@ -38,7 +38,8 @@
 #include "bo_time.h"
 #include "bo_window.h"
 
-/* One destination's shared state (one per scheme/host/port per process). */
+/* One destination's shared state (one per scheme/host/port: per process, or per user on
+ * the host with BACKOFF_SHARE=host, where it lives in a shared file: no pointers). */
 typedef struct bo_dest {
     bo_window window;        /* aimd window; in-flight count for every policy */
     bo_responsive pacing;    /* responsive policy */
@@ -46,8 +47,6 @@ typedef struct bo_dest {
     unsigned probe_failures; /* loss signals in a row while probing */
     bo_quota quota;          /* the server's advertised quota (rate-limit headers) */
     bo_budget budget;        /* retries against first attempts (BACKOFF_RETRY_BUDGET) */
-    /* counters for stats, bumped by bo_dest_complete */
-    uint64_t attempts, successes, throttled, failed;
 } bo_dest;
 
 /* One call's state (one curl_easy_perform or connect()). */
@@ -119,7 +118,7 @@ bo_admit bo_dest_admit(bo_dest *d, const bo_config *cfg, bo_call *c,
 
 /*
  * The attempt admitted last ended with `outcome`.  Updates the destination
- * (window, pacing, counters) and decides: done, or retry no sooner than
+ * (window, pacing, budget) and decides: done, or retry no sooner than
  * *until_ns.  retry_after_ns is the server's Retry-After (< 0: none); it is
  * the least wait, bounded by the cap.  Enforces max_attempts and
  * max_time_ms: the last attempt's result is returned as is.
