@@ -128,11 +128,14 @@ static bool from_libcurl(multi_real *mr, const void *ret)
             q.base = lm->l_addr;
             dl_iterate_phdr(range_cb, &q);
         }
-        mr->lo = q.lo;
-        mr->hi = q.hi;
+        /* atomic: two threads that race here both store, the same values */
+        __atomic_store_n(&mr->lo, q.lo, __ATOMIC_RELAXED);
+        __atomic_store_n(&mr->hi, q.hi, __ATOMIC_RELAXED);
         __atomic_store_n(&mr->range_done, 1, __ATOMIC_RELEASE);
     }
-    return (uintptr_t)ret >= mr->lo && (uintptr_t)ret < mr->hi;
+    uintptr_t lo = __atomic_load_n(&mr->lo, __ATOMIC_RELAXED);
+    uintptr_t hi = __atomic_load_n(&mr->hi, __ATOMIC_RELAXED);
+    return (uintptr_t)ret >= lo && (uintptr_t)ret < hi;
 }
 
 /*
