@@ -263,6 +263,19 @@ int64_t bo_window_next_send_ns(const bo_window *w, int64_t now_ns)
     return w->improved && w->next_send_ns > now_ns ? w->next_send_ns : now_ns;
 }
 
+/*
+ * A pacing gap as nanoseconds, from a double that a tiny or degenerate rate
+ * can make huge (or NaN): at most a minute, so that the conversion and
+ * now + gap never overflow (the engine bounds the wait itself by the cap).
+ */
+#define BO_PACE_GAP_MAX_NS (60 * BO_NS_PER_S)
+static int64_t gap_ns(double gap)
+{
+    if (!(gap > 0))
+        return 0;
+    return gap < (double)BO_PACE_GAP_MAX_NS ? (int64_t)gap : BO_PACE_GAP_MAX_NS;
+}
+
 void bo_window_on_send(bo_window *w, int64_t now_ns, bo_ticket *t)
 {
     w->inflight++;
@@ -274,7 +287,7 @@ void bo_window_on_send(bo_window *w, int64_t now_ns, bo_ticket *t)
         w->first_send_ns = now_ns;
     if (w->improved) {
         int64_t base = w->next_send_ns > now_ns ? w->next_send_ns : now_ns;
-        w->next_send_ns = base + (int64_t)pacing_gap_ns(w);
+        w->next_send_ns = base + gap_ns(pacing_gap_ns(w));
     }
 }
 
@@ -505,7 +518,7 @@ static void rate_evidence(bo_window *w, const bo_ticket *t, int64_t now_ns)
     }
     double r = w->rate_limit_hz;
     w->rate_step_ns = now_ns;
-    int64_t next = now_ns + (int64_t)(BO_NS_PER_S / r);
+    int64_t next = now_ns + gap_ns(r > 0 ? (double)BO_NS_PER_S / r : 0);
     if (w->next_send_ns < next)
         w->next_send_ns = next;
 }
