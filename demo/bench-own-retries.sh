@@ -74,23 +74,9 @@ BACKOFF_HOSTS=127.0.0.1 BACKOFF_TRACE="$TMP/c.csv" LD_PRELOAD="$LIB" \
 sms=$(($(now_ms) - t)); sn=$(($(wc -l <"$TMP/c.csv") - 1))
 row curl-connrefused 4 "$pms" "$sn" "$sms" $((pms + 1500))
 
-cat >"$TMP/loop.py" <<'EOF'
-import io, sys, time
-import pycurl
-for attempt in range(4):
-    c = pycurl.Curl()
-    c.setopt(pycurl.URL, sys.argv[1])
-    c.setopt(pycurl.WRITEFUNCTION, io.BytesIO().write)
-    c.perform()
-    code = c.getinfo(pycurl.RESPONSE_CODE)
-    c.close()
-    if code < 500:
-        break
-    time.sleep(0.5 * 2 ** attempt)
-EOF
-serve p; t=$(now_ms); /usr/bin/python3 "$TMP/loop.py" "http://127.0.0.1:$PORT/status/503" || true
+serve p; t=$(now_ms); /usr/bin/python3 "$top/tests/programs/pycurl_retry.py" "http://127.0.0.1:$PORT/status/503" >/dev/null || true
 pms=$(($(now_ms) - t)); stop; pn=$(requests p)
-serve s; t=$(now_ms); LD_PRELOAD="$LIB" /usr/bin/python3 "$TMP/loop.py" "http://127.0.0.1:$PORT/status/503" || true
+serve s; t=$(now_ms); LD_PRELOAD="$LIB" /usr/bin/python3 "$top/tests/programs/pycurl_retry.py" "http://127.0.0.1:$PORT/status/503" >/dev/null || true
 sms=$(($(now_ms) - t)); stop; sn=$(requests s)
 row pycurl-loop3-503 "$pn" "$pms" "$sn" "$sms" $((pms + 1500))
 

@@ -70,29 +70,13 @@ note "curl --retry 3 --retry-connrefused, closed port: plain 4 attempts ${plain_
 [ "$shim_ms" -le $((plain_ms + 3000)) ] || fail "under the shim ${shim_ms} ms, plain ${plain_ms} ms"
 
 # --- 3. a pycurl loop with its own 3 retries, a new handle each time ---------
-cat >"$TMP/loop.py" <<'EOF'
-import io, sys, time
-import pycurl
-url = sys.argv[1]
-for attempt in range(4):
-    c = pycurl.Curl()
-    c.setopt(pycurl.URL, url)
-    c.setopt(pycurl.WRITEFUNCTION, io.BytesIO().write)
-    c.perform()
-    code = c.getinfo(pycurl.RESPONSE_CODE)
-    c.close()
-    if code < 500:
-        break
-    time.sleep(0.5 * 2 ** attempt)
-print(code)
-EOF
 start_server pyplain
-t0=$(now_ms); run 60 $PY "$TMP/loop.py" "http://127.0.0.1:$PORT/status/503" >"$TMP/py.out"
+t0=$(now_ms); run 60 $PY "$TOP/tests/programs/pycurl_retry.py" "http://127.0.0.1:$PORT/status/503" >"$TMP/py.out"
 plain_ms=$(($(now_ms) - t0))
 stop_server
 start_server pyshim
 t0=$(now_ms)
-LD_PRELOAD="$LIB" run 60 $PY "$TMP/loop.py" "http://127.0.0.1:$PORT/status/503" >"$TMP/py.out"
+LD_PRELOAD="$LIB" run 60 $PY "$TOP/tests/programs/pycurl_retry.py" "http://127.0.0.1:$PORT/status/503" >"$TMP/py.out"
 shim_ms=$(($(now_ms) - t0))
 stop_server
 [ "$(cat "$TMP/py.out")" = 503 ] || fail "the pycurl loop under the shim ended with $(cat "$TMP/py.out")"
