@@ -455,7 +455,7 @@ int bo_redis_url_parse(const char *url, bo_redis_url *out, char *why, size_t why
     int64_t v;
 
     memset(out, 0, sizeof *out);
-    out->lease_ms = 30000;
+    out->lease_ms = 10000;
     out->ttl_ms = 60000;
     bo_redis_url_mask(url, out->shown, sizeof out->shown);
     if (strncmp(url, "rediss://", 9) == 0)

@@ -318,8 +318,7 @@ static bool ready(int64_t now)
 
 /*
  * Under g_mu: one run of the script, op on destination key for lease seq.
- * Returns the reply (an array), or NULL after went_down.  A script cache
- * that lost it (Redis restarted or flushed, NOSCRIPT) is loaded again once.
+ * Returns the reply (an array), or NULL after went_down.
  */
 static redisReply *run(char op, const char *key, uint64_t seq, char outcome)
 {
@@ -334,24 +333,20 @@ static redisReply *run(char op, const char *key, uint64_t seq, char outcome)
     snprintf(ttl, sizeof ttl, "%" PRId64, g_url.ttl_ms);
     snprintf(win, sizeof win, "%u", g_window);
     snprintf(beta, sizeof beta, "%.3f", g_beta);
-    for (int again = 0; again < 2; again++) {
-        const char *argv[] = {"EVALSHA", g_sha, "2", k, lk, ops, member, lease, ttl, out,
-                              win, beta};
-        redisReply *r = redisCommandArgv(g_ctx, 12, argv, NULL);
-        if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-            r->element[0]->type == REDIS_REPLY_INTEGER &&
-            r->element[1]->type == REDIS_REPLY_INTEGER)
-            return r;
-        if (again == 0 && r != NULL && r->type == REDIS_REPLY_ERROR &&
-            strncmp(r->str, "NOSCRIPT", 8) == 0) {
-            freeReplyObject(r);
-            if (!load_script())
-                return NULL;
-            continue;
-        }
-        reply_error("the fleet script failed", r);
-        return NULL;
+    const char *argv[] = {"EVALSHA", g_sha, "2", k, lk, ops, member, lease, ttl, out, win, beta};
+    redisReply *r = redisCommandArgv(g_ctx, 12, argv, NULL);
+    if (r != NULL && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0) {
+        /* the cache lost it (Redis restarted, SCRIPT FLUSH): EVAL runs the
+         * text and caches it again under the same SHA1, one round trip */
+        freeReplyObject(r);
+        argv[0] = "EVAL";
+        argv[1] = k_script;
+        r = redisCommandArgv(g_ctx, 12, argv, NULL);
     }
+    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+        r->element[0]->type == REDIS_REPLY_INTEGER && r->element[1]->type == REDIS_REPLY_INTEGER)
+        return r;
+    reply_error("the fleet script failed", r);
     return NULL;
 }
 
