@@ -21,9 +21,11 @@
  *                then +1/cwnd, only while it was nearly full) and the pace
  *                (+max(1/rate, rate/500) Hz); a throttle of an attempt sent
  *                after the last cut cuts: the window by beta when the leases
- *                filled most of it (a concurrency limit), else the pace
- *                (a metered rate): to 0.9 x the successes of the last second
- *                the first time, then x 0.9; a loss leaves one lease.
+ *                filled most of it and it is above 4 (a concurrency limit),
+ *                else the pace (a metered rate, which a small window cannot
+ *                hold when answers are quick): to 0.9 x the successes of the
+ *                last second the first time, then x 0.9, and the next send
+ *                waits one gap; a loss leaves one lease.
  *   r (release)  the lease goes, nothing learnt (an attempt that never ran).
  */
 #include "shim_redis.h"
@@ -96,7 +98,7 @@ static const char k_script[] =
     "      if rate > 0 then rate = rate + math.max(1 / rate, rate / 500) end\n"
     "    elseif o == 't' and sent >= cut then\n"
     "      cut = now\n"
-    "      if n + 1 >= cwnd * beta then\n"
+    "      if n + 1 >= cwnd * beta and cwnd > 4 then\n"
     "        cwnd = math.max(1, cwnd * beta); ssth = cwnd\n"
     "      else\n"
     "        local meas = ok0\n"
@@ -104,6 +106,7 @@ static const char k_script[] =
     "        if rate > 0 then rate = rate * 0.9\n"
     "        else rate = math.max(meas, 1) * 0.9 end\n"
     "        if rate < 0.1 then rate = 0.1 end\n"
+    "        nxt = math.max(nxt, now + 1e6 / rate)\n"
     "      end\n"
     "    elseif o == 'l' and sent >= cut then\n"
     "      cut = now; ssth = math.max(2, cwnd * beta); cwnd = 1\n"

@@ -312,11 +312,16 @@ static void fleet_undo(bo_shim_dest *sd, bo_call *call)
     dest_unlock(sd);
 }
 
-/* The latest time the fleet may hold the call back: its own deadline. */
-static int64_t fleet_limit(bo_call *call, int64_t now, int64_t deadline_ns)
+/* The latest time the fleet may hold an attempt back that asked at from_ns:
+ * the call's own deadline, and BACKOFF_CAP_MS (keys written by anyone with
+ * access to them never hold a host longer). */
+static int64_t fleet_limit(bo_call *call, int64_t from_ns, int64_t now, int64_t deadline_ns)
 {
     int64_t left = bo_call_remaining_ns(&g_cfg, call, now);
     int64_t limit = left >= INT64_MAX - now ? INT64_MAX : now + left;
+    int64_t cap = from_ns + g_cfg.cap_ms * BO_NS_PER_MS;
+    if (cap < limit)
+        limit = cap;
     return deadline_ns < limit ? deadline_ns : limit;
 }
 
@@ -324,8 +329,8 @@ static int64_t fleet_limit(bo_call *call, int64_t now, int64_t deadline_ns)
  * After a host-wide GO, with no lock held (BACKOFF_SHARE=redis, aimd): the
  * fleet's admission.  The host-wide slot stays taken while the fleet says
  * wait (the attempt is this host's next); a fleet wait that would pass the
- * call's deadline, or no answer from Redis, lets the attempt go without a
- * fleet lease: never worse than alone.  Returns 0, or the wait's EINTR or
+ * call's deadline or BACKOFF_CAP_MS, or no answer from Redis, lets the
+ * attempt go without a fleet lease: never worse than alone.  Returns 0, or the wait's EINTR or
  * BO_WAIT_ABORTED once the admission is undone.
  */
 static int fleet_admit(bo_shim_dest *sd, bo_call *call, const bo_shim_waiter *w,
@@ -335,11 +340,12 @@ static int fleet_admit(bo_shim_dest *sd, bo_call *call, const bo_shim_waiter *w,
 
     if (!bo_redis_active())
         return 0;
+    int64_t from = bo_shim_now_ns();
     for (;;) {
         int64_t now = bo_shim_now_ns(), until = now;
         if (bo_redis_admit(sd->key, now, &call->fleet_lease, &until) != BO_REDIS_WAIT)
             return 0;
-        if (until >= fleet_limit(call, now, deadline_ns))
+        if (until >= fleet_limit(call, from, now, deadline_ns))
             return 0;
         int rc = bo_shim_wait(until, w != NULL ? w : &plain);
         if (rc != 0) {
@@ -357,7 +363,7 @@ static int fleet_try_admit(bo_shim_dest *sd, bo_call *call, int64_t now, int64_t
 
     if (!bo_redis_active() ||
         bo_redis_admit(sd->key, now, &call->fleet_lease, &until) != BO_REDIS_WAIT ||
-        until >= fleet_limit(call, now, INT64_MAX))
+        until >= fleet_limit(call, now, now, INT64_MAX))
         return 0;
     fleet_undo(sd, call);
     if (until > now + BO_POLL_ADMIT_NS)
