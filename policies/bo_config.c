@@ -410,8 +410,12 @@ static bool name_ok(const char *s)
 void bo_redis_url_mask(const char *url, char *out, size_t outlen)
 {
     const char *auth = strstr(url, "://");
-    const char *at = auth != NULL ? strchr(auth + 3, '@') : NULL;
-    const char *colon = NULL;
+    const char *at = NULL, *colon = NULL;
+
+    if (auth != NULL) { /* the last '@' before the path: the password may hold '@' */
+        const char *end = auth + 3 + strcspn(auth + 3, "/?");
+        at = memrchr(auth + 3, '@', (size_t)(end - auth - 3));
+    }
 
     if (at != NULL) {
         for (const char *p = auth + 3; p < at; p++) {
@@ -464,7 +468,7 @@ int bo_redis_url_parse(const char *url, bo_redis_url *out, char *why, size_t why
         return WHY("it does not start with redis://");
     p = url + 8;
     end = p + strcspn(p, "/?");
-    at = memchr(p, '@', (size_t)(end - p));
+    at = memrchr(p, '@', (size_t)(end - p)); /* the password may hold '@' */
     if (at != NULL) {
         const char *c = memchr(p, ':', (size_t)(at - p));
         size_t un = c != NULL ? (size_t)(c - p) : 0;

@@ -20,12 +20,12 @@
  *   c (complete) the lease goes; a success grows the window (slow start,
  *                then +1/cwnd, only while it was nearly full) and the pace
  *                (+max(1/rate, rate/500) Hz); a throttle of an attempt sent
- *                after the last cut cuts: the window by beta when the leases
- *                filled most of it and it is above 4 (a concurrency limit),
- *                else the pace (a metered rate, which a small window cannot
- *                hold when answers are quick): to 0.9 x the successes of the
- *                last second the first time, then x 0.9, and the next send
- *                waits one gap; a loss leaves one lease.
+ *                after the last cut cuts: the window by beta while it is above
+ *                4 (a concurrency limit), else the pace (a metered rate,
+ *                which a small window cannot hold when answers are quick):
+ *                to 0.9 x the successes of the last second the first time,
+ *                then x 0.9, and the next send waits one gap; a loss leaves
+ *                one lease.
  *   r (release)  the lease goes, nothing learnt (an attempt that never ran).
  */
 #include "shim_redis.h"
@@ -98,7 +98,7 @@ static const char k_script[] =
     "      if rate > 0 then rate = rate + math.max(1 / rate, rate / 500) end\n"
     "    elseif o == 't' and sent >= cut then\n"
     "      cut = now\n"
-    "      if n + 1 >= cwnd * beta and cwnd > 4 then\n"
+    "      if cwnd > 4 then\n"
     "        cwnd = math.max(1, cwnd * beta); ssth = cwnd\n"
     "      else\n"
     "        local meas = ok0\n"
@@ -120,7 +120,7 @@ static const char k_script[] =
     "return res\n";
 
 /* How often a call refused for a full fleet window asks again. */
-#define FLEET_POLL_NS (10 * BO_NS_PER_MS)
+#define FLEET_POLL_NS (20 * BO_NS_PER_MS)
 #define RETRY_FIRST_NS (1000 * BO_NS_PER_MS)
 #define RETRY_MAX_NS (30000 * BO_NS_PER_MS)
 
@@ -143,6 +143,46 @@ static bool g_joined;        /* joined once in this process */
 static char g_sha[48];
 static char g_procid[128];   /* "host:pid:nonce", made anew in a fork child */
 static uint64_t g_seq;
+
+/* Leases Redis may hold though their command got no answer in time (a
+ * busy machine: Redis ran it after the bound): given back on reconnection,
+ * else they would fill the fleet's window until their expiry. */
+#define ORPHANS 16
+static struct {
+    char key[BO_DEST_KEY_LEN];
+    uint64_t seq;
+} g_orphans[ORPHANS];
+static unsigned g_norphans;
+/* Guards g_orphans alone, never held across I/O: a completion that cannot
+ * have the connection in time leaves its lease here without waiting. */
+static pthread_mutex_t g_orph_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void orphan_push(const char *key, uint64_t seq)
+{
+    pthread_mutex_lock(&g_orph_mu);
+    bool known = false;
+    for (unsigned i = 0; i < g_norphans; i++)
+        known |= g_orphans[i].seq == seq && strcmp(g_orphans[i].key, key) == 0;
+    if (!known && g_norphans < ORPHANS) {
+        snprintf(g_orphans[g_norphans].key, sizeof g_orphans[0].key, "%s", key);
+        g_orphans[g_norphans++].seq = seq;
+    }
+    pthread_mutex_unlock(&g_orph_mu);
+}
+
+static bool orphan_pop(char *key, uint64_t *seq)
+{
+    bool got = false;
+    pthread_mutex_lock(&g_orph_mu);
+    if (g_norphans > 0) {
+        g_norphans--;
+        memcpy(key, g_orphans[g_norphans].key, BO_DEST_KEY_LEN);
+        *seq = g_orphans[g_norphans].seq;
+        got = true;
+    }
+    pthread_mutex_unlock(&g_orph_mu);
+    return got;
+}
 
 bool bo_redis_active(void)
 {
@@ -259,6 +299,22 @@ static bool load_script(void)
     return true;
 }
 
+static redisReply *run(char op, const char *key, uint64_t seq, char outcome);
+
+/* Under g_mu, connected: give back the leases of commands that went unanswered. */
+static void release_orphans(void)
+{
+    char key[BO_DEST_KEY_LEN];
+    uint64_t seq;
+
+    while (g_ctx != NULL && orphan_pop(key, &seq)) {
+        redisReply *r = run('r', key, seq, '-');
+        if (r == NULL)
+            return; /* down again: run kept it for the next connection */
+        freeReplyObject(r);
+    }
+}
+
 /* Under g_mu: connected, or connect now if the time has come. */
 static bool ready(int64_t now)
 {
@@ -316,7 +372,8 @@ static bool ready(int64_t now)
     g_down = false;
     g_joined = true;
     g_backoff_ns = RETRY_FIRST_NS;
-    return true;
+    release_orphans();
+    return g_ctx != NULL;
 }
 
 /*
@@ -349,6 +406,8 @@ static redisReply *run(char op, const char *key, uint64_t seq, char outcome)
     if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
         r->element[0]->type == REDIS_REPLY_INTEGER && r->element[1]->type == REDIS_REPLY_INTEGER)
         return r;
+    if (r == NULL) /* no answer: Redis may still run it and hold the lease */
+        orphan_push(key, seq);
     reply_error("the fleet script failed", r);
     return NULL;
 }
@@ -364,6 +423,7 @@ bo_redis_answer bo_redis_admit(const char *key, int64_t now_ns, uint64_t *lease,
         return BO_REDIS_ALONE;
     bo_shim_busy = 1; /* hiredis's own connect() passes straight through */
     if (ready(now_ns)) {
+        release_orphans(); /* usually none: one load under a lock */
         uint64_t seq = ++g_seq;
         redisReply *r = run('a', key, seq, '-');
         if (r != NULL) {
@@ -390,13 +450,19 @@ static void finish(const char *key, uint64_t *lease, char op, char outcome)
     uint64_t seq = *lease;
 
     *lease = 0;
-    if (seq == 0 || !bo_redis_active() || !lock_bounded())
-        return; /* the lease expires on its own */
+    if (seq == 0 || !bo_redis_active())
+        return;
+    if (!lock_bounded()) { /* given back by the next call that has the connection */
+        orphan_push(key, seq);
+        return;
+    }
     bo_shim_busy = 1;
     if (ready(mono_ns())) {
         redisReply *r = run(op, key, seq, outcome);
         if (r != NULL)
             freeReplyObject(r);
+    } else {
+        orphan_push(key, seq); /* given back on reconnection (or it expires) */
     }
     bo_shim_busy = busy;
     pthread_mutex_unlock(&g_mu);
@@ -417,14 +483,17 @@ void bo_redis_cancel(const char *key, uint64_t *lease)
     finish(key, lease, 'r', '-');
 }
 
-/* The lock is a leaf (nothing else is taken under it): innermost across fork. */
+/* The locks are leaves (g_orph_mu is taken under g_mu, nothing under it):
+ * innermost across fork. */
 void bo_redis_prepare_fork(void)
 {
     pthread_mutex_lock(&g_mu);
+    pthread_mutex_lock(&g_orph_mu);
 }
 
 void bo_redis_parent_fork(void)
 {
+    pthread_mutex_unlock(&g_orph_mu);
     pthread_mutex_unlock(&g_mu);
 }
 
@@ -434,10 +503,12 @@ void bo_redis_parent_fork(void)
 void bo_redis_child_fork(void)
 {
     pthread_mutex_init(&g_mu, NULL);
+    pthread_mutex_init(&g_orph_mu, NULL);
     if (g_ctx != NULL) {
         redisFree(g_ctx);
         g_ctx = NULL;
     }
-    g_procid[0] = '\0';
+    g_procid[0] = '\0'; /* the parent's leases (and orphans) are the parent's */
+    g_norphans = 0;
     g_retry_ns = 0;
 }
