@@ -62,6 +62,14 @@ $(BUILD)/obj/shim/%.o: shim/%.c $(BUILD)/obj/shim/%.d
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -fvisibility=hidden $(CURL_CFLAGS) -c $< -o $@
 
+# The fleet backend (BACKOFF_SHARE=redis, shim_redis.c) needs hiredis: say so plainly.
+$(BUILD)/obj/shim/shim_redis.o: | hiredis-check
+hiredis-check:
+	@printf '#include <hiredis/hiredis.h>\n' | $(CC) -E -x c - >/dev/null 2>&1 || { \
+	    echo "backoff: hiredis/hiredis.h not found: the Redis fleet backend needs libhiredis-dev" \
+	         "(Debian: apt-get install libhiredis-dev, or make deps)" >&2; exit 1; }
+.PHONY: hiredis-check
+
 # An object whose .d is missing (built before, or by an older Makefile) is rebuilt.
 $(BUILD)/obj/%.d: ;
 .PRECIOUS: $(BUILD)/obj/%.d
@@ -79,7 +87,7 @@ $(BUILD)/libpolicies.a: $(POLICY_OBJ)
 # The preload library does not link libcurl: it binds the program's own copy at run time.
 $(BUILD)/libbackoff.so: $(SHIM_OBJ) $(BUILD)/libpolicies.a shim/exports.map
 	$(CC) -shared -o $@ $(SHIM_OBJ) $(BUILD)/libpolicies.a $(ALL_LDFLAGS) \
-	    -Wl,--version-script=shim/exports.map -Wl,-z,now -ldl -lm
+	    -Wl,--version-script=shim/exports.map -Wl,-z,now -lhiredis -ldl -lm
 
 # The wrapper reads and resets the host-wide state itself (--status, --reset).
 $(BUILD)/backoff: shim/wrapper.c shim/shim_share.c $(BUILD)/libpolicies.a $(wildcard policies/*.h shim/*.h)
@@ -252,7 +260,7 @@ $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_input.h $(POLICY_SRC) 
 # The shim's parsers are static in shim_curl.c: the target includes that file
 # and links the rest of the shim (no libcurl: its symbols are bound lazily).
 $(FUZZ_BUILD)/fuzz_shim_parse: FUZZ_EXTRA = $(CURL_CFLAGS) shim/shim_state.c shim/shim_table.c shim/shim_share.c shim/shim_connect.c shim/shim_multi.c \
-                                       shim/shim_dl.c -DBO_DL_NO_HOOKS -ldl
+                                       shim/shim_redis.c shim/shim_dl.c -DBO_DL_NO_HOOKS -lhiredis -ldl
 $(FUZZ_BUILD)/fuzz_shim_parse: $(wildcard shim/*.c shim/*.h)
 
 fuzz: $(FUZZ_BIN)

@@ -36,6 +36,18 @@
 #             state for all the processes) beside process (each alone).
 #             Optimum: bucket (calls - 5) / 5 s, cap calls x 0.2 s / (1 for
 #             the loop, 4 for 8 at once); extra: attempts/request, gave up
+#   fleet     issue 14: 4 "hosts" (each its own XDG_RUNTIME_DIR: its own
+#             host-wide state) x 8 loadgen processes, BACKOFF_SHARE=redis://
+#             (one redis-server on 127.0.0.1) beside host (each host alone),
+#             against a token bucket 20/s burst 20 (Retry-After; 8 requests per
+#             process, optimum (256 - 20) / 20 = 11.8 s) and a concurrency cap
+#             of 50 slots x 100 ms (4 threads, 64 requests per process, optimum
+#             2048 x 0.1 / 50 = 4.1 s); targets with Redis: <= 1.25 attempts per
+#             request, <= 1.15 x the optimum (judged on the server's span, first
+#             arrival to last answer: starting 32 processes takes seconds on a
+#             small machine); and the cost of an admission plus
+#             a completion through Redis on loopback (us per call: 400 calls
+#             of one thread, redis minus host)
 #   headers   issue 13 (not in the default list): the default policy paced
 #             from the server's rate-limit headers, loadgen 1 and 8 threads,
 #             against a token bucket 20/s burst 20 (220 requests, optimum
@@ -49,19 +61,20 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-build}
 case "$BUILD" in /*) ;; *) BUILD="$top/$BUILD" ;; esac
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/backoff-bench.XXXXXX")
-SCENARIOS=${BENCH_SCENARIOS:-"burst outage pacing fairness multi share overhead"}
+SCENARIOS=${BENCH_SCENARIOS:-"burst outage pacing fairness multi share fleet overhead"}
 # every policy of the library (aimd-000 is the simulator's alone)
 ALL_POLICIES=$("$BUILD/backoff-sim" --list-policies | grep -v '^aimd-000$' | tr '\n' ' ')
 POLICIES=${BENCH_POLICIES:-$ALL_POLICIES}
 
 SERVER_PID=""
 LOADGEN_PIDS=""
+REDIS_PID=""
 cleanup() {
-    for p in $SERVER_PID $LOADGEN_PIDS; do
+    for p in $SERVER_PID $LOADGEN_PIDS $REDIS_PID; do
         kill -CONT "$p" 2>/dev/null || true
         kill -TERM "$p" 2>/dev/null || true
     done
-    for p in $SERVER_PID $LOADGEN_PIDS; do wait "$p" 2>/dev/null || true; done
+    for p in $SERVER_PID $LOADGEN_PIDS $REDIS_PID; do wait "$p" 2>/dev/null || true; done
     rm -rf "$WORK"
 }
 trap cleanup EXIT INT TERM
@@ -335,6 +348,94 @@ bench_share() {
     done
 }
 
+# --- fleet (issue 14) --------------------------------------------------------------
+# fleet_run NAME SHARE PROCS_PER_HOST THREADS REQUESTS: 4 hosts, each its own state
+# directory; writes "elapsed_s ok" to NAME.res.
+fleet_run() {
+    _pids=""
+    _t0=$(date +%s%3N)
+    for _h in 1 2 3 4; do
+        mkdir -p -m 700 "$WORK/$1.h$_h"
+        _p=1
+        while [ $_p -le "$3" ]; do
+            XDG_RUNTIME_DIR="$WORK/$1.h$_h" BACKOFF_SHARE=$2 setsid timeout -k 2 300 "$BUILD/backoff" -- \
+                "$BUILD/loadgen" --url "http://127.0.0.1:$PORT/item/{n}" --requests "$5" \
+                --threads "$4" --verify >"$WORK/$1.$_h.$_p.tsv" 2>/dev/null &
+            _pids="$_pids $!"
+            _p=$((_p + 1))
+        done
+    done
+    for _q in $_pids; do wait "$_q" || true; done
+    _t1=$(date +%s%3N)
+    echo "$(awk -v t=$((_t1 - _t0)) 'BEGIN { printf "%.2f", t / 1000 }') $(cat "$WORK/$1".*.tsv |
+        awk -F'\t' '$1 == "requests" { next } { s += $2 } END { print s + 0 }')" >"$WORK/$1.res"
+}
+
+bench_fleet() {
+    command -v redis-server >/dev/null 2>&1 || { echo "# fleet: no redis-server, skipped"; return 0; }
+    rport=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    mkdir -p "$WORK/redis"
+    setsid redis-server --bind 127.0.0.1 --port "$rport" --save '' --appendonly no --dir "$WORK/redis" \
+        >"$WORK/redis/log" 2>&1 &
+    REDIS_PID=$!
+    _w=0
+    until [ "$(redis-cli -p "$rport" ping 2>/dev/null)" = PONG ]; do
+        _w=$((_w + 1))
+        [ $_w -gt 100 ] && { echo "# fleet: redis-server did not start, skipped"; return 0; }
+        sleep 0.1
+    done
+    echo "# fleet: 4 hosts (own XDG_RUNTIME_DIR each) x 8 loadgen processes; redis = BACKOFF_SHARE=redis://127.0.0.1 (one redis-server), host = each host alone; completion_s includes the 32 processes' start-up, server_span_s (first arrival to last answer at the server) does not"
+    for server in bucket cap; do
+        case $server in
+        bucket) flags="--rate 20 --burst 20" threads=1 req=8 total=256 opt=11.80 ;;
+        cap) flags="--max-busy 50 --service-ms 100" threads=4 req=64 total=2048 opt=4.10 ;;
+        esac
+        for mode in redis host; do
+            name="fleet-$server-$mode"
+            share=host
+            [ $mode = redis ] && share="redis://127.0.0.1:$rport?namespace=$name"
+            # shellcheck disable=SC2086
+            start_server "$WORK/$name-server.tsv" $flags --log "$WORK/$name.csv"
+            fleet_run "$name" "$share" 8 "$threads" "$req"
+            stop_server
+            set -- $(cat "$WORK/$name.res")
+            # the server's span: first arrival to last answer (process start-up excluded)
+            span=$(awk -F, 'NR > 1 { e = $1 + $6; if (!n++ || $1 < a) a = $1; if (e > z) z = e }
+                           END { printf "%.2f", (z - a) / 1000 }' "$WORK/$name.csv")
+            sratio=$(awk -v c="$span" -v o="$opt" 'BEGIN { printf "%.2f", c / o }')
+            att=$(col "$WORK/$name-server.tsv" requests)
+            rej=$(col "$WORK/$name-server.tsv" rejected)
+            ratio=$(awk -v c="$1" -v o="$opt" 'BEGIN { printf "%.2f", c / o }')
+            per=$(awk -v a="$att" -v n="$total" 'BEGIN { printf "%.2f", a / n }')
+            met=$(awk -v r="$sratio" -v p="$per" -v ok="$2" -v n="$total" \
+                'BEGIN { print (r <= 1.15 && p <= 1.25 && ok == n) ? "yes" : "no" }')
+            row "fleet-$server" "aimd-$mode" "$1" "$opt" "$ratio" "$total" "$2" "$att" \
+                "$(awk -v a="$att" -v r="$rej" 'BEGIN { printf "%.1f", a ? 100 * r / a : 0 }')" - - - \
+                "$(col "$WORK/$name-server.tsv" max_concurrency)" - \
+                "attempts_per_request=$per server_span_s=$span span_ratio=$sratio target=span_ratio<=1.15,attempts<=1.25 met=$met"
+            sleep 1.2
+        done
+    done
+    # The cost of Redis per call: 400 sequential calls that need no retry.
+    start_server "$WORK/fleet-cost-server.tsv"
+    for mode in host redis host redis; do
+        share=host
+        [ $mode = redis ] && share="redis://127.0.0.1:$rport?namespace=cost"
+        mkdir -p -m 700 "$WORK/cost.$mode"
+        XDG_RUNTIME_DIR="$WORK/cost.$mode" BACKOFF_SHARE=$share "$BUILD/backoff" -- "$BUILD/loadgen" \
+            --url "http://127.0.0.1:$PORT/item/{n}" --requests 400 --threads 1 >"$WORK/cost-$mode.tsv" 2>/dev/null
+        echo "$(col "$WORK/cost-$mode.tsv" completion_s)" >>"$WORK/cost-$mode.all"
+    done
+    stop_server
+    h=$(sort -n "$WORK/cost-host.all" | head -1)
+    r=$(sort -n "$WORK/cost-redis.all" | head -1)
+    row fleet-cost aimd-redis - - - 400 - - - - - - - - \
+        "us_per_call=$(awk -v h="$h" -v r="$r" 'BEGIN { printf "%.0f", (r - h) * 1e6 / 400 }') host_s=$h redis_s=$r (best of 2; an admission and a completion)"
+    kill "$REDIS_PID" 2>/dev/null || true
+    wait "$REDIS_PID" 2>/dev/null || true
+    REDIS_PID=""
+}
+
 bench_overhead() {
     if [ -f "$top/demo/bench-overhead.sh" ]; then
         BUILD="$BUILD" sh "$top/demo/bench-overhead.sh" | awk -F'\t' '
@@ -373,6 +474,7 @@ for s in $SCENARIOS; do
     own) bench_own ;;
     headers) bench_headers ;;
     share) bench_share ;;
-    *) echo "backoff bench: unknown scenario \"$s\": expected burst, outage, pacing, fairness, multi, share, overhead, real, own or headers" >&2; exit 2 ;;
+    fleet) bench_fleet ;;
+    *) echo "backoff bench: unknown scenario \"$s\": expected burst, outage, pacing, fairness, multi, share, fleet, overhead, real, own or headers" >&2; exit 2 ;;
     esac
 done

@@ -5,7 +5,7 @@
 # otherwise it stops and prints the exact apt-get line to run.
 set -eu
 what=${1:-test}
-pkgs="gcc make pkg-config libc6-dev libcurl4-openssl-dev check libmicrohttpd-dev curl python3 python3-pycurl procps"
+pkgs="gcc make pkg-config libc6-dev libcurl4-openssl-dev check libmicrohttpd-dev libhiredis-dev redis-server curl python3 python3-pycurl procps"
 if [ "$what" = test ]; then
     # The real programs the tests run under the library: PHP (curl.so is
     # loaded RTLD_DEEPBIND), git, perl, the GnuTLS libcurl beside the OpenSSL

@@ -388,13 +388,202 @@ static int get_path(const char *name, const char *v, char *out, char *err, size_
 
 #define F(field) offsetof(bo_config, field)
 
+/* --- BACKOFF_SHARE=redis://... (issue 14) ------------------------------------ */
+
+#define SHARE_LIST                                                                       \
+    "host, process or redis://[USER:PASS@]HOST:PORT[/DB][?namespace=NAME&lease_ms=N&" \
+    "ttl_ms=N]"
+#define NAME_LIST "1 to 63 letters, digits, '.', '-' or '_'"
+
+static bool name_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n >= BO_REDIS_NS_LEN)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        if (!isalnum((unsigned char)s[i]) && s[i] != '.' && s[i] != '-' && s[i] != '_')
+            return false;
+    }
+    return true;
+}
+
+void bo_redis_url_mask(const char *url, char *out, size_t outlen)
+{
+    const char *auth = strstr(url, "://");
+    const char *at = NULL, *colon = NULL;
+
+    if (auth != NULL) { /* the last '@' before the path: the password may hold '@' */
+        const char *end = auth + 3 + strcspn(auth + 3, "/?");
+        at = memrchr(auth + 3, '@', (size_t)(end - auth - 3));
+    }
+
+    if (at != NULL) {
+        for (const char *p = auth + 3; p < at; p++) {
+            if (*p == ':') {
+                colon = p;
+                break;
+            }
+        }
+    }
+    if (at == NULL) {
+        snprintf(out, outlen, "%s", url);
+        return;
+    }
+    if (colon == NULL) /* "redis://PASS@host": the whole of it is the secret */
+        colon = auth + 2;
+    snprintf(out, outlen, "%.*s:***%s", (int)(colon - url), url, at);
+}
+
+/* A decimal number from lo to hi, the whole of [s, s+n). */
+static bool span_number(const char *s, size_t n, int64_t lo, int64_t hi, int64_t *out)
+{
+    int64_t v = 0;
+    if (n == 0 || n > 12)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        if (!isdigit((unsigned char)s[i]))
+            return false;
+        v = v * 10 + (s[i] - '0');
+    }
+    if (v < lo || v > hi)
+        return false;
+    *out = v;
+    return true;
+}
+
+#define WHY(...) (snprintf(why, whylen, __VA_ARGS__), -1)
+
+int bo_redis_url_parse(const char *url, bo_redis_url *out, char *why, size_t whylen)
+{
+    const char *p, *end, *at, *hp, *he, *colon;
+    int64_t v;
+
+    memset(out, 0, sizeof *out);
+    out->lease_ms = 10000;
+    out->ttl_ms = 60000;
+    bo_redis_url_mask(url, out->shown, sizeof out->shown);
+    if (strncmp(url, "rediss://", 9) == 0)
+        return WHY("rediss:// (TLS) needs hiredis_ssl, which this build does not link");
+    if (strncmp(url, "redis://", 8) != 0)
+        return WHY("it does not start with redis://");
+    p = url + 8;
+    end = p + strcspn(p, "/?");
+    at = memrchr(p, '@', (size_t)(end - p)); /* the password may hold '@' */
+    if (at != NULL) {
+        const char *c = memchr(p, ':', (size_t)(at - p));
+        size_t un = c != NULL ? (size_t)(c - p) : 0;
+        const char *pw = c != NULL ? c + 1 : p;
+        size_t pn = (size_t)(at - pw);
+        if (un >= sizeof out->user || pn >= sizeof out->pass)
+            return WHY("the user or password is too long");
+        memcpy(out->user, p, un);
+        memcpy(out->pass, pw, pn);
+        p = at + 1;
+    }
+    if (*p == '[') { /* [v6]:port */
+        hp = p + 1;
+        he = memchr(hp, ']', (size_t)(end - hp));
+        if (he == NULL)
+            return WHY("an IPv6 address lacks its ']'");
+        colon = he + 1 < end && he[1] == ':' ? he + 1 : NULL;
+    } else {
+        hp = p;
+        colon = memchr(p, ':', (size_t)(end - p));
+        he = colon != NULL ? colon : end;
+    }
+    if (he == hp)
+        return WHY("the host is missing");
+    if ((size_t)(he - hp) >= sizeof out->host)
+        return WHY("the host is too long");
+    for (const char *q = hp; q < he; q++) {
+        if (!isalnum((unsigned char)*q) && *q != '.' && *q != '-' && *q != ':' && *q != '_')
+            return WHY("the host has a character that is not allowed");
+    }
+    memcpy(out->host, hp, (size_t)(he - hp));
+    if (colon == NULL || !span_number(colon + 1, (size_t)(end - colon - 1), 1, 65535, &v))
+        return WHY("the port is missing or not from 1 to 65535");
+    out->port = (int)v;
+    if (*end == '/') {
+        const char *d = end + 1;
+        size_t dn = strcspn(d, "?");
+        if (dn > 0) {
+            if (!span_number(d, dn, 0, 1000000, &v))
+                return WHY("the database is not a number");
+            out->db = (unsigned)v;
+        }
+        end = d + dn;
+    }
+    if (*end == '?') {
+        const char *q = end + 1;
+        while (*q != '\0') {
+            size_t n = strcspn(q, "&");
+            const char *eq = memchr(q, '=', n);
+            if (eq == NULL)
+                return WHY("a query item is not NAME=VALUE");
+            size_t kn = (size_t)(eq - q), vn = n - kn - 1;
+            if (kn == 9 && strncmp(q, "namespace", 9) == 0) {
+                char ns[BO_REDIS_NS_LEN];
+                if (vn >= sizeof ns)
+                    return WHY("the namespace is too long");
+                memcpy(ns, eq + 1, vn);
+                ns[vn] = '\0';
+                if (!name_ok(ns))
+                    return WHY("the namespace is not %s", NAME_LIST);
+                memcpy(out->ns, ns, sizeof ns);
+            } else if (kn == 8 && strncmp(q, "lease_ms", 8) == 0) {
+                if (!span_number(eq + 1, vn, 100, MS_PER_DAY, &out->lease_ms))
+                    return WHY("lease_ms is not from 100 to %lld", MS_PER_DAY);
+            } else if (kn == 6 && strncmp(q, "ttl_ms", 6) == 0) {
+                if (!span_number(eq + 1, vn, 1000, MS_PER_DAY, &out->ttl_ms))
+                    return WHY("ttl_ms is not from 1000 to %lld", MS_PER_DAY);
+            } else {
+                return WHY("the query knows namespace, lease_ms and ttl_ms only");
+            }
+            q += n;
+            if (*q == '&')
+                q++;
+        }
+    } else if (*end != '\0') {
+        return WHY("unexpected text after the port");
+    }
+    return 0;
+}
+#undef WHY
+
+/* BACKOFF_SHARE: host, process, or a redis URL; a URL that cannot be used
+ * is not fatal: the state stays host-wide and share_warning says why. */
+static int get_share(const char *name, const char *s, bo_config *cfg, char *err, size_t errlen)
+{
+    char why[200];
+
+    cfg->share_warning[0] = '\0';
+    if (strcmp(s, "host") == 0 || strcmp(s, "process") == 0) {
+        cfg->share = s[0] == 'h' ? BO_SHARE_HOST : BO_SHARE_PROCESS;
+        return 0;
+    }
+    if (strncmp(s, "redis://", 8) != 0 && strncmp(s, "rediss://", 9) != 0) {
+        char masked[BO_PATH_LEN];
+        bo_redis_url_mask(s, masked, sizeof masked);
+        return bad(err, errlen, name, masked, "%s", SHARE_LIST);
+    }
+    if (bo_redis_url_parse(s, &cfg->redis, why, sizeof why) != 0) {
+        char shown[80];
+        quote_value(cfg->redis.shown, shown, sizeof shown);
+        snprintf(cfg->share_warning, sizeof cfg->share_warning,
+                 "backoff: %s=\"%s\" is not valid (%s): expected %s; using host", name, shown,
+                 why, SHARE_LIST);
+        cfg->share = BO_SHARE_HOST;
+        return 0;
+    }
+    cfg->share = BO_SHARE_REDIS;
+    return 0;
+}
+
 /* The choices of the BO_VAR_CHOICE variables, in the order of their enums
  * (stored through an int: the enums must be int-sized). */
 _Static_assert(sizeof(bo_aimd_mode) == sizeof(int), "BO_VAR_CHOICE fields are int-sized");
 _Static_assert(sizeof(bo_share_mode) == sizeof(int), "BO_VAR_CHOICE fields are int-sized");
 static const char *const aimd_modes[] = {[BO_AIMD_RENO] = "reno", [BO_AIMD_TAHOE] = "tahoe", NULL};
-static const char *const share_modes[] = {[BO_SHARE_HOST] = "host", [BO_SHARE_PROCESS] = "process",
-                                          NULL};
 
 /*
  * Every variable, in the order --print-config lists them and the order in
@@ -485,11 +674,17 @@ static const bo_var vars[] = {
      "success, so that a destination that keeps failing sees a bounded multiple of the "
      "program's own load (0: no budget)",
      NULL},
-    {"BACKOFF_SHARE", BO_VAR_CHOICE, F(share), 0, 0, 0, NULL, "host", "host",
+    {"BACKOFF_SHARE", BO_VAR_SHARE, F(share), 0, 0, 0, NULL, "host", "host",
      "where each destination's state lives: host, in a shared-memory file of this user that "
      "every process on the host maps (shell loops and parallel jobs learn together); "
-     "process, in each process alone",
-     share_modes},
+     "process, in each process alone; redis://..., host-wide and, for aimd, the fleet's "
+     "window and pace in that Redis server, shared by every host using it (README: Fleet); "
+     "a URL that cannot be used prints one line and stays host",
+     NULL},
+    {"BACKOFF_REDIS_NAMESPACE", BO_VAR_NAME, F(redis_ns), 0, 0, 0, NULL, "default", "default",
+     "with BACKOFF_SHARE=redis://...: the fleet's keys are backoff:NAME:{DESTINATION}, so "
+     "that fleets sharing one Redis do not mix (the URL's ?namespace= wins)",
+     NULL},
 };
 #undef F
 
@@ -541,6 +736,10 @@ size_t bo_var_accepted(const bo_var *v, char *buf, size_t len)
         return (size_t)snprintf(buf, len, "a path shorter than %d bytes", BO_PATH_LEN);
     case BO_VAR_SEED:
         return (size_t)snprintf(buf, len, "an integer from 0 to 18446744073709551615");
+    case BO_VAR_SHARE:
+        return (size_t)snprintf(buf, len, "%s", SHARE_LIST);
+    case BO_VAR_NAME:
+        return (size_t)snprintf(buf, len, "%s", NAME_LIST);
     default:
         n = snprintf(buf, len, "?");
         break;
@@ -612,6 +811,13 @@ static int set_var(bo_config *cfg, const bo_var *v, const char *s, char *err, si
         if (parse_u64(s, &cfg->seed) != 0)
             return bad(err, errlen, v->name, s, "%s", what);
         cfg->seed_set = true;
+        return 0;
+    case BO_VAR_SHARE:
+        return get_share(v->name, s, cfg, err, errlen);
+    case BO_VAR_NAME:
+        if (!name_ok(s))
+            return bad(err, errlen, v->name, s, "%s", what);
+        snprintf(field, BO_REDIS_NS_LEN, "%s", s);
         return 0;
     }
     return bad(err, errlen, v->name, s, "%s", what);
@@ -791,6 +997,14 @@ static void format_var(outbuf *o, const bo_config *cfg, const bo_var *v)
     case BO_VAR_SEED:
         if (cfg->seed_set)
             out_add(o, "%" PRIu64, cfg->seed);
+        break;
+    case BO_VAR_SHARE: /* the password masked: this text may be shown */
+        out_add(o, "%s", cfg->share == BO_SHARE_REDIS    ? cfg->redis.shown
+                         : cfg->share == BO_SHARE_PROCESS ? "process"
+                                                          : "host");
+        break;
+    case BO_VAR_NAME:
+        out_add(o, "%s", field);
         break;
     }
     out_add(o, "\n");

@@ -43,13 +43,28 @@ enum {
 
 typedef enum bo_aimd_mode { BO_AIMD_RENO = 0, BO_AIMD_TAHOE } bo_aimd_mode;
 
-/* BACKOFF_SHARE: where the per-destination state lives. */
-typedef enum bo_share_mode { BO_SHARE_HOST = 0, BO_SHARE_PROCESS } bo_share_mode;
+/* BACKOFF_SHARE: where the per-destination state lives (redis: host-wide,
+ * plus the fleet's part in a Redis server, issue 14). */
+typedef enum bo_share_mode { BO_SHARE_HOST = 0, BO_SHARE_PROCESS, BO_SHARE_REDIS } bo_share_mode;
 
 #define BO_MAX_HOSTS 32
 #define BO_HOST_LEN 256
 #define BO_PATH_LEN 1024
 #define BO_ERR_LEN 512
+#define BO_REDIS_NS_LEN 64
+
+/* BACKOFF_SHARE=redis://[USER:PASS@]HOST:PORT[/DB][?namespace=N&lease_ms=N&ttl_ms=N] */
+typedef struct bo_redis_url {
+    char host[BO_HOST_LEN]; /* name or address literal, without brackets */
+    int port;
+    unsigned db;            /* SELECT db; 0: none */
+    char user[128];         /* "" with a password alone: AUTH PASS */
+    char pass[256];         /* "": none (then REDISCLI_AUTH, in the shim) */
+    char ns[BO_REDIS_NS_LEN]; /* from ?namespace=; "": BACKOFF_REDIS_NAMESPACE */
+    int64_t lease_ms;       /* a fleet lease's expiry (a host that died holding it) */
+    int64_t ttl_ms;         /* an idle destination's keys expire after this */
+    char shown[BO_PATH_LEN]; /* the URL with the password masked, for messages */
+} bo_redis_url;
 
 typedef struct bo_host {
     char name[BO_HOST_LEN]; /* lower-cased host name or address literal */
@@ -88,7 +103,13 @@ typedef struct bo_config {
     bool ratelimit_headers;   /* BACKOFF_RATELIMIT_HEADERS: 1 (default) pace from the
                                  server's rate-limit headers (bo_ratelimit.h) */
     bo_share_mode share;      /* BACKOFF_SHARE: host (default, every process of the
-                                 user on this host) or process (its threads only) */
+                                 user on this host), process (its threads only) or
+                                 redis (host, and the fleet's part in Redis) */
+    bo_redis_url redis;       /* BACKOFF_SHARE=redis://..., parsed */
+    /* A redis URL that could not be used: the line to print once; share is then
+     * host (the program keeps working).  "" when none. */
+    char share_warning[BO_ERR_LEN];
+    char redis_ns[BO_REDIS_NS_LEN]; /* BACKOFF_REDIS_NAMESPACE, default "default" */
 } bo_config;
 
 /*
@@ -107,7 +128,9 @@ typedef enum bo_var_kind {
     BO_VAR_RETRY_ON,  /* comma list of outcomes */
     BO_VAR_HOSTS,     /* comma list of destinations; "" = every destination */
     BO_VAR_PATH,      /* a path; "" = off */
-    BO_VAR_SEED       /* a 64-bit seed; "" = from the clock */
+    BO_VAR_SEED,      /* a 64-bit seed; "" = from the clock */
+    BO_VAR_SHARE,     /* host, process or a redis:// URL (bo_redis_url) */
+    BO_VAR_NAME       /* 1 to 63 of [A-Za-z0-9._-] */
 } bo_var_kind;
 
 enum {
@@ -151,6 +174,15 @@ void bo_config_defaults(bo_config *cfg);
  * state (HOSTS, STATS, TRACE, SEED), where it means that state.
  */
 int bo_config_load(bo_config *cfg, bo_getenv_fn get, void *ctx, char *err, size_t errlen);
+
+/*
+ * Parse a redis:// URL (pure; the shim connects).  0, or -1 with the reason in
+ * why ("the port is missing").  out->shown is set in both cases.
+ */
+int bo_redis_url_parse(const char *url, bo_redis_url *out, char *why, size_t whylen);
+
+/* url with the password (between "user:" and "@") replaced by "***". */
+void bo_redis_url_mask(const char *url, char *out, size_t outlen);
 
 /* Name of a policy ("full-jitter"), or NULL for an out-of-range value. */
 const char *bo_policy_name(bo_policy_kind kind);

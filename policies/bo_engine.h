@@ -61,6 +61,8 @@ typedef struct bo_call {
     int64_t attempt_ns;      /* when the last admitted attempt started */
     unsigned inherited;      /* attempts the program's earlier calls of the same
                                 logical request spent (bo_call_continue) */
+    uint64_t fleet_lease;    /* the caller's: the fleet lease (BACKOFF_SHARE=redis) of the
+                                attempt in flight; 0: none.  The engine never reads it. */
 } bo_call;
 
 typedef enum bo_admit {

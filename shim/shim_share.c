@@ -629,7 +629,7 @@ static void fresh_state(bo_share_slot *s, const bo_config *cfg, int64_t now)
 
 void bo_share_init(const bo_config *cfg)
 {
-    if (cfg->share != BO_SHARE_HOST || __atomic_load_n(&g_opened, __ATOMIC_ACQUIRE))
+    if (cfg->share == BO_SHARE_PROCESS || __atomic_load_n(&g_opened, __ATOMIC_ACQUIRE))
         return;
     __atomic_store_n(&g_cfg, cfg, __ATOMIC_RELAXED); /* every caller passes the same */
     bo_shim_once(&g_opened, open_once);
@@ -642,7 +642,7 @@ bo_share_slot *bo_share_attach(const char *key, const bo_config *cfg, unsigned *
     uint64_t ch, h;
     int64_t now;
 
-    if (cfg->share != BO_SHARE_HOST || strlen(key) >= BO_SHARE_KEY_LEN ||
+    if (cfg->share == BO_SHARE_PROCESS || strlen(key) >= BO_SHARE_KEY_LEN ||
         !__atomic_load_n(&g_opened, __ATOMIC_ACQUIRE))
         return NULL;
     f = g_file;

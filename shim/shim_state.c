@@ -8,6 +8,7 @@
  */
 #include "bo_shim.h"
 #include "bo_time.h"
+#include "shim_redis.h"
 #include "shim_share.h"
 
 #include <errno.h>
@@ -175,6 +176,7 @@ static void load_config(void)
                  ((uint64_t)getpid() << 32);
     }
     g_cfg_ok = true;
+    bo_redis_configure(&g_cfg); /* issue 14: the fleet (connects on first use) */
     errno = saved;
 }
 
@@ -292,6 +294,85 @@ static void dest_waiting(bo_shim_dest *sd, int64_t now)
         bo_share_reap(sd->shared, now, false);
 }
 
+/* --- issue 14: the fleet's word after a host-wide GO (shim_redis.c) ---------- */
+
+/* With no lock held: give back a host-wide admission that will not run now. */
+static void fleet_undo(bo_shim_dest *sd, bo_call *call)
+{
+    bo_dest *d = dest_lock(sd);
+    bool held = call->in_flight;
+    bo_dest_cancel(d, call);
+    if (sd->shared != NULL) {
+        if (held)
+            bo_share_lease_drop(sd->shared, sd->share_idx);
+        bo_share_wake(sd->shared);
+    } else {
+        pthread_cond_broadcast(&sd->cv);
+    }
+    dest_unlock(sd);
+}
+
+/* The latest time the fleet may hold an attempt back that asked at from_ns:
+ * the call's own deadline, and BACKOFF_CAP_MS (keys written by anyone with
+ * access to them never hold a host longer). */
+static int64_t fleet_limit(bo_call *call, int64_t from_ns, int64_t now, int64_t deadline_ns)
+{
+    int64_t left = bo_call_remaining_ns(&g_cfg, call, now);
+    int64_t limit = left >= INT64_MAX - now ? INT64_MAX : now + left;
+    int64_t cap = from_ns + g_cfg.cap_ms * BO_NS_PER_MS;
+    if (cap < limit)
+        limit = cap;
+    return deadline_ns < limit ? deadline_ns : limit;
+}
+
+/*
+ * After a host-wide GO, with no lock held (BACKOFF_SHARE=redis, aimd): the
+ * fleet's admission.  The host-wide slot stays taken while the fleet says
+ * wait (the attempt is this host's next); a fleet wait that would pass the
+ * call's deadline or BACKOFF_CAP_MS, or no answer from Redis, lets the
+ * attempt go without a fleet lease: never worse than alone.  Returns 0, or the wait's EINTR or
+ * BO_WAIT_ABORTED once the admission is undone.
+ */
+static int fleet_admit(bo_shim_dest *sd, bo_call *call, const bo_shim_waiter *w,
+                       int64_t deadline_ns)
+{
+    static const bo_shim_waiter plain = {.tick = NULL, .ud = NULL, .interruptible = false};
+
+    if (!bo_redis_active())
+        return 0;
+    int64_t from = bo_shim_now_ns();
+    for (;;) {
+        int64_t now = bo_shim_now_ns(), until = now;
+        if (bo_redis_admit(sd->key, now, &call->fleet_lease, &until) != BO_REDIS_WAIT)
+            return 0;
+        if (until >= fleet_limit(call, from, now, deadline_ns))
+            return 0;
+        int rc = bo_shim_wait(until, w != NULL ? w : &plain);
+        if (rc != 0) {
+            fleet_undo(sd, call);
+            return rc;
+        }
+    }
+}
+
+/* The non-blocking form (the multi interface): 1 and *until_ns when the
+ * fleet says wait, the host-wide admission undone. */
+static int fleet_try_admit(bo_shim_dest *sd, bo_call *call, int64_t now, int64_t *until_ns)
+{
+    int64_t until = now;
+
+    if (!bo_redis_active() ||
+        bo_redis_admit(sd->key, now, &call->fleet_lease, &until) != BO_REDIS_WAIT ||
+        until >= fleet_limit(call, now, now, INT64_MAX))
+        return 0;
+    fleet_undo(sd, call);
+    if (until > now + BO_POLL_ADMIT_NS)
+        until = now + BO_POLL_ADMIT_NS;
+    *until_ns = until;
+    return 1;
+}
+/* --- end of issue 14's hooks -------------------------------------------------- */
+
 /*
  * Is one of the signals in `set` handled by the program with a handler
  * installed without SA_RESTART (so that it would have interrupted the
@@ -396,6 +477,8 @@ int bo_shim_admit_wait(bo_shim_dest *sd, bo_call *call, int64_t now_ns, unsigned
         dest_lock(sd);
     }
     dest_unlock(sd);
+    if (rc == 0)
+        rc = fleet_admit(sd, call, w, INT64_MAX); /* issue 14 */
 out:
     if (waited_from != 0)
         add(&st_wait_ns, (uint64_t)(bo_shim_now_ns() - waited_from));
@@ -434,11 +517,14 @@ int bo_shim_try_admit(bo_shim_dest *sd, bo_call *call, int64_t now_ns, unsigned 
             until = now_ns + BO_POLL_ADMIT_NS;
         *until_ns = until;
     }
+    if (rc == 0)
+        rc = fleet_try_admit(sd, call, now_ns, until_ns); /* issue 14 */
     return rc;
 }
 
 void bo_shim_call_cancel(bo_shim_dest *sd, bo_call *call)
 {
+    bo_redis_cancel(sd->key, &call->fleet_lease); /* issue 14 */
     bo_dest *d = dest_lock(sd);
     bool held = call->in_flight;
     bo_dest_cancel(d, call);
@@ -539,8 +625,10 @@ int bo_shim_admit_intr(bo_shim_dest *sd, bo_call *call, int64_t deadline_ns,
             dest_waiting(sd, now);
         }
         dest_unlock(sd);
-        if (a == BO_ADMIT_GO)
-            return 0;
+        if (a == BO_ADMIT_GO) {
+            static const bo_shim_waiter intr = {.tick = NULL, .ud = NULL, .interruptible = true};
+            return fleet_admit(sd, call, &intr, deadline_ns); /* issue 14 */
+        }
         if (a == BO_ADMIT_GIVE_UP)
             goto give_up;
         if (until > now + ADMIT_POLL_NS || until <= now)
@@ -712,6 +800,7 @@ bool bo_shim_complete(bo_shim_dest *sd, bo_call *call, const bo_shim_result *r,
     dest_unlock(sd);
 
     *until_ns = retry ? until : now;
+    bo_redis_complete(sd->key, &call->fleet_lease, &r->outcome); /* issue 14 */
 
     if (cfg->trace_path[0] != '\0') {
         trace_row row = {sd->key, call_id, call->inherited + call->attempts,
@@ -825,11 +914,13 @@ void bo_shim_state_prepare_fork(void)
     pthread_mutex_lock(&g_init_lock);
     bo_shim_table_prepare_fork();
     pthread_mutex_lock(&g_lineage_lock);
+    bo_redis_prepare_fork(); /* a leaf lock: innermost */
     g_forks++;
 }
 
 void bo_shim_state_parent_fork(void)
 {
+    bo_redis_parent_fork();
     pthread_mutex_unlock(&g_lineage_lock);
     bo_shim_table_parent_fork();
     pthread_mutex_unlock(&g_init_lock);
@@ -859,6 +950,7 @@ static void child_block(bo_shim_dest *sd)
 void bo_shim_state_child_fork(void)
 {
     bo_share_child_fork();
+    bo_redis_child_fork();
     bo_shim_table_child_fork(child_block);
     pthread_mutex_init(&g_lineage_lock, NULL);
     init_mutex(&g_init_lock, PTHREAD_MUTEX_RECURSIVE);

@@ -41,6 +41,39 @@ start_server() {
     PIDS="$PIDS $SERVER_PID"
 }
 
+# start_redis NAME [redis-server flags...]: Debian's redis-server on
+# 127.0.0.1, in its own process group and directory ($TMP/NAME), nothing
+# saved; a free port unless REDIS_PORT is set (a restart on the same port).
+# Sets REDIS_PID and REDIS_PORT once it answers PING (at most 10 s).
+# stop_redis [SIGNAL]: stops it (TERM by default; KILL for a crash).
+start_redis() {
+    command -v redis-server >/dev/null || fail "redis-server is not installed (Debian: redis-server)"
+    _rn=$1; shift
+    if [ -z "${REDIS_PORT:-}" ]; then
+        REDIS_PORT=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    fi
+    mkdir -p "$TMP/$_rn"
+    setsid redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --save '' --appendonly no \
+        --dir "$TMP/$_rn" "$@" >"$TMP/$_rn/log" 2>&1 &
+    REDIS_PID=$!
+    PIDS="$PIDS $REDIS_PID"
+    _w=0
+    until [ "$(timeout -k 1 2 redis-cli -p "$REDIS_PORT" --no-auth-warning ${REDIS_PASS:+-a "$REDIS_PASS"} ping 2>/dev/null)" = PONG ]; do
+        kill -0 "$REDIS_PID" 2>/dev/null || fail "redis-server exited: $(tail -3 "$TMP/$_rn/log")"
+        _w=$((_w + 1))
+        [ $_w -gt 100 ] && fail "redis-server did not answer PING within 10 s"
+        sleep 0.1
+    done
+}
+stop_redis() {
+    kill "-${1:-TERM}" "$REDIS_PID" 2>/dev/null || true
+    wait "$REDIS_PID" 2>/dev/null || true
+}
+# rcli ARGS...: redis-cli on the test's Redis (bounded).
+rcli() {
+    timeout -k 1 5 redis-cli -p "$REDIS_PORT" --no-auth-warning ${REDIS_PASS:+-a "$REDIS_PASS"} "$@"
+}
+
 # wait_port NAME PID WHAT: waits (at most 30 s) until $TMP/NAME.out holds a
 # complete "listening on 127.0.0.1:PORT" line, then sets PORT; fails the test
 # when PID exits first or the port is not a number in 1..65535.

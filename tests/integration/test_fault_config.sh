@@ -94,7 +94,8 @@ BACKOFF_STRICT|9
 BACKOFF_RETRY_BUDGET|20%
 BACKOFF_RETRY_BUDGET|1001
 BACKOFF_SHARE|Host
-BACKOFF_SHARE|redis://127.0.0.1:1
+BACKOFF_SHARE|memcache://127.0.0.1:1
+BACKOFF_REDIS_NAMESPACE|a b
 VALUES
 note "$n invalid values: the program ran each time, one line each, nothing managed"
 

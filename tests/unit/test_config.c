@@ -52,6 +52,7 @@ static const char *const all_vars[] = {
     "BACKOFF_CONNECT",    "BACKOFF_HOSTS",        "BACKOFF_STATS",       "BACKOFF_TRACE",
     "BACKOFF_VERBOSE",    "BACKOFF_SEED",         "BACKOFF_STRICT",       "BACKOFF_PACING",
     "BACKOFF_RATELIMIT_HEADERS", "BACKOFF_RETRY_BUDGET", "BACKOFF_SHARE",
+    "BACKOFF_REDIS_NAMESPACE",
 };
 #define N_VARS (sizeof all_vars / sizeof all_vars[0])
 
@@ -66,7 +67,9 @@ static const char *const all_vars[] = {
 #define R_BOOL "0 or 1"
 #define R_BETA "0 (the policy's own) or a number above 0 and below 1"
 #define R_MODE "reno or tahoe"
-#define R_SHARE "host or process"
+#define R_SHARE                                                                            \
+    "host, process or redis://[USER:PASS@]HOST:PORT[/DB][?namespace=NAME&lease_ms=N&ttl_ms=N]"
+#define R_NAME "1 to 63 letters, digits, '.', '-' or '_'"
 #define R_DOWN "a number above 0 and at most 1"
 #define R_SEED "an integer from 0 to 18446744073709551615"
 #define R_POLICY                                                                             \
@@ -250,9 +253,22 @@ static const vcase cases[] = {
     OK("BACKOFF_SHARE", "process", "process"),
     BAD("BACKOFF_SHARE", "Host", R_SHARE),
     BAD("BACKOFF_SHARE", "", R_SHARE),
-    BAD("BACKOFF_SHARE", "redis://127.0.0.1:6379", R_SHARE),
+    OK("BACKOFF_SHARE", "redis://127.0.0.1:6379", "redis://127.0.0.1:6379"),
+    OK("BACKOFF_SHARE", "redis://u:pw@[::1]:6379/2?namespace=a.b&lease_ms=500",
+       "redis://u:***@[::1]:6379/2?namespace=a.b&lease_ms=500"),
+    OK("BACKOFF_SHARE", "redis://127.0.0.1", "host"), /* unusable: one line, then host */
     BAD("BACKOFF_SHARE", "-1", R_SHARE),
+    BAD("BACKOFF_SHARE", "redis:/127.0.0.1:6379", R_SHARE),
     BAD("BACKOFF_SHARE", OVER, R_SHARE),
+    BAD("BACKOFF_SHARE", "memcache://:***@h:1", R_SHARE), /* the password masked */
+
+    OK("BACKOFF_REDIS_NAMESPACE", "default", "default"),
+    OK("BACKOFF_REDIS_NAMESPACE", "crawl-2.eu_west", "crawl-2.eu_west"),
+    BAD("BACKOFF_REDIS_NAMESPACE", "", R_NAME),
+    BAD("BACKOFF_REDIS_NAMESPACE", "a b", R_NAME),
+    BAD("BACKOFF_REDIS_NAMESPACE", "a:b", R_NAME),
+    OK("BACKOFF_REDIS_NAMESPACE", "-1", "-1"),       /* a name, not a number */
+    OK("BACKOFF_REDIS_NAMESPACE", OVER, OVER),
 
     OK("BACKOFF_UP", "1", "1"),
     OK("BACKOFF_UP", "1.5", "1.5"),
@@ -883,6 +899,75 @@ START_TEST(test_config_variable_table)
 }
 END_TEST
 
+/* BACKOFF_SHARE=redis://...: fields, and unusable URLs that stay host with one line. */
+START_TEST(test_share_redis_url)
+{
+    static const struct {
+        const char *url, *why;
+    } bad[] = {
+        {"redis://127.0.0.1", "the port is missing"},
+        {"redis://127.0.0.1:0", "the port is missing"},
+        {"redis://127.0.0.1:70000", "the port is missing"},
+        {"redis://:6379", "the host is missing"},
+        {"redis://h:6379/x", "the database is not a number"},
+        {"redis://h:6379?namespace=a%20b", "the namespace is not"},
+        {"redis://h:6379?lease_ms=5", "lease_ms is not from 100"},
+        {"redis://h:6379?ttl_ms=5", "ttl_ms is not from 1000"},
+        {"redis://h:6379?color=red", "the query knows"},
+        {"redis://h:6379x", "the port is missing"},
+        {"redis://[::1:6379", "lacks its ']'"},
+        {"rediss://h:6379", "needs hiredis_ssl"},
+        {"redis://admin:hunter2@h", "the port is missing"},
+    };
+    char err[BO_ERR_LEN];
+    bo_config c;
+
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        env e = {.n = 0};
+        env_set(&e, "BACKOFF_SHARE", bad[i].url);
+        ck_assert_msg(bo_config_load(&c, env_get, &e, err, sizeof err) == 0, "%s: %s",
+                      bad[i].url, err);
+        ck_assert_int_eq(c.share, BO_SHARE_HOST);
+        ck_assert_msg(strstr(c.share_warning, bad[i].why) != NULL, "%s: %s", bad[i].url,
+                      c.share_warning);
+        ck_assert_msg(strncmp(c.share_warning, "backoff: BACKOFF_SHARE=\"", 24) == 0, "%s",
+                      c.share_warning);
+        ck_assert_msg(strstr(c.share_warning, "; using host") != NULL, "%s", c.share_warning);
+        ck_assert_msg(strstr(c.share_warning, "hunter2") == NULL, "%s", c.share_warning);
+        ck_assert_ptr_null(strchr(c.share_warning, '\n'));
+    }
+
+    env e = {.n = 0};
+    env_set(&e, "BACKOFF_SHARE", "redis://fleet:p@ss:w@redis.example:6380/3?namespace=n1&"
+                                 "lease_ms=2500&ttl_ms=9000");
+    ck_assert_msg(bo_config_load(&c, env_get, &e, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(c.share, BO_SHARE_REDIS);
+    ck_assert_str_eq(c.share_warning, "");
+    ck_assert_str_eq(c.redis.user, "fleet");
+    ck_assert_str_eq(c.redis.pass, "p@ss:w");
+    ck_assert_str_eq(c.redis.host, "redis.example");
+    ck_assert_int_eq(c.redis.port, 6380);
+    ck_assert_int_eq(c.redis.db, 3);
+    ck_assert_str_eq(c.redis.ns, "n1");
+    ck_assert_int_eq(c.redis.lease_ms, 2500);
+    ck_assert_int_eq(c.redis.ttl_ms, 9000);
+    ck_assert_str_eq(c.redis_ns, "default");
+    ck_assert(strstr(c.redis.shown, "p@ss") == NULL);
+
+    e.n = 0; /* a password alone; the defaults */
+    env_set(&e, "BACKOFF_SHARE", "redis://:sekrit@10.0.0.1:6379");
+    env_set(&e, "BACKOFF_REDIS_NAMESPACE", "ci");
+    ck_assert_msg(bo_config_load(&c, env_get, &e, err, sizeof err) == 0, "%s", err);
+    ck_assert_str_eq(c.redis.user, "");
+    ck_assert_str_eq(c.redis.pass, "sekrit");
+    ck_assert_str_eq(c.redis.shown, "redis://:***@10.0.0.1:6379");
+    ck_assert_str_eq(c.redis.ns, "");
+    ck_assert_str_eq(c.redis_ns, "ci");
+    ck_assert_int_eq(c.redis.lease_ms, 10000);
+    ck_assert_int_eq(c.redis.ttl_ms, 60000);
+}
+END_TEST
+
 /* --print-config's text fed back as the environment, empty values included. */
 START_TEST(test_format_feeds_back_with_empty_values)
 {
@@ -925,6 +1010,7 @@ static Suite *config_suite(void)
     tcase_add_test(tc, test_format_snprintf_like);
     tcase_add_test(tc, test_config_variable_table);
     tcase_add_test(tc, test_format_feeds_back_with_empty_values);
+    tcase_add_test(tc, test_share_redis_url);
     suite_add_tcase(s, tc);
     return s;
 }
