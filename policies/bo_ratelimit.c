@@ -505,6 +505,53 @@ static int64_t after_gap(const bo_quota_slot *s)
     return s->after_gap_ns > 0 ? s->after_gap_ns : s->last_gap_ns;
 }
 
+/* A bucket's time per token: measured, else the limit per window. */
+static int64_t refill_gap(const bo_quota_slot *s)
+{
+    return s->refill_gap_ns > 0 ? s->refill_gap_ns : after_gap(s);
+}
+
+/*
+ * A bucket's tokens over a span: remaining's rise plus the answers that
+ * spent one since the mark.  A full bucket at either end refilled less than
+ * its rate (it was capped), so such a span is dropped.  Smoothed, a quarter
+ * of each new span.
+ */
+static void measure_refill(bo_quota_slot *s, const bo_rl_quota *rl, unsigned inflight,
+                           int64_t now_ns)
+{
+    bool full = rl->limit > 0 && rl->remaining >= rl->limit;
+    if (s->mark_ns == 0 || full || now_ns < s->mark_ns) {
+        s->mark_ns = full ? 0 : now_ns;
+        s->mark_remaining = rl->remaining;
+        s->mark_reset_at_ns = now_ns + rl->reset_ns;
+        s->mark_answers = 0;
+        return;
+    }
+    s->mark_answers++;
+    /* Tokens back before the window the mark saw has ended: a bucket, even
+     * when it is spent exactly as fast as it refills, so that remaining
+     * never rises between two answers.  (Answers overtaking each other
+     * account for at most the attempts in flight; a reset announced more
+     * than the headers' one-second rounding later is a new window: a fixed
+     * window that has just reset.) */
+    if (now_ns < s->mark_reset_at_ns && now_ns + rl->reset_ns <= s->mark_reset_at_ns + BO_NS_PER_S &&
+        rl->remaining - s->mark_remaining + s->mark_answers > (int64_t)inflight + 1)
+        s->refills = true;
+    int64_t span = now_ns - s->mark_ns;
+    if (span < BO_QUOTA_RATE_SPAN_NS)
+        return;
+    int64_t tokens = rl->remaining - s->mark_remaining + s->mark_answers;
+    if (tokens > 0) {
+        int64_t gap = span / tokens;
+        s->refill_gap_ns = s->refill_gap_ns > 0 ? (3 * s->refill_gap_ns + gap) / 4 : gap;
+    }
+    s->mark_ns = now_ns;
+    s->mark_remaining = rl->remaining;
+    s->mark_reset_at_ns = now_ns + rl->reset_ns;
+    s->mark_answers = 0;
+}
+
 /*
  * Headers give the reset in whole seconds, so one response only bounds the
  * reset instant.  Responses within one window each give a bound, and the
@@ -526,11 +573,13 @@ void bo_quota_note(bo_quota *q, const bo_rl_quota *rl, unsigned inflight, int64_
     /* A quota that grows back before its window ends is a token bucket:
      * its tokens return continuously, not all at the reset.  (A rise of
      * no more than the attempts in flight may be answers overtaking each
-     * other.) */
+     * other; a reset announced more than the headers' one-second rounding
+     * past the known one is a fixed window that has just reset.) */
     if (s->last_remaining >= 0 && rl->remaining > s->last_remaining + (int64_t)inflight &&
-        now_ns < s->reset_at_ns)
+        now_ns < s->reset_at_ns && at <= s->reset_at_ns + BO_NS_PER_S)
         s->refills = true;
     s->last_remaining = rl->remaining;
+    measure_refill(s, rl, inflight, now_ns);
     if (s->reset_at_ns <= now_ns || at > s->reset_at_ns + BO_NS_PER_S || at < now_ns)
         s->reset_at_ns = at;
     else if (at < s->reset_at_ns)
@@ -548,9 +597,9 @@ void bo_quota_note(bo_quota *q, const bo_rl_quota *rl, unsigned inflight, int64_
     int64_t budget = rl->remaining - (int64_t)inflight;
     if (left <= 0) {
         s->gap_ns = 0;
-    } else if (budget <= 0 && s->refills && after_gap(s) > 0) {
+    } else if (budget <= 0 && s->refills && refill_gap(s) > 0) {
         /* a bucket: the next token comes at the refill pace, not at the reset */
-        s->gap_ns = after_gap(s);
+        s->gap_ns = refill_gap(s);
         s->last_gap_ns = s->gap_ns;
     } else if (budget <= 0) {
         /* spent: nothing until the reset, then the window's own pace */
@@ -562,6 +611,10 @@ void bo_quota_note(bo_quota *q, const bo_rl_quota *rl, unsigned inflight, int64_
         if (s->next_ns < t)
             s->next_ns = t;
         return;
+    } else if (s->refills && refill_gap(s) > 0) {
+        /* a bucket: what is left and what comes back until the reset */
+        s->gap_ns = left / (budget + left / refill_gap(s));
+        s->last_gap_ns = s->gap_ns;
     } else {
         s->gap_ns = left / budget;
         s->last_gap_ns = s->gap_ns;

@@ -79,6 +79,8 @@ bool bo_rl_headers_quota(const bo_rl_headers *h, int64_t wall_ns, bo_rl_quota *q
 
 #define BO_QUOTA_SLOTS 4
 
+#define BO_QUOTA_RATE_SPAN_NS (2LL * 1000000000LL)
+
 typedef struct bo_quota_slot {
     uint64_t pk;             /* partition key hash (0 = none) */
     bool used;
@@ -91,6 +93,15 @@ typedef struct bo_quota_slot {
     int64_t noted_ns;        /* last response with headers */
     int64_t last_remaining;  /* remaining of the last response (-1: none yet) */
     bool refills;            /* remaining rose before the reset: a token bucket */
+    /* A bucket's refill rate, measured: over at least BO_QUOTA_RATE_SPAN_NS,
+     * the tokens that came back are the rise of remaining plus the answers
+     * that spent one.  Whole-second reset fields cannot give it: an epoch
+     * reset rounds the time to full up by as much as a second. */
+    int64_t mark_ns;         /* start of the current measurement (0: none) */
+    int64_t mark_remaining;
+    int64_t mark_reset_at_ns; /* the reset the mark's answer announced */
+    int64_t mark_answers;    /* answers with headers since the mark */
+    int64_t refill_gap_ns;   /* measured time per token; 0 = not yet known */
 } bo_quota_slot;
 
 typedef struct bo_quota {
