@@ -535,7 +535,8 @@ static void measure_refill(bo_quota_slot *s, const bo_rl_quota *rl, unsigned inf
      * account for at most the attempts in flight; a reset announced more
      * than the headers' one-second rounding later is a new window: a fixed
      * window that has just reset.) */
-    if (now_ns < s->mark_reset_at_ns && now_ns + rl->reset_ns <= s->mark_reset_at_ns + BO_NS_PER_S &&
+    if (now_ns < s->mark_reset_at_ns &&
+        now_ns + rl->reset_ns <= s->mark_reset_at_ns + BO_NS_PER_S &&
         rl->remaining - s->mark_remaining + s->mark_answers > (int64_t)inflight + 1)
         s->refills = true;
     int64_t span = now_ns - s->mark_ns;
