@@ -325,7 +325,7 @@ void bo_dest_note_quota(bo_dest *d, const bo_config *cfg, const bo_call *c,
     unsigned others = d->window.inflight;
     if (c->in_flight && others > 0)
         others--;
-    bo_quota_note(&d->quota, rl, others, now_ns, rng);
+    bo_quota_note_answer(&d->quota, rl, others, c->attempt_ns, now_ns, rng);
 }
 
 void bo_dest_cancel(bo_dest *d, bo_call *c)

@@ -516,8 +516,13 @@ static int64_t refill_gap(const bo_quota_slot *s)
  * spent one since the mark.  A full bucket at either end refilled less than
  * its rate (it was capped), so such a span is dropped.  Smoothed, a quarter
  * of each new span.
+ *
+ * `fresh`: the answer's request was sent after the mark's answer came, so
+ * the server counted it after the mark's.  Only fresh answers prove that
+ * tokens came back: an answer that waited in a descheduled thread may show
+ * a remaining from long before.
  */
-static void measure_refill(bo_quota_slot *s, const bo_rl_quota *rl, unsigned inflight,
+static void measure_refill(bo_quota_slot *s, const bo_rl_quota *rl, int64_t sent_ns,
                            int64_t now_ns)
 {
     bool full = rl->limit > 0 && rl->remaining >= rl->limit;
@@ -526,22 +531,27 @@ static void measure_refill(bo_quota_slot *s, const bo_rl_quota *rl, unsigned inf
         s->mark_remaining = rl->remaining;
         s->mark_reset_at_ns = now_ns + rl->reset_ns;
         s->mark_answers = 0;
+        s->mark_fresh_answers = 0;
         return;
     }
+    bool fresh = sent_ns > s->mark_ns;
     s->mark_answers++;
+    s->mark_fresh_answers += fresh;
     /* Tokens back before the window the mark saw has ended: a bucket, even
      * when it is spent exactly as fast as it refills, so that remaining
-     * never rises between two answers.  (Answers overtaking each other
-     * account for at most the attempts in flight; a reset announced more
-     * than the headers' one-second rounding later is a new window: a fixed
-     * window that has just reset.) */
-    if (now_ns < s->mark_reset_at_ns &&
+     * never rises between two answers.  Counting only fresh answers can
+     * miss tokens, never invent them.  A reset announced more than the
+     * headers' one-second rounding later is a new window: a fixed window
+     * that has just reset. */
+    if (fresh && now_ns < s->mark_reset_at_ns &&
         now_ns + rl->reset_ns <= s->mark_reset_at_ns + BO_NS_PER_S &&
-        rl->remaining - s->mark_remaining + s->mark_answers > (int64_t)inflight + 1)
+        rl->remaining - s->mark_remaining + s->mark_fresh_answers > 1)
         s->refills = true;
     int64_t span = now_ns - s->mark_ns;
     if (span < BO_QUOTA_RATE_SPAN_NS)
         return;
+    /* the rate counts every answer: stale ones at the start and ones still
+     * under way at the end of a span about cancel out */
     int64_t tokens = rl->remaining - s->mark_remaining + s->mark_answers;
     if (tokens > 0) {
         int64_t gap = span / tokens;
@@ -551,6 +561,13 @@ static void measure_refill(bo_quota_slot *s, const bo_rl_quota *rl, unsigned inf
     s->mark_remaining = rl->remaining;
     s->mark_reset_at_ns = now_ns + rl->reset_ns;
     s->mark_answers = 0;
+    s->mark_fresh_answers = 0;
+}
+
+void bo_quota_note(bo_quota *q, const bo_rl_quota *rl, unsigned inflight, int64_t now_ns,
+                   bo_rng *rng)
+{
+    bo_quota_note_answer(q, rl, inflight, now_ns, now_ns, rng);
 }
 
 /*
@@ -560,8 +577,8 @@ static void measure_refill(bo_quota_slot *s, const bo_rl_quota *rl, unsigned inf
  * a second late.  A bound more than a second past the kept one starts a
  * new window.
  */
-void bo_quota_note(bo_quota *q, const bo_rl_quota *rl, unsigned inflight, int64_t now_ns,
-                   bo_rng *rng)
+void bo_quota_note_answer(bo_quota *q, const bo_rl_quota *rl, unsigned inflight,
+                          int64_t sent_ns, int64_t now_ns, bo_rng *rng)
 {
     bo_quota_slot *s = slot_for(q, rl->pk, now_ns);
     int64_t at = now_ns + rl->reset_ns;
@@ -572,15 +589,15 @@ void bo_quota_note(bo_quota *q, const bo_rl_quota *rl, unsigned inflight, int64_
     }
 
     /* A quota that grows back before its window ends is a token bucket:
-     * its tokens return continuously, not all at the reset.  (A rise of
-     * no more than the attempts in flight may be answers overtaking each
-     * other; a reset announced more than the headers' one-second rounding
-     * past the known one is a fixed window that has just reset.) */
-    if (s->last_remaining >= 0 && rl->remaining > s->last_remaining + (int64_t)inflight &&
+     * its tokens return continuously, not all at the reset.  Only an answer
+     * to a request sent after the last answer came counts (the server saw
+     * it later); a reset announced more than the headers' one-second
+     * rounding past the known one is a fixed window that has just reset. */
+    if (s->last_remaining >= 0 && sent_ns > s->noted_ns && rl->remaining > s->last_remaining &&
         now_ns < s->reset_at_ns && at <= s->reset_at_ns + BO_NS_PER_S)
         s->refills = true;
     s->last_remaining = rl->remaining;
-    measure_refill(s, rl, inflight, now_ns);
+    measure_refill(s, rl, sent_ns, now_ns);
     if (s->reset_at_ns <= now_ns || at > s->reset_at_ns + BO_NS_PER_S || at < now_ns)
         s->reset_at_ns = at;
     else if (at < s->reset_at_ns)

@@ -101,6 +101,7 @@ typedef struct bo_quota_slot {
     int64_t mark_remaining;
     int64_t mark_reset_at_ns; /* the reset the mark's answer announced */
     int64_t mark_answers;    /* answers with headers since the mark */
+    int64_t mark_fresh_answers; /* of those, to requests sent after the mark */
     int64_t refill_gap_ns;   /* measured time per token; 0 = not yet known */
 } bo_quota_slot;
 
@@ -113,10 +114,16 @@ typedef struct bo_quota {
 void bo_quota_init(bo_quota *q);
 
 /*
- * A response carried quota `rl` at now_ns; `inflight` other attempts are
- * under way (their answers will spend quota the headers do not show yet).
- * Spreads the remaining quota evenly until the reset.
+ * A response carried quota `rl` at now_ns, to a request sent at sent_ns;
+ * `inflight` other attempts are under way (their answers will spend quota
+ * the headers do not show yet).  Spreads the remaining quota evenly until
+ * the reset (for a token bucket, with what comes back meanwhile).
  */
+void bo_quota_note_answer(bo_quota *q, const bo_rl_quota *rl, unsigned inflight,
+                          int64_t sent_ns, int64_t now_ns, bo_rng *rng);
+
+/* bo_quota_note_answer for an answer to a request sent after every earlier
+ * answer came (one client's sequential requests). */
 void bo_quota_note(bo_quota *q, const bo_rl_quota *rl, unsigned inflight, int64_t now_ns,
                    bo_rng *rng);
 
