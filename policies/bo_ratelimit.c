@@ -613,14 +613,17 @@ void bo_quota_note_answer(bo_quota *q, const bo_rl_quota *rl, unsigned inflight,
 
     int64_t left = s->reset_at_ns - now_ns;
     int64_t budget = rl->remaining - (int64_t)inflight;
+    bool bucket = s->refills && refill_gap(s) > 0;
+    if (bucket)
+        budget -= BO_QUOTA_BUCKET_RESERVE;
     if (left <= 0) {
         s->gap_ns = 0;
-    } else if (budget <= 0 && s->refills && refill_gap(s) > 0) {
-        /* a bucket: the next token comes at the refill pace, not at the reset */
+    } else if (budget <= 0 && bucket) {
+        /* a bucket: the next token comes at the refill pace, not at the
+         * reset; the reserve absorbs a send the jitter made early */
         s->gap_ns = refill_gap(s);
         s->last_gap_ns = s->gap_ns;
     } else if (budget <= 0) {
-        /* spent: nothing until the reset, then the window's own pace */
         /* spent: nothing until the reset (plus jitter, so that clients
          * do not all start at the reset instant), then the window's pace */
         int64_t spread = after_gap(s) > 0 ? after_gap(s) : BO_NS_PER_S / 10;
@@ -629,7 +632,7 @@ void bo_quota_note_answer(bo_quota *q, const bo_rl_quota *rl, unsigned inflight,
         if (s->next_ns < t)
             s->next_ns = t;
         return;
-    } else if (s->refills && refill_gap(s) > 0) {
+    } else if (bucket) {
         /* a bucket: what is left and what comes back until the reset */
         s->gap_ns = left / (budget + left / refill_gap(s));
         s->last_gap_ns = s->gap_ns;

@@ -80,6 +80,9 @@ bool bo_rl_headers_quota(const bo_rl_headers *h, int64_t wall_ns, bo_rl_quota *q
 #define BO_QUOTA_SLOTS 4
 
 #define BO_QUOTA_RATE_SPAN_NS (2LL * 1000000000LL)
+/* Tokens a bucket's pace leaves unspent: a send made early by the pace's
+ * jitter (+-10%) then finds one instead of a 429. */
+#define BO_QUOTA_BUCKET_RESERVE 1
 
 typedef struct bo_quota_slot {
     uint64_t pk;             /* partition key hash (0 = none) */
