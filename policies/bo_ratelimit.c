@@ -513,7 +513,7 @@ static int64_t refill_gap(const bo_quota_slot *s)
 
 /*
  * A bucket's tokens over a span: remaining's rise plus the answers that
- * spent one since the mark.  A full bucket at either end refilled less than
+ * spent one since the mark (a 429 spent none).  A full bucket at either end refilled less than
  * its rate (it was capped), so such a span is dropped.  Smoothed, a quarter
  * of each new span.
  *
@@ -523,7 +523,7 @@ static int64_t refill_gap(const bo_quota_slot *s)
  * a remaining from long before.
  */
 static void measure_refill(bo_quota_slot *s, const bo_rl_quota *rl, int64_t sent_ns,
-                           int64_t now_ns)
+                           bool spent, int64_t now_ns)
 {
     bool full = rl->limit > 0 && rl->remaining >= rl->limit;
     if (s->mark_ns == 0 || full || now_ns < s->mark_ns) {
@@ -535,8 +535,8 @@ static void measure_refill(bo_quota_slot *s, const bo_rl_quota *rl, int64_t sent
         return;
     }
     bool fresh = sent_ns > s->mark_ns;
-    s->mark_answers++;
-    s->mark_fresh_answers += fresh;
+    s->mark_answers += spent;
+    s->mark_fresh_answers += fresh && spent;
     /* Tokens back before the window the mark saw has ended: a bucket, even
      * when it is spent exactly as fast as it refills, so that remaining
      * never rises between two answers.  Counting only fresh answers can
@@ -567,7 +567,7 @@ static void measure_refill(bo_quota_slot *s, const bo_rl_quota *rl, int64_t sent
 void bo_quota_note(bo_quota *q, const bo_rl_quota *rl, unsigned inflight, int64_t now_ns,
                    bo_rng *rng)
 {
-    bo_quota_note_answer(q, rl, inflight, now_ns, now_ns, rng);
+    bo_quota_note_answer(q, rl, inflight, now_ns, true, now_ns, rng);
 }
 
 /*
@@ -578,7 +578,7 @@ void bo_quota_note(bo_quota *q, const bo_rl_quota *rl, unsigned inflight, int64_
  * new window.
  */
 void bo_quota_note_answer(bo_quota *q, const bo_rl_quota *rl, unsigned inflight,
-                          int64_t sent_ns, int64_t now_ns, bo_rng *rng)
+                          int64_t sent_ns, bool spent, int64_t now_ns, bo_rng *rng)
 {
     bo_quota_slot *s = slot_for(q, rl->pk, now_ns);
     int64_t at = now_ns + rl->reset_ns;
@@ -597,7 +597,7 @@ void bo_quota_note_answer(bo_quota *q, const bo_rl_quota *rl, unsigned inflight,
         now_ns < s->reset_at_ns && at <= s->reset_at_ns + BO_NS_PER_S)
         s->refills = true;
     s->last_remaining = rl->remaining;
-    measure_refill(s, rl, sent_ns, now_ns);
+    measure_refill(s, rl, sent_ns, spent, now_ns);
     if (s->reset_at_ns <= now_ns || at > s->reset_at_ns + BO_NS_PER_S || at < now_ns)
         s->reset_at_ns = at;
     else if (at < s->reset_at_ns)

@@ -117,16 +117,17 @@ typedef struct bo_quota {
 void bo_quota_init(bo_quota *q);
 
 /*
- * A response carried quota `rl` at now_ns, to a request sent at sent_ns;
+ * A response carried quota `rl` at now_ns, to a request sent at sent_ns
+ * (`spent`: it used one of the quota; a 429 did not);
  * `inflight` other attempts are under way (their answers will spend quota
  * the headers do not show yet).  Spreads the remaining quota evenly until
  * the reset (for a token bucket, with what comes back meanwhile).
  */
 void bo_quota_note_answer(bo_quota *q, const bo_rl_quota *rl, unsigned inflight,
-                          int64_t sent_ns, int64_t now_ns, bo_rng *rng);
+                          int64_t sent_ns, bool spent, int64_t now_ns, bo_rng *rng);
 
-/* bo_quota_note_answer for an answer to a request sent after every earlier
- * answer came (one client's sequential requests). */
+/* bo_quota_note_answer for an answer that spent quota, to a request sent
+ * after every earlier answer came (one client's sequential requests). */
 void bo_quota_note(bo_quota *q, const bo_rl_quota *rl, unsigned inflight, int64_t now_ns,
                    bo_rng *rng);
 

@@ -268,10 +268,10 @@ START_TEST(test_bucket_refill_paces_not_waits)
     bo_quota_init(&q);
     rl = mk(20, 2, 1 * S);
     rl.window_ns = 1 * S;
-    bo_quota_note_answer(&q, &rl, 3, 0, 100000000LL, &rng);
+    bo_quota_note_answer(&q, &rl, 3, 0, true, 100000000LL, &rng);
     rl = mk(20, 9, 1 * S);
     rl.window_ns = 1 * S;
-    bo_quota_note_answer(&q, &rl, 3, 50000000LL, 200000000LL, &rng);
+    bo_quota_note_answer(&q, &rl, 3, 50000000LL, true, 200000000LL, &rng);
     rl = mk(20, 0, 1 * S);
     rl.window_ns = 1 * S;
     bo_quota_note(&q, &rl, 0, 300000000LL, &rng);
