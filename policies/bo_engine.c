@@ -317,7 +317,7 @@ bo_next bo_dest_complete(bo_dest *d, const bo_config *cfg, bo_call *c,
 }
 
 void bo_dest_note_quota(bo_dest *d, const bo_config *cfg, const bo_call *c,
-                        const bo_rl_quota *rl, int64_t retry_after_ns,
+                        const bo_rl_quota *rl, bo_outcome outcome, int64_t retry_after_ns,
                         int64_t now_ns, bo_rng *rng)
 {
     if (!cfg->ratelimit_headers || cfg->policy == BO_POLICY_NONE || retry_after_ns >= 0)
@@ -325,7 +325,7 @@ void bo_dest_note_quota(bo_dest *d, const bo_config *cfg, const bo_call *c,
     unsigned others = d->window.inflight;
     if (c->in_flight && others > 0)
         others--;
-    bo_quota_note(&d->quota, rl, others, now_ns, rng);
+    bo_quota_note_answer(&d->quota, rl, others, c->attempt_ns, !outcome.rate_limited, now_ns, rng);
 }
 
 void bo_dest_cancel(bo_dest *d, bo_call *c)

@@ -134,9 +134,10 @@ bo_next bo_dest_complete(bo_dest *d, const bo_config *cfg, bo_call *c,
  * `rl` (call before bo_dest_complete).  With BACKOFF_RATELIMIT_HEADERS on
  * and no Retry-After on the same answer (Retry-After wins), later
  * admissions are paced so that the remaining quota lasts until its reset.
+ * `outcome`: the answer's; one answered 429 spent no quota.
  */
 void bo_dest_note_quota(bo_dest *d, const bo_config *cfg, const bo_call *c,
-                        const bo_rl_quota *rl, int64_t retry_after_ns,
+                        const bo_rl_quota *rl, bo_outcome outcome, int64_t retry_after_ns,
                         int64_t now_ns, bo_rng *rng);
 
 /*

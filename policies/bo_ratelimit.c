@@ -505,6 +505,71 @@ static int64_t after_gap(const bo_quota_slot *s)
     return s->after_gap_ns > 0 ? s->after_gap_ns : s->last_gap_ns;
 }
 
+/* A bucket's time per token: measured, else the limit per window. */
+static int64_t refill_gap(const bo_quota_slot *s)
+{
+    return s->refill_gap_ns > 0 ? s->refill_gap_ns : after_gap(s);
+}
+
+/*
+ * A bucket's tokens over a span: remaining's rise plus the answers that
+ * spent one since the mark (a 429 spent none).  A full bucket at either end refilled less than
+ * its rate (it was capped), so such a span is dropped.  Smoothed, a quarter
+ * of each new span.
+ *
+ * `fresh`: the answer's request was sent after the mark's answer came, so
+ * the server counted it after the mark's.  Only fresh answers prove that
+ * tokens came back: an answer that waited in a descheduled thread may show
+ * a remaining from long before.
+ */
+static void measure_refill(bo_quota_slot *s, const bo_rl_quota *rl, int64_t sent_ns,
+                           bool spent, int64_t now_ns)
+{
+    bool full = rl->limit > 0 && rl->remaining >= rl->limit;
+    if (s->mark_ns == 0 || full || now_ns < s->mark_ns) {
+        s->mark_ns = full ? 0 : now_ns;
+        s->mark_remaining = rl->remaining;
+        s->mark_reset_at_ns = now_ns + rl->reset_ns;
+        s->mark_answers = 0;
+        s->mark_fresh_answers = 0;
+        return;
+    }
+    bool fresh = sent_ns > s->mark_ns;
+    s->mark_answers += spent;
+    s->mark_fresh_answers += fresh && spent;
+    /* Tokens back before the window the mark saw has ended: a bucket, even
+     * when it is spent exactly as fast as it refills, so that remaining
+     * never rises between two answers.  Counting only fresh answers can
+     * miss tokens, never invent them.  A reset announced more than the
+     * headers' one-second rounding later is a new window: a fixed window
+     * that has just reset. */
+    if (fresh && now_ns < s->mark_reset_at_ns &&
+        now_ns + rl->reset_ns <= s->mark_reset_at_ns + BO_NS_PER_S &&
+        rl->remaining - s->mark_remaining + s->mark_fresh_answers > 1)
+        s->refills = true;
+    int64_t span = now_ns - s->mark_ns;
+    if (span < BO_QUOTA_RATE_SPAN_NS)
+        return;
+    /* the rate counts every answer: stale ones at the start and ones still
+     * under way at the end of a span about cancel out */
+    int64_t tokens = rl->remaining - s->mark_remaining + s->mark_answers;
+    if (tokens > 0) {
+        int64_t gap = span / tokens;
+        s->refill_gap_ns = s->refill_gap_ns > 0 ? (3 * s->refill_gap_ns + gap) / 4 : gap;
+    }
+    s->mark_ns = now_ns;
+    s->mark_remaining = rl->remaining;
+    s->mark_reset_at_ns = now_ns + rl->reset_ns;
+    s->mark_answers = 0;
+    s->mark_fresh_answers = 0;
+}
+
+void bo_quota_note(bo_quota *q, const bo_rl_quota *rl, unsigned inflight, int64_t now_ns,
+                   bo_rng *rng)
+{
+    bo_quota_note_answer(q, rl, inflight, now_ns, true, now_ns, rng);
+}
+
 /*
  * Headers give the reset in whole seconds, so one response only bounds the
  * reset instant.  Responses within one window each give a bound, and the
@@ -512,8 +577,8 @@ static int64_t after_gap(const bo_quota_slot *s)
  * a second late.  A bound more than a second past the kept one starts a
  * new window.
  */
-void bo_quota_note(bo_quota *q, const bo_rl_quota *rl, unsigned inflight, int64_t now_ns,
-                   bo_rng *rng)
+void bo_quota_note_answer(bo_quota *q, const bo_rl_quota *rl, unsigned inflight,
+                          int64_t sent_ns, bool spent, int64_t now_ns, bo_rng *rng)
 {
     bo_quota_slot *s = slot_for(q, rl->pk, now_ns);
     int64_t at = now_ns + rl->reset_ns;
@@ -524,13 +589,15 @@ void bo_quota_note(bo_quota *q, const bo_rl_quota *rl, unsigned inflight, int64_
     }
 
     /* A quota that grows back before its window ends is a token bucket:
-     * its tokens return continuously, not all at the reset.  (A rise of
-     * no more than the attempts in flight may be answers overtaking each
-     * other.) */
-    if (s->last_remaining >= 0 && rl->remaining > s->last_remaining + (int64_t)inflight &&
-        now_ns < s->reset_at_ns)
+     * its tokens return continuously, not all at the reset.  Only an answer
+     * to a request sent after the last answer came counts (the server saw
+     * it later); a reset announced more than the headers' one-second
+     * rounding past the known one is a fixed window that has just reset. */
+    if (s->last_remaining >= 0 && sent_ns > s->noted_ns && rl->remaining > s->last_remaining &&
+        now_ns < s->reset_at_ns && at <= s->reset_at_ns + BO_NS_PER_S)
         s->refills = true;
     s->last_remaining = rl->remaining;
+    measure_refill(s, rl, sent_ns, spent, now_ns);
     if (s->reset_at_ns <= now_ns || at > s->reset_at_ns + BO_NS_PER_S || at < now_ns)
         s->reset_at_ns = at;
     else if (at < s->reset_at_ns)
@@ -546,14 +613,17 @@ void bo_quota_note(bo_quota *q, const bo_rl_quota *rl, unsigned inflight, int64_
 
     int64_t left = s->reset_at_ns - now_ns;
     int64_t budget = rl->remaining - (int64_t)inflight;
+    bool bucket = s->refills && refill_gap(s) > 0;
+    if (bucket)
+        budget -= BO_QUOTA_BUCKET_RESERVE;
     if (left <= 0) {
         s->gap_ns = 0;
-    } else if (budget <= 0 && s->refills && after_gap(s) > 0) {
-        /* a bucket: the next token comes at the refill pace, not at the reset */
-        s->gap_ns = after_gap(s);
+    } else if (budget <= 0 && bucket) {
+        /* a bucket: the next token comes at the refill pace, not at the
+         * reset; the reserve absorbs a send the jitter made early */
+        s->gap_ns = refill_gap(s);
         s->last_gap_ns = s->gap_ns;
     } else if (budget <= 0) {
-        /* spent: nothing until the reset, then the window's own pace */
         /* spent: nothing until the reset (plus jitter, so that clients
          * do not all start at the reset instant), then the window's pace */
         int64_t spread = after_gap(s) > 0 ? after_gap(s) : BO_NS_PER_S / 10;
@@ -562,6 +632,10 @@ void bo_quota_note(bo_quota *q, const bo_rl_quota *rl, unsigned inflight, int64_
         if (s->next_ns < t)
             s->next_ns = t;
         return;
+    } else if (bucket) {
+        /* a bucket: what is left and what comes back until the reset */
+        s->gap_ns = left / (budget + left / refill_gap(s));
+        s->last_gap_ns = s->gap_ns;
     } else {
         s->gap_ns = left / budget;
         s->last_gap_ns = s->gap_ns;

@@ -79,6 +79,11 @@ bool bo_rl_headers_quota(const bo_rl_headers *h, int64_t wall_ns, bo_rl_quota *q
 
 #define BO_QUOTA_SLOTS 4
 
+#define BO_QUOTA_RATE_SPAN_NS (2LL * 1000000000LL)
+/* Tokens a bucket's pace leaves unspent: a send made early by the pace's
+ * jitter (+-10%) then finds one instead of a 429. */
+#define BO_QUOTA_BUCKET_RESERVE 1
+
 typedef struct bo_quota_slot {
     uint64_t pk;             /* partition key hash (0 = none) */
     bool used;
@@ -91,6 +96,16 @@ typedef struct bo_quota_slot {
     int64_t noted_ns;        /* last response with headers */
     int64_t last_remaining;  /* remaining of the last response (-1: none yet) */
     bool refills;            /* remaining rose before the reset: a token bucket */
+    /* A bucket's refill rate, measured: over at least BO_QUOTA_RATE_SPAN_NS,
+     * the tokens that came back are the rise of remaining plus the answers
+     * that spent one.  Whole-second reset fields cannot give it: an epoch
+     * reset rounds the time to full up by as much as a second. */
+    int64_t mark_ns;         /* start of the current measurement (0: none) */
+    int64_t mark_remaining;
+    int64_t mark_reset_at_ns; /* the reset the mark's answer announced */
+    int64_t mark_answers;    /* answers with headers since the mark */
+    int64_t mark_fresh_answers; /* of those, to requests sent after the mark */
+    int64_t refill_gap_ns;   /* measured time per token; 0 = not yet known */
 } bo_quota_slot;
 
 typedef struct bo_quota {
@@ -102,10 +117,17 @@ typedef struct bo_quota {
 void bo_quota_init(bo_quota *q);
 
 /*
- * A response carried quota `rl` at now_ns; `inflight` other attempts are
- * under way (their answers will spend quota the headers do not show yet).
- * Spreads the remaining quota evenly until the reset.
+ * A response carried quota `rl` at now_ns, to a request sent at sent_ns
+ * (`spent`: it used one of the quota; a 429 did not);
+ * `inflight` other attempts are under way (their answers will spend quota
+ * the headers do not show yet).  Spreads the remaining quota evenly until
+ * the reset (for a token bucket, with what comes back meanwhile).
  */
+void bo_quota_note_answer(bo_quota *q, const bo_rl_quota *rl, unsigned inflight,
+                          int64_t sent_ns, bool spent, int64_t now_ns, bo_rng *rng);
+
+/* bo_quota_note_answer for an answer that spent quota, to a request sent
+ * after every earlier answer came (one client's sequential requests). */
 void bo_quota_note(bo_quota *q, const bo_rl_quota *rl, unsigned inflight, int64_t now_ns,
                    bo_rng *rng);
 

@@ -31,7 +31,7 @@
 
 #define BO_SHARE_MAGIC 0x6873666f6b636162ULL /* "backofsh" */
 /* Bump with any change of the layout below that sizes do not show. */
-#define BO_SHARE_VERSION 2
+#define BO_SHARE_VERSION 3
 #define BO_SHARE_SLOTS 256      /* destinations per file, LRU evicted */
 #define BO_SHARE_PROCS 64       /* processes attached to one destination at once */
 #define BO_SHARE_KEY_LEN 300    /* = BO_DEST_KEY_LEN */

@@ -773,7 +773,7 @@ bool bo_shim_complete(bo_shim_dest *sd, bo_call *call, const bo_shim_result *r,
 
     bo_dest *d = dest_lock(sd);
     if (have_quota)
-        bo_dest_note_quota(d, cfg, call, &quota, r->retry_after_ns, now, rng);
+        bo_dest_note_quota(d, cfg, call, &quota, r->outcome, r->retry_after_ns, now, rng);
     next = bo_dest_complete(d, cfg, call, r->outcome, r->retry_after_ns, now, rng, &until);
     bool retry = next == BO_NEXT_RETRY;
     bool success = r->outcome.verdict == BO_VERDICT_SUCCESS;

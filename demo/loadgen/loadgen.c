@@ -45,6 +45,9 @@ static const char usage[] =
     "                     against the digest of the body sent\n"
     "  --csv FILE         one row per request: t_ms,n,status,curl_code,latency_ms\n"
     "  --seed N           seed of the think times and of the X-Request-Id values (default 1)\n"
+    "  --start-at-ms T    wait until the wall clock (ms since the epoch) reads T, then start;\n"
+    "                     completion_s counts from T, so that processes started together\n"
+    "                     are timed from one instant, not from their own start-up\n"
     "\n"
     "Prints a TSV header and one row: requests ok failed completion_s p50_ms p99_ms bytes\n"
     "body_mismatch status_429 status_503 status_other curl_errors timeouts late\n"
@@ -61,6 +64,7 @@ struct opts {
     double rate;
     double think_ms;
     double duration_s;
+    long long start_at_ms; /* wall-clock instant to start at (0: at once) */
     int method; /* 0 GET, 1 POST, 2 PUT */
     long data_size;
     long timeout_ms;
@@ -420,6 +424,10 @@ static int parse_args(int argc, char **argv)
             o.timeout_ms = l;
         } else if (strcmp(name, "--csv") == 0) {
             o.csv = val;
+        } else if (strcmp(name, "--start-at-ms") == 0) {
+            if (cli_parse_long(val, 1, LONG_MAX, &l))
+                return bad(name, val, "milliseconds since the epoch, an integer > 0");
+            o.start_at_ms = l;
         } else if (strcmp(name, "--seed") == 0) {
             if (cli_parse_long(val, 0, LONG_MAX, &l))
                 return bad(name, val, "an integer >= 0");
@@ -439,6 +447,20 @@ static int parse_args(int argc, char **argv)
         fprintf(stderr, "loadgen: --requests 0 needs --duration-s to bound the run\n");
         return 2;
     }
+    return 0;
+}
+
+/* Sleep until the wall clock reads at_ms; -1 when that was more than 100 ms ago. */
+static int wait_until_wall_ms(long long at_ms)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    long long now_ms = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+    if (now_ms > at_ms + 100)
+        return -1;
+    struct timespec at = {(time_t)(at_ms / 1000), (long)(at_ms % 1000) * 1000000L};
+    while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &at, NULL) == EINTR)
+        ;
     return 0;
 }
 
@@ -470,6 +492,11 @@ int main(int argc, char **argv)
     res = calloc((size_t)o.threads, sizeof *res);
     if (!thr || !res)
         goto fail;
+    if (o.start_at_ms > 0 && wait_until_wall_ms(o.start_at_ms) != 0) {
+        fprintf(stderr, "loadgen: --start-at-ms %lld is already past (started late)\n",
+                o.start_at_ms);
+        goto fail;
+    }
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (; started < o.threads; started++) {
         res[started].idx = started;

@@ -189,7 +189,7 @@ int sim_run_headers(const bo_config *cfg, const sim_params *p, sim_result *r)
             int64_t ra_ns = ra ? ra * SIM_NS_PER_S : -1;
             if (st.reply_has_quota[ev.who])
                 bo_dest_note_quota(&s.dests[sc->dest].d, cfg, &sc->call, &st.reply_quota[ev.who],
-                                   ra_ns, s.now, &s.rng);
+                                   sim_outcome_http(cfg, ra ? 429 : 200), ra_ns, s.now, &s.rng);
             sim_attempt_done(&s, ev.who, sim_outcome_http(cfg, ra ? 429 : 200), ra_ns);
         }
         if (s.now > (int64_t)3600 * SIM_NS_PER_S || s.attempts > (uint64_t)100 * (uint64_t)p->ops)

@@ -44,7 +44,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     abort();
                 if (q.reset_ns < 0 || q.reset_ns > BO_RL_MAX_RESET_S * S)
                     abort();
-                bo_quota_note(&quota, &q, inflight, now, &rng);
+                /* "#" T S P: the clock moves T x 37 ms after; the request
+                 * was sent S x 23 ms before the answer (answers overtaking);
+                 * P odd: the answer spent quota (even: a 429) */
+                int64_t sent = now - (n > 3 ? (int64_t)(uint8_t)p[3] * 23 * 1000000LL : 0);
+                bo_quota_note_answer(&quota, &q, inflight, sent, n > 4 && (p[4] & 1), now, &rng);
             }
             bo_rl_headers_reset(&h);
             now += (int64_t)(uint8_t)p[1] * 37 * 1000000LL;

@@ -479,7 +479,7 @@ static int64_t admit_after_quota(bo_policy_kind p, bool on, int64_t ra, int64_t 
     bo_dest_init(&d, &c, 0);
     bo_call_begin(&call, 0);
     ck_assert_int_eq(bo_dest_admit(&d, &c, &call, 0, &until), BO_ADMIT_GO);
-    bo_dest_note_quota(&d, &c, &call, &q, ra, 10 * MS, &rng);
+    bo_dest_note_quota(&d, &c, &call, &q, OK, ra, 10 * MS, &rng);
     bo_dest_complete(&d, &c, &call, OK, -1, 10 * MS, &rng, &until);
     bo_call_begin(&call, 10 * MS);
     if (bo_dest_admit(&d, &c, &call, 10 * MS, &until) == BO_ADMIT_GO)

@@ -262,18 +262,81 @@ START_TEST(test_bucket_refill_paces_not_waits)
     bo_quota_note(&q, &rl, 0, 300000000LL, &rng);
     ck_assert(bo_quota_next_send(&q, 300000000LL, 0) >= 1 * S);
 
-    /* a rise no larger than the attempts in flight may be answers overtaking each other */
+    /* a rise in an answer to a request sent before the last answer came is
+     * no proof: the server may have counted it first (a thread that was
+     * descheduled with its answer) */
     bo_quota_init(&q);
     rl = mk(20, 2, 1 * S);
     rl.window_ns = 1 * S;
-    bo_quota_note(&q, &rl, 3, 0, &rng);
-    rl = mk(20, 5, 1 * S);
+    bo_quota_note_answer(&q, &rl, 3, 0, true, 100000000LL, &rng);
+    rl = mk(20, 9, 1 * S);
     rl.window_ns = 1 * S;
-    bo_quota_note(&q, &rl, 3, 200000000LL, &rng);
+    bo_quota_note_answer(&q, &rl, 3, 50000000LL, true, 200000000LL, &rng);
     rl = mk(20, 0, 1 * S);
     rl.window_ns = 1 * S;
     bo_quota_note(&q, &rl, 0, 300000000LL, &rng);
     ck_assert(bo_quota_next_send(&q, 300000000LL, 0) >= 1 * S);
+}
+END_TEST
+
+/*
+ * A bucket spent exactly as fast as it refills: remaining never rises
+ * between two answers, yet tokens come back before the reset the first
+ * answer announced (20/s, remaining steady at 10, whole-second resets).
+ * Detected, its refill rate measured (50 ms a token), and once spent the
+ * next admission comes at that pace, not at the reset.
+ */
+START_TEST(test_bucket_steady_remaining_is_a_bucket)
+{
+    bo_quota q;
+    bo_rng rng;
+    bo_rng_seed(&rng, 6);
+    bo_quota_init(&q);
+    int64_t t = 0;
+    for (int i = 0; i < 50; i++, t += 50000000LL) {
+        bo_rl_quota rl = mk(20, 10, 1 * S); /* ceil(0.5 s to full) */
+        bo_quota_note(&q, &rl, 0, t, &rng);
+    }
+    ck_assert(q.slot[0].refills);
+    ck_assert_msg(q.slot[0].refill_gap_ns >= 45000000LL && q.slot[0].refill_gap_ns <= 55000000LL,
+                  "refill gap %lld", (long long)q.slot[0].refill_gap_ns);
+    bo_rl_quota rl = mk(20, 0, 1 * S);
+    bo_quota_note(&q, &rl, 0, t, &rng);
+    int64_t next = bo_quota_next_send(&q, t, 0);
+    ck_assert_msg(next - t <= 60000000LL, "waited %lld ns", (long long)(next - t));
+}
+END_TEST
+
+/*
+ * A fixed window that resets while a measurement is open: remaining jumps
+ * from 1 to 99 just past the real reset, before the rounded-up reset the
+ * mark saw.  The next reset is a whole window later, so it is a new window,
+ * not a bucket: a spent quota still waits for its reset.
+ */
+START_TEST(test_window_reset_is_not_a_bucket)
+{
+    bo_quota q;
+    bo_rng rng;
+    bo_rng_seed(&rng, 7);
+    bo_quota_init(&q);
+    /* 100 per 5 s, window from 0 to 5 s; RateLimit-Reset rounds up.
+     * Answers every 50 ms from 3.13 s; the tightest rounded-up bound, from
+     * the answer at 4.03 s, is 5.03 s: past the real reset. */
+    int64_t t = 3130000000LL;
+    bo_rl_quota rl = mk(100, 37, 2 * S); /* really 1.87 s */
+    rl.window_ns = 5 * S;
+    bo_quota_note(&q, &rl, 0, t, &rng);
+    for (int rem = 36; rem >= 1; rem--) {
+        t += 50000000LL;
+        rl = mk(100, rem, (5 * S - t + S - 1) / S * S);
+        rl.window_ns = 5 * S;
+        bo_quota_note(&q, &rl, 0, t, &rng);
+    }
+    t = 5007000000LL;
+    rl = mk(100, 99, 5 * S);
+    rl.window_ns = 5 * S;
+    bo_quota_note(&q, &rl, 0, t, &rng);
+    ck_assert(!q.slot[0].refills);
 }
 END_TEST
 
@@ -344,6 +407,8 @@ static Suite *ratelimit_suite(void)
     tcase_add_test(tp, test_spent_waits_for_reset_with_jitter_and_cap);
     tcase_add_test(tp, test_inflight_counted);
     tcase_add_test(tp, test_bucket_refill_paces_not_waits);
+    tcase_add_test(tp, test_bucket_steady_remaining_is_a_bucket);
+    tcase_add_test(tp, test_window_reset_is_not_a_bucket);
     tcase_add_test(tp, test_absent_headers_do_not_freeze);
     tcase_add_test(tp, test_reset_bound_tightens);
     suite_add_tcase(s, tp);
