@@ -223,16 +223,11 @@ static bool retry_bound(conn_call *c, struct timeval *own)
 static void conn_begin(conn_call *c, bo_shim_dest *sd, int fd, const struct sockaddr *sa,
                        socklen_t len, bool named)
 {
-    memset(c, 0, sizeof *c);
-    c->sd = sd;
-    c->fd = fd;
-    c->sa = sa;
-    c->len = len;
-    c->known = named || __atomic_load_n(&sd->alive, __ATOMIC_RELAXED);
-    c->start = bo_shim_now_ns();
-    c->deadline = INT64_MAX;
-    c->rc = -1;
-    c->key = c->known ? bo_key_add(bo_key_add(BO_KEY_INIT, "connect"), sd->key) : 0;
+    bool known = named || __atomic_load_n(&sd->alive, __ATOMIC_RELAXED);
+
+    *c = (conn_call){.sd = sd, .fd = fd, .sa = sa, .len = len, .known = known,
+                     .start = bo_shim_now_ns(), .deadline = INT64_MAX, .rc = -1,
+                     .key = known ? bo_key_add(bo_key_add(BO_KEY_INIT, "connect"), sd->key) : 0};
     bo_call_begin(&c->call, c->start);
     (void)bo_shim_lineage_begin(c->key, &c->call);
     if (c->known) /* the first admission may wait (an outage): bound it too */
