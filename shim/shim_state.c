@@ -1,10 +1,10 @@
 /*
  * shim_state: the process-wide side of libbackoff.so.  Configuration parsed
  * once at load, the destination block (one mutex + condition variable +
- * bo_dest per destination; the table is shim_table.c), the
- * admission/completion loop shared by the
- * libcurl and connect() hooks, stats (JSON at exit), trace (CSV per
- * attempt), verbose lines and the fork handlers.
+ * bo_dest per destination; the table is shim_table.c), the admission
+ * step and the completion every hook's call state machine uses (easy,
+ * multi, connect), the blocking waits around them, stats (JSON at exit),
+ * trace (CSV per attempt), verbose lines and the fork handlers.
  */
 #include "bo_shim.h"
 #include "bo_time.h"
