@@ -177,6 +177,7 @@ static int64_t connect_deadline(const bo_config *cfg, int fd, int family, int64_
  * engine, through bo_shim_admit_step and bo_shim_complete).
  */
 typedef struct conn_call {
+    const bo_config *cfg;
     bo_shim_dest *sd;
     int fd;
     const struct sockaddr *sa;
@@ -225,13 +226,13 @@ static void conn_begin(conn_call *c, bo_shim_dest *sd, int fd, const struct sock
 {
     bool known = named || __atomic_load_n(&sd->alive, __ATOMIC_RELAXED);
 
-    *c = (conn_call){.sd = sd, .fd = fd, .sa = sa, .len = len, .known = known,
-                     .start = bo_shim_now_ns(), .deadline = INT64_MAX, .rc = -1,
+    *c = (conn_call){.cfg = bo_shim_config(), .sd = sd, .fd = fd, .sa = sa, .len = len,
+                     .known = known, .start = bo_shim_now_ns(), .deadline = INT64_MAX, .rc = -1,
                      .key = known ? bo_key_add(bo_key_add(BO_KEY_INIT, "connect"), sd->key) : 0};
     bo_call_begin(&c->call, c->start);
     (void)bo_shim_lineage_begin(c->key, &c->call);
     if (c->known) /* the first admission may wait (an outage): bound it too */
-        c->deadline = connect_deadline(bo_shim_config(), fd, sa->sa_family, c->start);
+        c->deadline = connect_deadline(c->cfg, fd, sa->sa_family, c->start);
 }
 
 /*
@@ -282,7 +283,7 @@ static int conn_attempt(conn_call *c)
  */
 static bool conn_done(conn_call *c, int e, int64_t *until_ns)
 {
-    const bo_config *cfg = bo_shim_config();
+    const bo_config *cfg = c->cfg;
     bo_connect_facts f = {.nonblocking = false,
                           .unix_socket = c->sa->sa_family == AF_UNIX,
                           .unknown = !c->known,
