@@ -200,7 +200,7 @@ enum { CONN_GO, CONN_STANDS, CONN_PLAIN, CONN_EINTR };
 
 /*
  * A retry's attempt may not run past the call's deadline: a TCP socket's
- * SO_SNDTIMEO is lowered to the time left (and restored by retry_unbound).
+ * SO_SNDTIMEO is lowered to the time left (conn_attempt restores *own).
  * When it runs out the kernel answers EINPROGRESS, which bo_connect_judge
  * reads by whose timeout it was.
  */
