@@ -41,6 +41,38 @@ bool bo_connect_errno_retryable(int err, bool unix_socket, bool unknown)
     return false;
 }
 
+bool bo_connect_managed(bool stream, bool nonblocking)
+{
+    return stream && !nonblocking;
+}
+
+bo_connect_verdict bo_connect_judge(int err, const bo_connect_facts *f)
+{
+    bo_connect_verdict v = {BO_CONNECT_FINAL, err, false};
+
+    if (f->nonblocking) {
+        v.cls = BO_CONNECT_PASS;
+        return v;
+    }
+    if (err == 0) {
+        v.cls = BO_CONNECT_OK;
+        return v;
+    }
+    if (f->reused && (err == EALREADY || err == EISCONN || err == EBADFD || err == EINVAL)) {
+        v.cls = BO_CONNECT_STALE;
+        return v;
+    }
+    if (err == EINPROGRESS) {
+        if (!f->shim_bound)
+            return v; /* the program's own send timeout ran out */
+        v.abort = true;
+        v.err = err = ETIMEDOUT;
+    }
+    if (bo_connect_errno_retryable(err, f->unix_socket, f->unknown))
+        v.cls = BO_CONNECT_RETRYABLE;
+    return v;
+}
+
 /*
  * Sort an HTTP error status into its retry class: the RETRY_ON bits that
  * list it, its signal and its safety.  Returns false for statuses that are

@@ -83,6 +83,49 @@ typedef struct bo_attempt {
  */
 bool bo_connect_errno_retryable(int err, bool unix_socket, bool unknown);
 
+/*
+ * What the connect() hook knows about one attempt besides its errno.
+ */
+typedef struct bo_connect_facts {
+    bool nonblocking;  /* the program set O_NONBLOCK on the socket */
+    bool unix_socket;  /* a UNIX-domain socket (else TCP) */
+    bool unknown;      /* as bo_connect_errno_retryable's `unknown` */
+    bool reused;       /* a retry on the program's socket after a failed attempt */
+    bool shim_bound;   /* the attempt ran under a send timeout the hook set where
+                          the program had set none (the call's deadline) */
+} bo_connect_facts;
+
+typedef enum bo_connect_class {
+    BO_CONNECT_PASS = 0,  /* a non-blocking socket: the program finishes the
+                             connect itself (EINPROGRESS, EAGAIN...); never held */
+    BO_CONNECT_OK,        /* connected */
+    BO_CONNECT_RETRYABLE, /* busy or restarting: bo_classify decides (BACKOFF_RETRY_ON) */
+    BO_CONNECT_FINAL,     /* hand it back as is */
+    BO_CONNECT_STALE      /* the socket will not connect again (EALREADY, EISCONN,
+                             EBADFD, EINVAL on a reused one): stop, the previous
+                             attempt's errno stands */
+} bo_connect_class;
+
+typedef struct bo_connect_verdict {
+    bo_connect_class cls;
+    int err;     /* the errno the program is to see for this attempt */
+    bool abort;  /* abort the pending request first (connect to AF_UNSPEC) */
+} bo_connect_verdict;
+
+/*
+ * Judge one connect() attempt that returned errno `err` (0: connected) on a
+ * blocking or non-blocking socket.  A blocking socket's EINPROGRESS means
+ * its send timeout ran out: when the hook set that timeout (shim_bound) the
+ * request is aborted and the program sees ETIMEDOUT, as from a plain
+ * connect that timed out (then judged as ETIMEDOUT); under the program's
+ * own SO_SNDTIMEO it is handed back as is.  Otherwise the errno is
+ * bo_connect_errno_retryable's RETRYABLE or FINAL.
+ */
+bo_connect_verdict bo_connect_judge(int err, const bo_connect_facts *f);
+
+/* Does the hook manage a connect() on this socket: a blocking stream socket? */
+bool bo_connect_managed(bool stream, bool nonblocking);
+
 /* Classify one attempt. */
 bo_outcome bo_classify(const bo_config *cfg, const bo_attempt *a);
 

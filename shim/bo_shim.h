@@ -246,17 +246,31 @@ bool bo_shim_lineage_begin(uint64_t key, bo_call *call);
 void bo_shim_lineage_end(uint64_t key, const bo_call *call, bool failed_retryable);
 
 /*
- * The non-blocking step of admission, for callers that wait in the
- * program's own loop (the multi hooks): asks the engine once, at now_ns.
- * Returns 0 to go (the attempt is counted in flight, *inflight as
- * bo_shim_admit), 1 to ask again at *until_ns (or sooner: a completion on
- * the destination may free a slot, and nothing here wakes the caller for
- * it, so *until_ns is never more than BO_POLL_ADMIT_NS ahead), or -1 when
- * the call's time budget ran out (counted as given up, as bo_shim_admit).
+ * The admission step, the one place a hook asks for admission: take the
+ * destination's lock (the host-wide slot's under BACKOFF_SHARE=host), ask
+ * the engine once at now_ns, take the attempt's lease or reap dead
+ * processes' leases, unlock.  Returns
+ *   BO_STEP_GO       the attempt is counted in flight (*inflight as
+ *                    bo_shim_admit);
+ *   BO_STEP_WAIT     ask again at *until_ns: the engine's time, but no more
+ *                    than max_wait_ns ahead (a completion on the
+ *                    destination may free a slot sooner, and nothing here
+ *                    wakes the caller for it) and 0.1 ms ahead when the
+ *                    engine names no time;
+ *   BO_STEP_GIVE_UP  the call's time budget ran out (counted as given up,
+ *                    as bo_shim_admit).
+ * With BACKOFF_SHARE=redis a host-wide GO also asks the fleet, without
+ * waiting: WAIT (the host-wide admission undone) while the fleet holds the
+ * attempt back.
+ * The multi hooks call it once per pass of the program's loop
+ * (BO_POLL_ADMIT_NS); bo_shim_admit_intr loops on its host-wide part and
+ * bo_shim_admit_wait on its body under a lock that it keeps for its
+ * condition wait, and both then wait for the fleet as a blocking call may.
  */
+typedef enum bo_shim_step { BO_STEP_GIVE_UP = -1, BO_STEP_GO = 0, BO_STEP_WAIT = 1 } bo_shim_step;
 #define BO_POLL_ADMIT_NS (20 * 1000000LL)
-int bo_shim_try_admit(bo_shim_dest *sd, bo_call *call, int64_t now_ns, unsigned *inflight,
-                      int64_t *until_ns);
+bo_shim_step bo_shim_admit_step(bo_shim_dest *sd, bo_call *call, int64_t now_ns,
+                                unsigned *inflight, int64_t max_wait_ns, int64_t *until_ns);
 
 /*
  * The program ended a call whose attempt was admitted but will never
@@ -271,7 +285,7 @@ void bo_shim_call_cancel(bo_shim_dest *sd, bo_call *call);
  * hooks (shim_multi.c) from the program's own loop.
  *
  *     bo_curl_xfer_begin          once, before the first admission;
- *     bo_shim_admit_wait or bo_shim_try_admit  until admitted;
+ *     bo_shim_admit_wait or bo_shim_admit_step  until admitted;
  *     bo_curl_xfer_attempt        just before the attempt starts;
  *     ... the attempt runs (perform, or the multi handle's loop) ...
  *     bo_curl_xfer_done           classifies and completes: retry at

@@ -2,9 +2,9 @@
  * shim_connect: the connect() hook of libbackoff.so.
  *
  * Only blocking stream sockets (TCP over IPv4/IPv6, UNIX sockets) are
- * managed; non-blocking connects (libcurl's own among them) and datagram
- * sockets pass straight through.  Which failures are retried is
- * bo_connect_errno_retryable's rule (policies/bo_classify.h): a refusal is
+ * managed (bo_connect_managed); non-blocking connects (libcurl's own among
+ * them) and datagram sockets pass straight through.  What an attempt's
+ * errno means is bo_connect_judge's rule (policies/bo_classify.h): a refusal is
  * retried only from a destination that accepted a connection before in this
  * process, or that BACKOFF_HOSTS names, and a UNIX socket's full backlog;
  * any other refusal is handed back at once, outside the window.  A retry
@@ -114,9 +114,11 @@ static bool manageable(int fd)
     socklen_t tl = sizeof type;
 
     flags = fcntl(fd, F_GETFL); /* first: most connects (libcurl's) are non-blocking */
-    if (flags < 0 || (flags & O_NONBLOCK))
+    if (flags < 0 || !bo_connect_managed(true, (flags & O_NONBLOCK) != 0))
         return false;
-    return getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) == 0 && type == SOCK_STREAM;
+    return bo_connect_managed(getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) == 0 &&
+                                  type == SOCK_STREAM,
+                              false);
 }
 
 static int64_t tv_ns(const struct timeval *tv)
@@ -156,50 +158,185 @@ static int64_t connect_deadline(const bo_config *cfg, int fd, int family, int64_
 }
 
 /*
- * One retry on the program's own socket (Linux lets a TCP or UNIX stream
- * socket whose connect failed connect again, with every option, flag and
- * binding as the program set them).  A TCP attempt may not run past the
- * call's deadline: its SO_SNDTIMEO is lowered to the time left for the
- * attempt and restored.  When that runs out the kernel answers EINPROGRESS;
- * if the program set no send timeout of its own the attempt is aborted and
- * ETIMEDOUT returned, as a plain connect that timed out leaves it.  Returns
- * connect()'s value; *err gets its errno.
+ * One connect() call, as a state machine of the same shape as a libcurl
+ * transfer's (bo_curl_xfer in shim_curl.c), driven in blocking mode by
+ * managed_connect:
+ *
+ *     conn_begin    once: the call, its logical request, its deadline;
+ *     conn_admit    wait for a slot (bo_shim_admit_intr), except for the
+ *                   first attempt to a destination neither known alive nor
+ *                   named, which runs outside the window;
+ *     conn_attempt  one connect() on the program's socket;
+ *     conn_done     judges (bo_connect_judge), classifies and completes the
+ *                   attempt: retry at *until_ns, or done;
+ *     conn_end      once: records the logical request, returns the result
+ *                   that stands.
+ *
+ * The decisions are policies/': which errno means what on this socket
+ * (bo_connect_judge, bo_classify), when to go and when to retry (the
+ * engine, through bo_shim_admit_step and bo_shim_complete).
  */
-static int retry_attempt(int fd, const struct sockaddr *sa, socklen_t len, int64_t deadline,
-                         int *err)
-{
-    struct timeval own, left;
-    socklen_t l = sizeof own;
-    int64_t rest = deadline - bo_shim_now_ns();
-    bool bounded = false;
-    int rc;
+typedef struct conn_call {
+    const bo_config *cfg;
+    bo_shim_dest *sd;
+    int fd;
+    const struct sockaddr *sa;
+    socklen_t len;
+    bo_call call;
+    uint64_t id;
+    uint64_t key;       /* the logical request: a connect to this destination
+                           refused (or failed) after our retries and tried
+                           again by the program; 0: none */
+    unsigned inflight;
+    int64_t start, deadline;
+    bool known;         /* alive before, or named in BACKOFF_HOSTS */
+    bool in_window;     /* this attempt was admitted (else it runs outside) */
+    bool shim_bound;    /* this attempt ran under our send timeout (retry_bound) */
+    bool retryable;     /* the last result is a failure the shim would retry */
+    int rc, err;        /* the result that stands and its errno */
+} conn_call;
 
-    if (sa->sa_family != AF_UNIX && rest > 0 &&
-        getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &own, &l) == 0 &&
-        (tv_ns(&own) == 0 || tv_ns(&own) > rest)) {
-        left.tv_sec = (time_t)(rest / BO_NS_PER_S);
-        left.tv_usec = (suseconds_t)((rest % BO_NS_PER_S) / 1000);
-        if (left.tv_sec == 0 && left.tv_usec == 0)
-            left.tv_usec = 1;
-        bounded = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &left, sizeof left) == 0;
-    }
-    rc = real_connect(fd, sa, len);
-    *err = rc == 0 ? 0 : errno;
-    if (bounded) {
-        (void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &own, sizeof own);
-        if (rc != 0 && *err == EINPROGRESS && tv_ns(&own) == 0) {
-            struct sockaddr unspec = {.sa_family = AF_UNSPEC};
-            (void)real_connect(fd, &unspec, sizeof unspec);
-            *err = ETIMEDOUT;
-        }
-    }
-    return rc;
+enum { CONN_GO, CONN_STANDS, CONN_PLAIN, CONN_EINTR };
+
+/*
+ * A retry's attempt may not run past the call's deadline: a TCP socket's
+ * SO_SNDTIMEO is lowered to the time left (conn_attempt restores *own).
+ * When it runs out the kernel answers EINPROGRESS, which bo_connect_judge
+ * reads by whose timeout it was.
+ */
+static bool retry_bound(conn_call *c, struct timeval *own)
+{
+    struct timeval left;
+    socklen_t l = sizeof *own;
+    int64_t rest = c->deadline - bo_shim_now_ns();
+
+    if (c->sa->sa_family == AF_UNIX || rest <= 0 ||
+        getsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, own, &l) != 0 ||
+        (tv_ns(own) != 0 && tv_ns(own) <= rest))
+        return false;
+    left.tv_sec = (time_t)(rest / BO_NS_PER_S);
+    left.tv_usec = (suseconds_t)((rest % BO_NS_PER_S) / 1000);
+    if (left.tv_sec == 0 && left.tv_usec == 0)
+        left.tv_usec = 1;
+    return setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &left, sizeof left) == 0;
 }
 
-/* Errors that say the kernel would not take the socket again (not seen on Linux). */
-static bool not_reusable(int e)
+static void conn_begin(conn_call *c, bo_shim_dest *sd, int fd, const struct sockaddr *sa,
+                       socklen_t len, bool named)
 {
-    return e == EALREADY || e == EISCONN || e == EBADFD || e == EINVAL;
+    bool known = named || __atomic_load_n(&sd->alive, __ATOMIC_RELAXED);
+
+    *c = (conn_call){.cfg = bo_shim_config(), .sd = sd, .fd = fd, .sa = sa, .len = len,
+                     .known = known, .start = bo_shim_now_ns(), .deadline = INT64_MAX, .rc = -1,
+                     .key = known ? bo_key_add(bo_key_add(BO_KEY_INIT, "connect"), sd->key) : 0};
+    bo_call_begin(&c->call, c->start);
+    (void)bo_shim_lineage_begin(c->key, &c->call);
+    if (c->known) /* the first admission may wait (an outage): bound it too */
+        c->deadline = connect_deadline(c->cfg, fd, sa->sa_family, c->start);
+}
+
+/*
+ * Wait for the next attempt's slot.  CONN_PLAIN: the deadline came before
+ * a first slot, the caller makes one plain attempt and returns it;
+ * CONN_STANDS: a retry ran out of budget or time, the last result stands.
+ */
+static int conn_admit(conn_call *c)
+{
+    c->in_window = c->known || c->call.attempts > 0;
+    if (!c->in_window)
+        return CONN_GO;
+    int a = bo_shim_admit_intr(c->sd, &c->call, c->deadline, &c->inflight);
+    if (a == EINTR)
+        return CONN_EINTR;
+    if (a != 0)
+        return c->call.attempts > 0 ? CONN_STANDS : CONN_PLAIN;
+    return CONN_GO;
+}
+
+/*
+ * One attempt; returns its errno (0: connected).  A retry reuses the
+ * program's own socket (Linux lets a TCP or UNIX stream socket whose
+ * connect failed connect again, with every option, flag and binding as the
+ * program set them), bounded by the call's deadline.
+ */
+static int conn_attempt(conn_call *c)
+{
+    struct timeval own;
+    int rc;
+
+    c->shim_bound = c->call.attempts > 1 && retry_bound(c, &own);
+    rc = real_connect(c->fd, c->sa, c->len);
+    int e = rc == 0 ? 0 : errno;
+    if (c->shim_bound) {
+        (void)setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &own, sizeof own);
+        c->shim_bound = tv_ns(&own) == 0; /* the program had none of its own */
+    }
+    if (rc == 0 && !__atomic_load_n(&c->sd->alive, __ATOMIC_RELAXED))
+        __atomic_store_n(&c->sd->alive, 1, __ATOMIC_RELAXED);
+    return e;
+}
+
+/*
+ * Judge, classify and complete the attempt that returned errno e.  Returns
+ * true to retry at *until_ns; false when the call is done (c->rc, c->err
+ * hold the result that stands).
+ */
+static bool conn_done(conn_call *c, int e, int64_t *until_ns)
+{
+    const bo_config *cfg = c->cfg;
+    bo_connect_facts f = {.nonblocking = false,
+                          .unix_socket = c->sa->sa_family == AF_UNIX,
+                          .unknown = !c->known,
+                          .reused = c->call.attempts > 1,
+                          .shim_bound = c->shim_bound};
+    bo_connect_verdict v = bo_connect_judge(e, &f);
+
+    if (v.abort) { /* as a plain connect that timed out leaves the socket */
+        struct sockaddr unspec = {.sa_family = AF_UNSPEC};
+        (void)real_connect(c->fd, &unspec, sizeof unspec);
+    }
+    if (v.cls == BO_CONNECT_STALE) {
+        bo_shim_result gone = {.outcome = {BO_VERDICT_FINAL, BO_SIGNAL_NONE, false},
+                               .retry_after_ns = -1, .status = 0, .code = v.err,
+                               .ratelimit = NULL};
+        (void)bo_shim_complete(c->sd, &c->call, &gone, c->id, "connect", c->inflight, until_ns);
+        c->rc = -1; /* c->err keeps the previous attempt's errno */
+        return false;
+    }
+    c->rc = v.cls == BO_CONNECT_OK ? 0 : -1;
+    c->err = v.err;
+    bo_attempt at = {.curl_code = BO_CURLE_OK,
+                     .connect_errno = v.err,
+                     .connect_unix = f.unix_socket,
+                     .connect_unknown = f.unknown};
+    bo_shim_result res = {.outcome = bo_classify(cfg, &at),
+                          .retry_after_ns = -1,
+                          .status = 0,
+                          .code = v.err};
+    if (!c->in_window) {
+        if (res.outcome.verdict != BO_VERDICT_RETRY)
+            return false; /* handed back as plain: no slot was taken */
+        c->call.attempts = 1; /* it ran outside the window, and it counts */
+    }
+    c->retryable = res.outcome.verdict == BO_VERDICT_RETRY;
+    if (c->id == 0)
+        c->id = bo_shim_next_call_id();
+    if (!bo_shim_complete(c->sd, &c->call, &res, c->id, "connect", c->inflight, until_ns))
+        return false;
+    if (c->deadline == INT64_MAX)
+        c->deadline = connect_deadline(cfg, c->fd, c->sa->sa_family, c->start);
+    if (*until_ns >= c->deadline) {
+        bo_shim_call_abandoned(c->sd); /* no time for another attempt */
+        return false;
+    }
+    return true;
+}
+
+static int conn_end(conn_call *c, int *err)
+{
+    bo_shim_lineage_end(c->key, &c->call, c->rc != 0 && c->retryable);
+    *err = c->err;
+    return c->rc;
 }
 
 /*
@@ -220,95 +357,39 @@ static void continue_asynchronously(int fd, const struct sockaddr *sa, socklen_t
 }
 
 /*
- * One connect() call under the policy.  A destination that is neither known
- * alive nor named gets its first attempt outside the window (no slot, no
- * wait, nothing counted) and its "nothing here" refusal back at once, so
- * that a failing destination never holds a process's threads in line.  The
- * call's deadline (connect_deadline) bounds the retries; a signal without
+ * One connect() call under the policy, the state machine driven in
+ * blocking mode.  A destination that is neither known alive nor named gets
+ * its first attempt outside the window (no slot, no wait, nothing counted)
+ * and its "nothing here" refusal back at once, so that a failing
+ * destination never holds a process's threads in line.  The call's
+ * deadline (connect_deadline) bounds the retries; a signal without
  * SA_RESTART during a wait ends the call with EINTR.
  */
 static int managed_connect(bo_shim_dest *sd, int fd, const struct sockaddr *sa, socklen_t len,
                            bool named, int *err)
 {
-    const bo_config *cfg = bo_shim_config();
-    bool is_unix = sa->sa_family == AF_UNIX;
-    bool known = named || __atomic_load_n(&sd->alive, __ATOMIC_RELAXED);
-    int64_t start = bo_shim_now_ns(), deadline = INT64_MAX, until;
-    uint64_t id = 0;
-    unsigned inflight = 0;
-    bo_call call;
-    int rc = -1, e = 0;
-    /* the logical request: a connect to this destination refused (or
-     * failed) after our retries and tried again by the program */
-    uint64_t key = known ? bo_key_add(bo_key_add(BO_KEY_INIT, "connect"), sd->key) : 0;
-    bool retryable = false;
+    conn_call c;
+    int64_t until;
 
-    bo_call_begin(&call, start);
-    (void)bo_shim_lineage_begin(key, &call);
-    if (known) /* the first admission may wait (an outage): bound it too */
-        deadline = connect_deadline(cfg, fd, sa->sa_family, start);
+    conn_begin(&c, sd, fd, sa, len, named);
+    c.err = *err;
     for (;;) {
-        bool admitted = known || call.attempts > 0;
-        if (admitted) {
-            int a = bo_shim_admit_intr(sd, &call, deadline, &inflight);
-            if (a == EINTR)
-                goto interrupted;
-            if (a != 0 && call.attempts > 0) /* a retry past the deadline: the last result stands */
-                break;
-            if (a != 0) { /* the deadline came before a first slot: one plain attempt */
-                rc = real_connect(fd, sa, len);
-                *err = rc == 0 ? 0 : errno;
-                if (rc == 0)
-                    __atomic_store_n(&sd->alive, 1, __ATOMIC_RELAXED);
-                return rc;
-            }
-        }
-        if (call.attempts <= 1) {
-            rc = real_connect(fd, sa, len);
-            e = rc == 0 ? 0 : errno;
-        } else {
-            rc = retry_attempt(fd, sa, len, deadline, &e);
-            if (rc != 0 && not_reusable(e)) {
-                bo_shim_result gone = {.outcome = {BO_VERDICT_FINAL, BO_SIGNAL_NONE, false},
-                                      .retry_after_ns = -1, .status = 0, .code = e,
-                                      .ratelimit = NULL};
-                (void)bo_shim_complete(sd, &call, &gone, id, "connect", inflight, &until);
-                rc = -1; /* *err keeps the previous attempt's errno */
-                break;
-            }
-        }
-        *err = e;
-        if (rc == 0 && !__atomic_load_n(&sd->alive, __ATOMIC_RELAXED))
-            __atomic_store_n(&sd->alive, 1, __ATOMIC_RELAXED);
-        bo_attempt at = {.curl_code = BO_CURLE_OK,
-                         .connect_errno = e,
-                         .connect_unix = is_unix,
-                         .connect_unknown = !known};
-        bo_shim_result res = {.outcome = bo_classify(cfg, &at),
-                              .retry_after_ns = -1,
-                              .status = 0,
-                              .code = e};
-        if (!admitted) {
-            if (res.outcome.verdict != BO_VERDICT_RETRY)
-                return rc; /* handed back as plain: no slot was taken */
-            call.attempts = 1; /* it ran outside the window, and it counts */
-        }
-        retryable = res.outcome.verdict == BO_VERDICT_RETRY;
-        if (id == 0)
-            id = bo_shim_next_call_id();
-        if (!bo_shim_complete(sd, &call, &res, id, "connect", inflight, &until))
+        int a = conn_admit(&c);
+        if (a == CONN_EINTR)
+            goto interrupted;
+        if (a == CONN_STANDS)
             break;
-        if (deadline == INT64_MAX)
-            deadline = connect_deadline(cfg, fd, sa->sa_family, start);
-        if (until >= deadline) {
-            bo_shim_call_abandoned(sd); /* no time for another attempt */
-            break;
+        if (a == CONN_PLAIN) { /* outside the window, and no logical request */
+            int e = conn_attempt(&c);
+            *err = e;
+            return e == 0 ? 0 : -1;
         }
+        if (!conn_done(&c, conn_attempt(&c), &until))
+            break;
         if (bo_shim_wait_until(until) == EINTR)
             goto interrupted;
     }
-    bo_shim_lineage_end(key, &call, rc != 0 && retryable);
-    return rc;
+    return conn_end(&c, err);
 interrupted:
     bo_shim_call_abandoned(sd);
     continue_asynchronously(fd, sa, len);

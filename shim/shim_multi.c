@@ -524,14 +524,15 @@ static int advance(multi_rec *r)
         }
         x->state = X_ADMIT;
         int64_t until = now;
-        int rc = bo_shim_try_admit(x->x.sd, &x->x.call, now, &x->x.inflight, &until);
-        if (rc == 1) {
+        bo_shim_step rc =
+            bo_shim_admit_step(x->x.sd, &x->x.call, now, &x->x.inflight, BO_POLL_ADMIT_NS, &until);
+        if (rc == BO_STEP_WAIT) {
             x->until = until;
             if (until < due)
                 due = until;
             continue;
         }
-        if (rc < 0) {
+        if (rc == BO_STEP_GIVE_UP) {
             /* the budget ran out while waiting: the last result stands, or
              * before any attempt the program's deadline passed */
             if (!x->x.have_result) {

@@ -1,10 +1,10 @@
 /*
  * shim_state: the process-wide side of libbackoff.so.  Configuration parsed
  * once at load, the destination block (one mutex + condition variable +
- * bo_dest per destination; the table is shim_table.c), the
- * admission/completion loop shared by the
- * libcurl and connect() hooks, stats (JSON at exit), trace (CSV per
- * attempt), verbose lines and the fork handlers.
+ * bo_dest per destination; the table is shim_table.c), the admission
+ * step and the completion every hook's call state machine uses (easy,
+ * multi, connect), the blocking waits around them, stats (JSON at exit),
+ * trace (CSV per attempt), verbose lines and the fork handlers.
  */
 #include "bo_shim.h"
 #include "bo_time.h"
@@ -398,6 +398,68 @@ static int tick(const bo_shim_waiter *w)
     return 0;
 }
 
+/* Under the lock: the call gave up waiting (its time budget or deadline ran out). */
+static void count_gave_up(bo_shim_dest *sd)
+{
+    sd->calls++;
+    sd->failed++;
+    sd->gave_up++;
+}
+
+/*
+ * The admission step, under the destination's lock: ask the engine once at
+ * now, then take the attempt's lease (GO), count the call as given up
+ * (GIVE_UP), or hand back dead processes' leases (WAIT: *until is the
+ * engine's time to ask again, <= now when it names none).  Every admission
+ * is this step: bo_shim_admit_step takes the lock around it, and the
+ * blocking wait of bo_shim_admit_wait keeps the lock between the step and
+ * its condition wait, so that no completion is missed in between.
+ */
+static bo_shim_step admit_locked(bo_shim_dest *sd, bo_dest *d, bo_call *call, int64_t now,
+                                 unsigned *inflight, int64_t *until)
+{
+    bo_admit a = bo_dest_admit(d, &g_cfg, call, now, until);
+    if (a == BO_ADMIT_GO) {
+        dest_admitted(sd);
+        *inflight = d->window.inflight;
+        return BO_STEP_GO;
+    }
+    if (a == BO_ADMIT_GIVE_UP) {
+        count_gave_up(sd);
+        return BO_STEP_GIVE_UP;
+    }
+    dest_waiting(sd, now);
+    return BO_STEP_WAIT;
+}
+
+/* The step with the lock taken around it: this host's admission only. */
+static bo_shim_step host_admit_step(bo_shim_dest *sd, bo_call *call, int64_t now_ns,
+                                    unsigned *inflight, int64_t max_wait_ns, int64_t *until_ns)
+{
+    int64_t until = 0;
+
+    bo_dest *d = dest_lock(sd);
+    bo_shim_step s = admit_locked(sd, d, call, now_ns, inflight, &until);
+    dest_unlock(sd);
+    if (s == BO_STEP_WAIT) {
+        if (until <= now_ns)
+            until = now_ns + BO_NS_PER_MS / 10;
+        if (until > now_ns + max_wait_ns)
+            until = now_ns + max_wait_ns;
+        *until_ns = until;
+    }
+    return s;
+}
+
+bo_shim_step bo_shim_admit_step(bo_shim_dest *sd, bo_call *call, int64_t now_ns,
+                                unsigned *inflight, int64_t max_wait_ns, int64_t *until_ns)
+{
+    bo_shim_step s = host_admit_step(sd, call, now_ns, inflight, max_wait_ns, until_ns);
+    if (s == BO_STEP_GO && fleet_try_admit(sd, call, now_ns, until_ns) == 1) /* issue 14 */
+        s = BO_STEP_WAIT;
+    return s;
+}
+
 int bo_shim_admit(bo_shim_dest *sd, bo_call *call, int64_t now_ns, unsigned *inflight)
 {
     return bo_shim_admit_wait(sd, call, now_ns, inflight, NULL);
@@ -406,7 +468,6 @@ int bo_shim_admit(bo_shim_dest *sd, bo_call *call, int64_t now_ns, unsigned *inf
 int bo_shim_admit_wait(bo_shim_dest *sd, bo_call *call, int64_t now_ns, unsigned *inflight,
                        const bo_shim_waiter *w)
 {
-    const bo_config *cfg = &g_cfg;
     int64_t waited_from = 0, until = 0;
     int rc = 0;
 
@@ -414,19 +475,9 @@ int bo_shim_admit_wait(bo_shim_dest *sd, bo_call *call, int64_t now_ns, unsigned
     for (;;) {
         int64_t now = now_ns != 0 ? now_ns : bo_shim_now_ns();
         now_ns = 0; /* read the clock again after any wait */
-        if (waited_from != 0)
-            dest_waiting(sd, now);
-        bo_admit a = bo_dest_admit(d, cfg, call, now, &until);
-        if (a == BO_ADMIT_GO) {
-            dest_admitted(sd);
-            *inflight = d->window.inflight;
-            break;
-        }
-        if (a == BO_ADMIT_GIVE_UP) {
-            sd->calls++;
-            sd->failed++;
-            sd->gave_up++;
-            rc = -1;
+        bo_shim_step s = admit_locked(sd, d, call, now, inflight, &until);
+        if (s != BO_STEP_WAIT) {
+            rc = s == BO_STEP_GO ? 0 : -1;
             break;
         }
         if (waited_from == 0)
@@ -482,43 +533,6 @@ int bo_shim_admit_wait(bo_shim_dest *sd, bo_call *call, int64_t now_ns, unsigned
 out:
     if (waited_from != 0)
         add(&st_wait_ns, (uint64_t)(bo_shim_now_ns() - waited_from));
-    return rc;
-}
-
-int bo_shim_try_admit(bo_shim_dest *sd, bo_call *call, int64_t now_ns, unsigned *inflight,
-                      int64_t *until_ns)
-{
-    const bo_config *cfg = &g_cfg;
-    int64_t until = 0;
-    int rc;
-
-    /* the same state, lock and lease as the blocking admission: the
-     * host-wide slot's while the block is attached to one */
-    bo_dest *d = dest_lock(sd);
-    bo_admit a = bo_dest_admit(d, cfg, call, now_ns, &until);
-    if (a == BO_ADMIT_GO) {
-        dest_admitted(sd);
-        *inflight = d->window.inflight;
-        rc = 0;
-    } else if (a == BO_ADMIT_GIVE_UP) {
-        sd->calls++;
-        sd->failed++;
-        sd->gave_up++;
-        rc = -1;
-    } else {
-        dest_waiting(sd, now_ns);
-        rc = 1;
-    }
-    dest_unlock(sd);
-    if (rc == 1) {
-        if (until <= now_ns)
-            until = now_ns + BO_NS_PER_MS / 10;
-        if (until > now_ns + BO_POLL_ADMIT_NS)
-            until = now_ns + BO_POLL_ADMIT_NS;
-        *until_ns = until;
-    }
-    if (rc == 0)
-        rc = fleet_try_admit(sd, call, now_ns, until_ns); /* issue 14 */
     return rc;
 }
 
@@ -606,45 +620,28 @@ int bo_shim_wait(int64_t until_ns, const bo_shim_waiter *w)
 int bo_shim_admit_intr(bo_shim_dest *sd, bo_call *call, int64_t deadline_ns,
                        unsigned *inflight)
 {
-    const bo_config *cfg = &g_cfg;
-    int64_t until = 0;
-
     for (;;) {
-        int64_t now = bo_shim_now_ns();
+        int64_t now = bo_shim_now_ns(), until;
         if (now >= deadline_ns) {
             if (call->attempts == 0)
                 return -1; /* the caller runs its one attempt outside the window */
-            goto give_up;
+            dest_lock(sd);
+            count_gave_up(sd);
+            dest_unlock(sd);
+            return -1;
         }
-        bo_dest *d = dest_lock(sd);
-        bo_admit a = bo_dest_admit(d, cfg, call, now, &until);
-        if (a == BO_ADMIT_GO) {
-            dest_admitted(sd);
-            *inflight = d->window.inflight;
-        } else {
-            dest_waiting(sd, now);
-        }
-        dest_unlock(sd);
-        if (a == BO_ADMIT_GO) {
+        bo_shim_step s = host_admit_step(sd, call, now, inflight, ADMIT_POLL_NS, &until);
+        if (s == BO_STEP_GO) {
             static const bo_shim_waiter intr = {.tick = NULL, .ud = NULL, .interruptible = true};
             return fleet_admit(sd, call, &intr, deadline_ns); /* issue 14 */
         }
-        if (a == BO_ADMIT_GIVE_UP)
-            goto give_up;
-        if (until > now + ADMIT_POLL_NS || until <= now)
-            until = now + (until <= now ? BO_NS_PER_MS / 10 : ADMIT_POLL_NS);
+        if (s == BO_STEP_GIVE_UP)
+            return -1;
         if (until > deadline_ns)
             until = deadline_ns;
         if (bo_shim_wait_until(until) == EINTR)
             return EINTR;
     }
-give_up:
-    dest_lock(sd);
-    sd->calls++;
-    sd->failed++;
-    sd->gave_up++;
-    dest_unlock(sd);
-    return -1;
 }
 
 bool bo_shim_lineage_begin(uint64_t key, bo_call *call)

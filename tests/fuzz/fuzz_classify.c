@@ -26,7 +26,8 @@ static const char *const methods[] = {NULL, "GET", "get", "HEAD", "PUT", "DELETE
                                       "Delete", "PoSt"};
 static const int curl_codes[] = {0, 5, 6, 7, 18, 22, 28, 52, 55, 56, 1, 3, 35, 47, 60, 99};
 static const int errnos[] = {0, ECONNREFUSED, ETIMEDOUT, ENETUNREACH, EHOSTUNREACH, EAGAIN,
-                             EINPROGRESS, EACCES, EINTR, EPERM, EADDRNOTAVAIL, EBADF};
+                             EINPROGRESS, EACCES, EINTR, EPERM, EADDRNOTAVAIL, EBADF,
+                             EALREADY, EISCONN, EBADFD, EINVAL};
 
 /* True when the "retry even if the request may have reached the server and
  * the method is not idempotent" exemption applies to this attempt. */
@@ -72,7 +73,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     a.has_upload = (sel >> 1) & 1;
     a.upload_rewindable = (sel >> 2) & 1;
     a.request_sent = (sel >> 3) & 1;
-    a.connect_errno = (sel & 0x10) ? errnos[fuzz_u8(&in) % 12] : 0;
+    a.connect_errno =
+        (sel & 0x10) ? errnos[fuzz_u8(&in) % (sizeof errnos / sizeof errnos[0])] : 0;
     a.connect_unix = (sel >> 5) & 1;
     a.connect_unknown = (sel >> 6) & 1;
 
@@ -114,6 +116,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     /* A throttle signal comes only from an HTTP answer. */
     if (o.signal == BO_SIGNAL_THROTTLE && a.http_status == 0)
+        abort();
+
+    /* connect(): a non-blocking socket's result is never the hook's; only a
+     * blocking EINPROGRESS under the hook's own bound is aborted (and then
+     * reads ETIMEDOUT); only a reused socket is stale; a retryable errno is
+     * one bo_connect_errno_retryable allows. */
+    bo_connect_facts f = {.nonblocking = (sel >> 7) & 1,
+                          .unix_socket = a.connect_unix,
+                          .unknown = a.connect_unknown,
+                          .reused = a.request_sent,
+                          .shim_bound = a.has_upload};
+    bo_connect_verdict v = bo_connect_judge(a.connect_errno, &f);
+    if ((v.cls == BO_CONNECT_PASS) != f.nonblocking)
+        abort();
+    if (v.abort != (!f.nonblocking && f.shim_bound && a.connect_errno == EINPROGRESS))
+        abort();
+    if (v.err != (v.abort ? ETIMEDOUT : a.connect_errno))
+        abort();
+    if (v.cls == BO_CONNECT_STALE && !f.reused)
+        abort();
+    if (v.cls == BO_CONNECT_OK && a.connect_errno != 0)
+        abort();
+    if (v.cls == BO_CONNECT_RETRYABLE &&
+        !bo_connect_errno_retryable(v.err, f.unix_socket, f.unknown))
         abort();
     return 0;
 }

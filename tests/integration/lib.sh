@@ -81,6 +81,20 @@ wait_port() {
     server_wait_port "$TMP/$1.out" "$TMP/$1.err" "$2" "$3"
 }
 
+# start_py_server NAME SCRIPT [ARGS...]: runs /usr/bin/python3 SCRIPT ARGS with
+# stdout in $TMP/NAME.out and stderr in $TMP/NAME.err, for a test's own server
+# that prints "listening on 127.0.0.1:PORT" (flushed) once it listens; sets
+# SERVER_PID and PORT like start_server (stop it with stop_server).
+start_py_server() {
+    _name=$1; shift
+    : >"$TMP/$_name.out"
+    : >"$TMP/$_name.err"
+    /usr/bin/python3 "$@" >"$TMP/$_name.out" 2>"$TMP/$_name.err" &
+    SERVER_PID=$!
+    PIDS="$PIDS $SERVER_PID"
+    wait_port "$_name" "$SERVER_PID" "python server $_name"
+}
+
 # start_flip_server NAME: a deterministic throttling server, for tests that
 # need "a 429 first, then a 200" without depending on a clock: every path
 # (query included) is answered 429 (body "rejected", Retry-After: 0) on its
@@ -90,8 +104,6 @@ wait_port() {
 # /ok would be, and does not count as a request to that path.  HTTP/1.1 with keep-alive.  Sets SERVER_PID and PORT like
 # start_server; stop it with stop_server (it prints no summary).
 start_flip_server() {
-    : >"$TMP/$1.out"
-    : >"$TMP/$1.err"
     cat >"$TMP/$1.py" <<'FLIP'
 import http.server, re, threading
 hits = {}
@@ -133,10 +145,7 @@ s.daemon_threads = True
 print("listening on 127.0.0.1:%d" % s.server_address[1], flush=True)
 s.serve_forever()
 FLIP
-    /usr/bin/python3 "$TMP/$1.py" >"$TMP/$1.out" 2>"$TMP/$1.err" &
-    SERVER_PID=$!
-    PIDS="$PIDS $SERVER_PID"
-    wait_port "$1" "$SERVER_PID" "flip server $1"
+    start_py_server "$1" "$TMP/$1.py"
 }
 
 # wait_state PID STATE SECONDS: waits (polling every 0.02 s, at most SECONDS)

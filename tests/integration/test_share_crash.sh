@@ -32,11 +32,7 @@ s.daemon_threads = True
 print("listening on 127.0.0.1:%d" % s.server_address[1], flush=True)
 s.serve_forever()
 EOF
-: >"$TMP/slow.out"
-/usr/bin/python3 "$TMP/slow.py" >"$TMP/slow.out" 2>"$TMP/slow.err" &
-SERVER_PID=$!
-PIDS="$PIDS $SERVER_PID"
-wait_port slow "$SERVER_PID" "slow server"
+start_py_server slow "$TMP/slow.py"
 KEY="http://127.0.0.1:$PORT"
 
 # Every process alike (the window is part of what they share): 2 slots.

@@ -242,6 +242,72 @@ START_TEST(test_connect_rule)
 }
 END_TEST
 
+/*
+ * bo_connect_judge: a non-blocking socket's connect is never the hook's; a
+ * blocking one's EINPROGRESS is a send timeout that ran out (the hook's
+ * own: abort, ETIMEDOUT; the program's: as is); a reused socket that will
+ * not connect again is STALE; the rest is bo_connect_errno_retryable's.
+ */
+typedef struct judge_row {
+    int err;
+    int nonblocking, unix_socket, unknown, reused, shim_bound;
+    bo_connect_class cls;
+    int out_err, abort;
+} judge_row;
+
+/* clang-format off */
+static const judge_row judge_rows[] = {
+    /* errno        nb unix unkn reused bound class                 errno out     abort */
+    {EINPROGRESS,   1, 0,   0,   0,     0,    BO_CONNECT_PASS,      EINPROGRESS,  0},
+    {EAGAIN,        1, 1,   0,   0,     0,    BO_CONNECT_PASS,      EAGAIN,       0},
+    {ECONNREFUSED,  1, 0,   0,   1,     1,    BO_CONNECT_PASS,      ECONNREFUSED, 0},
+    {0,             1, 0,   0,   0,     0,    BO_CONNECT_PASS,      0,            0},
+    {0,             0, 0,   0,   0,     0,    BO_CONNECT_OK,        0,            0},
+    {0,             0, 1,   1,   1,     0,    BO_CONNECT_OK,        0,            0},
+    {EAGAIN,        0, 1,   1,   0,     0,    BO_CONNECT_RETRYABLE, EAGAIN,       0},
+    {EAGAIN,        0, 0,   0,   0,     0,    BO_CONNECT_FINAL,     EAGAIN,       0},
+    {ECONNREFUSED,  0, 0,   0,   0,     0,    BO_CONNECT_RETRYABLE, ECONNREFUSED, 0},
+    {ECONNREFUSED,  0, 0,   1,   0,     0,    BO_CONNECT_FINAL,     ECONNREFUSED, 0},
+    {ECONNREFUSED,  0, 0,   0,   1,     1,    BO_CONNECT_RETRYABLE, ECONNREFUSED, 0},
+    {EINPROGRESS,   0, 0,   0,   1,     1,    BO_CONNECT_RETRYABLE, ETIMEDOUT,    1},
+    {EINPROGRESS,   0, 0,   1,   1,     1,    BO_CONNECT_FINAL,     ETIMEDOUT,    1},
+    {EINPROGRESS,   0, 0,   0,   1,     0,    BO_CONNECT_FINAL,     EINPROGRESS,  0},
+    {EINPROGRESS,   0, 0,   0,   0,     0,    BO_CONNECT_FINAL,     EINPROGRESS,  0},
+    {EALREADY,      0, 0,   0,   1,     0,    BO_CONNECT_STALE,     EALREADY,     0},
+    {EISCONN,       0, 0,   0,   1,     1,    BO_CONNECT_STALE,     EISCONN,      0},
+    {EBADFD,        0, 1,   0,   1,     0,    BO_CONNECT_STALE,     EBADFD,       0},
+    {EINVAL,        0, 0,   0,   1,     0,    BO_CONNECT_STALE,     EINVAL,       0},
+    {EINVAL,        0, 0,   0,   0,     0,    BO_CONNECT_FINAL,     EINVAL,       0},
+    {EALREADY,      0, 0,   0,   0,     0,    BO_CONNECT_FINAL,     EALREADY,     0},
+    {EINTR,         0, 0,   0,   1,     1,    BO_CONNECT_FINAL,     EINTR,        0},
+    {ETIMEDOUT,     0, 0,   0,   1,     1,    BO_CONNECT_RETRYABLE, ETIMEDOUT,    0},
+};
+/* clang-format on */
+
+START_TEST(test_connect_judge)
+{
+    const judge_row *w = &judge_rows[_i];
+    bo_connect_facts f = {.nonblocking = w->nonblocking != 0,
+                          .unix_socket = w->unix_socket != 0,
+                          .unknown = w->unknown != 0,
+                          .reused = w->reused != 0,
+                          .shim_bound = w->shim_bound != 0};
+    bo_connect_verdict v = bo_connect_judge(w->err, &f);
+    ck_assert_msg(v.cls == w->cls && v.err == w->out_err && v.abort == (w->abort != 0),
+                  "row %d errno %d: got class %d errno %d abort %d", _i, w->err, (int)v.cls,
+                  v.err, (int)v.abort);
+}
+END_TEST
+
+START_TEST(test_connect_managed)
+{
+    ck_assert(bo_connect_managed(true, false));
+    ck_assert(!bo_connect_managed(true, true));
+    ck_assert(!bo_connect_managed(false, false));
+    ck_assert(!bo_connect_managed(false, true));
+}
+END_TEST
+
 static Suite *classify_suite(void)
 {
     Suite *s = suite_create("classify");
@@ -250,6 +316,8 @@ static Suite *classify_suite(void)
     tcase_add_test(tc, test_method_idempotent);
     tcase_add_test(tc, test_default_retry_on);
     tcase_add_loop_test(tc, test_connect_rule, 0, (int)(sizeof conn_rows / sizeof conn_rows[0]));
+    tcase_add_loop_test(tc, test_connect_judge, 0, (int)(sizeof judge_rows / sizeof judge_rows[0]));
+    tcase_add_test(tc, test_connect_managed);
     suite_add_tcase(s, tc);
     return s;
 }
