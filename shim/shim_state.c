@@ -620,28 +620,53 @@ int bo_shim_wait(int64_t until_ns, const bo_shim_waiter *w)
 int bo_shim_admit_intr(bo_shim_dest *sd, bo_call *call, int64_t deadline_ns,
                        unsigned *inflight)
 {
+    static const bo_shim_waiter held = {.tick = NULL, .ud = NULL, .interruptible = false};
+    sigset_t all, old, pending;
+    int rc;
+
+    /* The program's signals are held back but for a moment after each wait,
+     * when the pending ones are delivered: a signal that came while the
+     * step ran is then seen as well as one that came during the wait (with
+     * the signals open, a handler that ran between two waits went unseen
+     * and the call did not end with EINTR). */
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
     for (;;) {
         int64_t now = bo_shim_now_ns(), until;
         if (now >= deadline_ns) {
-            if (call->attempts == 0)
-                return -1; /* the caller runs its one attempt outside the window */
-            dest_lock(sd);
-            count_gave_up(sd);
-            dest_unlock(sd);
-            return -1;
+            if (call->attempts > 0) { /* else the caller runs its one attempt outside the window */
+                dest_lock(sd);
+                count_gave_up(sd);
+                dest_unlock(sd);
+            }
+            rc = -1;
+            break;
         }
         bo_shim_step s = host_admit_step(sd, call, now, inflight, ADMIT_POLL_NS, &until);
-        if (s == BO_STEP_GO) {
-            static const bo_shim_waiter intr = {.tick = NULL, .ud = NULL, .interruptible = true};
-            return fleet_admit(sd, call, &intr, deadline_ns); /* issue 14 */
+        if (s != BO_STEP_WAIT) {
+            rc = s == BO_STEP_GO ? 0 : -1;
+            break;
         }
-        if (s == BO_STEP_GIVE_UP)
-            return -1;
         if (until > deadline_ns)
             until = deadline_ns;
-        if (bo_shim_wait_until(until) == EINTR)
+        bo_shim_wait(until, &held);
+        sigpending(&pending);
+        for (int sig = 1; sig < NSIG; sig++) {
+            if (sigismember(&old, sig) == 1)
+                sigdelset(&pending, sig); /* blocked by the program itself */
+        }
+        bool intr = interrupting_signal_in(&pending);
+        pthread_sigmask(SIG_SETMASK, &old, NULL); /* handlers run here */
+        if (intr)
             return EINTR;
+        pthread_sigmask(SIG_BLOCK, &all, NULL);
     }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc == 0) {
+        static const bo_shim_waiter intr = {.tick = NULL, .ud = NULL, .interruptible = true};
+        return fleet_admit(sd, call, &intr, deadline_ns); /* issue 14 */
+    }
+    return rc;
 }
 
 bool bo_shim_lineage_begin(uint64_t key, bo_call *call)
