@@ -161,7 +161,12 @@ timed "$TMP/py.out" "$TMP/py.err" env BACKOFF_STATS="$TMP/stats" LD_PRELOAD="$LI
 cat "$TMP/py.out"
 grep -q '^status 429 ' "$TMP/py.out" || fail "pycurl: $(cat "$TMP/py.out" "$TMP/py.err")"
 el=$(sed -n 's/.* elapsed_ms \([0-9]*\) .*/\1/p' "$TMP/py.out")
-[ "$el" -le 1500 ] || fail "pycurl TIMEOUT_MS 1500: back after $el ms"
+# The last attempt is bounded by what is left of the 1500 ms (curl's own
+# timeout), so the call ends by then plus however late a busy machine runs
+# curl (75 ms seen in make test): 300 ms allowed, as for --max-time above.  A
+# shim that ignored the deadline would wait for a third attempt at 2 s, and
+# the count of attempts is checked as well.
+[ "$el" -le 1800 ] || fail "pycurl TIMEOUT_MS 1500: back after $el ms"
 [ "$(stats_sum "$TMP/stats" attempts)" -eq 2 ] || fail "want 2 attempts (0 and 1 s) within 1.5 s"
 
 note "PHP CURLOPT_TIMEOUT_MS 1500 on the same server (php-curl: curl.so loaded RTLD_DEEPBIND)"
@@ -180,7 +185,7 @@ timed "$TMP/php.out" "$TMP/php.err" env BACKOFF_STATS="$TMP/stats" LD_PRELOAD="$
 cat "$TMP/php.out"
 grep -q '^status 429 .* errno 0$' "$TMP/php.out" || fail "php: $(cat "$TMP/php.out" "$TMP/php.err")"
 el=$(sed -n 's/.* elapsed_ms \([0-9]*\) .*/\1/p' "$TMP/php.out")
-[ "$el" -le 1500 ] || fail "php CURLOPT_TIMEOUT_MS 1500: back after $el ms"
+[ "$el" -le 1800 ] || fail "php CURLOPT_TIMEOUT_MS 1500: back after $el ms (300 ms allowed, as for pycurl)"
 [ "$(stats_sum "$TMP/stats" attempts)" -eq 2 ] || fail "php: want 2 attempts (0 and 1 s) within 1.5 s (was PHP reached?)"
 stop_server
 
