@@ -3,7 +3,10 @@
  * every process of the tree making curl calls through the shim (when it is
  * preloaded).  Each process arms alarm(20) before it waits, so a lock that
  * a child inherited held (the old hang) kills it with SIGALRM and the tree
- * reports a failure instead of hanging; the test's timeout bounds the rest.
+ * reports a failure instead of hanging; each parent also bounds its wait
+ * for a child (child_wait.h: the hung pid is printed, and with BO_HUNG_GDB
+ * set, when the processes arm no alarm, its stacks are printed by gdb
+ * before it is killed); the test's timeout bounds the rest.
  *
  *   deep URL N     N levels: each level GETs URL/item/<level>, checks body
  *                  and status, forks, and its child does the same; the
@@ -39,9 +42,12 @@
 #include <unistd.h>
 
 #include "../../demo/item_body.h"
+#include "child_wait.h"
 
 #define NTHREADS 16
 #define CHILD_ALARM_S 20
+/* A parent's bound per generation below it: beyond the child's own alarm. */
+#define GENERATION_LIMIT_S (CHILD_ALARM_S + 5)
 
 extern char **environ;
 
@@ -108,18 +114,25 @@ static int fetch_ok(uint64_t n)
     return -1;
 }
 
-/* Waits for pid; 0 when it exited 0, else prints why and returns 1. */
-static int reap(pid_t pid, const char *what)
+/* The process's own bound; none under BO_HUNG_GDB, so that a hung process
+ * stays alive for its parent's gdb. */
+static void arm_alarm(void)
+{
+    if (getenv("BO_HUNG_GDB") == NULL)
+        alarm(CHILD_ALARM_S);
+}
+
+/*
+ * Waits for pid, whose process tree is `generations` deep, at most
+ * GENERATION_LIMIT_S per generation; 0 when it exited 0, else prints why
+ * and returns 1.
+ */
+static int reap(pid_t pid, const char *what, int generations)
 {
     int st = 0;
-    pid_t r;
 
-    while ((r = waitpid(pid, &st, 0)) < 0 && errno == EINTR) {
-    }
-    if (r != pid) {
-        fprintf(stderr, "%s: waitpid: %s\n", what, strerror(errno));
+    if (child_wait(pid, GENERATION_LIMIT_S * generations, what, &st) != 0)
         return 1;
-    }
     if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
         return 0;
     if (WIFSIGNALED(st))
@@ -134,7 +147,7 @@ static int reap(pid_t pid, const char *what)
 
 static int deep(int level, int levels)
 {
-    alarm(CHILD_ALARM_S);
+    arm_alarm();
     if (fetch_ok((uint64_t)level) != 0) {
         fprintf(stderr, "deep: level %d (pid %d): call failed\n", level, (int)getpid());
         return 1;
@@ -146,7 +159,7 @@ static int deep(int level, int levels)
     }
     if (pid == 0)
         _exit(level < levels ? deep(level + 1, levels) : 0);
-    return reap(pid, "deep");
+    return reap(pid, "deep", levels - level + 1);
 }
 
 /* ---- threads mid-retry ------------------------------------------------- */
@@ -185,14 +198,14 @@ static void stop_callers(pthread_t *th, int started)
 /* In the child of a forking thread: call, fork, the grandchild calls. */
 static int second_generation(void)
 {
-    alarm(CHILD_ALARM_S);
+    arm_alarm();
     if (fetch_ok(7001) != 0) {
         fprintf(stderr, "threads: child %d: call failed\n", (int)getpid());
         return 1;
     }
     pid_t pid = fork();
     if (pid == 0) {
-        alarm(CHILD_ALARM_S);
+        arm_alarm();
         if (fetch_ok(7002) != 0) {
             fprintf(stderr, "threads: grandchild %d: call failed\n", (int)getpid());
             _exit(1);
@@ -201,7 +214,7 @@ static int second_generation(void)
     }
     if (pid < 0)
         return 1;
-    return reap(pid, "threads: grandchild");
+    return reap(pid, "threads: grandchild", 1);
 }
 
 static void *forker(void *arg)
@@ -217,7 +230,7 @@ static void *forker(void *arg)
             perror("fork");
             continue;
         }
-        ok += reap(pid, "threads: child") == 0;
+        ok += reap(pid, "threads: child", 2) == 0;
     }
     *(int *)arg = ok;
     return NULL;
@@ -282,7 +295,7 @@ static int run_piped(bool use_vfork, char *const argv[], const char *want)
     }
     read_all(p[0], out, sizeof out);
     close(p[0]);
-    if (reap(pid, use_vfork ? "vfork" : "posix_spawn") != 0)
+    if (reap(pid, use_vfork ? "vfork" : "posix_spawn", 1) != 0)
         return 1;
     if (strcmp(out, want) != 0) {
         fprintf(stderr, "%s: output '%s', want '%s'\n", use_vfork ? "vfork" : "posix_spawn",

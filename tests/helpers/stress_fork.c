@@ -3,8 +3,10 @@
  * (under the shim: taking the destination's lock, waiting for a slot,
  * transferring) while the main thread forks FORKS times, 5 ms apart; each
  * child fetches URL/item/999 with a new handle, checks status and body and
- * leaves with _exit, under a 10 s alarm (a lock inherited held would hang
- * it: the alarm kills it and the fork counts as failed).  Prints
+ * leaves with _exit.  The parent waits for each child at most 10 s
+ * (child_wait.h: a lock inherited held would hang it; the hung pid is
+ * printed, examined with gdb under BO_HUNG_GDB, killed, and the fork counts
+ * as failed).  Prints
  * "forks ok N of N; thread calls N failures N" and exits 0 when every child
  * and every thread request succeeded.  The flags the threads share are
  * atomics, so a ThreadSanitizer build reports only the shim's races.
@@ -21,6 +23,9 @@
 #include <unistd.h>
 
 #include "../../demo/item_body.h"
+#include "child_wait.h"
+
+#define CHILD_LIMIT_S 10
 
 #define MAX_THREADS 64
 #define THREAD_MAX_REQUESTS 1000000
@@ -79,7 +84,6 @@ static void *worker(void *arg)
 
 static int child(void)
 {
-    alarm(10);
     CURL *h = curl_easy_init();
     int rc = h != NULL && fetch(h, 999) == 0 ? 0 : 1;
     curl_easy_cleanup(h);
@@ -112,14 +116,18 @@ int main(int argc, char **argv)
         if (pid == 0)
             _exit(child());
         int st = 0;
-        if (pid < 0 || waitpid(pid, &st, 0) != pid) {
-            fprintf(stderr, "fork %d: fork/wait failed\n", i);
+        char what[32];
+        snprintf(what, sizeof what, "fork %d", i);
+        if (pid < 0) {
+            fprintf(stderr, "%s: fork failed\n", what);
             continue;
         }
+        if (child_wait(pid, CHILD_LIMIT_S, what, &st) != 0)
+            continue;
         if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
             ok++;
         else if (WIFSIGNALED(st))
-            fprintf(stderr, "fork %d: child killed by signal %d (hung?)\n", i, WTERMSIG(st));
+            fprintf(stderr, "fork %d: child killed by signal %d\n", i, WTERMSIG(st));
         else
             fprintf(stderr, "fork %d: child exited %d\n", i, WEXITSTATUS(st));
     }

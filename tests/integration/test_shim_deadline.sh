@@ -161,7 +161,12 @@ timed "$TMP/py.out" "$TMP/py.err" env BACKOFF_STATS="$TMP/stats" LD_PRELOAD="$LI
 cat "$TMP/py.out"
 grep -q '^status 429 ' "$TMP/py.out" || fail "pycurl: $(cat "$TMP/py.out" "$TMP/py.err")"
 el=$(sed -n 's/.* elapsed_ms \([0-9]*\) .*/\1/p' "$TMP/py.out")
-[ "$el" -le 1500 ] || fail "pycurl TIMEOUT_MS 1500: back after $el ms"
+# The last attempt is bounded by what is left of the 1500 ms (curl's own
+# timeout), so the call ends by then plus however late a busy machine runs
+# curl (75 ms seen in make test): 300 ms allowed, as for --max-time above.  A
+# shim that ignored the deadline would wait for a third attempt at 2 s, and
+# the count of attempts is checked as well.
+[ "$el" -le 1800 ] || fail "pycurl TIMEOUT_MS 1500: back after $el ms"
 [ "$(stats_sum "$TMP/stats" attempts)" -eq 2 ] || fail "want 2 attempts (0 and 1 s) within 1.5 s"
 
 note "PHP CURLOPT_TIMEOUT_MS 1500 on the same server (php-curl: curl.so loaded RTLD_DEEPBIND)"
@@ -180,7 +185,7 @@ timed "$TMP/php.out" "$TMP/php.err" env BACKOFF_STATS="$TMP/stats" LD_PRELOAD="$
 cat "$TMP/php.out"
 grep -q '^status 429 .* errno 0$' "$TMP/php.out" || fail "php: $(cat "$TMP/php.out" "$TMP/php.err")"
 el=$(sed -n 's/.* elapsed_ms \([0-9]*\) .*/\1/p' "$TMP/php.out")
-[ "$el" -le 1500 ] || fail "php CURLOPT_TIMEOUT_MS 1500: back after $el ms"
+[ "$el" -le 1800 ] || fail "php CURLOPT_TIMEOUT_MS 1500: back after $el ms (300 ms allowed, as for pycurl)"
 [ "$(stats_sum "$TMP/stats" attempts)" -eq 2 ] || fail "php: want 2 attempts (0 and 1 s) within 1.5 s (was PHP reached?)"
 stop_server
 
@@ -203,11 +208,18 @@ note "plain exit $PRC after $PMS ms; under the shim exit $RC after $MS ms, $(sta
 [ "$MS" -le "$(within "$PMS")" ] || fail "curl -m 1 --retry 1 took $MS ms under the shim, $PMS without"
 [ "$(stats_sum "$TMP/stats" attempts)" -eq 2 ] || fail "want one attempt per curl request"
 note "CURLOPT_TIMEOUT_MS 2000 on the same server (timed inside the program)"
+# The plain run's own lateness past 2000 ms (a busy machine wakes curl late)
+# is allowed on top of the 100 ms.
+timed "$TMP/p.out" "$TMP/p.err" "$H" timeout "http://127.0.0.1:$PORT/item/1" 2000
+pel=$(sed -n 's/.* elapsed_ms \([0-9]*\) .*/\1/p' "$TMP/p.err")
+[ -n "$pel" ] || fail "plain run: $(cat "$TMP/p.err")"
+bound=$((pel > 2000 ? pel + 100 : 2100))
 timed "$TMP/s.out" "$TMP/s.err" env LD_PRELOAD="$LIB" "$H" timeout "http://127.0.0.1:$PORT/item/1" 2000
 cat "$TMP/s.err"
 grep -q '^code 28 ' "$TMP/s.err" || fail "want CURLE_OPERATION_TIMEDOUT: $(cat "$TMP/s.err")"
 el=$(sed -n 's/.* elapsed_ms \([0-9]*\) .*/\1/p' "$TMP/s.err")
-[ "$el" -ge 1990 ] && [ "$el" -le 2100 ] || fail "timed out after $el ms (deadline 2000)"
+note "plain run timed out after $pel ms, under the shim after $el ms (bound $bound)"
+[ "$el" -ge 1990 ] && [ "$el" -le "$bound" ] || fail "timed out after $el ms (deadline 2000, plain $pel ms)"
 stop_server
 
 start_server reset --fault-reset 1

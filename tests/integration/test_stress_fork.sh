@@ -5,7 +5,9 @@
 # the time, while the main thread forks STRESS_FORKS times (50 in `make
 # test`, 200 in `make stress`); each child must fetch an item with curl
 # through the shim and exit within 10 s (a lock inherited held would hang
-# it; the helper counts a child killed by its alarm as a failure).
+# it; the helper prints the hung pid, kills it and counts the fork as
+# failed; BO_HUNG_GDB=1 in the environment prints the hung child's stacks
+# with gdb first).  The helper runs in its own session under a timeout.
 . "$(dirname "$0")/lib.sh"
 
 LIB="$BUILD/libbackoff.so"
@@ -16,8 +18,8 @@ FORKS=${STRESS_FORKS:-50}
 start_server forks --service-ms 0
 URL="http://127.0.0.1:$PORT"
 note "16 threads in a window of one, $FORKS forks"
-BACKOFF_WINDOW=1 BACKOFF_WINDOW_MAX=1 BACKOFF_STATS="$TMP/stats.json" LD_PRELOAD="$LIB" \
-    "$H" "$URL" 16 "$FORKS" >"$TMP/out" 2>"$TMP/err" || fail "$(cat "$TMP/out" "$TMP/err" | tail -n 10)"
+setsid timeout -k 2 $((60 + FORKS * 2)) env BACKOFF_WINDOW=1 BACKOFF_WINDOW_MAX=1 \
+    BACKOFF_STATS="$TMP/stats.json" LD_PRELOAD="$LIB" "$H" "$URL" 16 "$FORKS" >"$TMP/out" 2>"$TMP/err" || fail "$(cat "$TMP/out" "$TMP/err" | tail -n 10)"
 cat "$TMP/out"
 grep -q "^forks ok $FORKS of $FORKS; thread calls [0-9]* failures 0" "$TMP/out" || fail "not every fork succeeded"
 # The children leave with _exit (no stats of theirs); the parent's count shows
