@@ -296,10 +296,10 @@ static void dest_waiting(bo_shim_dest *sd, int64_t now)
 
 /* --- issue 14: the fleet's word after a host-wide GO (shim_redis.c) ---------- */
 
-/* With no lock held: give back a host-wide admission that will not run now. */
-static void fleet_undo(bo_shim_dest *sd, bo_call *call)
+/* Under the destination's lock: give back an admitted attempt that will not
+ * run (its slot, its host-wide lease) and wake the calls waiting for one. */
+static void release_admission(bo_shim_dest *sd, bo_dest *d, bo_call *call)
 {
-    bo_dest *d = dest_lock(sd);
     bool held = call->in_flight;
     bo_dest_cancel(d, call);
     if (sd->shared != NULL) {
@@ -309,6 +309,13 @@ static void fleet_undo(bo_shim_dest *sd, bo_call *call)
     } else {
         pthread_cond_broadcast(&sd->cv);
     }
+}
+
+/* With no lock held: give back a host-wide admission that will not run now. */
+static void fleet_undo(bo_shim_dest *sd, bo_call *call)
+{
+    bo_dest *d = dest_lock(sd);
+    release_admission(sd, d, call);
     dest_unlock(sd);
 }
 
@@ -540,17 +547,9 @@ void bo_shim_call_cancel(bo_shim_dest *sd, bo_call *call)
 {
     bo_redis_cancel(sd->key, &call->fleet_lease); /* issue 14 */
     bo_dest *d = dest_lock(sd);
-    bool held = call->in_flight;
-    bo_dest_cancel(d, call);
+    release_admission(sd, d, call);
     sd->calls++;
     sd->failed++;
-    if (sd->shared != NULL) {
-        if (held)
-            bo_share_lease_drop(sd->shared, sd->share_idx);
-        bo_share_wake(sd->shared);
-    } else {
-        pthread_cond_broadcast(&sd->cv);
-    }
     dest_unlock(sd);
 }
 
