@@ -206,24 +206,22 @@ note "restart: $alone processes said 'alone' once, $rejoined rejoined"
 [ -n "$(rcli keys "backoff:fleetA:*")" ] || fail "restart: nothing in the restarted Redis: nobody rejoined"
 
 # --- a Redis that accepts and never answers -------------------------------------
-/usr/bin/python3 -c '
-import socket, sys, time
+# (the steady section's ratelimit-server stays up for the fleet; the listener
+# is started through start_py_server, whose PORT and SERVER_PID are kept
+# aside and given back)
+cat >"$TMP/silent_redis.py" <<'MUTE'
+import socket
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("127.0.0.1", 0)); s.listen(64)
-print(s.getsockname()[1], flush=True)
+print("listening on 127.0.0.1:%d" % s.getsockname()[1], flush=True)
 held = []
 while True:
     c, _ = s.accept(); held.append(c)   # accepted, never read, never answered
-' >"$TMP/mute.port" &
-mute=$!
-PIDS="$PIDS $mute"
-_w=0
-until [ -s "$TMP/mute.port" ]; do
-    _w=$((_w + 1))
-    [ $_w -gt 100 ] && fail "mute: the listener did not start"
-    sleep 0.1
-done
-mport=$(cat "$TMP/mute.port")
+MUTE
+http_port=$PORT http_pid=$SERVER_PID
+start_py_server silent_redis "$TMP/silent_redis.py"
+mport=$PORT mute=$SERVER_PID
+PORT=$http_port SERVER_PID=$http_pid
 t0=$(date +%s%3N)
 export BACKOFF_VERBOSE=1
 loadgen_fleet mute "redis://127.0.0.1:$mport" 1 2 20 --rate 20
