@@ -381,15 +381,20 @@ static int fleet_try_admit(bo_shim_dest *sd, bo_call *call, int64_t now, int64_t
 /* --- end of issue 14's hooks -------------------------------------------------- */
 
 /*
- * Is one of the signals in `set` handled by the program with a handler
- * installed without SA_RESTART (so that it would have interrupted the
- * program's own blocking call)?
+ * With the program's signals held back by the shim (`program_mask`: the
+ * mask the program itself had): is one of those now pending, and not
+ * blocked by the program, handled with a handler installed without
+ * SA_RESTART (so that it would have interrupted the program's own blocking
+ * call)?
  */
-static bool interrupting_signal_in(const sigset_t *set)
+static bool held_signal_interrupts(const sigset_t *program_mask)
 {
+    sigset_t pending;
+    sigpending(&pending);
     for (int sig = 1; sig < NSIG; sig++) {
         struct sigaction sa;
-        if (sigismember(set, sig) != 1 || sigaction(sig, NULL, &sa) != 0)
+        if (sigismember(&pending, sig) != 1 || sigismember(program_mask, sig) == 1 ||
+            sigaction(sig, NULL, &sa) != 0)
             continue;
         if (sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN && !(sa.sa_flags & SA_RESTART))
             return true;
@@ -517,17 +522,12 @@ int bo_shim_admit_wait(bo_shim_dest *sd, bo_call *call, int64_t now_ns, unsigned
          * progress callback asked. */
         if (until > now + BO_WAIT_SLICE_NS)
             until = now + BO_WAIT_SLICE_NS;
-        sigset_t all, old, pending;
+        sigset_t all, old;
         sigfillset(&all);
         pthread_sigmask(SIG_BLOCK, &all, &old);
         dest_wait(sd, until);
         dest_unlock(sd);
-        sigpending(&pending);
-        for (int sig = 1; sig < NSIG; sig++) {
-            if (sigismember(&old, sig) == 1)
-                sigdelset(&pending, sig); /* blocked by the program itself */
-        }
-        bool intr = w->interruptible && interrupting_signal_in(&pending);
+        bool intr = w->interruptible && held_signal_interrupts(&old);
         pthread_sigmask(SIG_SETMASK, &old, NULL); /* handlers run here */
         rc = intr ? EINTR : tick(w);
         if (rc != 0)
@@ -620,7 +620,7 @@ int bo_shim_admit_intr(bo_shim_dest *sd, bo_call *call, int64_t deadline_ns,
                        unsigned *inflight)
 {
     static const bo_shim_waiter held = {.tick = NULL, .ud = NULL, .interruptible = false};
-    sigset_t all, old, pending;
+    sigset_t all, old;
     int rc;
 
     /* The program's signals are held back but for a moment after each wait,
@@ -649,12 +649,7 @@ int bo_shim_admit_intr(bo_shim_dest *sd, bo_call *call, int64_t deadline_ns,
         if (until > deadline_ns)
             until = deadline_ns;
         bo_shim_wait(until, &held);
-        sigpending(&pending);
-        for (int sig = 1; sig < NSIG; sig++) {
-            if (sigismember(&old, sig) == 1)
-                sigdelset(&pending, sig); /* blocked by the program itself */
-        }
-        bool intr = interrupting_signal_in(&pending);
+        bool intr = held_signal_interrupts(&old);
         pthread_sigmask(SIG_SETMASK, &old, NULL); /* handlers run here */
         if (intr)
             return EINTR;
