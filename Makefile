@@ -196,16 +196,13 @@ TSAN_PROGRAMS = build-tsan/libbackoff.so build-tsan/backoff build-tsan/loadgen \
 # 14's runtime likewise, 2 in 70; stacks from BO_HUNG_GDB=1 in
 # docs/TESTING.md).  No TSAN_OPTIONS avoids it.
 
-# run_san_tests DIR TESTS ENV: runs integration scripts one by one (300 s
-# each, as run-tests.sh does), then fails if DIR/san holds any report.
+# run_san_tests DIR TESTS ENV [JOBS]: runs integration scripts through
+# run-tests.sh (300 s each, JOBS at a time: default the number of cores),
+# then fails if DIR/san holds any report.
 define run_san_tests
-	@rm -rf $(1)/san && mkdir -p $(1)/san $(1)/tests/logs/integration
-	@failed=0; for t in $(2); do \
-	    if $(3) BUILD=$(CURDIR)/$(1) timeout -k 5 300 sh tests/integration/$$t.sh \
-	        >$(1)/tests/logs/integration/$$t.log 2>&1; then echo "PASS $$t"; \
-	    else echo "FAIL $$t; last lines of $(1)/tests/logs/integration/$$t.log:"; \
-	        tail -n 20 $(1)/tests/logs/integration/$$t.log | sed 's/^/    /'; failed=1; fi; \
-	done; \
+	@rm -rf $(1)/san && mkdir -p $(1)/san
+	@failed=0; $(3) BUILD=$(CURDIR)/$(1) TEST_JOBS=$(4) INTEGRATION_TESTS="$(strip $(2))" \
+	    sh tests/run-tests.sh integration || failed=1; \
 	if ls $(1)/san/* >/dev/null 2>&1; then head -n 60 $(1)/san/*; \
 	    echo "sanitizer reports in $(1)/san/"; failed=1; fi; \
 	exit $$failed
@@ -231,7 +228,7 @@ check-asan: deps
 check-tsan: deps
 	@$(MAKE) --no-print-directory BUILD=build-tsan CC=$(CC) SAN="$(TSAN_SAN)" unit
 	@$(MAKE) --no-print-directory BUILD=build-tsan CC=$(CC) SAN="$(TSAN_SAN)" $(TSAN_PROGRAMS)
-	$(call run_san_tests,build-tsan,$(TSAN_TESTS),$(TSAN_ENV) STRESS_CALLS=$(TSAN_STRESS_CALLS) STRESS_SERVICE_MS=20 FORK_TREE_PARTS="deep spawn bash")
+	$(call run_san_tests,build-tsan,$(TSAN_TESTS),$(TSAN_ENV) STRESS_CALLS=$(TSAN_STRESS_CALLS) STRESS_SERVICE_MS=20 FORK_TREE_PARTS="deep spawn bash",1)
 
 # memcheck over the unit suites, then over one integration test that runs
 # the shim inside curl and inside threaded loadgen under valgrind.
@@ -246,7 +243,7 @@ check-valgrind: deps
 STRESS_CALLS ?= 10000
 STRESS_TESTS ?= test_stress_threads test_stress_fork test_stress_signals
 stress: $(PRODUCTS) $(HELPER_BIN)
-	$(call run_san_tests,$(BUILD),$(STRESS_TESTS),STRESS_CALLS=$(STRESS_CALLS) STRESS_FORKS=200 STRESS_SIGNAL_CALLS=200)
+	$(call run_san_tests,$(BUILD),$(STRESS_TESTS),STRESS_CALLS=$(STRESS_CALLS) STRESS_FORKS=200 STRESS_SIGNAL_CALLS=200,1)
 
 # libFuzzer targets (tests/fuzz/fuzz_*.c), clang only, each run FUZZ_SECONDS
 # from its seed corpus in tests/fuzz/corpus/ (CI: 60 s each).

@@ -1,13 +1,35 @@
 #!/bin/sh
 # Run the unit suites (check) and/or the integration scripts, each bounded in
 # time, and end with one line "N passed, N failed".  Argument: unit,
-# integration or all.  VALGRIND=1 runs the unit suites under memcheck.
+# integration or all.
+#
+#   TEST_JOBS=N          suites run at once (default: the number of cores, at
+#                        most 4).  Most suites spend their time waiting for a
+#                        server's window or a retry's delay, so two at once
+#                        on two cores halves make test; every suite has its
+#                        own server on port 0, its own temporary directory
+#                        and its own host-wide state, and its time bounds
+#                        are measured in the run, not guessed.
+#   INTEGRATION_TESTS    the integration scripts to run (names without .sh;
+#                        default: every tests/integration/test_*.sh).
+#   VALGRIND=1           the unit suites under memcheck.
+#
+# Each suite's output goes to $BUILD/tests/logs/NAME.log; a failing suite's
+# last 30 lines are printed when it ends.  Only this script writes to the
+# terminal, so the lines of suites that end together never mix.
 set -u
 BUILD=${BUILD:-build}
 what=${1:-all}
 top=$(cd "$(dirname "$0")/.." && pwd)
 case "$BUILD" in /*) ;; *) BUILD="$top/$BUILD" ;; esac
 export BUILD
+case $what in unit | integration | all) ;;
+    *) echo "run-tests.sh: \"$what\" is not valid (unit, integration or all)" >&2; exit 2 ;; esac
+ncpu=$(nproc 2>/dev/null || echo 1)
+[ "$ncpu" -gt 4 ] && ncpu=4
+jobs=${TEST_JOBS:-$ncpu}
+case $jobs in '' | *[!0-9]* | 0)
+    echo "run-tests.sh: TEST_JOBS=\"$jobs\" is not valid (suites at once, 1 or more)" >&2; exit 2 ;; esac
 # check's own per-test timeout (4 s by default) fails a suite on a busy
 # machine (test_rng's 4 s expired beside a CPU hog on every core); each
 # suite is bounded by run_one's timeout instead.
@@ -17,43 +39,127 @@ export CK_DEFAULT_TIMEOUT
 # test also gets a directory of its own, tests/integration/lib.sh).
 XDG_RUNTIME_DIR=$(mktemp -d "${TMPDIR:-/tmp}/backoff-run.XXXXXX")
 export XDG_RUNTIME_DIR
-trap 'rm -rf "$XDG_RUNTIME_DIR"' EXIT
+# One file per suite in $status: NAME.cmd (what to run), NAME.rc (written
+# when it ends: exit status and seconds).  Names have '/' as '%'.
+status="$XDG_RUNTIME_DIR/.suites"
+mkdir -p "$status"
+RUNNING=""
+stop_all() {
+    if [ -n "$RUNNING" ]; then
+        for _f in "$status"/*.pid; do
+            [ -f "$_f" ] && kill -TERM "$(cat "$_f")" 2>/dev/null
+        done
+        for _p in $RUNNING; do wait "$_p" 2>/dev/null; done
+    fi
+    rm -rf "$XDG_RUNTIME_DIR"
+}
+trap 'stop_all' EXIT
+trap 'exit 130' INT TERM
+
 passed=0
 failed=0
 failures=""
-run_one() { # name, timeout seconds, command...
-    name=$1; limit=$2; shift 2
-    log="$BUILD/tests/logs/$name.log"
-    mkdir -p "$(dirname "$log")"
-    start=$(date +%s)
-    if timeout -k 5 "$limit" "$@" >"$log" 2>&1; then
-        passed=$((passed + 1))
-        echo "PASS $name ($(( $(date +%s) - start ))s)"
-    else
-        rc=$?
-        failed=$((failed + 1))
-        failures="$failures $name"
-        echo "FAIL $name (exit $rc, $(( $(date +%s) - start ))s); last lines of $log:"
-        tail -n 30 "$log" | sed 's/^/    /'
-    fi
+queue=""
+# add NAME LIMIT COMMAND...: queues one suite.
+add() {
+    _key=$(echo "$1" | tr / %)
+    printf '%s\n' "$2" >"$status/$_key.limit"
+    shift 2
+    # The command, quoted for sh -c.
+    : >"$status/$_key.cmd"
+    for _a in "$@"; do
+        printf "'%s' " "$(printf '%s' "$_a" | sed "s/'/'\\\\''/g")" >>"$status/$_key.cmd"
+    done
+    queue="$queue $_key"
 }
+# start KEY: runs a suite in the background.  timeout puts the suite in a
+# process group of its own; its pid is kept in KEY.pid, so that an interrupt
+# stops every suite with everything it started (timeout passes the signal on
+# to its group).
+start() {
+    _key=$1
+    _name=$(echo "$_key" | tr % /)
+    _log="$BUILD/tests/logs/$_name.log"
+    mkdir -p "$(dirname "$_log")"
+    _limit=$(cat "$status/$_key.limit")
+    (
+        s=$(date +%s)
+        rc=0
+        eval "exec timeout -k 5 $_limit $(cat "$status/$_key.cmd")" >"$_log" 2>&1 </dev/null &
+        echo $! >"$status/$_key.pid"
+        wait $! || rc=$?
+        echo "$rc $(( $(date +%s) - s ))" >"$status/$_key.rc.tmp" && mv "$status/$_key.rc.tmp" "$status/$_key.rc"
+    ) &
+    RUNNING="$RUNNING $!"
+    eval "pid_$(echo "$_key" | tr -c 'A-Za-z0-9_\n' _)=$!"
+}
+# reap: reports every suite that has ended since the last call.
+reap() {
+    for _rc in "$status"/*.rc; do
+        [ -f "$_rc" ] || continue
+        _key=$(basename "$_rc" .rc)
+        _name=$(echo "$_key" | tr % /)
+        read -r _code _secs <"$_rc"
+        rm -f "$_rc" "$status/$_key.pid"
+        _var="pid_$(echo "$_key" | tr -c 'A-Za-z0-9_\n' _)"
+        eval "_pid=\$$_var"
+        wait "$_pid" 2>/dev/null || true
+        _left=""
+        for _p in $RUNNING; do [ "$_p" = "$_pid" ] || _left="$_left $_p"; done
+        RUNNING=$_left
+        if [ "$_code" = 0 ]; then
+            passed=$((passed + 1))
+            echo "PASS $_name (${_secs}s)"
+        else
+            failed=$((failed + 1))
+            failures="$failures $_name"
+            _log="$BUILD/tests/logs/$_name.log"
+            echo "FAIL $_name (exit $_code, ${_secs}s); last lines of $_log:"
+            tail -n 30 "$_log" | sed 's/^/    /'
+        fi
+    done
+}
+running() { set -- $RUNNING; echo $#; }
+
 if [ "$what" = unit ] || [ "$what" = all ]; then
     for t in "$BUILD"/tests/unit/test_*; do
         [ -x "$t" ] || continue
         if [ "${VALGRIND:-0}" = 1 ]; then
-            run_one "unit/$(basename "$t")" 600 env CK_FORK=no valgrind -q --error-exitcode=99 \
+            add "unit/$(basename "$t")" 600 env CK_FORK=no valgrind -q --error-exitcode=99 \
                 --leak-check=full --errors-for-leak-kinds=definite "$t"
         else
-            run_one "unit/$(basename "$t")" 300 "$t"
+            add "unit/$(basename "$t")" 300 "$t"
         fi
     done
 fi
 if [ "$what" = integration ] || [ "$what" = all ]; then
-    for t in "$top"/tests/integration/test_*.sh; do
-        [ -f "$t" ] || continue
-        run_one "integration/$(basename "$t" .sh)" 300 sh "$t"
-    done
+    if [ -n "${INTEGRATION_TESTS:-}" ]; then
+        for n in $INTEGRATION_TESTS; do
+            [ -f "$top/tests/integration/$n.sh" ] || {
+                echo "run-tests.sh: INTEGRATION_TESTS names \"$n\", which is not in tests/integration/" >&2
+                exit 2
+            }
+            add "integration/$n" 300 sh "$top/tests/integration/$n.sh"
+        done
+    else
+        for t in "$top"/tests/integration/test_*.sh; do
+            [ -f "$t" ] || continue
+            add "integration/$(basename "$t" .sh)" 300 sh "$t"
+        done
+    fi
 fi
+[ "$jobs" -gt 1 ] && echo "($jobs suites at a time; TEST_JOBS=1 runs them one by one)"
+for key in $queue; do
+    while [ "$(running)" -ge "$jobs" ]; do
+        reap
+        [ "$(running)" -ge "$jobs" ] && sleep 0.2
+    done
+    start "$key"
+done
+while [ "$(running)" -gt 0 ]; do
+    reap
+    [ "$(running)" -gt 0 ] && sleep 0.2
+done
 [ -n "$failures" ] && echo "failed:$failures"
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ] && [ "$passed" -gt 0 ]
