@@ -266,6 +266,9 @@ $(FUZZ_BUILD)/fuzz_shim_parse: FUZZ_EXTRA = $(CURL_CFLAGS) shim/shim_state.c shi
                                        shim/shim_redis.c shim/shim_dl.c -DBO_DL_NO_HOOKS -lhiredis -ldl
 $(FUZZ_BUILD)/fuzz_shim_parse: $(wildcard shim/*.c shim/*.h)
 
+# The plain URL reader is checked against libcurl's own parser: it links libcurl.
+$(FUZZ_BUILD)/fuzz_url_origin: FUZZ_EXTRA = $(CURL_CFLAGS) $(CURL_LIBS)
+
 fuzz: $(FUZZ_BIN)
 	@FUZZ_BUILD=$(CURDIR)/$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) sh tests/fuzz/run-fuzz.sh
 

@@ -23,6 +23,7 @@
 #undef curl_easy_getinfo
 
 #include "bo_shim.h"
+#include "bo_url.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -371,6 +372,37 @@ static void record_url(handle_rec *r, const char *url, CURLU *given)
     rec_set_dest(&r->dest, NULL);
     if (cfg == NULL)
         return;
+    bo_url_origin o;
+    if (u == NULL && bo_url_plain_origin(url, &o)) { /* what libcurl would say, cheaper */
+        /* key "scheme://host:port", lower case, as below (no snprintf: this
+         * runs for every URL of a new origin) */
+        size_t sl = strlen(o.scheme), hl = 0;
+        for (; o.host[hl] != '\0'; hl++) {
+            char c = o.host[hl];
+            name[hl] = (char)(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+        }
+        name[hl] = '\0';
+        if (!bo_config_host_matches(cfg, name, (int)o.port))
+            return;
+        char digits[8], *d = digits + sizeof digits;
+        unsigned p = o.port;
+        do {
+            *--d = (char)('0' + p % 10);
+            p /= 10;
+        } while (p != 0);
+        size_t dl = (size_t)(digits + sizeof digits - d);
+        _Static_assert(sizeof key >= sizeof "https://" + BO_URL_HOST_MAX + 1 + 5,
+                       "a plain origin's key fits");
+        char *k = key;
+        memcpy(k, o.scheme, sl);
+        memcpy(k + sl, "://", 3);
+        memcpy(k + sl + 3, name, hl);
+        k[sl + 3 + hl] = ':';
+        memcpy(k + sl + 4 + hl, d, dl);
+        k[sl + 4 + hl + dl] = '\0';
+        rec_set_dest(&r->dest, bo_shim_dest_get(key));
+        return;
+    }
     if (u == NULL) {
         if (url == NULL || (u = r->real->url()) == NULL)
             return;
