@@ -392,7 +392,7 @@ static int get_path(const char *name, const char *v, char *out, char *err, size_
 
 #define SHARE_LIST                                                                       \
     "host, process or redis://[USER:PASS@]HOST:PORT[/DB][?namespace=NAME&lease_ms=N&" \
-    "ttl_ms=N]"
+    "ttl_ms=N&timeout_ms=N]"
 #define NAME_LIST "1 to 63 letters, digits, '.', '-' or '_'"
 
 static bool name_ok(const char *s)
@@ -461,6 +461,7 @@ int bo_redis_url_parse(const char *url, bo_redis_url *out, char *why, size_t why
     memset(out, 0, sizeof *out);
     out->lease_ms = 10000;
     out->ttl_ms = 60000;
+    out->timeout_ms = BO_REDIS_TIMEOUT_MS;
     bo_redis_url_mask(url, out->shown, sizeof out->shown);
     if (strncmp(url, "rediss://", 9) == 0)
         return WHY("rediss:// (TLS) needs hiredis_ssl, which this build does not link");
@@ -536,8 +537,11 @@ int bo_redis_url_parse(const char *url, bo_redis_url *out, char *why, size_t why
             } else if (kn == 6 && strncmp(q, "ttl_ms", 6) == 0) {
                 if (!span_number(eq + 1, vn, 1000, MS_PER_DAY, &out->ttl_ms))
                     return WHY("ttl_ms is not from 1000 to %lld", MS_PER_DAY);
+            } else if (kn == 10 && strncmp(q, "timeout_ms", 10) == 0) {
+                if (!span_number(eq + 1, vn, 1, 10000, &out->timeout_ms))
+                    return WHY("timeout_ms is not from 1 to 10000");
             } else {
-                return WHY("the query knows namespace, lease_ms and ttl_ms only");
+                return WHY("the query knows namespace, lease_ms, ttl_ms and timeout_ms only");
             }
             q += n;
             if (*q == '&')

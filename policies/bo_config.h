@@ -53,7 +53,9 @@ typedef enum bo_share_mode { BO_SHARE_HOST = 0, BO_SHARE_PROCESS, BO_SHARE_REDIS
 #define BO_ERR_LEN 512
 #define BO_REDIS_NS_LEN 64
 
-/* BACKOFF_SHARE=redis://[USER:PASS@]HOST:PORT[/DB][?namespace=N&lease_ms=N&ttl_ms=N] */
+/* BACKOFF_SHARE=redis://[USER:PASS@]HOST:PORT[/DB][?namespace=N&lease_ms=N&ttl_ms=N&
+ * timeout_ms=N] */
+#define BO_REDIS_TIMEOUT_MS 20 /* default bound on each wait for Redis */
 typedef struct bo_redis_url {
     char host[BO_HOST_LEN]; /* name or address literal, without brackets */
     int port;
@@ -63,6 +65,7 @@ typedef struct bo_redis_url {
     char ns[BO_REDIS_NS_LEN]; /* from ?namespace=; "": BACKOFF_REDIS_NAMESPACE */
     int64_t lease_ms;       /* a fleet lease's expiry (a host that died holding it) */
     int64_t ttl_ms;         /* an idle destination's keys expire after this */
+    int64_t timeout_ms;     /* longest wait for Redis: connect, each command, the lock */
     char shown[BO_PATH_LEN]; /* the URL with the password masked, for messages */
 } bo_redis_url;
 

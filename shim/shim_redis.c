@@ -250,7 +250,8 @@ static bool lock_bounded(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += BO_REDIS_BOUND_MS * 1000000L;
+    ts.tv_sec += (time_t)(g_url.timeout_ms / 1000);
+    ts.tv_nsec += (long)(g_url.timeout_ms % 1000) * 1000000L;
     if (ts.tv_nsec >= 1000000000L) {
         ts.tv_sec++;
         ts.tv_nsec -= 1000000000L;
@@ -318,7 +319,8 @@ static void release_orphans(void)
 /* Under g_mu: connected, or connect now if the time has come. */
 static bool ready(int64_t now)
 {
-    struct timeval tv = {0, BO_REDIS_BOUND_MS * 1000};
+    struct timeval tv = {(time_t)(g_url.timeout_ms / 1000),
+                         (suseconds_t)(g_url.timeout_ms % 1000) * 1000};
     redisReply *r;
 
     if (g_ctx != NULL)

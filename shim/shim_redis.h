@@ -4,7 +4,8 @@
  * adds the fleet's part of each destination (aimd only): a fleet window of
  * leases with expiry and a fleet pace, kept by one Lua script (EVALSHA) that
  * reads Redis's own clock (TIME).  One round trip per admission step and one
- * per completion, each bounded by BO_REDIS_BOUND_MS; no answer in time, a
+ * per completion, each bounded by the URL's timeout_ms (BO_REDIS_TIMEOUT_MS,
+ * 20 ms, by default); no answer in time, a
  * connection refused or reset, a script lost: this process goes on with the
  * host-wide state alone at once, says so once under BACKOFF_VERBOSE, and
  * tries to reconnect after 1 s (doubling up to 30 s).  A connection belongs
@@ -18,9 +19,6 @@
 
 #include "bo_classify.h"
 #include "bo_config.h"
-
-/* Longest wait for Redis (connect, each command, the connection's lock). */
-#define BO_REDIS_BOUND_MS 20
 
 /* After load_config: print cfg->share_warning, read REDISCLI_AUTH, arm the
  * backend when cfg says redis (nothing connects before the first call). */

@@ -68,7 +68,8 @@ static const char *const all_vars[] = {
 #define R_BETA "0 (the policy's own) or a number above 0 and below 1"
 #define R_MODE "reno or tahoe"
 #define R_SHARE                                                                            \
-    "host, process or redis://[USER:PASS@]HOST:PORT[/DB][?namespace=NAME&lease_ms=N&ttl_ms=N]"
+    "host, process or redis://[USER:PASS@]HOST:PORT[/DB][?namespace=NAME&lease_ms=N&ttl_ms=N&" \
+    "timeout_ms=N]"
 #define R_NAME "1 to 63 letters, digits, '.', '-' or '_'"
 #define R_DOWN "a number above 0 and at most 1"
 #define R_SEED "an integer from 0 to 18446744073709551615"
@@ -913,6 +914,8 @@ START_TEST(test_share_redis_url)
         {"redis://h:6379?namespace=a%20b", "the namespace is not"},
         {"redis://h:6379?lease_ms=5", "lease_ms is not from 100"},
         {"redis://h:6379?ttl_ms=5", "ttl_ms is not from 1000"},
+        {"redis://h:6379?timeout_ms=0", "timeout_ms is not from 1 to 10000"},
+        {"redis://h:6379?timeout_ms=10001", "timeout_ms is not from 1 to 10000"},
         {"redis://h:6379?color=red", "the query knows"},
         {"redis://h:6379x", "the port is missing"},
         {"redis://[::1:6379", "lacks its ']'"},
@@ -939,7 +942,7 @@ START_TEST(test_share_redis_url)
 
     env e = {.n = 0};
     env_set(&e, "BACKOFF_SHARE", "redis://fleet:p@ss:w@redis.example:6380/3?namespace=n1&"
-                                 "lease_ms=2500&ttl_ms=9000");
+                                 "lease_ms=2500&ttl_ms=9000&timeout_ms=250");
     ck_assert_msg(bo_config_load(&c, env_get, &e, err, sizeof err) == 0, "%s", err);
     ck_assert_int_eq(c.share, BO_SHARE_REDIS);
     ck_assert_str_eq(c.share_warning, "");
@@ -951,6 +954,7 @@ START_TEST(test_share_redis_url)
     ck_assert_str_eq(c.redis.ns, "n1");
     ck_assert_int_eq(c.redis.lease_ms, 2500);
     ck_assert_int_eq(c.redis.ttl_ms, 9000);
+    ck_assert_int_eq(c.redis.timeout_ms, 250);
     ck_assert_str_eq(c.redis_ns, "default");
     ck_assert(strstr(c.redis.shown, "p@ss") == NULL);
 
@@ -965,6 +969,7 @@ START_TEST(test_share_redis_url)
     ck_assert_str_eq(c.redis_ns, "ci");
     ck_assert_int_eq(c.redis.lease_ms, 10000);
     ck_assert_int_eq(c.redis.ttl_ms, 60000);
+    ck_assert_int_eq(c.redis.timeout_ms, BO_REDIS_TIMEOUT_MS);
 }
 END_TEST
 
