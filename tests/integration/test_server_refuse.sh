@@ -10,12 +10,20 @@ url="http://127.0.0.1:$PORT/item/1"
 rc=0; code=$(http_code "$url" -m 5) || rc=$?
 [ "$rc" = 0 ] && [ "$code" = 200 ] || fail "before the outage: curl exit $rc, status $code"
 
-# Poll (at most 10 s) until a connect is refused.
+# Poll (at most 10 s) until a connect is refused.  A connection that the
+# kernel had queued on the listener when it closed is dropped without an
+# answer (curl exit 52, or 56 when it is reset), as with any server that
+# closes its socket: seen once beside a CPU hog; that is the outage
+# beginning, not a failure.
 i=0; rc=0
 while :; do
     rc=0; code=$(http_code "$url" -m 5) || rc=$?
     [ "$rc" = 7 ] && break
-    [ "$rc" = 0 ] || fail "curl exit $rc (status $code) while waiting for the outage, expected 0 or 7"
+    case $rc in
+    0) ;;
+    52 | 56) note "poll $i: curl exit $rc, a connection queued as the listener closed" ;;
+    *) fail "curl exit $rc (status $code) while waiting for the outage, expected 0, 7, 52 or 56" ;;
+    esac
     i=$((i + 1)); [ $i -gt 100 ] && fail "the listener never closed"
     sleep 0.1
 done
