@@ -357,50 +357,71 @@ static handle_rec *rec_get(const curl_real *real, CURL *h)
 
 /* ---- recording the request ------------------------------------------- */
 
+/* dst = the n bytes of src in lower case, NUL-terminated. */
+static void copy_lower(char *dst, const char *src, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        dst[i] = (char)(src[i] >= 'A' && src[i] <= 'Z' ? src[i] - 'A' + 'a' : src[i]);
+    dst[n] = '\0';
+}
+
 /*
- * Parse the URL once, at setopt time, into the destination key
- * scheme://host:port (libcurl's URL API, default port filled in), and pick
- * the destination block unless BACKOFF_HOSTS leaves it out.
+ * The destination of scheme://host:port (host as libcurl gives it, an IPv6
+ * literal in brackets; port in decimal), unless BACKOFF_HOSTS leaves it
+ * out: key "scheme://host:port" in lower case, built without snprintf (this
+ * runs for every URL of a new origin).
+ */
+static void record_origin(handle_rec *r, const bo_config *cfg, const char *scheme,
+                          const char *host, const char *port)
+{
+    char key[BO_DEST_KEY_LEN], name[BO_HOST_LEN];
+    size_t hl = strlen(host), sl = strlen(scheme), pl = strlen(port);
+    size_t from = 0, nl = hl;
+
+    if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
+        from = 1;
+        nl = hl - 2;
+    }
+    if (nl >= sizeof name)
+        nl = sizeof name - 1;
+    copy_lower(name, host + from, nl);
+    if (!bo_config_host_matches(cfg, name, atoi(port)))
+        return;
+    if (sl + 3 + hl + 1 + pl >= sizeof key)
+        return;
+    copy_lower(key, scheme, sl);
+    memcpy(key + sl, "://", 3);
+    copy_lower(key + sl + 3, host, hl);
+    key[sl + 3 + hl] = ':';
+    memcpy(key + sl + 4 + hl, port, pl + 1);
+    rec_set_dest(&r->dest, bo_shim_dest_get(key));
+}
+
+/*
+ * Read the URL once, at setopt time, into its destination: a plain
+ * http(s) URL by bo_url_plain_origin (policies/bo_url.c, about 700
+ * instructions), any other shape by libcurl's URL API (default port filled
+ * in; about 8,000).
  */
 static void record_url(handle_rec *r, const char *url, CURLU *given)
 {
     const bo_config *cfg = bo_shim_config();
     CURLU *u = given;
     char *scheme = NULL, *host = NULL, *port = NULL;
-    char key[BO_DEST_KEY_LEN], name[BO_HOST_LEN];
+    bo_url_origin o;
 
     rec_set_dest(&r->dest, NULL);
     if (cfg == NULL)
         return;
-    bo_url_origin o;
-    if (u == NULL && bo_url_plain_origin(url, &o)) { /* what libcurl would say, cheaper */
-        /* key "scheme://host:port", lower case, as below (no snprintf: this
-         * runs for every URL of a new origin) */
-        size_t sl = strlen(o.scheme), hl = 0;
-        for (; o.host[hl] != '\0'; hl++) {
-            char c = o.host[hl];
-            name[hl] = (char)(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-        }
-        name[hl] = '\0';
-        if (!bo_config_host_matches(cfg, name, (int)o.port))
-            return;
+    if (u == NULL && bo_url_plain_origin(url, &o)) {
         char digits[8], *d = digits + sizeof digits;
         unsigned p = o.port;
+        *--d = '\0';
         do {
             *--d = (char)('0' + p % 10);
             p /= 10;
         } while (p != 0);
-        size_t dl = (size_t)(digits + sizeof digits - d);
-        _Static_assert(sizeof key >= sizeof "https://" + BO_URL_HOST_MAX + 1 + 5,
-                       "a plain origin's key fits");
-        char *k = key;
-        memcpy(k, o.scheme, sl);
-        memcpy(k + sl, "://", 3);
-        memcpy(k + sl + 3, name, hl);
-        k[sl + 3 + hl] = ':';
-        memcpy(k + sl + 4 + hl, d, dl);
-        k[sl + 4 + hl + dl] = '\0';
-        rec_set_dest(&r->dest, bo_shim_dest_get(key));
+        record_origin(r, cfg, o.scheme, o.host, d);
         return;
     }
     if (u == NULL) {
@@ -410,24 +431,10 @@ static void record_url(handle_rec *r, const char *url, CURLU *given)
                              CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK)
             goto out;
     }
-    if (r->real->url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
-        r->real->url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
-        r->real->url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK)
-        goto out;
-    size_t hl = strlen(host);
-    if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']')
-        snprintf(name, sizeof name, "%.*s", (int)(hl - 2), host + 1);
-    else
-        snprintf(name, sizeof name, "%s", host);
-    for (char *c = name; *c; c++)
-        *c = (char)(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
-    if (!bo_config_host_matches(cfg, name, atoi(port)))
-        goto out;
-    if (snprintf(key, sizeof key, "%s://%s:%s", scheme, host, port) >= (int)sizeof key)
-        goto out;
-    for (char *c = key; *c; c++)
-        *c = (char)(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
-    rec_set_dest(&r->dest, bo_shim_dest_get(key));
+    if (r->real->url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+        r->real->url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+        r->real->url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK)
+        record_origin(r, cfg, scheme, host, port);
 out:
     r->real->free(scheme);
     r->real->free(host);
