@@ -39,17 +39,18 @@ export CK_DEFAULT_TIMEOUT
 # test also gets a directory of its own, tests/integration/lib.sh).
 XDG_RUNTIME_DIR=$(mktemp -d "${TMPDIR:-/tmp}/backoff-run.XXXXXX")
 export XDG_RUNTIME_DIR
-# One file per suite in $status: NAME.cmd (what to run), NAME.rc (written
-# when it ends: exit status and seconds).  Names have '/' as '%'.
+# Two files per running suite in $status, named after it with '/' as '%':
+# KEY.pid (its timeout's pid) and KEY.rc (written when it ends: exit status
+# and seconds).
 status="$XDG_RUNTIME_DIR/.suites"
 mkdir -p "$status"
-RUNNING=""
+running=0
 stop_all() {
-    if [ -n "$RUNNING" ]; then
+    if [ "$running" -gt 0 ]; then
         for _f in "$status"/*.pid; do
             [ -f "$_f" ] && kill -TERM "$(cat "$_f")" 2>/dev/null
         done
-        for _p in $RUNNING; do wait "$_p" 2>/dev/null; done
+        wait
     fi
     rm -rf "$XDG_RUNTIME_DIR"
 }
@@ -60,38 +61,36 @@ passed=0
 failed=0
 failures=""
 queue=""
-# add NAME LIMIT COMMAND...: queues one suite.
-add() {
-    _key=$(echo "$1" | tr / %)
-    printf '%s\n' "$2" >"$status/$_key.limit"
-    shift 2
-    # The command, quoted for sh -c.
-    : >"$status/$_key.cmd"
-    for _a in "$@"; do
-        printf "'%s' " "$(printf '%s' "$_a" | sed "s/'/'\\\\''/g")" >>"$status/$_key.cmd"
-    done
-    queue="$queue $_key"
+# run_suite NAME: the suite (unit/test_x or integration/test_y), bounded in
+# time; exec'd, so that the caller's $! is timeout's pid.
+run_suite() {
+    case $1 in
+    unit/*)
+        if [ "${VALGRIND:-0}" = 1 ]; then
+            exec timeout -k 5 600 env CK_FORK=no valgrind -q --error-exitcode=99 \
+                --leak-check=full --errors-for-leak-kinds=definite "$BUILD/tests/$1"
+        fi
+        exec timeout -k 5 300 "$BUILD/tests/$1" ;;
+    integration/*) exec timeout -k 5 300 sh "$top/tests/$1.sh" ;;
+    esac
 }
-# start KEY: runs a suite in the background.  timeout puts the suite in a
+# start NAME: runs a suite in the background.  timeout puts the suite in a
 # process group of its own; its pid is kept in KEY.pid, so that an interrupt
 # stops every suite with everything it started (timeout passes the signal on
 # to its group).
 start() {
-    _key=$1
-    _name=$(echo "$_key" | tr % /)
-    _log="$BUILD/tests/logs/$_name.log"
+    _key=$(echo "$1" | tr / %)
+    _log="$BUILD/tests/logs/$1.log"
     mkdir -p "$(dirname "$_log")"
-    _limit=$(cat "$status/$_key.limit")
     (
         s=$(date +%s)
         rc=0
-        eval "exec timeout -k 5 $_limit $(cat "$status/$_key.cmd")" >"$_log" 2>&1 </dev/null &
+        run_suite "$1" >"$_log" 2>&1 </dev/null &
         echo $! >"$status/$_key.pid"
         wait $! || rc=$?
         echo "$rc $(( $(date +%s) - s ))" >"$status/$_key.rc.tmp" && mv "$status/$_key.rc.tmp" "$status/$_key.rc"
     ) &
-    RUNNING="$RUNNING $!"
-    eval "pid_$(echo "$_key" | tr -c 'A-Za-z0-9_\n' _)=$!"
+    running=$((running + 1))
 }
 # reap: reports every suite that has ended since the last call.
 reap() {
@@ -101,12 +100,7 @@ reap() {
         _name=$(echo "$_key" | tr % /)
         read -r _code _secs <"$_rc"
         rm -f "$_rc" "$status/$_key.pid"
-        _var="pid_$(echo "$_key" | tr -c 'A-Za-z0-9_\n' _)"
-        eval "_pid=\$$_var"
-        wait "$_pid" 2>/dev/null || true
-        _left=""
-        for _p in $RUNNING; do [ "$_p" = "$_pid" ] || _left="$_left $_p"; done
-        RUNNING=$_left
+        running=$((running - 1))
         if [ "$_code" = 0 ]; then
             passed=$((passed + 1))
             echo "PASS $_name (${_secs}s)"
@@ -119,17 +113,10 @@ reap() {
         fi
     done
 }
-running() { set -- $RUNNING; echo $#; }
 
 if [ "$what" = unit ] || [ "$what" = all ]; then
     for t in "$BUILD"/tests/unit/test_*; do
-        [ -x "$t" ] || continue
-        if [ "${VALGRIND:-0}" = 1 ]; then
-            add "unit/$(basename "$t")" 600 env CK_FORK=no valgrind -q --error-exitcode=99 \
-                --leak-check=full --errors-for-leak-kinds=definite "$t"
-        else
-            add "unit/$(basename "$t")" 300 "$t"
-        fi
+        [ -x "$t" ] && queue="$queue unit/$(basename "$t")"
     done
 fi
 if [ "$what" = integration ] || [ "$what" = all ]; then
@@ -139,27 +126,27 @@ if [ "$what" = integration ] || [ "$what" = all ]; then
                 echo "run-tests.sh: INTEGRATION_TESTS names \"$n\", which is not in tests/integration/" >&2
                 exit 2
             }
-            add "integration/$n" 300 sh "$top/tests/integration/$n.sh"
+            queue="$queue integration/$n"
         done
     else
         for t in "$top"/tests/integration/test_*.sh; do
-            [ -f "$t" ] || continue
-            add "integration/$(basename "$t" .sh)" 300 sh "$t"
+            [ -f "$t" ] && queue="$queue integration/$(basename "$t" .sh)"
         done
     fi
 fi
 [ "$jobs" -gt 1 ] && echo "($jobs suites at a time; TEST_JOBS=1 runs them one by one)"
-for key in $queue; do
-    while [ "$(running)" -ge "$jobs" ]; do
+for name in $queue; do
+    while [ "$running" -ge "$jobs" ]; do
         reap
-        [ "$(running)" -ge "$jobs" ] && sleep 0.2
+        [ "$running" -ge "$jobs" ] && sleep 0.2
     done
-    start "$key"
+    start "$name"
 done
-while [ "$(running)" -gt 0 ]; do
+while [ "$running" -gt 0 ]; do
     reap
-    [ "$(running)" -gt 0 ] && sleep 0.2
+    [ "$running" -gt 0 ] && sleep 0.2
 done
+wait
 [ -n "$failures" ] && echo "failed:$failures"
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ] && [ "$passed" -gt 0 ]
