@@ -33,6 +33,7 @@
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -47,8 +48,10 @@
 _Static_assert(BO_SHARE_KEY_LEN == BO_DEST_KEY_LEN, "a slot holds any key a block holds");
 
 static bo_share_file *g_file;   /* NULL: process-local */
+static int g_file_fd = -1;      /* g_file's descriptor (it holds the shared flock) */
 static int g_opened;            /* bo_shim_once */
 static const bo_config *g_cfg;  /* for repairs and stale resets */
+static uint64_t g_cfg_hash;     /* config_hash(g_cfg), made once */
 static int32_t g_pid;           /* this process as the leases name it */
 static uint64_t g_start, g_nonce;
 
@@ -59,13 +62,10 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* FNV-1a over the key, then the configuration's hash. */
-static uint64_t hash_key(const char *key, uint64_t cfg_hash)
+/* The key's FNV-1a (bo_share_key_fnv), then the configuration's hash. */
+static uint64_t hash_key(uint64_t key_fnv, uint64_t cfg_hash)
 {
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (const unsigned char *c = (const unsigned char *)key; *c != '\0'; c++)
-        h = (h ^ *c) * 0x100000001b3ULL;
-    return (h ^ cfg_hash) * 0x100000001b3ULL;
+    return (key_fnv ^ cfg_hash) * 0x100000001b3ULL;
 }
 
 static void mix(uint64_t *h, const void *p, size_t n)
@@ -180,9 +180,14 @@ void bo_share_reap(bo_share_slot *s, int64_t now, bool force)
         return;
     s->reaped_ns = now;
     int saved = errno;
-    for (unsigned i = 0; i < BO_SHARE_PROCS; i++) {
+    /* entries in use are counted: stop once all were seen (none: nothing to do) */
+    unsigned left = __atomic_load_n(&s->nattached, __ATOMIC_RELAXED);
+    for (unsigned i = 0; i < BO_SHARE_PROCS && left > 0; i++) {
         bo_share_proc *p = &s->procs[i];
-        if (p->pid != 0 && !proc_alive(p))
+        if (p->pid == 0)
+            continue;
+        left--;
+        if (!proc_alive(p))
             drop_proc(s, p);
     }
     errno = saved;
@@ -205,9 +210,13 @@ static void init_shared_mutex(pthread_mutex_t *mu)
  */
 static void repair_slot(bo_share_slot *s)
 {
-    unsigned inflight = 0, waiters = 0;
+    unsigned inflight = 0, waiters = 0, attached = 0;
     const bo_config *cfg = __atomic_load_n(&g_cfg, __ATOMIC_RELAXED);
 
+    /* the count of entries in use first: reap and self_entry rely on it */
+    for (unsigned i = 0; i < BO_SHARE_PROCS; i++)
+        attached += s->procs[i].pid != 0;
+    __atomic_store_n(&s->nattached, attached, __ATOMIC_RELAXED);
     bo_share_reap(s, now_ns(), true);
     for (unsigned i = 0; i < BO_SHARE_PROCS; i++) {
         inflight += s->procs[i].inflight;
@@ -249,7 +258,7 @@ static void repair_file_v(void *arg)
     bo_share_file *f = arg;
     /* A holder died inside: the chains are made anew from the slots. */
     memset(f->heads, 0, sizeof f->heads);
-    for (unsigned i = 0; i < BO_SHARE_SLOTS; i++) {
+    for (unsigned i = 0, n = bo_share_hiwater(f); i < n; i++) {
         f->slots[i].key[BO_SHARE_KEY_LEN - 1] = '\0';
         if (f->slots[i].used)
             chain_link(f, &f->slots[i]);
@@ -328,7 +337,10 @@ static bo_share_file *create_file(const char *path, int *fdp, char *why, size_t 
         WHY("it cannot be created: %s", strerror(errno));
         return NULL;
     }
-    if (fchmod(fd, 0600) != 0 || ftruncate(fd, sizeof(bo_share_file)) != 0)
+    /* The file is sparse: the header's pages are allocated now, a slot's when it is
+     * first handed out (take_slot), so a full tmpfs is an error, never a SIGBUS. */
+    if (fchmod(fd, 0600) != 0 || ftruncate(fd, sizeof(bo_share_file)) != 0 ||
+        fallocate(fd, 0, 0, (off_t)offsetof(bo_share_file, slots)) != 0)
         goto fail;
     f = mmap(NULL, sizeof *f, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (f == MAP_FAILED) {
@@ -343,9 +355,7 @@ static bo_share_file *create_file(const char *path, int *fdp, char *why, size_t 
     f->mutex_size = sizeof(pthread_mutex_t);
     f->ptr_size = sizeof(void *);
     f->file_size = sizeof(bo_share_file);
-    init_shared_mutex(&f->mu);
-    for (unsigned i = 0; i < BO_SHARE_SLOTS; i++)
-        init_shared_mutex(&f->slots[i].mu);
+    init_shared_mutex(&f->mu); /* a slot's lock is made when it is first handed out */
     __atomic_store_n(&f->magic, BO_SHARE_MAGIC, __ATOMIC_RELEASE);
     flock(fd, LOCK_SH);
     if (link(tmp, path) != 0) {
@@ -393,8 +403,10 @@ static bo_share_file *map_file(bool create, char *why, size_t len, bool *replace
             if (!create)
                 return NULL;
             f = create_file(path, &fd, why, len);
-            if (f != NULL)
-                return f; /* fd stays open: it holds the shared flock */
+            if (f != NULL) {
+                g_file_fd = fd; /* stays open: it holds the shared flock */
+                return f;
+            }
             if (why[0] != '\0')
                 return NULL;
             continue;
@@ -438,8 +450,10 @@ static bo_share_file *map_file(bool create, char *why, size_t len, bool *replace
                 return NULL;
             }
             problem = header_problem(f, reason, sizeof reason);
-            if (problem == NULL)
-                return f; /* fd stays open: it holds the shared flock */
+            if (problem == NULL) {
+                g_file_fd = fd; /* stays open: it holds the shared flock */
+                return f;
+            }
             munmap(f, sizeof *f);
         }
         /* Ours but not usable: replace it when no process holds it. */
@@ -483,6 +497,7 @@ static void open_once(void)
     int saved = errno;
 
     self_identity();
+    g_cfg_hash = config_hash(__atomic_load_n(&g_cfg, __ATOMIC_RELAXED));
     g_file = map_file(true, why, sizeof why, &replaced);
     if (replaced && g_file != NULL)
         say("backoff: BACKOFF_SHARE=host: replaced the shared state file: %s\n", why);
@@ -500,14 +515,25 @@ static int self_entry(bo_share_slot *s, int64_t now)
     int free_i = -1;
 
     for (int pass = 0; pass < 2; pass++) {
+        /* Entries in use are counted (nattached, under the slot's lock):
+         * once all of them were seen and a free one found, stop. */
+        unsigned left = __atomic_load_n(&s->nattached, __ATOMIC_RELAXED);
         for (unsigned i = 0; i < BO_SHARE_PROCS; i++) {
             bo_share_proc *p = &s->procs[i];
-            if (is_self(p))
-                return (int)i;
-            if (p->pid == g_pid && p->start == g_start)
-                drop_proc(s, p); /* our image before an exec: gone */
+            if (p->pid != 0) {
+                if (p->pid == g_pid) {
+                    if (is_self(p))
+                        return (int)i;
+                    if (p->start == g_start)
+                        drop_proc(s, p); /* our image before an exec: gone */
+                }
+                if (left > 0)
+                    left--;
+            }
             if (p->pid == 0 && free_i < 0)
                 free_i = (int)i;
+            if (left == 0 && free_i >= 0)
+                break;
         }
         if (free_i >= 0) {
             bo_share_proc *p = &s->procs[free_i];
@@ -565,7 +591,9 @@ static bo_share_slot *chain_find(bo_share_file *f, const char *key, uint64_t h, 
 #define EVICT_SAMPLE 32
 
 /*
- * A slot for a new key, under the file's lock: a free one, else the least
+ * A slot for a new key, under the file's lock: one never used while there
+ * are some (in order, so the file's pages are touched as it fills), else a
+ * free one, else the least
  * recently used of EVICT_SAMPLE slots nobody is attached to, from a cursor
  * that goes round the file (an approximate LRU that costs the same at any
  * size; all slots when the sample has none).  Read without the slots'
@@ -576,6 +604,24 @@ static bo_share_slot *chain_find(bo_share_file *f, const char *key, uint64_t h, 
  */
 static bo_share_slot *take_slot(bo_share_file *f, int64_t now)
 {
+    unsigned fresh = bo_share_hiwater(f);
+    if (fresh < BO_SHARE_SLOTS) { /* never used: its pages are touched from now on */
+        bo_share_slot *s = &f->slots[fresh];
+        /* Its pages first: on a full tmpfs, writing an unallocated page of a
+         * shared mapping raises SIGBUS in the program.  No room: this
+         * destination stays process-local (NULL), as when every slot is held. */
+        int saved = errno;
+        off_t at = (off_t)((char *)s - (char *)f);
+        bool room = g_file_fd < 0 || fallocate(g_file_fd, 0, at, (off_t)sizeof *s) == 0 ||
+                    errno == EOPNOTSUPP || errno == ENOSYS;
+        errno = saved;
+        if (!room)
+            return NULL;
+        init_shared_mutex(&s->mu);
+        __atomic_store_n(&f->hiwater, fresh + 1, __ATOMIC_RELEASE);
+        bo_share_lock(s);
+        return s;
+    }
     for (int pass = 0; pass < 2; pass++) {
         bo_share_slot *victim = NULL;
         int64_t oldest = INT64_MAX;
@@ -605,7 +651,7 @@ static bo_share_slot *take_slot(bo_share_file *f, int64_t now)
             bo_share_unlock(victim);
         }
         if (pass == 0) {
-            for (unsigned i = 0; i < BO_SHARE_SLOTS; i++) {
+            for (unsigned i = 0; i < BO_SHARE_SLOTS; i++) { /* all handed out */
                 bo_share_lock(&f->slots[i]);
                 bo_share_reap(&f->slots[i], now, true);
                 bo_share_unlock(&f->slots[i]);
@@ -635,21 +681,22 @@ void bo_share_init(const bo_config *cfg)
     bo_shim_once(&g_opened, open_once);
 }
 
-bo_share_slot *bo_share_attach(const char *key, const bo_config *cfg, unsigned *idx)
+bo_share_slot *bo_share_attach(const char *key, size_t len, uint64_t key_fnv,
+                               const bo_config *cfg, unsigned *idx)
 {
     bo_share_file *f;
     bo_share_slot *s = NULL;
     uint64_t ch, h;
     int64_t now;
 
-    if (cfg->share == BO_SHARE_PROCESS || strlen(key) >= BO_SHARE_KEY_LEN ||
+    if (cfg->share == BO_SHARE_PROCESS || len >= BO_SHARE_KEY_LEN ||
         !__atomic_load_n(&g_opened, __ATOMIC_ACQUIRE))
         return NULL;
     f = g_file;
     if (f == NULL)
         return NULL;
-    ch = config_hash(cfg);
-    h = hash_key(key, ch);
+    ch = cfg == __atomic_load_n(&g_cfg, __ATOMIC_RELAXED) ? g_cfg_hash : config_hash(cfg);
+    h = hash_key(key_fnv, ch);
     now = now_ns();
     lock_file(f);
     s = chain_find(f, key, h, ch);
@@ -664,7 +711,7 @@ bo_share_slot *bo_share_attach(const char *key, const bo_config *cfg, unsigned *
         s->used = 1;
         s->hash = h;
         s->cfg_hash = ch;
-        memcpy(s->key, key, strlen(key) + 1);
+        memcpy(s->key, key, len + 1);
         chain_link(f, s);
         fresh_state(s, cfg, now);
     } else {
@@ -822,7 +869,7 @@ int bo_share_status(FILE *out)
     }
     fprintf(out, "# destination window pace_per_s in_flight processes last_throttle "
                  "last_success\n");
-    for (unsigned i = 0; i < BO_SHARE_SLOTS; i++) {
+    for (unsigned i = 0, n = bo_share_hiwater(f); i < n; i++) {
         bo_share_slot *s = &f->slots[i];
         if (!__atomic_load_n(&s->used, __ATOMIC_ACQUIRE))
             continue;
@@ -876,7 +923,7 @@ int bo_share_reset(FILE *out, const bo_config *cfg)
         return 2;
     }
     lock_file(f);
-    for (unsigned i = 0; i < BO_SHARE_SLOTS; i++) {
+    for (unsigned i = 0, n = bo_share_hiwater(f); i < n; i++) {
         bo_share_slot *s = &f->slots[i];
         if (!s->used)
             continue;

@@ -66,18 +66,6 @@ static shard g_shards[SHARDS] = {S, S, S, S, S, S, S, S, S, S, S, S, S, S, S, S}
 
 _Static_assert(SHARDS == 16, "g_shards' initializer lists 16 shards");
 
-/* FNV-1a, 64 bits. */
-static uint64_t hash_key(const char *key, size_t *len)
-{
-    uint64_t h = 0xcbf29ce484222325ULL;
-    const unsigned char *c = (const unsigned char *)key;
-
-    for (; *c != '\0'; c++)
-        h = (h ^ *c) * 0x100000001b3ULL;
-    *len = (size_t)(c - (const unsigned char *)key);
-    return h;
-}
-
 static shard *shard_of(uint64_t hash)
 {
     return &g_shards[hash % SHARDS];
@@ -169,7 +157,7 @@ bo_shim_dest *bo_shim_dest_get(const char *key)
 
     if (cfg == NULL)
         return NULL;
-    h = hash_key(key, &len);
+    h = bo_share_key_fnv(key, &len); /* the host-wide file's hash starts from it */
     if (len >= BO_DEST_KEY_LEN)
         return NULL;
     bo_share_init(cfg); /* before the shard lock: it may take the init lock */
@@ -180,7 +168,7 @@ bo_shim_dest *bo_shim_dest_get(const char *key)
             if (sd->hash == h && strcmp(sd->key, key) == 0) {
                 if (__atomic_fetch_add(&sd->refs, 1, __ATOMIC_ACQ_REL) == 0) {
                     lru_unlink(s, sd);
-                    sd->shared = bo_share_attach(key, cfg, &sd->share_idx);
+                    sd->shared = bo_share_attach(key, len, h, cfg, &sd->share_idx);
                 }
                 goto out;
             }
@@ -194,7 +182,7 @@ bo_shim_dest *bo_shim_dest_get(const char *key)
     sd->hash = h;
     __atomic_store_n(&sd->refs, 1, __ATOMIC_RELAXED);
     bo_shim_dest_init_block(sd, cfg);
-    sd->shared = bo_share_attach(key, cfg, &sd->share_idx);
+    sd->shared = bo_share_attach(key, len, h, cfg, &sd->share_idx);
     size_t b = bucket_of(s, h);
     sd->hnext = s->buckets[b];
     s->buckets[b] = sd;

@@ -45,7 +45,7 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "file") == 0) {
         mu = &f->mu;
     } else if (strcmp(argv[1], "slot") == 0 && argc == 3) {
-        for (unsigned i = 0; i < BO_SHARE_SLOTS; i++)
+        for (unsigned i = 0, n = bo_share_hiwater(f); i < n; i++)
             if (f->slots[i].used && strcmp(f->slots[i].key, argv[2]) == 0)
                 mu = &f->slots[i].mu;
     }
