@@ -384,9 +384,11 @@ static void record_origin(handle_rec *r, const bo_config *cfg, const char *schem
     }
     if (nl >= sizeof name)
         nl = sizeof name - 1;
-    copy_lower(name, host + from, nl);
-    if (!bo_config_host_matches(cfg, name, atoi(port)))
-        return;
+    if (cfg->n_hosts > 0) { /* BACKOFF_HOSTS: the name and port must be listed */
+        copy_lower(name, host + from, nl);
+        if (!bo_config_host_matches(cfg, name, atoi(port)))
+            return;
+    }
     if (sl + 3 + hl + 1 + pl >= sizeof key)
         return;
     copy_lower(key, scheme, sl);
