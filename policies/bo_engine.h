@@ -63,6 +63,8 @@ typedef struct bo_call {
                                 logical request spent (bo_call_continue) */
     uint64_t fleet_lease;    /* the caller's: the fleet lease (BACKOFF_SHARE=redis) of the
                                 attempt in flight; 0: none.  The engine never reads it. */
+    uint64_t fleet_ticket;   /* the caller's: its place in the fleet's queue while the
+                                fleet says wait; 0: none.  The engine never reads it. */
 } bo_call;
 
 typedef enum bo_admit {

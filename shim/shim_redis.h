@@ -29,18 +29,24 @@ bool bo_redis_active(void);
 
 typedef enum bo_redis_answer {
     BO_REDIS_GO = 0,     /* go: *lease holds the fleet lease */
-    BO_REDIS_WAIT,       /* the fleet says wait: ask again at *until_ns */
+    BO_REDIS_WAIT,       /* the fleet says wait: ask again at *until_ns with *ticket,
+                            the call's place in the fleet's queue (first come, first
+                            served: the asks of the calls ahead come sooner) */
     BO_REDIS_ALONE       /* no answer: go on the host-wide state alone (*lease = 0) */
 } bo_redis_answer;
 
 /* One admission step for destination key at now_ns (CLOCK_MONOTONIC). */
 bo_redis_answer bo_redis_admit(const char *key, int64_t now_ns, uint64_t *lease,
-                               int64_t *until_ns);
+                               uint64_t *ticket, int64_t *until_ns);
 
 /* The leased attempt ended (outcome as classified) or never ran (cancel): lease
  * goes back, the fleet window and pace learn from it; *lease is cleared. */
 void bo_redis_complete(const char *key, uint64_t *lease, const bo_outcome *outcome);
 void bo_redis_cancel(const char *key, uint64_t *lease);
+/* A call that stops waiting for the fleet (deadline, cap, signal) leaves its
+ * place in the queue (else it is dropped 150 ms after its last ask); *ticket
+ * is cleared. */
+void bo_redis_leave_queue(const char *key, uint64_t *ticket);
 
 /* Fork: the child drops (never uses, never frees) the parent's connection. */
 void bo_redis_prepare_fork(void);

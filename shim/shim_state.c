@@ -350,12 +350,18 @@ static int fleet_admit(bo_shim_dest *sd, bo_call *call, const bo_shim_waiter *w,
     int64_t from = bo_shim_now_ns();
     for (;;) {
         int64_t now = bo_shim_now_ns(), until = now;
-        if (bo_redis_admit(sd->key, now, &call->fleet_lease, &until) != BO_REDIS_WAIT)
+        if (bo_redis_admit(sd->key, now, &call->fleet_lease, &call->fleet_ticket, &until) !=
+            BO_REDIS_WAIT) {
+            bo_redis_leave_queue(sd->key, &call->fleet_ticket); /* alone: no place held */
             return 0;
-        if (until >= fleet_limit(call, from, now, deadline_ns))
+        }
+        if (until >= fleet_limit(call, from, now, deadline_ns)) {
+            bo_redis_leave_queue(sd->key, &call->fleet_ticket);
             return 0;
+        }
         int rc = bo_shim_wait(until, w != NULL ? w : &plain);
         if (rc != 0) {
+            bo_redis_leave_queue(sd->key, &call->fleet_ticket);
             fleet_undo(sd, call);
             return rc;
         }
@@ -368,10 +374,17 @@ static int fleet_try_admit(bo_shim_dest *sd, bo_call *call, int64_t now, int64_t
 {
     int64_t until = now;
 
-    if (!bo_redis_active() ||
-        bo_redis_admit(sd->key, now, &call->fleet_lease, &until) != BO_REDIS_WAIT ||
-        until >= fleet_limit(call, now, now, INT64_MAX))
+    if (!bo_redis_active())
         return 0;
+    if (bo_redis_admit(sd->key, now, &call->fleet_lease, &call->fleet_ticket, &until) !=
+        BO_REDIS_WAIT) {
+        bo_redis_leave_queue(sd->key, &call->fleet_ticket); /* alone: no place held */
+        return 0;
+    }
+    if (until >= fleet_limit(call, now, now, INT64_MAX)) {
+        bo_redis_leave_queue(sd->key, &call->fleet_ticket);
+        return 0;
+    }
     fleet_undo(sd, call);
     if (until > now + BO_POLL_ADMIT_NS)
         until = now + BO_POLL_ADMIT_NS;
@@ -546,6 +559,7 @@ out:
 void bo_shim_call_cancel(bo_shim_dest *sd, bo_call *call)
 {
     bo_redis_cancel(sd->key, &call->fleet_lease); /* issue 14 */
+    bo_redis_leave_queue(sd->key, &call->fleet_ticket);
     bo_dest *d = dest_lock(sd);
     release_admission(sd, d, call);
     sd->calls++;

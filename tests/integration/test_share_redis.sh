@@ -11,6 +11,8 @@
 #   - a host that dies holding leases loses them at their expiry (?lease_ms);
 #   - Redis killed (SIGKILL) and restarted mid-run: every call succeeds, none
 #     is slow, each process says "alone" at most once and rejoins;
+#   - the fleet's queue: calls held back queue in Redis and leave it when
+#     they go (nothing left after the run);
 #   - a "Redis" that accepts and never answers: every call completes within
 #     the bound (20 ms per step), the run is as quick as without Redis.
 # Everything runs under timeout -k in its own process group (setsid).
@@ -113,6 +115,36 @@ echo
 stop_server
 att=$(summary_field "$TMP/bucket.out" requests)
 note "fleet: $att attempts for 54 requests"
+
+# --- the fleet's queue: calls held back wait their turn, none left behind ---------
+# 2 hosts x 2 processes x 3 threads, started at one instant, against a fleet
+# window of 4 (BACKOFF_WINDOW, the fleet's first window too) and a cap of 4
+# slots x 300 ms: each host's window lets 4 calls ask at once, so the fleet
+# holds some back and they queue; every call that queued left the queue when
+# it went (an empty sorted set is no key at all).  Redis's MONITOR lists every
+# command the script ran, so the queue's use is counted, not sampled (a
+# sampler every 50 ms once saw nothing on a busy CI machine).
+start_server queue --max-busy 4 --service-ms 300
+qkey="backoff:queue:{http://127.0.0.1:$PORT}:queue"
+rcli monitor >"$TMP/queue.monitor" 2>&1 &
+mon=$!
+PIDS="$PIDS $mon"
+sleep 0.3
+BACKOFF_WINDOW=4 BACKOFF_WINDOW_MAX=4 loadgen_fleet queue \
+    "redis://127.0.0.1:$REDIS_PORT?namespace=queue&$PATIENT" 2 2 6 --threads 3 --verify \
+    --start-at-ms $(($(date +%s%3N) + 1500))
+kill "$mon" 2>/dev/null || true
+wait "$mon" 2>/dev/null || true
+ok=$(fleet_sum queue ok)
+[ "$ok" = 24 ] || fail "queue: $ok of 24 requests ok"
+queued=$(grep -c "\"ZADD\" \"$qkey\"" "$TMP/queue.monitor" || true)
+[ "$queued" -ge 1 ] ||
+    fail "queue: no call queued while 12 threads shared a window of 4 ($(wc -l <"$TMP/queue.monitor") commands seen)"
+[ "$(rcli exists "$qkey" | tr -d '\r')" = 0 ] ||
+    fail "queue: calls left in the queue after all ended: $(rcli zrange "$qkey" 0 -1 | tr '\n' ' ')"
+stop_server
+busy=$(summary_field "$TMP/queue.out" max_concurrency)
+note "queue: 24/24 ok, $queued calls queued, the server saw at most $busy at once, queue empty after"
 
 loads() { rcli info commandstats | tr -d '\r' | sed -n 's/^cmdstat_script|load:calls=\([0-9]*\),.*/\1/p'; }
 
