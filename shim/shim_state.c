@@ -333,6 +333,26 @@ static int64_t fleet_limit(bo_call *call, int64_t from_ns, int64_t now, int64_t 
 }
 
 /*
+ * One ask of the fleet at now for a call that has waited since from_ns: true
+ * when the fleet says wait until *until_ns, within the call's deadline and
+ * BACKOFF_CAP_MS (fleet_limit), the call keeping its place in the fleet's
+ * queue; false when the attempt goes now, with the fleet's lease (GO) or
+ * without one (no answer from Redis, or a wait past the limit), the place
+ * left.
+ */
+static bool fleet_ask(bo_shim_dest *sd, bo_call *call, int64_t from_ns, int64_t now,
+                      int64_t deadline_ns, int64_t *until_ns)
+{
+    *until_ns = now;
+    if (bo_redis_admit(sd->key, now, &call->fleet_lease, &call->fleet_ticket, until_ns) ==
+            BO_REDIS_WAIT &&
+        *until_ns < fleet_limit(call, from_ns, now, deadline_ns))
+        return true;
+    bo_redis_leave_queue(sd->key, &call->fleet_ticket); /* none held after a GO */
+    return false;
+}
+
+/*
  * After a host-wide GO, with no lock held (BACKOFF_SHARE=redis, aimd): the
  * fleet's admission.  The host-wide slot stays taken while the fleet says
  * wait (the attempt is this host's next); a fleet wait that would pass the
@@ -344,21 +364,12 @@ static int fleet_admit(bo_shim_dest *sd, bo_call *call, const bo_shim_waiter *w,
                        int64_t deadline_ns)
 {
     static const bo_shim_waiter plain = {.tick = NULL, .ud = NULL, .interruptible = false};
+    int64_t until;
 
     if (!bo_redis_active())
         return 0;
     int64_t from = bo_shim_now_ns();
-    for (;;) {
-        int64_t now = bo_shim_now_ns(), until = now;
-        if (bo_redis_admit(sd->key, now, &call->fleet_lease, &call->fleet_ticket, &until) !=
-            BO_REDIS_WAIT) {
-            bo_redis_leave_queue(sd->key, &call->fleet_ticket); /* alone: no place held */
-            return 0;
-        }
-        if (until >= fleet_limit(call, from, now, deadline_ns)) {
-            bo_redis_leave_queue(sd->key, &call->fleet_ticket);
-            return 0;
-        }
+    while (fleet_ask(sd, call, from, bo_shim_now_ns(), deadline_ns, &until)) {
         int rc = bo_shim_wait(until, w != NULL ? w : &plain);
         if (rc != 0) {
             bo_redis_leave_queue(sd->key, &call->fleet_ticket);
@@ -366,25 +377,17 @@ static int fleet_admit(bo_shim_dest *sd, bo_call *call, const bo_shim_waiter *w,
             return rc;
         }
     }
+    return 0;
 }
 
 /* The non-blocking form (the multi interface): 1 and *until_ns when the
  * fleet says wait, the host-wide admission undone. */
 static int fleet_try_admit(bo_shim_dest *sd, bo_call *call, int64_t now, int64_t *until_ns)
 {
-    int64_t until = now;
+    int64_t until;
 
-    if (!bo_redis_active())
+    if (!bo_redis_active() || !fleet_ask(sd, call, now, now, INT64_MAX, &until))
         return 0;
-    if (bo_redis_admit(sd->key, now, &call->fleet_lease, &call->fleet_ticket, &until) !=
-        BO_REDIS_WAIT) {
-        bo_redis_leave_queue(sd->key, &call->fleet_ticket); /* alone: no place held */
-        return 0;
-    }
-    if (until >= fleet_limit(call, now, now, INT64_MAX)) {
-        bo_redis_leave_queue(sd->key, &call->fleet_ticket);
-        return 0;
-    }
     fleet_undo(sd, call);
     if (until > now + BO_POLL_ADMIT_NS)
         until = now + BO_POLL_ADMIT_NS;
