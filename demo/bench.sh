@@ -389,27 +389,41 @@ bench_share() {
     bench_share_threads
 }
 
-# share_procs NAME PROCS THREADS REQUESTS: PROCS loadgen processes sharing the
-# destination host-wide (their own state directory), started at one instant;
-# writes "elapsed_s ok gave_up" to NAME.res.
-share_procs() {
+# procs_run NAME SHARE HOSTS PROCS THREADS REQUESTS: HOSTS "hosts" (each its own
+# state directory, so its own host-wide state) x PROCS loadgen processes of
+# THREADS threads, all started at one instant (loadgen --start-at-ms: starting
+# 32 processes takes a second or more on a small machine, as it never does on
+# a fleet's hosts); writes "elapsed_s ok gave_up" to NAME.res, elapsed from
+# that instant.
+procs_run() {
     _pids=""
-    mkdir -m 700 "$WORK/$1.xdg"
-    _at=$(($(date +%s%3N) + 1500))
-    _p=1
-    while [ $_p -le "$2" ]; do
-        XDG_RUNTIME_DIR="$WORK/$1.xdg" BACKOFF_SHARE=host BACKOFF_STATS="$WORK/$1.$_p.json" \
-            setsid timeout -k 2 120 "$BUILD/backoff" -- "$BUILD/loadgen" \
-            --url "http://127.0.0.1:$PORT/item/{n}" --requests "$4" --threads "$3" --verify \
-            --start-at-ms $_at >"$WORK/$1.$_p.tsv" 2>/dev/null &
-        _pids="$_pids $!"
-        _p=$((_p + 1))
+    _at=$(($(date +%s%3N) + 1500 + 30 * $3 * $4))
+    _h=1
+    while [ $_h -le "$3" ]; do
+        mkdir -p -m 700 "$WORK/$1.h$_h"
+        _p=1
+        while [ $_p -le "$4" ]; do
+            XDG_RUNTIME_DIR="$WORK/$1.h$_h" BACKOFF_SHARE=$2 BACKOFF_STATS="$WORK/$1.$_h.$_p.json" \
+                setsid timeout -k 2 300 "$BUILD/backoff" -- "$BUILD/loadgen" \
+                --url "http://127.0.0.1:$PORT/item/{n}" --requests "$6" --threads "$5" --verify \
+                --start-at-ms $_at >"$WORK/$1.$_h.$_p.tsv" 2>/dev/null &
+            _pids="$_pids $!"
+            _p=$((_p + 1))
+        done
+        _h=$((_h + 1))
     done
     for _q in $_pids; do wait "$_q" || true; done
     _t1=$(date +%s%3N)
     echo "$(awk -v t=$((_t1 - _at)) 'BEGIN { printf "%.2f", t / 1000 }') $(cat "$WORK/$1".*.tsv |
-        awk -F'\t' '$1 == "requests" { next } { s += $2 } END { print s + 0 }') $(cat "$WORK/$1".*.json |
+        awk -F'\t' '$1 == "requests" { next } { s += $2 } END { print s + 0 }') $(cat "$WORK/$1".*.json 2>/dev/null |
         awk -F'"gave_up":' 'NF > 1 { s += $2 + 0 } END { print s + 0 }')" >"$WORK/$1.res"
+}
+
+# server_span LOG.csv: seconds from the first arrival to the last answer at
+# the server (process start-up excluded).
+server_span() {
+    awk -F, 'NR > 1 { e = $1 + $6; if (!n++ || $1 < a) a = $1; if (e > z) z = e }
+             END { printf "%.2f", (z - a) / 1000 }' "$1"
 }
 
 # Issue 11: 8 processes of 25 threads against a cap of 50 slots x 100 ms, beside
@@ -420,11 +434,10 @@ bench_share_threads() {
         procs=${shape%x*} threads=${shape#*x}
         name="share-cap50-$shape"
         start_server "$WORK/$name-server.tsv" --max-busy 50 --service-ms 100 --log "$WORK/$name.csv"
-        share_procs "$name" "$procs" "$threads" $((1000 / procs))
+        procs_run "$name" host 1 "$procs" "$threads" $((1000 / procs))
         stop_server
         set -- $(cat "$WORK/$name.res")
-        span=$(awk -F, 'NR > 1 { e = $1 + $6; if (!n++ || $1 < a) a = $1; if (e > z) z = e }
-                       END { printf "%.2f", (z - a) / 1000 }' "$WORK/$name.csv")
+        span=$(server_span "$WORK/$name.csv")
         att=$(col "$WORK/$name-server.tsv" requests)
         rej=$(col "$WORK/$name-server.tsv" rejected)
         row "share-cap50" "aimd-$shape" "$1" "$opt" "$(awk -v c="$1" -v o="$opt" 'BEGIN { printf "%.2f", c / o }')" \
@@ -436,31 +449,6 @@ bench_share_threads() {
 }
 
 # --- fleet (issue 14) --------------------------------------------------------------
-# fleet_run NAME SHARE PROCS_PER_HOST THREADS REQUESTS: 4 hosts, each its own state
-# directory; writes "elapsed_s ok" to NAME.res.
-fleet_run() {
-    _pids=""
-    _t0=$(date +%s%3N)
-    # every process starts at one instant, as hosts of a fleet would: starting
-    # 32 processes takes a second or more on a small machine
-    _at=$((_t0 + 2500))
-    for _h in 1 2 3 4; do
-        mkdir -p -m 700 "$WORK/$1.h$_h"
-        _p=1
-        while [ $_p -le "$3" ]; do
-            XDG_RUNTIME_DIR="$WORK/$1.h$_h" BACKOFF_SHARE=$2 setsid timeout -k 2 300 "$BUILD/backoff" -- \
-                "$BUILD/loadgen" --url "http://127.0.0.1:$PORT/item/{n}" --requests "$5" \
-                --threads "$4" --verify --start-at-ms $_at >"$WORK/$1.$_h.$_p.tsv" 2>/dev/null &
-            _pids="$_pids $!"
-            _p=$((_p + 1))
-        done
-    done
-    for _q in $_pids; do wait "$_q" || true; done
-    _t1=$(date +%s%3N)
-    echo "$(awk -v t=$((_t1 - _at)) 'BEGIN { printf "%.2f", t / 1000 }') $(cat "$WORK/$1".*.tsv |
-        awk -F'\t' '$1 == "requests" { next } { s += $2 } END { print s + 0 }')" >"$WORK/$1.res"
-}
-
 # The fleet's bound on each Redis step: the 32 processes of the 4 "hosts" and
 # Redis share this machine's cores, which no fleet's hosts do; DESIGN.md's
 # advice for hosts too busy to get an answer in the default 20 ms is to raise it.
@@ -491,12 +479,10 @@ bench_fleet() {
             [ $mode = redis ] && share="redis://127.0.0.1:$rport?namespace=$name&timeout_ms=$FLEET_TIMEOUT_MS"
             # shellcheck disable=SC2086
             start_server "$WORK/$name-server.tsv" $flags --log "$WORK/$name.csv"
-            fleet_run "$name" "$share" 8 "$threads" "$req"
+            procs_run "$name" "$share" 4 8 "$threads" "$req"
             stop_server
             set -- $(cat "$WORK/$name.res")
-            # the server's span: first arrival to last answer (process start-up excluded)
-            span=$(awk -F, 'NR > 1 { e = $1 + $6; if (!n++ || $1 < a) a = $1; if (e > z) z = e }
-                           END { printf "%.2f", (z - a) / 1000 }' "$WORK/$name.csv")
+            span=$(server_span "$WORK/$name.csv")
             sratio=$(awk -v c="$span" -v o="$opt" 'BEGIN { printf "%.2f", c / o }')
             att=$(col "$WORK/$name-server.tsv" requests)
             rej=$(col "$WORK/$name-server.tsv" rejected)
