@@ -53,7 +53,10 @@
 #             arrival to last answer: starting 32 processes takes seconds on a
 #             small machine); and the cost of an admission plus
 #             a completion through Redis on loopback (us per call: 400 calls
-#             of one thread, redis minus host)
+#             of one thread, redis minus host).  FLEET_SERVERS="bucket cap
+#             bucket-none bucket-fixed cap-fixed cap-10ms" adds servers that
+#             throttle otherwise (no hint, a constant Retry-After: 1, a 429
+#             that takes 10 ms)
 #   headers   issue 13 (not in the default list): the default policy paced
 #             from the server's rate-limit headers, loadgen 1 and 8 threads
 #             and 8 one-thread processes sharing host-wide (p8), against a
@@ -453,6 +456,11 @@ bench_share_threads() {
 # Redis share this machine's cores, which no fleet's hosts do; DESIGN.md's
 # advice for hosts too busy to get an answer in the default 20 ms is to raise it.
 FLEET_TIMEOUT_MS=${FLEET_TIMEOUT_MS:-100}
+# The servers: the issue's two by default; FLEET_SERVERS adds the other ways
+# servers throttle (a bucket without a hint or with a constant Retry-After: 1,
+# a cap with Retry-After: 1 or whose 429 takes 10 ms), to judge the fleet's
+# reading of a throttle as a rate or a concurrency limit.
+FLEET_SERVERS=${FLEET_SERVERS:-bucket cap}
 
 bench_fleet() {
     command -v redis-server >/dev/null 2>&1 || { echo "# fleet: no redis-server, skipped"; return 0; }
@@ -468,10 +476,15 @@ bench_fleet() {
         sleep 0.1
     done
     echo "# fleet: 4 hosts (own XDG_RUNTIME_DIR each) x 8 loadgen processes started at one instant (loadgen --start-at-ms); redis = BACKOFF_SHARE=redis://127.0.0.1 (one redis-server, ?timeout_ms=$FLEET_TIMEOUT_MS: 32 processes and Redis on $(nproc) cores are hosts too busy for 20 ms), host = each host alone; completion_s from the common start, server_span_s from the first arrival to the last answer at the server"
-    for server in bucket cap; do
+    for server in $FLEET_SERVERS; do
         case $server in
         bucket) flags="--rate 20 --burst 20" threads=1 req=8 total=256 opt=11.80 ;;
+        bucket-none) flags="--rate 20 --burst 20 --bucket-hints none" threads=1 req=8 total=256 opt=11.80 ;;
+        bucket-fixed) flags="--rate 20 --burst 20 --bucket-hints fixed" threads=1 req=8 total=256 opt=11.80 ;;
         cap) flags="--max-busy 50 --service-ms 100" threads=4 req=64 total=2048 opt=4.10 ;;
+        cap-fixed) flags="--max-busy 50 --service-ms 100 --retry-after 1" threads=4 req=64 total=2048 opt=4.10 ;;
+        cap-10ms) flags="--max-busy 50 --service-ms 100 --error-ms 10" threads=4 req=64 total=2048 opt=4.10 ;;
+        *) echo "backoff bench: FLEET_SERVERS: unknown server \"$server\": expected bucket, bucket-none, bucket-fixed, cap, cap-fixed or cap-10ms" >&2; return 2 ;;
         esac
         for mode in redis host; do
             name="fleet-$server-$mode"
