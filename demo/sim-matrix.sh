@@ -6,6 +6,9 @@
 #   - completion <= 1.05x the fastest other policy that gave up no call, and
 #     for threads <= 1.15x the optimum where one is defined;
 #   - rejected attempts in any one second <= the server's capacity per second.
+# Fresh processes are judged as they run by default (BACKOFF_SHARE=host: the
+# host-wide state that the processes before them left); the -alone cells
+# (BACKOFF_SHARE=process, every process from nothing) are shown, not judged.
 # Usage: sim-matrix.sh [--markdown] [--check] [--policy LIST] [--tsv FILE]
 #   --tsv FILE  judge a saved `backoff-sim --scenario matrix` output instead of running it
 #   --check     print only the failed targets; exit 1 if any
@@ -55,6 +58,7 @@ END {
         c = order[i]; split(c, k, "|")
         if (!(c in a_row)) continue
         threads = (k[3] ~ /^threads/)
+        alone = (k[3] ~ /-alone$/)
         why = ""
         if (a_gave[c] > 0) why = why " gave-up"
         if (threads && a_att[c] > 1.25) why = why " attempts>1.25"
@@ -64,10 +68,16 @@ END {
         if (threads && a_ratio[c] != "-" && a_ratio[c] > 1.15) why = why " ratio>1.15"
         if (a_frac[c] != "-" && a_frac[c] > 1.0) why = why " rejections>capacity"
         verdict = why == "" ? "ok" : "FAIL:" why
+        mark = why == "" ? "" : " **" why " **"
+        if (alone) {
+            verdict = "not judged (share=process):" (why == "" ? " ok" : why)
+            mark = " (not judged" (why == "" ? ")" : ":" why ")")
+            why = ""
+        }
         if (why != "") fails++
         other = (c in best) ? sprintf("%s %.3f s", bestp[c], best[c]) : "none"
         if (mode == "markdown")
-            printf "| %s | %s | %s | %s | %.2f | %d | %d (%s) | %s | %s%s | %s |\n", k[1], k[2], k[3], a_ratio[c], a_att[c], a_gave[c], a_peak[c], a_frac[c], other, vs, why == "" ? "" : " **" why " **", a_own[c]
+            printf "| %s | %s | %s | %s | %.2f | %d | %d (%s) | %s | %s%s | %s |\n", k[1], k[2], k[3], a_ratio[c], a_att[c], a_gave[c], a_peak[c], a_frac[c], other, vs, mark, a_own[c]
         else if (mode == "table")
             printf "%-10s %-8s %-11s %8s %8.3f %6d %5d (%5s)  %-20s %7s %s\n", k[1], k[2], k[3], a_ratio[c], a_att[c], a_gave[c], a_peak[c], a_frac[c], other, vs, verdict
         else if (why != "")

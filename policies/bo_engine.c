@@ -284,6 +284,8 @@ bo_next bo_dest_complete(bo_dest *d, const bo_config *cfg, bo_call *c,
         hold_dest(d, now_ns + bo_responsive_interval_ns(&d->pacing));
     if (retry_after_ns >= 0)
         hint = cap > 0 && retry_after_ns > cap ? cap : retry_after_ns;
+    if (outcome.signal == BO_SIGNAL_THROTTLE)
+        bo_window_on_hint(&d->window, hint);
     if (hint >= 0 && cfg->policy == BO_POLICY_RESPONSIVE)
         hold_dest(d, now_ns + hint);
     if (aimd && outcome.signal == BO_SIGNAL_LOSS && d->probe_failures > 0)

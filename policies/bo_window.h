@@ -68,6 +68,7 @@ typedef struct bo_window {
     int64_t probe_ns;         /* start of the probe under way; -1 = none */
     int64_t probe_every_ns;   /* quiet time after a cut before the next probe */
     double probe_from;        /* window when the probe began */
+    int64_t hint_ns;          /* Retry-After of the last throttle (0: it had none) */
 } bo_window;
 
 /* Successes over the last second (per second); 0 = none yet. */
@@ -94,6 +95,13 @@ void bo_window_on_success(bo_window *w, const bo_ticket *t, int64_t now_ns);
  * decreased the window.
  */
 bool bo_window_on_signal(bo_window *w, const bo_ticket *t, bo_signal sig, int64_t now_ns);
+
+/*
+ * The last throttle told the program to wait hint_ns (its Retry-After; 0:
+ * none).  Every throttle of the destination then costs the call it hits
+ * that long, so congestion avoidance touches the limit less often.
+ */
+void bo_window_on_hint(bo_window *w, int64_t hint_ns);
 
 /* The attempt ended with neither success nor signal: in-flight -1 only. */
 void bo_window_on_release(bo_window *w, const bo_ticket *t);

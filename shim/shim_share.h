@@ -31,7 +31,7 @@
 
 #define BO_SHARE_MAGIC 0x6873666f6b636162ULL /* "backofsh" */
 /* Bump with any change of the layout below that sizes do not show. */
-#define BO_SHARE_VERSION 4
+#define BO_SHARE_VERSION 5
 /* Destinations per file, LRU evicted: a crawler's 10,000 hosts in rotation
  * fit (evicting on every call cost ~3,000 instructions per call).  The file
  * is 56 MB but sparse on tmpfs: a slot's pages are touched only once it is

@@ -15,10 +15,13 @@
  * Hints on a 429: none; fixed (Retry-After: 1 whatever the state);
  * accurate (the exact time until a slot frees, or the next token, in ms; a
  * real server rounds up to whole seconds, which is what `fixed` tests).
- * Clients: fresh-seq (100 requests one after the other, each call with
- * empty shared state: a process per request); fresh-8 (200 requests, 8 such
- * processes at once); threads-8 (200 requests, 8 threads sharing state);
- * threads-200 (1000 requests, 200 threads).
+ * Clients: fresh-seq (100 requests one after the other, a process per
+ * request, attached to the host-wide state of BACKOFF_SHARE=host, the
+ * default); fresh-8 (200 requests, 8 such processes at once); threads-8
+ * (200 requests, 8 threads sharing state); threads-200 (1000 requests, 200
+ * threads); fresh-seq-alone and fresh-8-alone (the same fresh processes
+ * under BACKOFF_SHARE=process: each call starts from empty state, as every
+ * process did before host sharing; shown, not judged by sim-matrix.sh).
  * Columns: ratio = completion / optimum (optimum = what the server's
  * capacity and the clients' concurrency allow, no retry ever wasted);
  * attempts per request; calls that gave up (returned a 429); the most
@@ -60,6 +63,8 @@ enum {
     CL_FRESH_8,
     CL_THREADS_8,
     CL_THREADS_200,
+    CL_FRESH_SEQ_ALONE,
+    CL_FRESH_8_ALONE,
     CL_COUNT,
     CL_THREADS_32 = CL_COUNT,
     CL_ALL
@@ -68,8 +73,20 @@ enum {
 static const char *const srv_names[] = {"cap-0ms", "cap-10ms", "bucket-b20", "bucket-b1",
                                         "latency", "schedule", "flap"};
 static const char *const hint_names[] = {"none", "fixed", "accurate"};
-static const char *const cl_names[] = {"fresh-seq", "fresh-8", "threads-8", "threads-200",
+static const char *const cl_names[] = {"fresh-seq",       "fresh-8",       "threads-8",
+                                       "threads-200",     "fresh-seq-alone", "fresh-8-alone",
                                        "threads-32"};
+
+/*
+ * A fresh process per request: with BACKOFF_SHARE=host (the default) it
+ * attaches to the destination's host-wide state, which the processes
+ * before it and beside it left; "-alone" is BACKOFF_SHARE=process, where
+ * every process starts from nothing (each call a new bo_dest).
+ */
+static bool cl_alone(int cl)
+{
+    return cl == CL_FRESH_SEQ_ALONE || cl == CL_FRESH_8_ALONE;
+}
 
 #define TRAVEL_NS (SIM_NS_PER_MS / 10)
 #define BIN_NS (100 * SIM_NS_PER_MS)
@@ -157,10 +174,10 @@ static void mx_done(sim *s, int c, bool ok)
     m->last_done = s->now;
     if (m->next_op < m->ops) {
         int op = (int)m->next_op++;
-        bool fresh = m->cl == CL_FRESH_SEQ || m->cl == CL_FRESH_8;
-        if (fresh)
-            bo_dest_init(&s->dests[op].d, s->cfg, s->now); /* a new process */
-        sim_call_start(s, op, fresh ? op : 0);
+        bool alone = cl_alone(m->cl);
+        if (alone)
+            bo_dest_init(&s->dests[op].d, s->cfg, s->now); /* a new process, on its own */
+        sim_call_start(s, op, alone ? op : 0);
     }
     (void)c;
 }
@@ -266,11 +283,11 @@ typedef struct mx_result {
 static int run_cell(const bo_config *cfg, const sim_params *p, int srv, int hint, int cl,
                     mx_result *r)
 {
-    static const long ops[] = {100, 200, 200, 1000, 3000};
-    static const int workers[] = {1, 8, 8, 200, 32};
+    static const long ops[] = {100, 200, 200, 1000, 100, 200, 3000};
+    static const int workers[] = {1, 8, 8, 200, 1, 8, 32};
     mx m;
     sim s;
-    bool fresh = cl == CL_FRESH_SEQ || cl == CL_FRESH_8;
+    bool alone = cl_alone(cl);
     int rc = -1;
 
     memset(&m, 0, sizeof(m));
@@ -280,7 +297,7 @@ static int run_cell(const bo_config *cfg, const sim_params *p, int srv, int hint
     m.ops = ops[cl];
     m.workers = workers[cl];
     m.tokens = srv == SRV_B1 ? 1 : 20;
-    if (sim_init(&s, cfg, p, fresh ? (int)m.ops : 1, (int)m.ops) != 0)
+    if (sim_init(&s, cfg, p, alone ? (int)m.ops : 1, (int)m.ops) != 0)
         return -1;
     m.ends = calloc((size_t)m.ops * 200 + 64, sizeof(int64_t));
     m.rej_bins = calloc(MAX_BINS, sizeof(int));
@@ -291,7 +308,7 @@ static int run_cell(const bo_config *cfg, const sim_params *p, int srv, int hint
     s.done = mx_done;
     for (int w = 0; w < m.workers; w++) {
         int op = (int)m.next_op++;
-        sim_call_start(&s, op, fresh ? op : 0);
+        sim_call_start(&s, op, alone ? op : 0);
     }
     sim_event ev;
     while (sim_heap_pop(&s.heap, &ev)) {
@@ -362,7 +379,7 @@ int sim_matrix(const sim_params *p, const char **pols, int npol, const char *srv
     if ((srv_f && srv_only < 0) || (hint_f && hint_only < 0) || (cl_f && cl_only < 0)) {
         fprintf(stderr, "backoff-sim: matrix filter not valid: --server is one of cap-0ms cap-10ms "
                 "bucket-b20 bucket-b1 latency schedule flap; --hint none fixed accurate; --client "
-                "fresh-seq fresh-8 threads-8 threads-200 threads-32\n");
+                "fresh-seq fresh-8 threads-8 threads-200 fresh-seq-alone fresh-8-alone threads-32\n");
         return 2;
     }
     bo_config *cfgs = calloc((size_t)npol, sizeof(*cfgs));

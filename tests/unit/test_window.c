@@ -270,9 +270,11 @@ START_TEST(test_pacing_spreads_sends)
     bo_window w;
     bo_ticket tk;
     bo_window_init(&w, &c);
-    /* No round trip known yet: no pacing. */
+    /* No answer yet: the first window leaves one send every 0.5 ms. */
     bo_window_on_send(&w, 0, &tk);
-    ck_assert_int_eq(bo_window_next_send_ns(&w, 0), 0);
+    ck_assert_int_eq(bo_window_next_send_ns(&w, 0), MS / 2);
+    ck_assert(!bo_window_can_send(&w, MS / 2 - 1));
+    ck_assert(bo_window_can_send(&w, MS / 2));
     bo_window_on_success(&w, &tk, 100 * MS); /* min RTT 100 ms */
     ck_assert_int_eq(w.min_rtt_ns, 100 * MS);
     /* Slow start: gap = min_rtt / (cwnd * 1.25) = 100 ms / 25 = 4 ms. */
@@ -521,6 +523,30 @@ START_TEST(test_probe_after_deep_cut)
 }
 END_TEST
 
+/*
+ * A throttle with a Retry-After of 1 s costs the call it hits a second:
+ * congestion avoidance grows one step per Retry-After, not per round trip
+ * (100 ms here: 10x slower), and as before once throttles carry no hint.
+ */
+START_TEST(test_avoidance_slower_under_retry_after)
+{
+    bo_config c = improved_cfg();
+    bo_window a, b;
+    bo_window_init(&a, &c);
+    a.cwnd = a.ssthresh = 40;
+    a.min_rtt_ns = 100 * MS;
+    b = a;
+    bo_window_on_hint(&b, 1000 * MS);
+    double grew_plain = run_ca(&a, 0, 1000 * MS) - 40;
+    double grew_hint = run_ca(&b, 0, 1000 * MS) - 40;
+    ck_assert_double_gt(grew_plain, 1.0);
+    ck_assert_double_eq_tol(grew_hint, grew_plain / 10, grew_plain / 100);
+    bo_window_on_hint(&b, 0); /* the next throttle carried none */
+    double from = b.cwnd;
+    ck_assert_double_eq_tol(run_ca(&b, 1000 * MS, 2000 * MS) - from, grew_plain, grew_plain / 10);
+}
+END_TEST
+
 START_TEST(test_no_probe_soon_after_shallow_cut)
 {
     bo_config c = improved_cfg();
@@ -622,6 +648,7 @@ static Suite *window_suite(void)
     tcase_add_test(ti, test_probe_after_deep_cut);
     tcase_add_test(ti, test_closed_server_keeps_pace);
     tcase_add_test(ti, test_no_probe_soon_after_shallow_cut);
+    tcase_add_test(ti, test_avoidance_slower_under_retry_after);
     suite_add_tcase(s, ti);
     return s;
 }
