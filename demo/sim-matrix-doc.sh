@@ -26,6 +26,12 @@ answering 429 at once (`cap-0ms`) or after 10 ms (`cap-10ms`); token buckets of
 wait (`accurate`); clients: a fresh process per request one after the other
 (`fresh-seq`, 100 requests), 8 such processes at once (`fresh-8`, 200), 8
 threads sharing state (`threads-8`, 200), 200 threads (`threads-200`, 1000).
+Fresh processes attach to the destination's host-wide state, as they do by
+default (`BACKOFF_SHARE=host`); `fresh-seq-alone` and `fresh-8-alone` are the
+same processes under `BACKOFF_SHARE=process`, each starting from nothing,
+shown and not judged. The "round 1" and "before" tables predate host-wide
+state: their `fresh-seq` and `fresh-8` cells started from nothing (today's
+`-alone` cells).
 
 Targets for the default policy `aimd` in every cell: no call gives up; threads
 <= 1.25 attempts per request, fresh processes <= 2.2; completion <= 1.05x the
