@@ -5,6 +5,7 @@
 # otherwise it stops and prints the exact apt-get line to run.
 set -eu
 what=${1:-test}
+lean=""
 pkgs="gcc make pkg-config libc6-dev libcurl4-openssl-dev check libmicrohttpd-dev libhiredis-dev redis-server curl python3 python3-pycurl procps"
 if [ "$what" = test ]; then
     # The real programs the tests run under the library: PHP (curl.so is
@@ -13,17 +14,23 @@ if [ "$what" = test ]; then
     # that is installed; bookworm's when there is none yet).
     pyver=$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || echo 3.11)
     pkgs="$pkgs php-cli php-curl git perl libcurl3-gnutls libpython$pyver-testsuite"
+    # R's curl package drives every request through a multi handle; R's
+    # recommends (compilers, TeX, X11: some 670 packages) are not needed.
+    lean="r-cran-curl"
 fi
 if [ "$what" = demo ]; then
     pkgs="$pkgs gnuplot-nox"
 fi
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 missing=""
 for p in $pkgs; do
-    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-        missing="$missing $p"
-    fi
+    installed "$p" || missing="$missing $p"
 done
-[ -z "$missing" ] && exit 0
+missing_lean=""
+for p in $lean; do
+    installed "$p" || missing_lean="$missing_lean $p"
+done
+[ -z "$missing$missing_lean" ] && exit 0
 if ! command -v apt-get >/dev/null 2>&1; then
     echo "backoff: missing packages:$missing (no apt-get here: install them with your package manager)" >&2
     exit 1
@@ -33,13 +40,16 @@ if [ "$(id -u)" = 0 ]; then
 elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
     SUDO="sudo"
 else
-    echo "backoff: missing Debian packages; run: sudo apt-get update && sudo apt-get install -y$missing" >&2
+    line="sudo apt-get update"
+    [ -z "$missing" ] || line="$line && sudo apt-get install -y$missing"
+    [ -z "$missing_lean" ] || line="$line && sudo apt-get install -y --no-install-recommends$missing_lean"
+    echo "backoff: missing Debian packages; run: $line" >&2
     exit 1
 fi
 # One line saying what is installed; apt's own output goes to a log file,
 # shown (its end) only when apt fails.
 log=$(mktemp "${TMPDIR:-/tmp}/backoff-apt.XXXXXX.log")
-echo "backoff: installing missing Debian packages:$missing (apt log: $log)" >&2
+echo "backoff: installing missing Debian packages:$missing$missing_lean (apt log: $log)" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt_step() {
     if ! "$@" >>"$log" 2>&1 </dev/null; then
@@ -50,4 +60,6 @@ apt_step() {
 }
 apt_step $SUDO apt-get update
 # shellcheck disable=SC2086
-apt_step $SUDO apt-get install -y $missing
+[ -z "$missing" ] || apt_step $SUDO apt-get install -y $missing
+# shellcheck disable=SC2086
+[ -z "$missing_lean" ] || apt_step $SUDO apt-get install -y --no-install-recommends $missing_lean
