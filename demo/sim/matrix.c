@@ -378,8 +378,9 @@ int sim_matrix(const sim_params *p, const char **pols, int npol, const char *srv
 
     if ((srv_f && srv_only < 0) || (hint_f && hint_only < 0) || (cl_f && cl_only < 0)) {
         fprintf(stderr, "backoff-sim: matrix filter not valid: --server is one of cap-0ms cap-10ms "
-                "bucket-b20 bucket-b1 latency schedule flap; --hint none fixed accurate; --client "
-                "fresh-seq fresh-8 threads-8 threads-200 fresh-seq-alone fresh-8-alone threads-32\n");
+                "bucket-b20 bucket-b1 latency schedule flap; --hint none fixed accurate; "
+                "--client fresh-seq fresh-8 threads-8 threads-200 fresh-seq-alone "
+                "fresh-8-alone threads-32\n");
         return 2;
     }
     bo_config *cfgs = calloc((size_t)npol, sizeof(*cfgs));
