@@ -49,9 +49,29 @@ void bo_dest_init(bo_dest *d, const bo_config *cfg, int64_t now_ns)
 void bo_call_begin(bo_call *c, int64_t now_ns)
 {
     memset(c, 0, sizeof(*c));
+    c->phase = BO_PHASE_ADMIT;
+    c->until_ns = now_ns;
     c->start_ns = now_ns;
     c->deadline_ns = INT64_MAX;
     bo_schedule_init(&c->schedule);
+}
+
+bool bo_call_due(bo_call *c, int64_t now_ns)
+{
+    if (c->phase != BO_PHASE_WAIT || now_ns < c->until_ns)
+        return false;
+    c->phase = BO_PHASE_ADMIT;
+    return true;
+}
+
+void bo_call_finish(bo_call *c)
+{
+    c->phase = BO_PHASE_DONE;
+}
+
+bool bo_call_failed_retryable(const bo_call *c)
+{
+    return c->have_result && c->retryable;
 }
 
 void bo_call_set_deadline(bo_call *c, int64_t deadline_ns)
@@ -108,7 +128,8 @@ static bool is_delay_policy(bo_policy_kind p)
  * Admission promises: the first attempt of a call is never refused for
  * time; a retry past max_time_ms gets BO_ADMIT_GIVE_UP; a WAIT's deadline
  * never lies beyond the call's own deadline, so the caller gets to give up
- * on time.
+ * on time.  A retry asked before its own time (phase WAIT) waits for it; a
+ * call that is DONE gets no attempt.
  */
 bo_admit bo_dest_admit(bo_dest *d, const bo_config *cfg, bo_call *c,
                        int64_t now_ns, int64_t *until_ns)
@@ -118,10 +139,16 @@ bo_admit bo_dest_admit(bo_dest *d, const bo_config *cfg, bo_call *c,
     /* max_time_ms never refuses a first attempt; the program's deadline does */
     bool bounded = c->attempts > 0 || c->deadline_ns != INT64_MAX;
 
-    if (c->attempts > 0 && now_ns >= deadline)
+    if (c->phase == BO_PHASE_DONE)
         return BO_ADMIT_GIVE_UP;
-    if (now_ns >= c->deadline_ns)
+    if (c->phase == BO_PHASE_WAIT && now_ns < c->until_ns) {
+        *until_ns = c->until_ns; /* the retry's own time has not come */
+        return BO_ADMIT_WAIT;
+    }
+    if ((c->attempts > 0 && now_ns >= deadline) || now_ns >= c->deadline_ns) {
+        c->phase = BO_PHASE_DONE;
         return BO_ADMIT_GIVE_UP;
+    }
     if (cfg->policy == BO_POLICY_RESPONSIVE || cfg->policy == BO_POLICY_AIMD) {
         if (d->next_send_ns > wait)
             wait = d->next_send_ns;
@@ -144,12 +171,15 @@ bo_admit bo_dest_admit(bo_dest *d, const bo_config *cfg, bo_call *c,
         if (bounded && wait > deadline)
             wait = c->attempts > 0 ? deadline : c->deadline_ns;
         *until_ns = wait;
+        c->phase = BO_PHASE_ADMIT;
+        c->until_ns = wait;
         return BO_ADMIT_WAIT;
     }
     bo_window_on_send(&d->window, now_ns, &c->ticket);
     if (cfg->ratelimit_headers)
         bo_quota_on_send(&d->quota, now_ns);
     c->in_flight = true;
+    c->phase = BO_PHASE_ATTEMPT;
     bo_budget_on_attempt(&d->budget, c->attempts == 0 && c->inherited == 0, now_ns);
     c->attempts++;
     c->attempt_ns = now_ns;
@@ -239,9 +269,8 @@ static int64_t throttle_rto_ns(const bo_dest *d, const bo_config *cfg, bo_call *
  * (max_attempts, max_time_ms) leave no room for another attempt; otherwise
  * RETRY no sooner than *until_ns, which is at least min(Retry-After, cap).
  */
-bo_next bo_dest_complete(bo_dest *d, const bo_config *cfg, bo_call *c,
-                         bo_outcome outcome, int64_t retry_after_ns,
-                         int64_t now_ns, bo_rng *rng, int64_t *until_ns)
+static bo_next complete(bo_dest *d, const bo_config *cfg, bo_call *c, bo_outcome outcome,
+                        int64_t retry_after_ns, int64_t now_ns, bo_rng *rng, int64_t *until_ns)
 {
     bool aimd = cfg->policy == BO_POLICY_AIMD;
     int64_t cap = cap_ns(cfg);
@@ -318,6 +347,19 @@ bo_next bo_dest_complete(bo_dest *d, const bo_config *cfg, bo_call *c,
     return BO_NEXT_RETRY;
 }
 
+bo_next bo_dest_complete(bo_dest *d, const bo_config *cfg, bo_call *c,
+                         bo_outcome outcome, int64_t retry_after_ns,
+                         int64_t now_ns, bo_rng *rng, int64_t *until_ns)
+{
+    bo_next n = complete(d, cfg, c, outcome, retry_after_ns, now_ns, rng, until_ns);
+
+    c->have_result = true;
+    c->retryable = outcome.verdict == BO_VERDICT_RETRY;
+    c->phase = n == BO_NEXT_RETRY ? BO_PHASE_WAIT : BO_PHASE_DONE;
+    c->until_ns = *until_ns;
+    return n;
+}
+
 void bo_dest_note_quota(bo_dest *d, const bo_config *cfg, const bo_call *c,
                         const bo_rl_quota *rl, bo_outcome outcome, int64_t retry_after_ns,
                         int64_t now_ns, bo_rng *rng)
@@ -335,6 +377,7 @@ void bo_dest_cancel(bo_dest *d, bo_call *c)
     if (!c->in_flight)
         return;
     c->in_flight = false;
+    c->phase = BO_PHASE_ADMIT;
     bo_window_on_release(&d->window, &c->ticket);
     if (c->attempts > 0)
         c->attempts--;

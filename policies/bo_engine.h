@@ -5,7 +5,8 @@
  * state.  Pure: the caller passes the time and the generator, and does the
  * waiting itself; the shim guards a bo_dest with its mutex.
  *
- * A call goes:
+ * A call goes (blocking; a non-blocking driver, the multi hooks or the
+ * simulator, does the same from its own loop, following call.phase):
  *     bo_call_begin(&call, now);
  *     for (;;) {
  *         while (bo_dest_admit(&dest, cfg, &call, now, &until) != BO_ADMIT_GO)
@@ -49,8 +50,34 @@ typedef struct bo_dest {
     bo_budget budget;        /* retries against first attempts (BACKOFF_RETRY_BUDGET) */
 } bo_dest;
 
-/* One call's state (one curl_easy_perform or connect()). */
+/*
+ * Where a call stands: the call state machine that every hook (a libcurl
+ * transfer, easy or multi, and connect()) and the simulator drive.  The
+ * engine makes every transition; the driver only asks for the phase and
+ * does what it says (seek admission, run the attempt, wait until until_ns):
+ *
+ *   ADMIT --bo_dest_admit GO--> ATTEMPT --bo_dest_complete RETRY--> WAIT
+ *     ^  \--WAIT (until_ns)       |  \--bo_dest_cancel--> ADMIT       |
+ *     |   \--GIVE_UP--> DONE      \--bo_dest_complete DONE--> DONE     |
+ *     \------------------------- bo_call_due (now >= until_ns) -------/
+ *
+ * bo_call_finish ends it from any phase (the program cancelled, a signal,
+ * its deadline while waiting): the last result, if any, stands.
+ */
+typedef enum bo_phase {
+    BO_PHASE_ADMIT = 0, /* seeking admission; ask again at until_ns */
+    BO_PHASE_ATTEMPT,   /* an admitted attempt runs */
+    BO_PHASE_WAIT,      /* the last attempt is to be retried no sooner than until_ns */
+    BO_PHASE_DONE       /* the result that stands is the last attempt's (none: gave up first) */
+} bo_phase;
+
+/* One call's state (one curl_easy_perform, one multi transfer, one connect()). */
 typedef struct bo_call {
+    bo_phase phase;
+    int64_t until_ns;        /* ADMIT and WAIT: when to act next */
+    bool have_result;        /* an attempt has completed: its result can stand */
+    bool retryable;          /* that result is a failure the engine would retry
+                                (what the program's own retry continues) */
     int64_t start_ns;
     unsigned attempts;       /* attempts started */
     unsigned throttles;      /* attempts answered with a throttle signal (aimd's RTO doubles) */
@@ -80,6 +107,19 @@ typedef enum bo_next {
 
 void bo_dest_init(bo_dest *d, const bo_config *cfg, int64_t now_ns);
 void bo_call_begin(bo_call *c, int64_t now_ns);
+
+/*
+ * WAIT whose time has come (now_ns >= until_ns) becomes ADMIT: true.
+ * False in any other case (still waiting, or not waiting at all).
+ */
+bool bo_call_due(bo_call *c, int64_t now_ns);
+
+/* The call ends where it stands (a cancel, a signal, a deadline while it waited). */
+void bo_call_finish(bo_call *c);
+
+/* The call ended on a failure the engine would have retried: the program's
+ * own next try continues it (bo_budget.h's logical request). */
+bool bo_call_failed_retryable(const bo_call *c);
 
 /*
  * The program's own deadline for the whole call (CURLOPT_TIMEOUT, a

@@ -192,7 +192,6 @@ typedef struct conn_call {
     bool known;         /* alive before, or named in BACKOFF_HOSTS */
     bool in_window;     /* this attempt was admitted (else it runs outside) */
     bool shim_bound;    /* this attempt ran under our send timeout (retry_bound) */
-    bool retryable;     /* the last result is a failure the shim would retry */
     int rc, err;        /* the result that stands and its errno */
 } conn_call;
 
@@ -299,8 +298,10 @@ static bool conn_done(conn_call *c, int e, int64_t *until_ns)
         bo_shim_result gone = {.outcome = {BO_VERDICT_FINAL, BO_SIGNAL_NONE, false},
                                .retry_after_ns = -1, .status = 0, .code = v.err,
                                .ratelimit = NULL};
+        bool stood = c->call.retryable;
         (void)bo_shim_complete(c->sd, &c->call, &gone, c->id, "connect", c->inflight, until_ns);
         c->rc = -1; /* c->err keeps the previous attempt's errno */
+        c->call.retryable = stood; /* and the call keeps that result's nature */
         return false;
     }
     c->rc = v.cls == BO_CONNECT_OK ? 0 : -1;
@@ -318,7 +319,6 @@ static bool conn_done(conn_call *c, int e, int64_t *until_ns)
             return false; /* handed back as plain: no slot was taken */
         c->call.attempts = 1; /* it ran outside the window, and it counts */
     }
-    c->retryable = res.outcome.verdict == BO_VERDICT_RETRY;
     if (c->id == 0)
         c->id = bo_shim_next_call_id();
     if (!bo_shim_complete(c->sd, &c->call, &res, c->id, "connect", c->inflight, until_ns))
@@ -334,7 +334,7 @@ static bool conn_done(conn_call *c, int e, int64_t *until_ns)
 
 static int conn_end(conn_call *c, int *err)
 {
-    bo_shim_lineage_end(c->key, &c->call, c->rc != 0 && c->retryable);
+    bo_shim_lineage_end(c->key, &c->call, c->rc != 0 && bo_call_failed_retryable(&c->call));
     *err = c->err;
     return c->rc;
 }

@@ -104,6 +104,8 @@ static void go(sim *s, int id)
 {
     sim_call *c = &s->calls[id];
 
+    if (c->call.phase != BO_PHASE_ATTEMPT)
+        abort(); /* the engine admitted it: the machine must say so */
     c->attempt_id++;
     s->attempts++;
     s->send(s, id);
@@ -177,13 +179,14 @@ void sim_attempt_done(sim *s, int id, bo_outcome outcome, int64_t retry_after_ns
                 (double)(sd->d.next_send_ns) / 1e9);
     }
 
-    if (n == BO_NEXT_RETRY) {
-        push(s, until, SIM_EV_ADMIT, id, 0);
-    } else if (s->cfg->policy == BO_POLICY_NONE && outcome.verdict == BO_VERDICT_RETRY) {
+    (void)n; /* the call's phase says the same: WAIT until until_ns, or DONE */
+    if (c->call.phase == BO_PHASE_WAIT) {
+        push(s, c->call.until_ns, SIM_EV_ADMIT, id, 0);
+    } else if (s->cfg->policy == BO_POLICY_NONE && bo_call_failed_retryable(&c->call)) {
         /* The program itself retries at once: a new call, same operation. */
         bo_call_begin(&c->call, s->now);
         enqueue(s, id);
-    } else if (outcome.verdict == BO_VERDICT_RETRY && c->program_tries < s->p->program_retries) {
+    } else if (bo_call_failed_retryable(&c->call) && c->program_tries < s->p->program_retries) {
         /* The program retries on its own after 1, 2, 4... s (curl --retry's
          * waits): the next call continues this logical request. */
         bo_call_lineage(&c->call, 1, &c->lineage);
@@ -200,7 +203,7 @@ bool sim_handle(sim *s, const sim_event *ev)
 {
     switch (ev->kind) {
     case SIM_EV_ADMIT:
-        if (s->calls[ev->who].active)
+        if (s->calls[ev->who].active && bo_call_due(&s->calls[ev->who].call, s->now))
             seek(s, ev->who);
         return true;
     case SIM_EV_PROGRAM:

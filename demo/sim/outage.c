@@ -208,11 +208,11 @@ int sim_run_outage(const bo_config *cfg, const sim_params *p, sim_result *r)
             break;
         case EV_SERVED:
             st.conc--;
-            if (call->active && id == call->attempt_id && call->call.in_flight)
+            if (call->active && id == call->attempt_id && call->call.phase == BO_PHASE_ATTEMPT)
                 sim_attempt_done(&s, ev.who, sim_outcome_http(cfg, 200), -1);
             break;
         case EV_TIMEOUT:
-            if (call->active && id == call->attempt_id && call->call.in_flight)
+            if (call->active && id == call->attempt_id && call->call.phase == BO_PHASE_ATTEMPT)
                 sim_attempt_done(&s, ev.who, sim_outcome_timeout(cfg), -1);
             break;
         default:

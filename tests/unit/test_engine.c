@@ -57,6 +57,79 @@ START_TEST(test_none_never_retries)
 }
 END_TEST
 
+/*
+ * The call state machine: the engine moves the phase, the driver follows it.
+ * ADMIT -> ATTEMPT (GO) -> WAIT (RETRY, until the retry time) -> ADMIT once
+ * due -> ATTEMPT -> DONE; a cancelled attempt goes back to ADMIT; the last
+ * result and whether it is one the engine would retry are kept.
+ */
+START_TEST(test_phases)
+{
+    bo_config c = cfg_for(BO_POLICY_EXPONENTIAL);
+    bo_dest d;
+    bo_call call;
+    bo_rng rng;
+    int64_t until = 0;
+    bo_rng_seed(&rng, 1);
+    bo_dest_init(&d, &c, 0);
+    bo_call_begin(&call, 0);
+    ck_assert_int_eq(call.phase, BO_PHASE_ADMIT);
+    ck_assert(!call.have_result && !bo_call_failed_retryable(&call));
+    ck_assert(!bo_call_due(&call, 0)); /* not waiting */
+
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &call, 0, &until), BO_ADMIT_GO);
+    ck_assert_int_eq(call.phase, BO_PHASE_ATTEMPT);
+    bo_dest_cancel(&d, &call); /* the attempt never ran */
+    ck_assert_int_eq(call.phase, BO_PHASE_ADMIT);
+    ck_assert_uint_eq(call.attempts, 0);
+
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &call, 0, &until), BO_ADMIT_GO);
+    ck_assert_int_eq(bo_dest_complete(&d, &c, &call, THROTTLED, -1, 10 * MS, &rng, &until),
+                     BO_NEXT_RETRY);
+    ck_assert_int_eq(call.phase, BO_PHASE_WAIT);
+    ck_assert_int_eq(call.until_ns, until);
+    ck_assert(until > 10 * MS);
+    ck_assert(bo_call_failed_retryable(&call));
+    ck_assert(!bo_call_due(&call, until - 1));
+    ck_assert_int_eq(call.phase, BO_PHASE_WAIT);
+    int64_t again = 0; /* asked before its time, a retry waits for it */
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &call, until - 1, &again), BO_ADMIT_WAIT);
+    ck_assert_int_eq(again, until);
+    ck_assert_int_eq(call.phase, BO_PHASE_WAIT);
+    ck_assert(bo_call_due(&call, until));
+    ck_assert_int_eq(call.phase, BO_PHASE_ADMIT);
+
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &call, until, &until), BO_ADMIT_GO);
+    ck_assert_int_eq(bo_dest_complete(&d, &c, &call, OK, -1, until, &rng, &until), BO_NEXT_DONE);
+    ck_assert_int_eq(call.phase, BO_PHASE_DONE);
+    ck_assert(call.have_result && !bo_call_failed_retryable(&call));
+
+    /* a retryable failure that is not retried (attempts spent) stands as such */
+    c.max_attempts = 1;
+    bo_call_begin(&call, 0);
+    ck_assert_int_eq(one_attempt(&d, &c, &call, 0, THROTTLED, -1, &rng, &until), BO_NEXT_DONE);
+    ck_assert_int_eq(call.phase, BO_PHASE_DONE);
+    ck_assert(bo_call_failed_retryable(&call));
+
+    /* waiting for admission keeps ADMIT with the time to ask again; giving up is DONE */
+    bo_config a = cfg_for(BO_POLICY_AIMD);
+    bo_dest_init(&d, &a, 0);
+    d.next_send_ns = 50 * MS;
+    bo_call_begin(&call, 0);
+    bo_call_set_deadline(&call, 20 * MS);
+    ck_assert_int_eq(bo_dest_admit(&d, &a, &call, 0, &until), BO_ADMIT_WAIT);
+    ck_assert_int_eq(call.phase, BO_PHASE_ADMIT);
+    ck_assert_int_eq(call.until_ns, 20 * MS);
+    ck_assert_int_eq(bo_dest_admit(&d, &a, &call, 20 * MS, &until), BO_ADMIT_GIVE_UP);
+    ck_assert_int_eq(call.phase, BO_PHASE_DONE);
+    ck_assert(!call.have_result);
+    bo_call_begin(&call, 0);
+    bo_call_finish(&call);
+    ck_assert_int_eq(call.phase, BO_PHASE_DONE);
+    ck_assert_int_eq(bo_dest_admit(&d, &a, &call, 0, &until), BO_ADMIT_GIVE_UP); /* no attempt */
+}
+END_TEST
+
 START_TEST(test_success_and_final_are_done)
 {
     bo_config c = cfg_for(BO_POLICY_EXPONENTIAL);
@@ -603,6 +676,7 @@ static Suite *engine_suite(void)
     Suite *s = suite_create("engine");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_none_never_retries);
+    tcase_add_test(tc, test_phases);
     tcase_add_test(tc, test_success_and_final_are_done);
     tcase_add_test(tc, test_delay_policy_admits_at_once_and_waits_schedule);
     tcase_add_test(tc, test_max_attempts);
