@@ -303,9 +303,7 @@ typedef struct bo_curl_xfer {
     int64_t deadline;        /* the program's CURLOPT_TIMEOUT, absolute; INT64_MAX none */
     long start_pos;          /* of a FILE * upload, -1: none */
     bool rewindable;
-    bool have_result;
     uint64_t key;            /* the logical request (method and URL), 0: none */
-    bool retryable;          /* the last result is a failure the shim would retry */
 } bo_curl_xfer;
 
 /* The record of `h` made by slot's libcurl when its calls are managed, else NULL. */

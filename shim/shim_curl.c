@@ -1023,7 +1023,6 @@ bool bo_curl_xfer_done(bo_curl_xfer *x, int code_, int64_t *until_ns)
 
     if (x->deadline != INT64_MAX)
         r->real->setopt(r->h, CURLOPT_TIMEOUT_MS, r->timeout_ms);
-    x->have_result = true;
 
     /* The status of the last HTTP header block libcurl handed over (only
      * HTTP status lines set it, so FTP reply codes never look like HTTP
@@ -1050,7 +1049,6 @@ bool bo_curl_xfer_done(bo_curl_xfer *x, int code_, int64_t *until_ns)
     if (res.outcome.verdict != BO_VERDICT_SUCCESS &&
         r->real->getinfo(r->h, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
         res.retry_after_ns = retry_after_to_ns(ra);
-    x->retryable = res.outcome.verdict == BO_VERDICT_RETRY;
     if (!bo_shim_complete(x->sd, &x->call, &res, x->id, method, x->inflight, until_ns))
         return false;
     if (!rewind_upload(r, x->start_pos)) {
@@ -1072,7 +1070,7 @@ int bo_curl_xfer_end(bo_curl_xfer *x, int code)
         code = CURLE_WRITE_ERROR;
     r->mode = MODE_PASS;
     if (code != CURLE_ABORTED_BY_CALLBACK)
-        bo_shim_lineage_end(x->key, &x->call, x->retryable);
+        bo_shim_lineage_end(x->key, &x->call, bo_call_failed_retryable(&x->call));
     return code;
 }
 
@@ -1115,7 +1113,7 @@ static CURLcode managed_perform(handle_rec *r, int *err_out)
             if (rc == BO_WAIT_ABORTED) {
                 code = CURLE_ABORTED_BY_CALLBACK;
                 r->mode = MODE_PASS; /* the cancelled call delivers nothing */
-            } else if (!x.have_result) {
+            } else if (!x.call.have_result) {
                 /* no attempt was admitted before the program's deadline */
                 code = CURLE_OPERATION_TIMEDOUT;
                 r->mode = MODE_PASS;

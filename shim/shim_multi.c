@@ -509,7 +509,7 @@ static int advance(multi_rec *r)
             int cancel = bo_curl_xfer_tick(&x->x);
             r->in_real--;
             if (cancel) {
-                if (x->x.have_result)
+                if (x->x.call.have_result)
                     bo_shim_call_abandoned(x->x.sd);
                 bo_curl_xfer_drop(&x->x);
                 leave_pending(r, x, X_DETACHED);
@@ -535,7 +535,7 @@ static int advance(multi_rec *r)
         if (rc == BO_STEP_GIVE_UP) {
             /* the budget ran out while waiting: the last result stands, or
              * before any attempt the program's deadline passed */
-            if (!x->x.have_result) {
+            if (!x->x.call.have_result) {
                 bo_curl_xfer_drop(&x->x);
                 finish_detached(r, x, CURLE_OPERATION_TIMEDOUT);
             } else {
@@ -548,7 +548,7 @@ static int advance(multi_rec *r)
         if (mc != CURLM_OK) {
             bo_shim_call_cancel(x->x.sd, &x->x.call);
             bo_curl_xfer_drop(&x->x);
-            finish_detached(r, x, x->x.have_result ? x->code : CURLE_OUT_OF_MEMORY);
+            finish_detached(r, x, x->x.call.have_result ? x->code : CURLE_OUT_OF_MEMORY);
             continue;
         }
         leave_pending(r, x, X_RUN);
@@ -686,7 +686,7 @@ static CURLMcode shim_remove(multi_real *real, CURLM *m, CURL *h)
     case X_ADMIT:
     case X_RETRY:
         r->npending--;
-        if (x->x.have_result)
+        if (x->x.call.have_result)
             bo_shim_call_abandoned(x->x.sd);
         bo_curl_xfer_drop(&x->x);
         break;
@@ -865,7 +865,7 @@ static CURLMcode shim_mcleanup(multi_real *real, CURLM *m)
             bo_shim_call_cancel(x->x.sd, &x->x.call);
             bo_curl_xfer_drop(&x->x);
         } else if (x->state == X_ADMIT || x->state == X_RETRY) {
-            if (x->x.have_result)
+            if (x->x.call.have_result)
                 bo_shim_call_abandoned(x->x.sd);
             bo_curl_xfer_drop(&x->x);
         }
@@ -910,7 +910,7 @@ void bo_multi_easy_gone(void *h)
         bo_shim_call_cancel(gone->x.sd, &gone->x.call);
         bo_curl_xfer_drop(&gone->x);
     } else if (gone->state == X_ADMIT || gone->state == X_RETRY) {
-        if (gone->x.have_result)
+        if (gone->x.call.have_result)
             bo_shim_call_abandoned(gone->x.sd);
         bo_curl_xfer_drop(&gone->x);
     }
