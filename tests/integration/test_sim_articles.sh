@@ -153,6 +153,13 @@ check "matrix: a cap of 50 whose 429 takes 10 ms with Retry-After: 1, 200 thread
 check "matrix: fresh processes sharing host-wide, 8 at once, bucket without hints: <= 1.25 attempts per request" \
     "v1 <= 1.25" "$(cell attempts_per_req bucket-b20 none fresh-8)"
 
+# A server closed one second in two (test_fault_server's flapping server): a
+# closure is not a metered rate, so the pace must not ratchet down on it
+# (reading it as one once left 32 threads at 1.4 requests/s: 18x the optimum).
+"$SIM" --scenario matrix --policy aimd --server flap --hint none --client threads-32 >"$TMP/flap.tsv"
+check "matrix: the flapping server (closed every odd second until 16 s), 32 threads: <= 3x optimum" \
+    "v1 <= 3" "$(awk -F'\t' 'NR > 1 && $4 == "aimd" { print $7 }' "$TMP/flap.tsv")"
+
 # --- the simulator itself -------------------------------------------------
 "$SIM" --scenario contention --clients 20 --runs 5 --seed 7 --policy full-jitter >"$TMP/d1.tsv"
 "$SIM" --scenario contention --clients 20 --runs 5 --seed 7 --policy full-jitter >"$TMP/d2.tsv"
