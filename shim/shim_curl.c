@@ -125,6 +125,9 @@ static __thread struct {
  */
 static const curl_real *caller_real(const void *ret)
 {
+    /* once resolved, the global scope's libcurl is every caller's */
+    if (__atomic_load_n(&g_bound, __ATOMIC_ACQUIRE) && g_global != NULL)
+        return g_global;
     int saved = errno;
     bo_shim_once(&g_bound, resolve_curl);
     if (g_global != NULL)

@@ -113,74 +113,71 @@ static int range_cb(struct dl_phdr_info *info, size_t size, void *data)
     return 1;
 }
 
+/* Find slot's libcurl address range, once per slot; two threads that race
+ * find the same. */
+__attribute__((noinline, cold)) static void find_range(multi_real *mr)
+{
+    Dl_info info;
+    struct link_map *lm = NULL;
+    range_query q = {0};
+    if (dladdr1((void *)mr->add, &info, (void **)&lm, RTLD_DL_LINKMAP) != 0 && lm != NULL) {
+        q.base = lm->l_addr;
+        dl_iterate_phdr(range_cb, &q);
+    }
+    /* atomic: two threads that race here both store, the same values */
+    __atomic_store_n(&mr->lo, q.lo, __ATOMIC_RELAXED);
+    __atomic_store_n(&mr->hi, q.hi, __ATOMIC_RELAXED);
+    __atomic_store_n(&mr->range_done, 1, __ATOMIC_RELEASE);
+}
+
+/* Is `ret` inside slot's libcurl, whose range is known? (lo == hi: none) */
+static inline bool in_range(const multi_real *mr, const void *ret)
+{
+    uintptr_t lo = __atomic_load_n(&mr->lo, __ATOMIC_RELAXED);
+    uintptr_t hi = __atomic_load_n(&mr->hi, __ATOMIC_RELAXED);
+    return (uintptr_t)ret - lo < hi - lo;
+}
+
 /*
- * Is `ret` an address inside slot's libcurl?  Then the call comes from
- * libcurl itself (curl_easy_perform's private multi handle).  The range is
- * found once per slot; two threads that race find the same.
+ * Is `ret` an address inside slot's (bound) libcurl?  Then the call comes
+ * from libcurl itself (curl_easy_perform's private multi handle).
  */
 static bool from_libcurl(multi_real *mr, const void *ret)
 {
-    if (!__atomic_load_n(&mr->range_done, __ATOMIC_ACQUIRE)) {
-        Dl_info info;
-        struct link_map *lm = NULL;
-        range_query q = {0};
-        if (dladdr1((void *)mr->add, &info, (void **)&lm, RTLD_DL_LINKMAP) != 0 && lm != NULL) {
-            q.base = lm->l_addr;
-            dl_iterate_phdr(range_cb, &q);
-        }
-        /* atomic: two threads that race here both store, the same values */
-        __atomic_store_n(&mr->lo, q.lo, __ATOMIC_RELAXED);
-        __atomic_store_n(&mr->hi, q.hi, __ATOMIC_RELAXED);
-        __atomic_store_n(&mr->range_done, 1, __ATOMIC_RELEASE);
-    }
-    uintptr_t lo = __atomic_load_n(&mr->lo, __ATOMIC_RELAXED);
-    uintptr_t hi = __atomic_load_n(&mr->hi, __ATOMIC_RELAXED);
-    return (uintptr_t)ret >= lo && (uintptr_t)ret < hi;
+    if (!__atomic_load_n(&mr->range_done, __ATOMIC_ACQUIRE))
+        find_range(mr);
+    return in_range(mr, ret);
 }
 
 /*
  * The libcurl a hook's caller means.  A call from inside a libcurl (its
- * curl_easy_perform driving a private multi handle) is that libcurl's own:
- * *internal tells the hook to pass it straight through.  Slots are bound in
- * order, so the first unbound one ends the search.  Each thread keeps the
- * answers for the return addresses it saw last (a program calls the multi
- * functions from a handful of places).
+ * curl_easy_perform driving a private multi handle, ~7 calls a transfer)
+ * is that libcurl's own: *internal tells the hook to pass it straight
+ * through.  Slots are bound in order, so the first unbound one ends the
+ * search; any other caller means the libcurl shim_curl.c's caller_real
+ * finds for it (the global scope's at once, else its per-thread cache).
  */
-#define SLOT_CACHE 16
-static __thread struct {
-    const void *ret;
-    multi_real *real;
-    bool internal;
-} tl_slots[SLOT_CACHE];
-
-static multi_real *slot_of(const void *ret, bool *internal)
+__attribute__((noinline)) static multi_real *slot_search(const void *ret, bool *internal)
 {
-    size_t c = ((uintptr_t)ret >> 2) % SLOT_CACHE;
-    multi_real *real = NULL;
-    bool in = false;
-
-    if (tl_slots[c].ret == ret && tl_slots[c].real != NULL) {
-        *internal = tl_slots[c].internal;
-        return tl_slots[c].real;
-    }
-    for (int i = 0; i < BO_MAX_CURLS && real == NULL; i++) {
+    for (int i = 0; i < BO_MAX_CURLS; i++) {
         multi_real *mr = &g_mreal[i];
         if (__atomic_load_n((void **)&mr->add, __ATOMIC_ACQUIRE) == NULL)
             break;
         if (from_libcurl(mr, ret)) {
-            in = true;
-            real = mr;
+            *internal = true;
+            return mr;
         }
     }
-    if (real == NULL)
-        real = &g_mreal[bo_curl_caller_slot(ret)];
-    /* as shim_curl.c's caller cache: an address keeps its object while
-     * that stays loaded */
-    tl_slots[c].ret = ret;
-    tl_slots[c].real = real;
-    tl_slots[c].internal = in;
-    *internal = in;
-    return real;
+    *internal = false;
+    return &g_mreal[bo_curl_caller_slot(ret)];
+}
+
+/* A call from inside the first slot's libcurl, the common case: a compare
+ * or two (a range is known only for a bound slot). */
+static inline bool internal0(const void *ret)
+{
+    const multi_real *mr = &g_mreal[0];
+    return __atomic_load_n(&mr->range_done, __ATOMIC_ACQUIRE) && in_range(mr, ret);
 }
 
 /* ---- records --------------------------------------------------------- */
@@ -819,6 +816,20 @@ static CURLMcode shim_wait(multi_real *real, bool is_poll, CURLM *m, struct curl
                    : real->wait(m, fds, nfds, timeout_ms, numfds);
 }
 
+/* The option's one argument, read by its type's range, to the real setopt. */
+static CURLMcode forward_msetopt(multi_real *real, CURLM *m, CURLMoption opt, va_list ap)
+{
+    if (opt < CURLOPTTYPE_OBJECTPOINT)
+        return real->setopt(m, opt, va_arg(ap, long));
+    if (opt < CURLOPTTYPE_FUNCTIONPOINT)
+        return real->setopt(m, opt, va_arg(ap, void *));
+    if (opt < CURLOPTTYPE_OFF_T)
+        return real->setopt(m, opt, va_arg(ap, void (*)(void)));
+    if (opt < CURLOPTTYPE_BLOB)
+        return real->setopt(m, opt, va_arg(ap, curl_off_t));
+    return real->setopt(m, opt, va_arg(ap, void *));
+}
+
 static CURLMcode shim_msetopt(multi_real *real, CURLM *m, CURLMoption opt, va_list ap,
                               const void *ret)
 {
@@ -838,15 +849,7 @@ static CURLMcode shim_msetopt(multi_real *real, CURLM *m, CURLMoption opt, va_li
         CURLMcode mc = real->setopt(m, CURLMOPT_TIMERDATA, (void *)r);
         return mc != CURLM_OK ? mc : real->setopt(m, CURLMOPT_TIMERFUNCTION, shim_timer_cb);
     }
-    if (opt < CURLOPTTYPE_OBJECTPOINT)
-        return real->setopt(m, opt, va_arg(ap, long));
-    if (opt < CURLOPTTYPE_FUNCTIONPOINT)
-        return real->setopt(m, opt, va_arg(ap, void *));
-    if (opt < CURLOPTTYPE_OFF_T)
-        return real->setopt(m, opt, va_arg(ap, void (*)(void)));
-    if (opt < CURLOPTTYPE_BLOB)
-        return real->setopt(m, opt, va_arg(ap, curl_off_t));
-    return real->setopt(m, opt, va_arg(ap, void *));
+    return forward_msetopt(real, m, opt, ap);
 }
 
 static CURLMcode shim_mcleanup(multi_real *real, CURLM *m)
@@ -921,84 +924,109 @@ void bo_multi_easy_gone(void *h)
 /* ---- exported hooks -------------------------------------------------- */
 
 #define CALLER() __builtin_return_address(0)
+
+/*
+ * Each hook is two layers: the exported one passes a call from inside the
+ * first libcurl straight on, with nothing else to do (a tail call: no
+ * register saved, no thread-local read), and otherwise hands its caller's
+ * address to the second, which finds the caller's libcurl (slot_search)
+ * and runs the shim's logic.
+ */
+#define HOOK(ret_type, name, params, args, call)                               \
+    __attribute__((noinline)) static ret_type name##_slow(const void *ret,     \
+                                                          params);             \
+    BO_EXPORT ret_type curl_multi_##name(params)                               \
+    {                                                                          \
+        if (internal0(CALLER()))                                               \
+            return g_mreal[0].call;                                            \
+        return name##_slow(CALLER(), args);                                    \
+    }                                                                          \
+    __attribute__((noinline)) static ret_type name##_slow(const void *ret, params)
+#define P(...) __VA_ARGS__
 /* The caller's libcurl as `real`; a call from inside libcurl goes straight to it. */
 #define RESOLVE(call)                                                          \
     bool internal;                                                             \
-    multi_real *real = slot_of(CALLER(), &internal);                           \
+    multi_real *real = slot_search(ret, &internal);                            \
     if (internal)                                                              \
         return real->call
 
-BO_EXPORT CURLMcode curl_multi_add_handle(CURLM *m, CURL *h)
+HOOK(CURLMcode, add_handle, P(CURLM *m, CURL *h), P(m, h), add(m, h))
 {
     RESOLVE(add(m, h));
-    return shim_add(real, m, h, CALLER());
+    return shim_add(real, m, h, ret);
 }
 
-BO_EXPORT CURLMcode curl_multi_remove_handle(CURLM *m, CURL *h)
+HOOK(CURLMcode, remove_handle, P(CURLM *m, CURL *h), P(m, h), remove(m, h))
 {
     RESOLVE(remove(m, h));
     return shim_remove(real, m, h);
 }
 
-BO_EXPORT CURLMcode curl_multi_perform(CURLM *m, int *running)
+HOOK(CURLMcode, perform, P(CURLM *m, int *running), P(m, running), perform(m, running))
 {
     RESOLVE(perform(m, running));
     return shim_perform(real, m, running);
 }
 
-BO_EXPORT CURLMsg *curl_multi_info_read(CURLM *m, int *left)
+HOOK(CURLMsg *, info_read, P(CURLM *m, int *left), P(m, left), info_read(m, left))
 {
     RESOLVE(info_read(m, left));
     return shim_info_read(real, m, left);
 }
 
-BO_EXPORT CURLMcode curl_multi_wait(CURLM *m, struct curl_waitfd *fds, unsigned nfds, int ms,
-                                    int *numfds)
+HOOK(CURLMcode, wait,
+     P(CURLM *m, struct curl_waitfd *fds, unsigned nfds, int ms, int *numfds),
+     P(m, fds, nfds, ms, numfds), wait(m, fds, nfds, ms, numfds))
 {
     RESOLVE(wait(m, fds, nfds, ms, numfds));
     return shim_wait(real, false, m, fds, nfds, ms, numfds);
 }
 
-BO_EXPORT CURLMcode curl_multi_poll(CURLM *m, struct curl_waitfd *fds, unsigned nfds, int ms,
-                                    int *numfds)
+HOOK(CURLMcode, poll,
+     P(CURLM *m, struct curl_waitfd *fds, unsigned nfds, int ms, int *numfds),
+     P(m, fds, nfds, ms, numfds), poll(m, fds, nfds, ms, numfds))
 {
     RESOLVE(poll(m, fds, nfds, ms, numfds));
     return shim_wait(real, true, m, fds, nfds, ms, numfds);
 }
 
-BO_EXPORT CURLMcode curl_multi_timeout(CURLM *m, long *ms)
+HOOK(CURLMcode, timeout, P(CURLM *m, long *ms), P(m, ms), timeout(m, ms))
 {
     RESOLVE(timeout(m, ms));
     return shim_timeout(real, m, ms);
 }
 
-BO_EXPORT CURLMcode curl_multi_socket_action(CURLM *m, curl_socket_t s, int ev, int *running)
+HOOK(CURLMcode, socket_action, P(CURLM *m, curl_socket_t s, int ev, int *running),
+     P(m, s, ev, running), socket_action(m, s, ev, running))
 {
     RESOLVE(socket_action(m, s, ev, running));
     return shim_socket_action(real, m, s, ev, running);
+}
+
+HOOK(CURLMcode, cleanup, P(CURLM *m), P(m), cleanup(m))
+{
+    RESOLVE(cleanup(m));
+    return shim_mcleanup(real, m);
 }
 
 BO_EXPORT CURLMcode curl_multi_setopt(CURLM *m, CURLMoption opt, ...)
 {
     va_list ap;
     CURLMcode rc;
-    int saved = errno;
-    bool internal;
-    multi_real *real = slot_of(CALLER(), &internal);
-    (void)internal;
+    const void *ret = CALLER();
     va_start(ap, opt);
-    errno = saved;
-    /* an internal call is forwarded by shim_msetopt too: it manages no
-     * record for a caller inside libcurl */
-    rc = shim_msetopt(real, m, opt, ap, CALLER());
+    if (internal0(ret)) {
+        rc = forward_msetopt(&g_mreal[0], m, opt, ap);
+    } else {
+        int saved = errno;
+        bool internal;
+        multi_real *real = slot_search(ret, &internal);
+        errno = saved;
+        /* an internal call is forwarded: it manages no record */
+        rc = internal ? forward_msetopt(real, m, opt, ap) : shim_msetopt(real, m, opt, ap, ret);
+    }
     va_end(ap);
     return rc;
-}
-
-BO_EXPORT CURLMcode curl_multi_cleanup(CURLM *m)
-{
-    RESOLVE(cleanup(m));
-    return shim_mcleanup(real, m);
 }
 
 /*
