@@ -790,17 +790,29 @@ static size_t shim_write(char *p, size_t size, size_t nmemb, void *ud)
     return got;
 }
 
+/*
+ * Could the header line starting with c be one bo_rl_header_line reads?
+ * Its own first test (x-ratelimit-*, RateLimit*, Age), made here so that
+ * the other lines (Date, Content-Type, ...) cost no call.
+ */
+static bool rl_first_letter(char c)
+{
+    c = (char)(c | 0x20); /* 'X' and 'x' alike; no other byte becomes x, r or a */
+    return c == 'x' || c == 'r' || c == 'a';
+}
+
 /* The shim's header callback: notes each status line, holds or delivers. */
 static size_t shim_header(char *p, size_t size, size_t nmemb, void *ud)
 {
     handle_rec *r = ud;
     size_t n = size * nmemb;
 
-    note_status_line(r, p, n); /* in every mode: the last one is the call's status */
-    if (n > 5 && p[0] == 'H' && memcmp(p, "HTTP/", 5) == 0)
+    if (n > 5 && p[0] == 'H' && memcmp(p, "HTTP/", 5) == 0) {
+        note_status_line(r, p, n); /* in every mode: the last one is the call's status */
         bo_rl_headers_reset(&r->rl); /* a new header block: its own quota */
-    else
-        bo_rl_header_line(&r->rl, p, n); /* a first-letter check for most lines */
+    } else if (n >= 4 && rl_first_letter(p[0])) {
+        bo_rl_header_line(&r->rl, p, n); /* most lines never get here */
+    }
     if (r->mode == MODE_HOLD) {
         if (r->header_fn == NULL && r->header_data == NULL)
             return n; /* the program receives no headers: nothing to hold */
