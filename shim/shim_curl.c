@@ -112,7 +112,7 @@ static void resolve_curl(void)
  * module such as pycurl calls from a handful of places).
  */
 #define CALLER_CACHE 16
-static __thread struct {
+static BO_TLS struct {
     const void *ret;
     const curl_real *real;
 } tl_callers[CALLER_CACHE];
@@ -250,9 +250,9 @@ void bo_shim_curl_child_fork(void)
  * thread then takes no shared lock at all to find its record.
  */
 static uint64_t g_rec_gen;
-static __thread const CURL *tl_last_h;
-static __thread handle_rec *tl_last_rec;
-static __thread uint64_t tl_last_gen;
+static BO_TLS const CURL *tl_last_h;
+static BO_TLS handle_rec *tl_last_rec;
+static BO_TLS uint64_t tl_last_gen;
 
 static handle_rec *rec_find(const CURL *h)
 {

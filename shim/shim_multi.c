@@ -229,9 +229,9 @@ static multi_rec *g_mbuckets[MBUCKETS];
 static pthread_mutex_t g_mlock = PTHREAD_MUTEX_INITIALIZER;
 static int g_nmulti;      /* records in the table: 0 lets every call through at once */
 static uint64_t g_mgen;   /* bumped on every removal (the threads' caches) */
-static __thread const CURLM *tl_last_m;
-static __thread multi_rec *tl_last_mr;
-static __thread uint64_t tl_last_mgen;
+static BO_TLS const CURLM *tl_last_m;
+static BO_TLS multi_rec *tl_last_mr;
+static BO_TLS uint64_t tl_last_mgen;
 
 /* Fork: the table lock is a leaf, taken last and made anew in the child. */
 void bo_shim_multi_prepare_fork(void)
