@@ -333,6 +333,8 @@ int bo_curl_xfer_tick(bo_curl_xfer *x);
 
 /* The slot of the libcurl an exported hook's caller (return address) means. */
 int bo_curl_caller_slot(const void *ret);
+/* The slot every caller means when the global scope has a libcurl, or -1. */
+int bo_curl_global_caller_slot(void);
 
 void bo_shim_multi_prepare_fork(void);
 void bo_shim_multi_parent_fork(void);

@@ -149,6 +149,12 @@ int bo_curl_caller_slot(const void *ret)
     return (int)(caller_real(ret) - g_real);
 }
 
+int bo_curl_global_caller_slot(void)
+{
+    bo_shim_once(&g_bound, resolve_curl);
+    return g_global != NULL ? (int)(g_global - g_real) : -1;
+}
+
 /* ---- per-handle records ---------------------------------------------- */
 
 enum method_kind {

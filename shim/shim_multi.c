@@ -150,6 +150,24 @@ static bool from_libcurl(multi_real *mr, const void *ret)
 }
 
 /*
+ * The global scope's libcurl, every other caller's once it is known (NULL:
+ * none, each caller's own is found by shim_curl.c).  Two threads that race
+ * store the same values.
+ */
+static multi_real *global_mreal(void)
+{
+    static int known;
+    static multi_real *global;
+
+    if (!__atomic_load_n(&known, __ATOMIC_ACQUIRE)) {
+        int s = bo_curl_global_caller_slot();
+        __atomic_store_n(&global, s >= 0 ? &g_mreal[s] : NULL, __ATOMIC_RELAXED);
+        __atomic_store_n(&known, 1, __ATOMIC_RELEASE);
+    }
+    return __atomic_load_n(&global, __ATOMIC_RELAXED);
+}
+
+/*
  * The libcurl a hook's caller means.  A call from inside a libcurl (its
  * curl_easy_perform driving a private multi handle, ~7 calls a transfer)
  * is that libcurl's own: *internal tells the hook to pass it straight
@@ -157,7 +175,7 @@ static bool from_libcurl(multi_real *mr, const void *ret)
  * search; any other caller means the libcurl shim_curl.c's caller_real
  * finds for it (the global scope's at once, else its per-thread cache).
  */
-__attribute__((noinline)) static multi_real *slot_search(const void *ret, bool *internal)
+__attribute__((noinline)) static multi_real *slot_search_all(const void *ret, bool *internal)
 {
     for (int i = 0; i < BO_MAX_CURLS; i++) {
         multi_real *mr = &g_mreal[i];
@@ -169,7 +187,22 @@ __attribute__((noinline)) static multi_real *slot_search(const void *ret, bool *
         }
     }
     *internal = false;
-    return &g_mreal[bo_curl_caller_slot(ret)];
+    multi_real *g = global_mreal();
+    return g != NULL ? g : &g_mreal[bo_curl_caller_slot(ret)];
+}
+
+/* The search, with the common case first: one libcurl, its range known. */
+__attribute__((noinline)) static multi_real *slot_search(const void *ret, bool *internal)
+{
+    multi_real *mr = &g_mreal[0];
+    if (!__atomic_load_n(&mr->range_done, __ATOMIC_ACQUIRE) ||
+        __atomic_load_n((void **)&g_mreal[1].add, __ATOMIC_ACQUIRE) != NULL)
+        return slot_search_all(ret, internal);
+    *internal = in_range(mr, ret);
+    if (*internal)
+        return mr;
+    multi_real *g = global_mreal();
+    return g != NULL ? g : &g_mreal[bo_curl_caller_slot(ret)];
 }
 
 /* A call from inside the first slot's libcurl, the common case: a compare
