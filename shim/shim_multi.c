@@ -255,6 +255,8 @@ typedef struct multi_rec {
     void *timer_data;
     int64_t curl_timer_at; /* libcurl's timer, absolute; -1: none */
     int64_t told_at;       /* the program's timer as last set; -1: none, -2: never set */
+    mxfer *spare;          /* removed transfers' records, kept for the next ones (qnext) */
+    int nspare;
 } multi_rec;
 
 #define MBUCKETS 64
@@ -393,6 +395,36 @@ static multi_rec *mrec_of(multi_real *real, CURLM *m)
 {
     multi_rec *r = mrec_find(m);
     return r != NULL && r->real == real ? r : NULL;
+}
+
+/*
+ * A transfer's record: a removed transfer's, kept by its multi handle
+ * (at most SPARE_MAX), else a new one; all zero either way.  A program
+ * that adds and removes transfers allocates nothing once it runs.  Spare
+ * records are in no index, so only the multi handle's thread sees them.
+ */
+#define SPARE_MAX 16
+
+static mxfer *xfer_new(multi_rec *r)
+{
+    mxfer *x = r->spare;
+    if (x == NULL)
+        return calloc(1, sizeof *x);
+    r->spare = x->qnext;
+    r->nspare--;
+    memset(x, 0, sizeof *x);
+    return x;
+}
+
+static void xfer_free(multi_rec *r, mxfer *x)
+{
+    if (r->nspare >= SPARE_MAX) {
+        free(x);
+        return;
+    }
+    x->qnext = r->spare;
+    r->spare = x;
+    r->nspare++;
 }
 
 static mxfer *xfer_find(multi_rec *r, const CURL *h)
@@ -653,14 +685,14 @@ static CURLMcode shim_add(multi_real *real, CURLM *m, CURL *h, const void *ret)
         return CURLM_RECURSIVE_API_CALL;
     if (xfer_find(r, h) != NULL)
         return CURLM_ADDED_ALREADY;
-    if ((x = calloc(1, sizeof *x)) == NULL)
+    if ((x = xfer_new(r)) == NULL)
         return CURLM_OUT_OF_MEMORY;
     x->h = h;
     struct handle_rec *rec = bo_curl_managed_rec((int)(real - g_mreal), h);
     if (rec == NULL) {
         CURLMcode mc = real->add(m, h);
         if (mc != CURLM_OK) {
-            free(x);
+            xfer_free(r, x);
             return mc;
         }
         x->state = X_PASS;
@@ -728,7 +760,7 @@ static CURLMcode shim_remove(multi_real *real, CURLM *m, CURL *h)
     }
     *pp = x->next;
     xindex_del(x);
-    free(x);
+    xfer_free(r, x);
     return CURLM_OK;
 }
 
@@ -908,6 +940,11 @@ static CURLMcode shim_mcleanup(multi_real *real, CURLM *m)
         xindex_del(x);
         free(x);
     }
+    while (r->spare != NULL) {
+        mxfer *x = r->spare;
+        r->spare = x->qnext;
+        free(x);
+    }
     free(r);
     return real->cleanup(m);
 }
@@ -951,7 +988,7 @@ void bo_multi_easy_gone(void *h)
         bo_curl_xfer_drop(&gone->x);
     }
     unqueue(from, gone);
-    free(gone);
+    xfer_free(from, gone);
 }
 
 /* ---- exported hooks -------------------------------------------------- */
