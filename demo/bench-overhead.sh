@@ -6,9 +6,10 @@
 #   per_call   tests/helpers/shim_bench: N sequential GETs on one handle, with
 #              and without LD_PRELOAD; ROUNDS interleaved rounds, medians of
 #              the microseconds per call; plus, when valgrind is installed,
-#              callgrind's instruction count per call (the difference of two
-#              run lengths cancels start-up), which does not depend on the
-#              machine's load.  Target: <= 1 us more per call.
+#              callgrind's instruction count per call, which does not depend
+#              on the machine's load: the shim's own code (below), the
+#              difference of two run lengths (CALLS / 4 and CALLS calls) so
+#              that start-up cancels.  Target: <= 1 us more per call.
 #   per_call_dests  tests/helpers/many_dests: DESTS destinations (d0.test ..
 #              routed to the server by CURLOPT_CONNECT_TO), one warm-up call
 #              to each, then CALLS_DESTS calls round-robin over them, one
@@ -20,17 +21,45 @@
 #              one transfer of a multi handle (add, curl_multi_perform +
 #              curl_multi_poll until done, info_read, remove), with and
 #              without the shim, medians over ROUNDS; plus, with valgrind,
-#              the instructions per transfer: the difference of two run
-#              lengths (CALLS_IR and 6 x CALLS_IR transfers) with the shim,
-#              minus the same without, so start-up cancels; all of it, the
-#              retry bookkeeping of the managed transfer included.  Target:
-#              <= 1 us more per transfer.
+#              the instructions per transfer (two run lengths, CALLS_IR and
+#              6 x CALLS_IR transfers).  Target: <= 1 us more per transfer.
 #   loadgen8   loadgen, 8 threads, with and without the shim; median
 #              requests/s over ROUNDS; target: >= 98% of the unshimmed rate.
 #
+# Instructions, two ways for each path:
+#   the shim's own code  what runs in libbackoff.so per call, and in the
+#              libc and ld.so functions it calls (locks, clock, malloc,
+#              TLS), counted from callgrind's call graph: not libcurl's work
+#              nor the program's callbacks.  It includes the exported multi
+#              hooks that libcurl's own curl_easy_perform calls (its private
+#              multi handle reaches them ~7 times a call).
+#   all of the difference  (with the shim) - (without), each a difference
+#              of two run lengths.  It also holds libcurl's own work when
+#              it runs differently: how many curl_multi_perform/poll passes
+#              a call takes depends on when the server's answer arrives,
+#              which moves from run to run under valgrind (1.3 to 3.2 passes
+#              a call seen with and without the shim), so this figure is
+#              noisy by a few thousand instructions at 10,000 destinations;
+#              the passes per call of both runs are printed beside it.
+#
+# Instructions to time: the unshimmed run's USER CPU time per call divided
+# by its instructions per call (callgrind counts user-space instructions
+# only; the shim adds user-space work only: no system call on a call that
+# needs no retry, but for one fcntl() in the connect() hook per new
+# connection (per_call_dests), which this count leaves out; the kernel's
+# share of a plain call, its sockets and polls, is large here and is not
+# the cost of an instruction).  Dividing user + system time by the user-space count, as
+# before, charged every shim instruction with the kernel's work too (0.467
+# ns on 2026-11-24 against about 0.27 ns this way).  Both the instructions
+# and the user time of a plain call come from two run lengths (start-up
+# cancels); the user time from CPU_CALLS / 4 and CPU_CALLS (20000) pinned
+# calls, median of CPU_ROUNDS (3), far above the clock tick.  Every
+# instruction row names the conversion it used.
+#
 # Output: TSV with a header.  Environment: BUILD (default build), ROUNDS (7),
 # CALLS (2000), LOADGEN_REQUESTS (20000), DESTS (10000), CALLS_DESTS (10000),
-# ROUNDS_DESTS (3).
+# ROUNDS_DESTS (3), IR_DESTS (10000), CALLS_IR (200), CPU_CALLS (20000),
+# CPU_ROUNDS (3).
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-build}
@@ -81,15 +110,12 @@ URL="http://127.0.0.1:$PORT/item/1"
 
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "nan" }'; }
 
-# (a) per call, wall clock; the unshimmed runs also give the CPU time per
-# call (user + system), used below to turn instructions into time.
+# (a) per call, wall clock, interleaved rounds.
 : >"$TMP/plain.us"
 : >"$TMP/shim.us"
-: >"$TMP/plain.cpu"
 r=0
 while [ $r -lt "$ROUNDS" ]; do
-    /usr/bin/time -f '%U %S' -o "$TMP/time" $PIN0 "$BENCH" "$URL" "$CALLS" | awk '{ print $4 }' >>"$TMP/plain.us"
-    awk -v n="$CALLS" '{ printf "%.6f\n", ($1 + $2) / (n + 20) * 1e6 }' "$TMP/time" >>"$TMP/plain.cpu"
+    $PIN0 "$BENCH" "$URL" "$CALLS" | awk '{ print $4 }' >>"$TMP/plain.us"
     LD_PRELOAD="$LIB" $PIN0 "$BENCH" "$URL" "$CALLS" | awk '{ print $4 }' >>"$TMP/shim.us"
     r=$((r + 1))
 done
@@ -97,30 +123,92 @@ plain_us=$(median <"$TMP/plain.us")
 shim_us=$(median <"$TMP/shim.us")
 plain_us_best=$(sort -g "$TMP/plain.us" | head -n 1)
 shim_us_best=$(sort -g "$TMP/shim.us" | head -n 1)
-plain_cpu_us=$(median <"$TMP/plain.cpu")
 
-# (a') per call, instructions (callgrind), when valgrind is installed.  The
-# shim's own cost is exact: its curl_easy_perform hook minus libcurl's,
-# plus its write/header callbacks minus the program's callback (shim_bench's
-# sink).  The unshimmed run's instructions per call and its CPU time per call
-# give the time of one instruction in this workload (an over-estimate: the
-# CPU time includes the kernel's work, which callgrind does not count).
+# The unshimmed call's user CPU time (the header says why user time), from
+# two run lengths as the instruction counts are, so that start-up cancels.
+CPU_CALLS=${CPU_CALLS:-20000}
+CPU_ROUNDS=${CPU_ROUNDS:-3}
+: >"$TMP/plain.user"
+r=0
+while [ $r -lt "$CPU_ROUNDS" ]; do
+    /usr/bin/time -f '%U' -o "$TMP/time0" $PIN0 "$BENCH" "$URL" $((CPU_CALLS / 4)) >/dev/null
+    /usr/bin/time -f '%U' -o "$TMP/time1" $PIN0 "$BENCH" "$URL" "$CPU_CALLS" >/dev/null
+    awk -v a="$(tail -n 1 "$TMP/time0")" -v b="$(tail -n 1 "$TMP/time1")" \
+        -v n=$((CPU_CALLS - CPU_CALLS / 4)) 'BEGIN { printf "%.6f\n", (b - a) / n * 1e6 }' >>"$TMP/plain.user"
+    r=$((r + 1))
+done
+plain_user_us=$(median <"$TMP/plain.user")
+
+# The shim's own code in a callgrind output file: the self cost of
+# libbackoff.so's functions plus the inclusive cost of their calls into
+# other objects (libc, ld.so, hiredis), but not into libcurl nor into the
+# program (its callbacks).  Callgrind's format: ob= names the current
+# object ("(id) name" the first time, "(id)" after), cob= the callee's
+# object of the next calls= line, whose next cost line is the call's
+# inclusive cost; every other cost line is the current function's own.
+OWN_AWK='
+function name(s,   id, rest) {
+    if (s !~ /^\([0-9]+\)/) return s
+    id = s; sub(/\).*/, "", id); sub(/^\(/, "", id)
+    rest = s; sub(/^\([0-9]+\) ?/, "", rest)
+    if (rest != "") ob[id] = rest
+    return ob[id]
+}
+function mine(o) { return index(o, lib) > 0 }
+/^cmd:/ { exe = $2; next }
+/^ob=/ { cur = name(substr($0, 4)); cob = ""; next }
+/^cob=/ { cob = name(substr($0, 5)); next }
+/^calls=/ { incall = 1; next }
+/^[+*0-9-]/ {
+    if (incall) {
+        o = cob != "" ? cob : cur
+        if (mine(cur) && !mine(o) && o !~ /libcurl/ && o != exe) own += $2
+        incall = 0; cob = ""
+    } else if (mine(cur)) own += $2
+}
+END { printf "%.0f\n", own }'
+own() { awk -v lib=/libbackoff.so "$OWN_AWK" "$1"; }
+cg_sum() { sed -n 's/^summary: *//p' "$1"; }
+# How many times libcurl's curl_multi_perform ran (its passes), from the call graph.
+perform_calls() {
+    awk '
+        function name(s, t,   id, rest) {
+            if (s !~ /^\([0-9]+\)/) return s
+            id = s; sub(/\).*/, "", id); sub(/^\(/, "", id)
+            rest = s; sub(/^\([0-9]+\) ?/, "", rest)
+            if (rest != "") tab[t, id] = rest
+            return tab[t, id]
+        }
+        /^ob=/ { cur = name(substr($0, 4), "o"); cob = ""; next }
+        /^cob=/ { cob = name(substr($0, 5), "o"); next }
+        /^fn=/ { name(substr($0, 4), "f"); next }
+        /^cfn=/ { tgt = name(substr($0, 5), "f"); next }
+        /^calls=/ { split(substr($0, 7), a, " "); o = cob != "" ? cob : cur
+                    if (tgt == "curl_multi_perform" && o ~ /libcurl/) n += a[1]
+                    cob = ""; next }
+        END { printf "%d\n", n }' "$1"
+}
+HAVE_CG=no
+if command -v valgrind >/dev/null 2>&1 && command -v callgrind_annotate >/dev/null 2>&1; then
+    HAVE_CG=yes
+fi
+
+# (a') per call, instructions (callgrind): the unshimmed call's instructions
+# and the shim's own code per call, each from two run lengths.
 ir_shim=nan
 ir_plain=nan
-if command -v valgrind >/dev/null 2>&1 && command -v callgrind_annotate >/dev/null 2>&1; then
-    valgrind --tool=callgrind --callgrind-out-file="$TMP/cg.plain" "$BENCH" "$URL" "$CALLS" >/dev/null 2>&1
-    LD_PRELOAD="$LIB" valgrind --tool=callgrind --callgrind-out-file="$TMP/cg.shim" \
+if [ $HAVE_CG = yes ]; then
+    CALLS_Q=$((CALLS / 4))
+    valgrind --tool=callgrind --callgrind-out-file="$TMP/cg.plain0" "$BENCH" "$URL" "$CALLS_Q" >/dev/null 2>&1
+    valgrind --tool=callgrind --callgrind-out-file="$TMP/cg.plain1" "$BENCH" "$URL" "$CALLS" >/dev/null 2>&1
+    LD_PRELOAD="$LIB" valgrind --tool=callgrind --callgrind-out-file="$TMP/cg.shim0" \
+        "$BENCH" "$URL" "$CALLS_Q" >/dev/null 2>&1
+    LD_PRELOAD="$LIB" valgrind --tool=callgrind --callgrind-out-file="$TMP/cg.shim1" \
         "$BENCH" "$URL" "$CALLS" >/dev/null 2>&1
-    ir_plain=$(sed -n 's/^summary: *//p' "$TMP/cg.plain" | awk -v n="$CALLS" '{ printf "%.0f", $1 / (n + 20) }')
-    ir_shim=$(callgrind_annotate --inclusive=yes --threshold=100 "$TMP/cg.shim" 2>/dev/null |
-        awk -v n="$CALLS" '
-            { v = $1; gsub(",", "", v) }
-            /shim_curl.c:curl_easy_perform / && !hp { hp = 1; total += v }
-            /[?][?][?]:curl_easy_perform / && !lp { lp = 1; total -= v }
-            /shim_curl.c:shim_write / && !w { w = 1; total += v }
-            /shim_curl.c:shim_header / && !h { h = 1; total += v }
-            /shim_bench.c:sink / && !s { s = 1; total -= v }
-            END { printf "%.0f", total / (n + 20) }')
+    ir_plain=$(awk -v a="$(cg_sum "$TMP/cg.plain0")" -v b="$(cg_sum "$TMP/cg.plain1")" \
+        -v n=$((CALLS - CALLS_Q)) 'BEGIN { printf "%.0f", (b - a) / n }')
+    ir_shim=$(awk -v a="$(own "$TMP/cg.shim0")" -v b="$(own "$TMP/cg.shim1")" \
+        -v n=$((CALLS - CALLS_Q)) 'BEGIN { printf "%.0f", (b - a) / n }')
 fi
 
 # (a'') per call at DESTS destinations, wall clock, interleaved rounds.
@@ -137,23 +225,24 @@ shim_d_us=$(median <"$TMP/shim_d.us")
 # The same under callgrind, IR_DESTS destinations: runs with 0 and with
 # IR_DESTS timed calls after the warm-up, with and without the shim; the
 # differences of the two run lengths give the cost of one call to a known
-# destination (start-up and the first call to each cancel out): all of the
-# shim's, and the destination table's part (shim_table.c, inclusive).
+# destination (start-up and the first call to each cancel out): the shim's
+# own code, the destination table's part of it (shim_table.c, inclusive),
+# and all of the difference.
 IR_DESTS=${IR_DESTS:-10000}
 ir_d_total=nan
+ir_d_own=nan
 ir_d_table=nan
 cg_run() { # OUT PRELOAD CALLS
     LD_PRELOAD="$2" valgrind --tool=callgrind --callgrind-out-file="$1" \
         "$MANY" "$PORT" "$IR_DESTS" "$3" >/dev/null 2>&1
 }
-cg_sum() { sed -n 's/^summary: *//p' "$1"; }
 cg_table() {
     callgrind_annotate --inclusive=yes --threshold=100 "$1" 2>/dev/null | awk '
         { v = $1; gsub(",", "", v) }
         /shim_table.c:bo_shim_dest_(get|put|ref) / { total += v }
         END { printf "%.0f", total }'
 }
-if command -v valgrind >/dev/null 2>&1 && command -v callgrind_annotate >/dev/null 2>&1; then
+if [ $HAVE_CG = yes ]; then
     cg_run "$TMP/cgd.plain0" "" 0
     cg_run "$TMP/cgd.plain1" "" "$IR_DESTS"
     cg_run "$TMP/cgd.shim0" "$LIB" 0
@@ -161,8 +250,14 @@ if command -v valgrind >/dev/null 2>&1 && command -v callgrind_annotate >/dev/nu
     ir_d_total=$(awk -v a0="$(cg_sum "$TMP/cgd.plain0")" -v a1="$(cg_sum "$TMP/cgd.plain1")" \
         -v b0="$(cg_sum "$TMP/cgd.shim0")" -v b1="$(cg_sum "$TMP/cgd.shim1")" -v n="$IR_DESTS" \
         'BEGIN { printf "%.0f", ((b1 - b0) - (a1 - a0)) / n }')
+    ir_d_own=$(awk -v a="$(own "$TMP/cgd.shim0")" -v b="$(own "$TMP/cgd.shim1")" -v n="$IR_DESTS" \
+        'BEGIN { printf "%.0f", (b - a) / n }')
     ir_d_table=$(awk -v t0="$(cg_table "$TMP/cgd.shim0")" -v t1="$(cg_table "$TMP/cgd.shim1")" \
         -v n="$IR_DESTS" 'BEGIN { printf "%.0f", (t1 - t0) / n }')
+    pass_plain=$(awk -v a="$(perform_calls "$TMP/cgd.plain0")" -v b="$(perform_calls "$TMP/cgd.plain1")" \
+        -v n="$IR_DESTS" 'BEGIN { printf "%.2f", (b - a) / n }')
+    pass_shim=$(awk -v a="$(perform_calls "$TMP/cgd.shim0")" -v b="$(perform_calls "$TMP/cgd.shim1")" \
+        -v n="$IR_DESTS" 'BEGIN { printf "%.2f", (b - a) / n }')
 fi
 
 # (a''') per transfer through a multi handle, wall clock and instructions.
@@ -178,15 +273,21 @@ plain_m_us=$(median <"$TMP/plain_m.us")
 shim_m_us=$(median <"$TMP/shim_m.us")
 CALLS_IR=${CALLS_IR:-200}
 ir_m=nan
-if command -v valgrind >/dev/null 2>&1; then
-    cg_m() { # PRELOAD N: total instructions of a run of N transfers
-        LD_PRELOAD="$1" valgrind --tool=callgrind --callgrind-out-file="$TMP/cgm" \
-            "$BENCH" "$URL" "$2" multi >/dev/null 2>&1
-        sed -n 's/^summary: *//p' "$TMP/cgm"
+ir_m_own=nan
+if [ $HAVE_CG = yes ]; then
+    cg_m() { # OUT PRELOAD N
+        LD_PRELOAD="$2" valgrind --tool=callgrind --callgrind-out-file="$1" \
+            "$BENCH" "$URL" "$3" multi >/dev/null 2>&1
     }
-    ir_m=$(awk -v a0="$(cg_m "" "$CALLS_IR")" -v a1="$(cg_m "" $((CALLS_IR * 6)))" \
-        -v b0="$(cg_m "$LIB" "$CALLS_IR")" -v b1="$(cg_m "$LIB" $((CALLS_IR * 6)))" -v n=$((CALLS_IR * 5)) \
+    cg_m "$TMP/cgm.plain0" "" "$CALLS_IR"
+    cg_m "$TMP/cgm.plain1" "" $((CALLS_IR * 6))
+    cg_m "$TMP/cgm.shim0" "$LIB" "$CALLS_IR"
+    cg_m "$TMP/cgm.shim1" "$LIB" $((CALLS_IR * 6))
+    ir_m=$(awk -v a0="$(cg_sum "$TMP/cgm.plain0")" -v a1="$(cg_sum "$TMP/cgm.plain1")" \
+        -v b0="$(cg_sum "$TMP/cgm.shim0")" -v b1="$(cg_sum "$TMP/cgm.shim1")" -v n=$((CALLS_IR * 5)) \
         'BEGIN { printf "%.0f", ((b1 - b0) - (a1 - a0)) / n }')
+    ir_m_own=$(awk -v a="$(own "$TMP/cgm.shim0")" -v b="$(own "$TMP/cgm.shim1")" \
+        -v n=$((CALLS_IR * 5)) 'BEGIN { printf "%.0f", (b - a) / n }')
 fi
 
 # (b) loadgen, 8 threads
@@ -205,6 +306,20 @@ best() { sort -g | tail -n 1; }
 plain_best=$(best <"$TMP/plain.rps")
 shim_best=$(best <"$TMP/shim.rps")
 
+# One instruction's time: the plain run's user CPU time per call over its
+# instructions per call.
+NS=$(awk -v u="$plain_user_us" -v p="$ir_plain" 'BEGIN {
+    if (p == "nan" || p <= 0) print "nan"; else printf "%.4f", u * 1000 / p }')
+CONV=$(awk -v u="$plain_user_us" -v p="$ir_plain" -v ns="$NS" 'BEGIN {
+    printf "%.3f ns/instr = the plain call'"'"'s user CPU %.2f us / its %s instr", ns, u, p }')
+# ir_row SCENARIO WHAT IR: an instruction row against the 1 us target.
+ir_row() {
+    awk -v s="$1" -v w="$2" -v ir="$3" -v ns="$NS" -v conv="$CONV" 'BEGIN {
+        us = ir * ns / 1000
+        printf "%s\taimd\tinstructions_per_call(callgrind; %s)\t-\t-\t%d\t-\t<= 1 us more (%d instr x %.3f ns = %.3f us; %s)\t%s\n",
+            s, w, ir, ir, ns, us, conv, (us <= 1) ? "yes" : "no" }'
+}
+
 printf 'scenario\tpolicy\tmetric\twithout_shim\twith_shim\tdifference\tratio\ttarget\tmet\n'
 awk -v a="$plain_us" -v b="$shim_us" -v n="$ROUNDS" -v c="$CALLS" 'BEGIN {
     d = b - a
@@ -214,31 +329,24 @@ awk -v a="$plain_us_best" -v b="$shim_us_best" -v n="$ROUNDS" -v c="$CALLS" 'BEG
     d = b - a
     printf "per_call\taimd\tus_per_call(best of %d x %d)\t%.3f\t%.3f\t%.3f\t%.4f\t<= 1 us more\t%s\n",
         n, c, a, b, d, b / a, (d <= 1) ? "yes" : "no" }'
+if [ "$ir_shim" != nan ]; then
+    ir_row per_call "shim = its own code, the multi hooks libcurl calls included; the plain call $ir_plain instr" "$ir_shim"
+fi
 awk -v a="$plain_d_us" -v b="$shim_d_us" -v n="$ROUNDS_DESTS" -v c="$CALLS_DESTS" -v d="$DESTS" 'BEGIN {
     x = b - a
     printf "per_call_dests\taimd\tus_per_call(%d destinations, new connection each; median of %d x %d)\t%.3f\t%.3f\t%.3f\t%.4f\t<= 1 us more\t%s\n",
         d, n, c, a, b, x, b / a, (x <= 1) ? "yes" : "no" }'
-if [ "$ir_d_total" != nan ] && [ "$ir_shim" != nan ]; then
-    awk -v t="$ir_d_total" -v tb="$ir_d_table" -v p="$ir_plain" -v cpu="$plain_cpu_us" -v d="$IR_DESTS" 'BEGIN {
-        ns = cpu * 1000 / p
-        printf "per_call_dests\taimd\tinstructions_per_call(callgrind, call to one of %d known destinations, new URL each; shim = all of it)\t-\t-\t%d\t-\t<= 1 us more (%d instr x %.3f ns = %.3f us, of which the table %d instr = %.3f us)\t%s\n",
-            d, t, t, ns, t * ns / 1000, tb, tb * ns / 1000, (t * ns / 1000 <= 1) ? "yes" : "no" }'
-fi
-if [ "$ir_shim" != nan ]; then
-    awk -v ir="$ir_shim" -v p="$ir_plain" -v cpu="$plain_cpu_us" 'BEGIN {
-        ns = cpu * 1000 / p; us = ir * ns / 1000
-        printf "per_call\taimd\tinstructions_per_call(callgrind; shim = its own code)\t%d\t%d\t%d\t%.4f\t<= 1 us more (%d instr x %.3f ns = %.3f us)\t%s\n",
-            p, p + ir, ir, (p + ir) / p, ir, ns, us, (us <= 1) ? "yes" : "no" }'
+if [ "$ir_d_own" != nan ]; then
+    ir_row per_call_dests "a call to one of $IR_DESTS known destinations, new URL each; shim = its own code, of which the table $ir_d_table" "$ir_d_own"
+    ir_row per_call_dests "the same; all of the difference, libcurl's curl_multi_perform passes a call $pass_shim with the shim and $pass_plain without" "$ir_d_total"
 fi
 awk -v a="$plain_m_us" -v b="$shim_m_us" -v n="$ROUNDS" -v c="$CALLS" 'BEGIN {
     d = b - a
     printf "per_transfer_multi\taimd\tus_per_transfer(median of %d x %d)\t%.3f\t%.3f\t%.3f\t%.4f\t<= 1 us more\t%s\n",
         n, c, a, b, d, b / a, (d <= 1) ? "yes" : "no" }'
-if [ "$ir_m" != nan ] && [ "$ir_shim" != nan ]; then
-    awk -v ir="$ir_m" -v p="$ir_plain" -v cpu="$plain_cpu_us" 'BEGIN {
-        ns = cpu * 1000 / p; us = ir * ns / 1000
-        printf "per_transfer_multi\taimd\tinstructions_per_transfer(callgrind; shim = all of the difference)\t-\t-\t%d\t-\t<= 1 us more (%d instr x %.3f ns = %.3f us)\t%s\n",
-            ir, ir, ns, us, (us <= 1) ? "yes" : "no" }'
+if [ "$ir_m_own" != nan ]; then
+    ir_row per_transfer_multi "per transfer; shim = its own code" "$ir_m_own"
+    ir_row per_transfer_multi "per transfer; all of the difference" "$ir_m"
 fi
 awk -v a="$plain_rps" -v b="$shim_rps" -v n="$ROUNDS" -v q="$LG_REQ" 'BEGIN {
     r = b / a

@@ -95,8 +95,20 @@ int64_t bo_shim_now_ns(void);
 /* The calling thread's generator, seeded on first use. */
 bo_rng *bo_shim_rng(void);
 
+/*
+ * The shim's thread-locals on its hot paths use the initial-exec model: an
+ * access is one %fs-relative load instead of a call to __tls_get_addr
+ * (the general- and local-dynamic models of -fPIC code).  The library is
+ * loaded at start-up (LD_PRELOAD, the wrapper), so its thread-locals are
+ * in the static TLS block; the whole block is some 350 bytes, within the
+ * 512 bytes glibc keeps for such a library loaded later by dlopen.  The
+ * declaration every file sees must carry the model: a file that sees a
+ * plain `extern __thread` still calls __tls_get_addr.
+ */
+#define BO_TLS __thread __attribute__((tls_model("initial-exec")))
+
 /* Thread-local re-entry flag: true while the shim is inside itself. */
-extern __thread int bo_shim_busy;
+extern BO_TLS int bo_shim_busy;
 
 /*
  * A fork-safe once: fn runs at most once, under the shim's init lock, which
@@ -319,6 +331,8 @@ int bo_curl_xfer_tick(bo_curl_xfer *x);
 
 /* The slot of the libcurl an exported hook's caller (return address) means. */
 int bo_curl_caller_slot(const void *ret);
+/* The slot every caller means when the global scope has a libcurl, or -1. */
+int bo_curl_global_caller_slot(void);
 
 void bo_shim_multi_prepare_fork(void);
 void bo_shim_multi_parent_fork(void);

@@ -112,7 +112,7 @@ static void resolve_curl(void)
  * module such as pycurl calls from a handful of places).
  */
 #define CALLER_CACHE 16
-static __thread struct {
+static BO_TLS struct {
     const void *ret;
     const curl_real *real;
 } tl_callers[CALLER_CACHE];
@@ -125,6 +125,9 @@ static __thread struct {
  */
 static const curl_real *caller_real(const void *ret)
 {
+    /* once resolved, the global scope's libcurl is every caller's */
+    if (__atomic_load_n(&g_bound, __ATOMIC_ACQUIRE) && g_global != NULL)
+        return g_global;
     int saved = errno;
     bo_shim_once(&g_bound, resolve_curl);
     if (g_global != NULL)
@@ -144,6 +147,12 @@ static const curl_real *caller_real(const void *ret)
 int bo_curl_caller_slot(const void *ret)
 {
     return (int)(caller_real(ret) - g_real);
+}
+
+int bo_curl_global_caller_slot(void)
+{
+    bo_shim_once(&g_bound, resolve_curl);
+    return g_global != NULL ? (int)(g_global - g_real) : -1;
 }
 
 /* ---- per-handle records ---------------------------------------------- */
@@ -247,9 +256,9 @@ void bo_shim_curl_child_fork(void)
  * thread then takes no shared lock at all to find its record.
  */
 static uint64_t g_rec_gen;
-static __thread const CURL *tl_last_h;
-static __thread handle_rec *tl_last_rec;
-static __thread uint64_t tl_last_gen;
+static BO_TLS const CURL *tl_last_h;
+static BO_TLS handle_rec *tl_last_rec;
+static BO_TLS uint64_t tl_last_gen;
 
 static handle_rec *rec_find(const CURL *h)
 {
@@ -787,17 +796,29 @@ static size_t shim_write(char *p, size_t size, size_t nmemb, void *ud)
     return got;
 }
 
+/*
+ * Could the header line starting with c be one bo_rl_header_line reads?
+ * Its own first test (x-ratelimit-*, RateLimit*, Age), made here so that
+ * the other lines (Date, Content-Type, ...) cost no call.
+ */
+static bool rl_first_letter(char c)
+{
+    c = (char)(c | 0x20); /* 'X' and 'x' alike; no other byte becomes x, r or a */
+    return c == 'x' || c == 'r' || c == 'a';
+}
+
 /* The shim's header callback: notes each status line, holds or delivers. */
 static size_t shim_header(char *p, size_t size, size_t nmemb, void *ud)
 {
     handle_rec *r = ud;
     size_t n = size * nmemb;
 
-    note_status_line(r, p, n); /* in every mode: the last one is the call's status */
-    if (n > 5 && p[0] == 'H' && memcmp(p, "HTTP/", 5) == 0)
+    if (n > 5 && p[0] == 'H' && memcmp(p, "HTTP/", 5) == 0) {
+        note_status_line(r, p, n); /* in every mode: the last one is the call's status */
         bo_rl_headers_reset(&r->rl); /* a new header block: its own quota */
-    else
-        bo_rl_header_line(&r->rl, p, n); /* a first-letter check for most lines */
+    } else if (n >= 4 && rl_first_letter(p[0])) {
+        bo_rl_header_line(&r->rl, p, n); /* most lines never get here */
+    }
     if (r->mode == MODE_HOLD) {
         if (r->header_fn == NULL && r->header_data == NULL)
             return n; /* the program receives no headers: nothing to hold */

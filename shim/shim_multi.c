@@ -113,74 +113,104 @@ static int range_cb(struct dl_phdr_info *info, size_t size, void *data)
     return 1;
 }
 
+/* Find slot's libcurl address range, once per slot; two threads that race
+ * find the same. */
+__attribute__((noinline, cold)) static void find_range(multi_real *mr)
+{
+    Dl_info info;
+    struct link_map *lm = NULL;
+    range_query q = {0};
+    if (dladdr1((void *)mr->add, &info, (void **)&lm, RTLD_DL_LINKMAP) != 0 && lm != NULL) {
+        q.base = lm->l_addr;
+        dl_iterate_phdr(range_cb, &q);
+    }
+    /* atomic: two threads that race here both store, the same values */
+    __atomic_store_n(&mr->lo, q.lo, __ATOMIC_RELAXED);
+    __atomic_store_n(&mr->hi, q.hi, __ATOMIC_RELAXED);
+    __atomic_store_n(&mr->range_done, 1, __ATOMIC_RELEASE);
+}
+
+/* Is `ret` inside slot's libcurl, whose range is known? (lo == hi: none) */
+static inline bool in_range(const multi_real *mr, const void *ret)
+{
+    uintptr_t lo = __atomic_load_n(&mr->lo, __ATOMIC_RELAXED);
+    uintptr_t hi = __atomic_load_n(&mr->hi, __ATOMIC_RELAXED);
+    return (uintptr_t)ret - lo < hi - lo;
+}
+
 /*
- * Is `ret` an address inside slot's libcurl?  Then the call comes from
- * libcurl itself (curl_easy_perform's private multi handle).  The range is
- * found once per slot; two threads that race find the same.
+ * Is `ret` an address inside slot's (bound) libcurl?  Then the call comes
+ * from libcurl itself (curl_easy_perform's private multi handle).
  */
 static bool from_libcurl(multi_real *mr, const void *ret)
 {
-    if (!__atomic_load_n(&mr->range_done, __ATOMIC_ACQUIRE)) {
-        Dl_info info;
-        struct link_map *lm = NULL;
-        range_query q = {0};
-        if (dladdr1((void *)mr->add, &info, (void **)&lm, RTLD_DL_LINKMAP) != 0 && lm != NULL) {
-            q.base = lm->l_addr;
-            dl_iterate_phdr(range_cb, &q);
-        }
-        /* atomic: two threads that race here both store, the same values */
-        __atomic_store_n(&mr->lo, q.lo, __ATOMIC_RELAXED);
-        __atomic_store_n(&mr->hi, q.hi, __ATOMIC_RELAXED);
-        __atomic_store_n(&mr->range_done, 1, __ATOMIC_RELEASE);
+    if (!__atomic_load_n(&mr->range_done, __ATOMIC_ACQUIRE))
+        find_range(mr);
+    return in_range(mr, ret);
+}
+
+/*
+ * The global scope's libcurl, every other caller's once it is known (NULL:
+ * none, each caller's own is found by shim_curl.c).  Two threads that race
+ * store the same values.
+ */
+static multi_real *global_mreal(void)
+{
+    static int known;
+    static multi_real *global;
+
+    if (!__atomic_load_n(&known, __ATOMIC_ACQUIRE)) {
+        int s = bo_curl_global_caller_slot();
+        __atomic_store_n(&global, s >= 0 ? &g_mreal[s] : NULL, __ATOMIC_RELAXED);
+        __atomic_store_n(&known, 1, __ATOMIC_RELEASE);
     }
-    uintptr_t lo = __atomic_load_n(&mr->lo, __ATOMIC_RELAXED);
-    uintptr_t hi = __atomic_load_n(&mr->hi, __ATOMIC_RELAXED);
-    return (uintptr_t)ret >= lo && (uintptr_t)ret < hi;
+    return __atomic_load_n(&global, __ATOMIC_RELAXED);
 }
 
 /*
  * The libcurl a hook's caller means.  A call from inside a libcurl (its
- * curl_easy_perform driving a private multi handle) is that libcurl's own:
- * *internal tells the hook to pass it straight through.  Slots are bound in
- * order, so the first unbound one ends the search.  Each thread keeps the
- * answers for the return addresses it saw last (a program calls the multi
- * functions from a handful of places).
+ * curl_easy_perform driving a private multi handle, ~7 calls a transfer)
+ * is that libcurl's own: *internal tells the hook to pass it straight
+ * through.  Slots are bound in order, so the first unbound one ends the
+ * search; any other caller means the libcurl shim_curl.c's caller_real
+ * finds for it (the global scope's at once, else its per-thread cache).
  */
-#define SLOT_CACHE 16
-static __thread struct {
-    const void *ret;
-    multi_real *real;
-    bool internal;
-} tl_slots[SLOT_CACHE];
-
-static multi_real *slot_of(const void *ret, bool *internal)
+__attribute__((noinline)) static multi_real *slot_search_all(const void *ret, bool *internal)
 {
-    size_t c = ((uintptr_t)ret >> 2) % SLOT_CACHE;
-    multi_real *real = NULL;
-    bool in = false;
-
-    if (tl_slots[c].ret == ret && tl_slots[c].real != NULL) {
-        *internal = tl_slots[c].internal;
-        return tl_slots[c].real;
-    }
-    for (int i = 0; i < BO_MAX_CURLS && real == NULL; i++) {
+    for (int i = 0; i < BO_MAX_CURLS; i++) {
         multi_real *mr = &g_mreal[i];
         if (__atomic_load_n((void **)&mr->add, __ATOMIC_ACQUIRE) == NULL)
             break;
         if (from_libcurl(mr, ret)) {
-            in = true;
-            real = mr;
+            *internal = true;
+            return mr;
         }
     }
-    if (real == NULL)
-        real = &g_mreal[bo_curl_caller_slot(ret)];
-    /* as shim_curl.c's caller cache: an address keeps its object while
-     * that stays loaded */
-    tl_slots[c].ret = ret;
-    tl_slots[c].real = real;
-    tl_slots[c].internal = in;
-    *internal = in;
-    return real;
+    *internal = false;
+    multi_real *g = global_mreal();
+    return g != NULL ? g : &g_mreal[bo_curl_caller_slot(ret)];
+}
+
+/* The search, with the common case first: one libcurl, its range known. */
+__attribute__((noinline)) static multi_real *slot_search(const void *ret, bool *internal)
+{
+    multi_real *mr = &g_mreal[0];
+    if (!__atomic_load_n(&mr->range_done, __ATOMIC_ACQUIRE) ||
+        __atomic_load_n((void **)&g_mreal[1].add, __ATOMIC_ACQUIRE) != NULL)
+        return slot_search_all(ret, internal);
+    *internal = in_range(mr, ret);
+    if (*internal)
+        return mr;
+    multi_real *g = global_mreal();
+    return g != NULL ? g : &g_mreal[bo_curl_caller_slot(ret)];
+}
+
+/* A call from inside the first slot's libcurl, the common case: a compare
+ * or two (a range is known only for a bound slot). */
+static inline bool internal0(const void *ret)
+{
+    const multi_real *mr = &g_mreal[0];
+    return __atomic_load_n(&mr->range_done, __ATOMIC_ACQUIRE) && in_range(mr, ret);
 }
 
 /* ---- records --------------------------------------------------------- */
@@ -225,6 +255,8 @@ typedef struct multi_rec {
     void *timer_data;
     int64_t curl_timer_at; /* libcurl's timer, absolute; -1: none */
     int64_t told_at;       /* the program's timer as last set; -1: none, -2: never set */
+    mxfer *spare;          /* removed transfers' records, kept for the next ones (qnext) */
+    int nspare;
 } multi_rec;
 
 #define MBUCKETS 64
@@ -232,9 +264,9 @@ static multi_rec *g_mbuckets[MBUCKETS];
 static pthread_mutex_t g_mlock = PTHREAD_MUTEX_INITIALIZER;
 static int g_nmulti;      /* records in the table: 0 lets every call through at once */
 static uint64_t g_mgen;   /* bumped on every removal (the threads' caches) */
-static __thread const CURLM *tl_last_m;
-static __thread multi_rec *tl_last_mr;
-static __thread uint64_t tl_last_mgen;
+static BO_TLS const CURLM *tl_last_m;
+static BO_TLS multi_rec *tl_last_mr;
+static BO_TLS uint64_t tl_last_mgen;
 
 /* Fork: the table lock is a leaf, taken last and made anew in the child. */
 void bo_shim_multi_prepare_fork(void)
@@ -363,6 +395,36 @@ static multi_rec *mrec_of(multi_real *real, CURLM *m)
 {
     multi_rec *r = mrec_find(m);
     return r != NULL && r->real == real ? r : NULL;
+}
+
+/*
+ * A transfer's record: a removed transfer's, kept by its multi handle
+ * (at most SPARE_MAX), else a new one; all zero either way.  A program
+ * that adds and removes transfers allocates nothing once it runs.  Spare
+ * records are in no index, so only the multi handle's thread sees them.
+ */
+#define SPARE_MAX 16
+
+static mxfer *xfer_new(multi_rec *r)
+{
+    mxfer *x = r->spare;
+    if (x == NULL)
+        return calloc(1, sizeof *x);
+    r->spare = x->qnext;
+    r->nspare--;
+    memset(x, 0, sizeof *x);
+    return x;
+}
+
+static void xfer_free(multi_rec *r, mxfer *x)
+{
+    if (r->nspare >= SPARE_MAX) {
+        free(x);
+        return;
+    }
+    x->qnext = r->spare;
+    r->spare = x;
+    r->nspare++;
 }
 
 static mxfer *xfer_find(multi_rec *r, const CURL *h)
@@ -623,14 +685,14 @@ static CURLMcode shim_add(multi_real *real, CURLM *m, CURL *h, const void *ret)
         return CURLM_RECURSIVE_API_CALL;
     if (xfer_find(r, h) != NULL)
         return CURLM_ADDED_ALREADY;
-    if ((x = calloc(1, sizeof *x)) == NULL)
+    if ((x = xfer_new(r)) == NULL)
         return CURLM_OUT_OF_MEMORY;
     x->h = h;
     struct handle_rec *rec = bo_curl_managed_rec((int)(real - g_mreal), h);
     if (rec == NULL) {
         CURLMcode mc = real->add(m, h);
         if (mc != CURLM_OK) {
-            free(x);
+            xfer_free(r, x);
             return mc;
         }
         x->state = X_PASS;
@@ -698,7 +760,7 @@ static CURLMcode shim_remove(multi_real *real, CURLM *m, CURL *h)
     }
     *pp = x->next;
     xindex_del(x);
-    free(x);
+    xfer_free(r, x);
     return CURLM_OK;
 }
 
@@ -819,6 +881,20 @@ static CURLMcode shim_wait(multi_real *real, bool is_poll, CURLM *m, struct curl
                    : real->wait(m, fds, nfds, timeout_ms, numfds);
 }
 
+/* The option's one argument, read by its type's range, to the real setopt. */
+static CURLMcode forward_msetopt(multi_real *real, CURLM *m, CURLMoption opt, va_list ap)
+{
+    if (opt < CURLOPTTYPE_OBJECTPOINT)
+        return real->setopt(m, opt, va_arg(ap, long));
+    if (opt < CURLOPTTYPE_FUNCTIONPOINT)
+        return real->setopt(m, opt, va_arg(ap, void *));
+    if (opt < CURLOPTTYPE_OFF_T)
+        return real->setopt(m, opt, va_arg(ap, void (*)(void)));
+    if (opt < CURLOPTTYPE_BLOB)
+        return real->setopt(m, opt, va_arg(ap, curl_off_t));
+    return real->setopt(m, opt, va_arg(ap, void *));
+}
+
 static CURLMcode shim_msetopt(multi_real *real, CURLM *m, CURLMoption opt, va_list ap,
                               const void *ret)
 {
@@ -838,15 +914,7 @@ static CURLMcode shim_msetopt(multi_real *real, CURLM *m, CURLMoption opt, va_li
         CURLMcode mc = real->setopt(m, CURLMOPT_TIMERDATA, (void *)r);
         return mc != CURLM_OK ? mc : real->setopt(m, CURLMOPT_TIMERFUNCTION, shim_timer_cb);
     }
-    if (opt < CURLOPTTYPE_OBJECTPOINT)
-        return real->setopt(m, opt, va_arg(ap, long));
-    if (opt < CURLOPTTYPE_FUNCTIONPOINT)
-        return real->setopt(m, opt, va_arg(ap, void *));
-    if (opt < CURLOPTTYPE_OFF_T)
-        return real->setopt(m, opt, va_arg(ap, void (*)(void)));
-    if (opt < CURLOPTTYPE_BLOB)
-        return real->setopt(m, opt, va_arg(ap, curl_off_t));
-    return real->setopt(m, opt, va_arg(ap, void *));
+    return forward_msetopt(real, m, opt, ap);
 }
 
 static CURLMcode shim_mcleanup(multi_real *real, CURLM *m)
@@ -870,6 +938,11 @@ static CURLMcode shim_mcleanup(multi_real *real, CURLM *m)
             bo_curl_xfer_drop(&x->x);
         }
         xindex_del(x);
+        free(x);
+    }
+    while (r->spare != NULL) {
+        mxfer *x = r->spare;
+        r->spare = x->qnext;
         free(x);
     }
     free(r);
@@ -915,90 +988,115 @@ void bo_multi_easy_gone(void *h)
         bo_curl_xfer_drop(&gone->x);
     }
     unqueue(from, gone);
-    free(gone);
+    xfer_free(from, gone);
 }
 
 /* ---- exported hooks -------------------------------------------------- */
 
 #define CALLER() __builtin_return_address(0)
+
+/*
+ * Each hook is two layers: the exported one passes a call from inside the
+ * first libcurl straight on, with nothing else to do (a tail call: no
+ * register saved, no thread-local read), and otherwise hands its caller's
+ * address to the second, which finds the caller's libcurl (slot_search)
+ * and runs the shim's logic.
+ */
+#define HOOK(ret_type, name, params, args, call)                               \
+    __attribute__((noinline)) static ret_type name##_slow(const void *ret,     \
+                                                          params);             \
+    BO_EXPORT ret_type curl_multi_##name(params)                               \
+    {                                                                          \
+        if (internal0(CALLER()))                                               \
+            return g_mreal[0].call;                                            \
+        return name##_slow(CALLER(), args);                                    \
+    }                                                                          \
+    __attribute__((noinline)) static ret_type name##_slow(const void *ret, params)
+#define P(...) __VA_ARGS__
 /* The caller's libcurl as `real`; a call from inside libcurl goes straight to it. */
 #define RESOLVE(call)                                                          \
     bool internal;                                                             \
-    multi_real *real = slot_of(CALLER(), &internal);                           \
+    multi_real *real = slot_search(ret, &internal);                            \
     if (internal)                                                              \
         return real->call
 
-BO_EXPORT CURLMcode curl_multi_add_handle(CURLM *m, CURL *h)
+HOOK(CURLMcode, add_handle, P(CURLM *m, CURL *h), P(m, h), add(m, h))
 {
     RESOLVE(add(m, h));
-    return shim_add(real, m, h, CALLER());
+    return shim_add(real, m, h, ret);
 }
 
-BO_EXPORT CURLMcode curl_multi_remove_handle(CURLM *m, CURL *h)
+HOOK(CURLMcode, remove_handle, P(CURLM *m, CURL *h), P(m, h), remove(m, h))
 {
     RESOLVE(remove(m, h));
     return shim_remove(real, m, h);
 }
 
-BO_EXPORT CURLMcode curl_multi_perform(CURLM *m, int *running)
+HOOK(CURLMcode, perform, P(CURLM *m, int *running), P(m, running), perform(m, running))
 {
     RESOLVE(perform(m, running));
     return shim_perform(real, m, running);
 }
 
-BO_EXPORT CURLMsg *curl_multi_info_read(CURLM *m, int *left)
+HOOK(CURLMsg *, info_read, P(CURLM *m, int *left), P(m, left), info_read(m, left))
 {
     RESOLVE(info_read(m, left));
     return shim_info_read(real, m, left);
 }
 
-BO_EXPORT CURLMcode curl_multi_wait(CURLM *m, struct curl_waitfd *fds, unsigned nfds, int ms,
-                                    int *numfds)
+HOOK(CURLMcode, wait,
+     P(CURLM *m, struct curl_waitfd *fds, unsigned nfds, int ms, int *numfds),
+     P(m, fds, nfds, ms, numfds), wait(m, fds, nfds, ms, numfds))
 {
     RESOLVE(wait(m, fds, nfds, ms, numfds));
     return shim_wait(real, false, m, fds, nfds, ms, numfds);
 }
 
-BO_EXPORT CURLMcode curl_multi_poll(CURLM *m, struct curl_waitfd *fds, unsigned nfds, int ms,
-                                    int *numfds)
+HOOK(CURLMcode, poll,
+     P(CURLM *m, struct curl_waitfd *fds, unsigned nfds, int ms, int *numfds),
+     P(m, fds, nfds, ms, numfds), poll(m, fds, nfds, ms, numfds))
 {
     RESOLVE(poll(m, fds, nfds, ms, numfds));
     return shim_wait(real, true, m, fds, nfds, ms, numfds);
 }
 
-BO_EXPORT CURLMcode curl_multi_timeout(CURLM *m, long *ms)
+HOOK(CURLMcode, timeout, P(CURLM *m, long *ms), P(m, ms), timeout(m, ms))
 {
     RESOLVE(timeout(m, ms));
     return shim_timeout(real, m, ms);
 }
 
-BO_EXPORT CURLMcode curl_multi_socket_action(CURLM *m, curl_socket_t s, int ev, int *running)
+HOOK(CURLMcode, socket_action, P(CURLM *m, curl_socket_t s, int ev, int *running),
+     P(m, s, ev, running), socket_action(m, s, ev, running))
 {
     RESOLVE(socket_action(m, s, ev, running));
     return shim_socket_action(real, m, s, ev, running);
+}
+
+HOOK(CURLMcode, cleanup, P(CURLM *m), P(m), cleanup(m))
+{
+    RESOLVE(cleanup(m));
+    return shim_mcleanup(real, m);
 }
 
 BO_EXPORT CURLMcode curl_multi_setopt(CURLM *m, CURLMoption opt, ...)
 {
     va_list ap;
     CURLMcode rc;
-    int saved = errno;
-    bool internal;
-    multi_real *real = slot_of(CALLER(), &internal);
-    (void)internal;
+    const void *ret = CALLER();
     va_start(ap, opt);
-    errno = saved;
-    /* an internal call is forwarded by shim_msetopt too: it manages no
-     * record for a caller inside libcurl */
-    rc = shim_msetopt(real, m, opt, ap, CALLER());
+    if (internal0(ret)) {
+        rc = forward_msetopt(&g_mreal[0], m, opt, ap);
+    } else {
+        int saved = errno;
+        bool internal;
+        multi_real *real = slot_search(ret, &internal);
+        errno = saved;
+        /* an internal call is forwarded: it manages no record */
+        rc = internal ? forward_msetopt(real, m, opt, ap) : shim_msetopt(real, m, opt, ap, ret);
+    }
     va_end(ap);
     return rc;
-}
-
-BO_EXPORT CURLMcode curl_multi_cleanup(CURLM *m)
-{
-    RESOLVE(cleanup(m));
-    return shim_mcleanup(real, m);
 }
 
 /*

@@ -519,13 +519,15 @@ bo_redis_answer bo_redis_admit(const char *key, int64_t now_ns, uint64_t *lease,
     return a;
 }
 
-static void finish(const char *key, uint64_t *lease, char op, char outcome)
+/* Give a lease (or queue ticket) back; callers skip this without one. */
+__attribute__((noinline)) static void finish(const char *key, uint64_t *lease, char op,
+                                             char outcome)
 {
     int saved = errno, busy = bo_shim_busy;
     uint64_t seq = *lease;
 
     *lease = 0;
-    if (seq == 0 || !bo_redis_active())
+    if (!bo_redis_active())
         return;
     if (!lock_bounded()) { /* given back by the next call that has the connection */
         orphan_push(key, seq);
@@ -544,8 +546,12 @@ static void finish(const char *key, uint64_t *lease, char op, char outcome)
     errno = saved;
 }
 
+/* No lease or ticket (always so unless BACKOFF_SHARE=redis): nothing to do,
+ * checked before anything is read or saved. */
 void bo_redis_complete(const char *key, uint64_t *lease, const bo_outcome *o)
 {
+    if (*lease == 0)
+        return;
     char c = o->verdict == BO_VERDICT_SUCCESS      ? 's'
              : o->signal == BO_SIGNAL_THROTTLE ? 't'
              : o->signal == BO_SIGNAL_LOSS     ? 'l'
@@ -555,11 +561,15 @@ void bo_redis_complete(const char *key, uint64_t *lease, const bo_outcome *o)
 
 void bo_redis_cancel(const char *key, uint64_t *lease)
 {
+    if (*lease == 0)
+        return;
     finish(key, lease, 'r', '-');
 }
 
 void bo_redis_leave_queue(const char *key, uint64_t *ticket)
 {
+    if (*ticket == 0)
+        return;
     finish(key, ticket, 'r', '-');
 }
 

@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-__thread int bo_shim_busy;
+BO_TLS int bo_shim_busy;
 
 static bo_config g_cfg;
 static bool g_cfg_ok;
@@ -36,8 +36,8 @@ static uint64_t g_seed;
 static uint64_t g_thread_counter;
 static uint64_t g_forks; /* forks so far, counted under the fork handlers' locks */
 
-static __thread bo_rng tl_rng;
-static __thread bool tl_rng_ready;
+static BO_TLS bo_rng tl_rng;
+static BO_TLS bool tl_rng_ready;
 
 /* Counters of evicted destinations (the table is in shim_table.c). */
 static uint64_t st_retired[6]; /* calls, attempts, retries, throttled, failed, gave_up */
