@@ -69,12 +69,46 @@ bool bo_budget_allows_retry(bo_budget *b, unsigned pct, int64_t now_ns)
     return retries + 1.0 <= BO_BUDGET_RESERVE + (double)pct / 100.0 * firsts + successes;
 }
 
+/*
+ * Eight bytes a step (a URL is hashed at every CURLOPT_URL: byte by byte
+ * it cost ~220 instructions of a call to a new URL), each word mixed in
+ * with a multiply and a fold; the length goes in last, so that "a"+"bc"
+ * differs from "ab"+"c".  Keys live in one process: the byte order of
+ * the words does not matter.
+ */
+#define BO_KEY_MUL 0x9e3779b97f4a7c15ULL
+
+static uint64_t key_mix(uint64_t h, uint64_t w)
+{
+    h = (h ^ w) * BO_KEY_MUL;
+    return h ^ (h >> 29);
+}
+
+static uint64_t key_add_n(uint64_t h, const char *s, size_t n)
+{
+    size_t i = 0;
+    uint64_t w;
+
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, s + i, 8);
+        h = key_mix(h, w);
+    }
+    w = 0;
+    memcpy(&w, s + i, n - i);
+    h = key_mix(h, w);
+    h = key_mix(h, (uint64_t)n + 0xff);
+    return h != 0 ? h : 1;
+}
+
 uint64_t bo_key_add(uint64_t h, const char *s)
 {
-    for (const unsigned char *c = (const unsigned char *)s; *c != '\0'; c++)
-        h = (h ^ *c) * 0x100000001b3ULL;
-    h = (h ^ 0xff) * 0x100000001b3ULL; /* a separator: "a"+"bc" differs from "ab"+"c" */
-    return h != 0 ? h : 1;
+    return key_add_n(h, s, strlen(s));
+}
+
+uint64_t bo_key_of(const char *s, size_t *len)
+{
+    *len = strlen(s);
+    return key_add_n(BO_KEY_INIT, s, *len);
 }
 
 static bool expired(const bo_lineage *l, int64_t now_ns)

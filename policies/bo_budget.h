@@ -30,6 +30,7 @@
 #define BO_BUDGET_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define BO_BUDGET_WINDOW_NS (10LL * 1000000000LL) /* 10 s sliding window */
@@ -76,9 +77,12 @@ typedef struct bo_lineages {
     unsigned used;          /* slots with a key */
 } bo_lineages;
 
-/* FNV-1a of a string folded into h (start with BO_KEY_INIT); never 0. */
+/* A string folded into the key h (start with BO_KEY_INIT); never 0. */
 #define BO_KEY_INIT 0xcbf29ce484222325ULL
 uint64_t bo_key_add(uint64_t h, const char *s);
+
+/* bo_key_add(BO_KEY_INIT, s), with strlen(s) in *len (the destination tables' hash). */
+uint64_t bo_key_of(const char *s, size_t *len);
 
 /*
  * The logical request `key` continues, if its failure was handed back

@@ -13,48 +13,43 @@ static bool is_digit(char c)
     return c >= '0' && c <= '9';
 }
 
-static bool is_alnum(char c)
-{
-    return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
-
-/* A character libcurl's IPv4 forms use: digits, hex digits and 'x'. */
-static bool numberish(char c)
-{
-    char l = lower(c);
-    return is_digit(c) || (l >= 'a' && l <= 'f') || l == 'x';
-}
-
 /*
- * The host as libcurl keeps it: a name is kept as written; a host that
- * libcurl may read as an IPv4 address ("127.1", "0x7f.0.0.1", "017.0.0.1")
- * is rewritten by it to the dotted quad.  Only a dotted quad already in
- * that form is taken here; any other host whose every label is made of
- * the characters of those forms is left to libcurl.
+ * Byte classes, one table lookup a byte (this reads every URL a program
+ * sets to a new origin): printable ASCII without the space (what libcurl
+ * keeps as written), the bytes that end the authority, a host name's
+ * characters, and among them those of libcurl's IPv4 forms (digits, hex
+ * digits and 'x': "numberish").
  */
-static bool plain_host(const char *h, size_t n)
+enum {
+    U_PRINT = 1,    /* 0x21-0x7e */
+    U_END = 2,      /* '\0', '/', '?', '#': the authority ends */
+    U_COLON = 4,    /* ':' */
+    U_HOST = 8,     /* letters, digits, '-', '_' */
+    U_NUMBERISH = 16,
+    U_DOT = 32
+};
+#define U_LETTER (U_PRINT | U_HOST)
+#define U_HEXLETTER (U_PRINT | U_HOST | U_NUMBERISH)
+static const unsigned char url_class[256] = {
+    [0] = U_END,
+    [0x21 ... 0x22] = U_PRINT,  ['#'] = U_PRINT | U_END,      [0x24 ... 0x2c] = U_PRINT,
+    ['-'] = U_PRINT | U_HOST,   ['.'] = U_PRINT | U_DOT,      ['/'] = U_PRINT | U_END,
+    ['0' ... '9'] = U_HEXLETTER, [':'] = U_PRINT | U_COLON,   [0x3b ... 0x3e] = U_PRINT,
+    ['?'] = U_PRINT | U_END,    ['@'] = U_PRINT,              ['A' ... 'F'] = U_HEXLETTER,
+    ['G' ... 'W'] = U_LETTER,   ['X'] = U_HEXLETTER,          ['Y' ... 'Z'] = U_LETTER,
+    [0x5b ... 0x5e] = U_PRINT,  ['_'] = U_PRINT | U_HOST,     ['`'] = U_PRINT,
+    ['a' ... 'f'] = U_HEXLETTER, ['g' ... 'w'] = U_LETTER,    ['x'] = U_HEXLETTER,
+    ['y' ... 'z'] = U_LETTER,   [0x7b ... 0x7e] = U_PRINT,
+};
+
+static unsigned cls(char c)
 {
-    if (n == 0 || n > BO_URL_HOST_MAX || h[0] == '.')
-        return false;
-    bool label_numberish = true, all_numberish = true;
-    for (size_t i = 0; i < n; i++) {
-        char c = h[i];
-        if (c == '.') {
-            if (i > 0 && h[i - 1] == '.')
-                return false;
-            all_numberish = all_numberish && label_numberish;
-            label_numberish = true;
-        } else if (is_alnum(c) || c == '-' || c == '_') {
-            label_numberish = label_numberish && numberish(c);
-        } else {
-            return false;
-        }
-    }
-    if (h[n - 1] != '.')
-        all_numberish = all_numberish && label_numberish;
-    if (!all_numberish)
-        return true; /* a name */
-    /* numbers only: exactly a.b.c.d, each 0-255 with no leading zero */
+    return url_class[(unsigned char)c];
+}
+
+/* Exactly a.b.c.d, each 0-255 with no leading zero (the host's labels are all numberish). */
+static bool dotted_quad(const char *h, size_t n)
+{
     unsigned parts = 0;
     size_t i = 0;
     while (i < n) {
@@ -90,18 +85,53 @@ bool bo_url_plain_origin(const char *url, bo_url_origin *o)
     }
     if (url[sl] != ':' || url[sl + 1] != '/' || url[sl + 2] != '/')
         return false;
-    /* every byte printable ASCII: libcurl refuses spaces and control
-     * characters, and may rewrite other bytes */
-    for (const char *c = url; *c != '\0'; c++)
-        if ((unsigned char)*c <= 0x20 || (unsigned char)*c >= 0x7f)
-            return false;
+    /*
+     * One pass: the authority ends at '/', '?', '#' or the end, the host at
+     * its first ':'; every byte of the URL must be printable ASCII (libcurl
+     * refuses spaces and control characters, and may rewrite other bytes).
+     */
+    /*
+     * The host, up to the authority's first ':', as libcurl keeps it: a name
+     * is kept as written; a host that libcurl may read as an IPv4 address
+     * ("127.1", "0x7f.0.0.1", "017.0.0.1") is rewritten by it to the dotted
+     * quad.  Only a dotted quad already in that form is taken here; any
+     * other host whose every label is numberish is left to libcurl.  Read
+     * in the same pass: labels of host characters, no empty one inside.
+     */
     const char *a = url + sl + 3;
-    size_t an = strcspn(a, "/?#");
-    size_t hn = 0;
-    while (hn < an && a[hn] != ':')
-        hn++;
-    if (!plain_host(a, hn))
+    size_t an = 0;
+    unsigned k;
+    bool label_numberish = true, all_numberish = true, dot = true; /* dot: a label begins */
+    for (;; an++) {
+        k = cls(a[an]);
+        if (k & U_DOT) {
+            if (dot)
+                return false; /* a leading dot, or two in a row */
+            all_numberish = all_numberish && label_numberish;
+            label_numberish = true;
+            dot = true;
+        } else if (k & U_HOST) {
+            label_numberish = label_numberish && (k & U_NUMBERISH);
+            dot = false;
+        } else {
+            break; /* the host ends: ':' or the authority's end; anything else fails below */
+        }
+    }
+    size_t hn = an;
+    if (hn == 0 || hn > BO_URL_HOST_MAX || !((k & U_COLON) || (k & U_END)))
         return false;
+    if (!dot)
+        all_numberish = all_numberish && label_numberish;
+    if (all_numberish && !dotted_quad(a, hn))
+        return false;
+    while (!((k = cls(a[an])) & U_END)) { /* the port, checked below */
+        if (!(k & U_PRINT))
+            return false;
+        an++;
+    }
+    for (const char *c = a + an; *c != '\0'; c++)
+        if (!(cls(*c) & U_PRINT))
+            return false;
     unsigned port = sl == 5 ? 443 : 80;
     if (hn < an) { /* ":port": 1 to 65535, digits, no leading zero */
         size_t pn = an - hn - 1;
@@ -120,6 +150,7 @@ bool bo_url_plain_origin(const char *url, bo_url_origin *o)
     memcpy(o->scheme, sl == 5 ? "https" : "http", sl + 1);
     memcpy(o->host, a, hn);
     o->host[hn] = '\0';
+    o->host_len = (unsigned)hn;
     o->port = port;
     return true;
 }

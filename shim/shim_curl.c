@@ -369,8 +369,10 @@ static handle_rec *rec_get(const curl_real *real, CURL *h)
 /* dst = the n bytes of src in lower case, NUL-terminated. */
 static void copy_lower(char *dst, const char *src, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
-        dst[i] = (char)(src[i] >= 'A' && src[i] <= 'Z' ? src[i] - 'A' + 'a' : src[i]);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)src[i];
+        dst[i] = (char)(c + ((unsigned char)(c - 'A') < 26u ? 'a' - 'A' : 0));
+    }
     dst[n] = '\0';
 }
 
@@ -380,11 +382,10 @@ static void copy_lower(char *dst, const char *src, size_t n)
  * out: key "scheme://host:port" in lower case, built without snprintf (this
  * runs for every URL of a new origin).
  */
-static void record_origin(handle_rec *r, const bo_config *cfg, const char *scheme,
-                          const char *host, const char *port)
+static void record_origin(handle_rec *r, const bo_config *cfg, const char *scheme, size_t sl,
+                          const char *host, size_t hl, const char *port, size_t pl)
 {
     char key[BO_DEST_KEY_LEN], name[BO_HOST_LEN];
-    size_t hl = strlen(host), sl = strlen(scheme), pl = strlen(port);
     size_t from = 0, nl = hl;
 
     if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
@@ -432,7 +433,8 @@ static void record_url(handle_rec *r, const char *url, CURLU *given)
             *--d = (char)('0' + p % 10);
             p /= 10;
         } while (p != 0);
-        record_origin(r, cfg, o.scheme, o.host, d);
+        record_origin(r, cfg, o.scheme, o.scheme[4] == 's' ? 5 : 4, o.host, o.host_len, d,
+                      (size_t)(digits + sizeof digits - 1 - d));
         return;
     }
     if (u == NULL) {
@@ -445,7 +447,7 @@ static void record_url(handle_rec *r, const char *url, CURLU *given)
     if (r->real->url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
         r->real->url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
         r->real->url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK)
-        record_origin(r, cfg, scheme, host, port);
+        record_origin(r, cfg, scheme, strlen(scheme), host, strlen(host), port, strlen(port));
 out:
     r->real->free(scheme);
     r->real->free(host);
@@ -457,16 +459,21 @@ out:
 /* Length of "scheme://authority" at the start of url, or 0 when it has none. */
 static size_t origin_prefix(const char *url)
 {
-    const char *c = url;
+    /* one lookup a byte: 1 a scheme's character, 2 the end of an authority */
+    static const unsigned char cls[256] = {
+        [0] = 2,         ['#'] = 2,         ['+'] = 1,         ['-'] = 1,
+        ['.'] = 1,       ['/'] = 2,         ['0' ... '9'] = 1, ['?'] = 2,
+        ['A' ... 'Z'] = 1, ['a' ... 'z'] = 1,
+    };
+    const unsigned char *c = (const unsigned char *)url;
 
-    while ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
-           *c == '+' || *c == '-' || *c == '.')
+    while (cls[*c] & 1)
         c++;
-    if (c == url || c[0] != ':' || c[1] != '/' || c[2] != '/')
+    if (c == (const unsigned char *)url || c[0] != ':' || c[1] != '/' || c[2] != '/')
         return 0;
-    for (c += 3; *c != '\0' && *c != '/' && *c != '?' && *c != '#'; c++) {
+    for (c += 3; !(cls[*c] & 2); c++) {
     }
-    return (size_t)(c - url);
+    return (size_t)(c - (const unsigned char *)url);
 }
 
 /* CURLOPT_URL: reuse the destination when the origin is the last one's. */

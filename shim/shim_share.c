@@ -62,10 +62,10 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* The key's FNV-1a (bo_share_key_fnv), then the configuration's hash. */
-static uint64_t hash_key(uint64_t key_fnv, uint64_t cfg_hash)
+/* The key's hash (bo_share_key_hash), then the configuration's. */
+static uint64_t hash_key(uint64_t key_hash, uint64_t cfg_hash)
 {
-    return (key_fnv ^ cfg_hash) * 0x100000001b3ULL;
+    return (key_hash ^ cfg_hash) * 0x100000001b3ULL;
 }
 
 static void mix(uint64_t *h, const void *p, size_t n)
@@ -681,7 +681,7 @@ void bo_share_init(const bo_config *cfg)
     bo_shim_once(&g_opened, open_once);
 }
 
-bo_share_slot *bo_share_attach(const char *key, size_t len, uint64_t key_fnv,
+bo_share_slot *bo_share_attach(const char *key, size_t len, uint64_t key_hash,
                                const bo_config *cfg, unsigned *idx)
 {
     bo_share_file *f;
@@ -696,7 +696,7 @@ bo_share_slot *bo_share_attach(const char *key, size_t len, uint64_t key_fnv,
     if (f == NULL)
         return NULL;
     ch = cfg == __atomic_load_n(&g_cfg, __ATOMIC_RELAXED) ? g_cfg_hash : config_hash(cfg);
-    h = hash_key(key_fnv, ch);
+    h = hash_key(key_hash, ch);
     now = now_ns();
     lock_file(f);
     s = chain_find(f, key, h, ch);

@@ -27,11 +27,12 @@
 #include <stdio.h>
 
 #include "bo_config.h"
+#include "bo_budget.h"
 #include "bo_engine.h"
 
 #define BO_SHARE_MAGIC 0x6873666f6b636162ULL /* "backofsh" */
 /* Bump with any change of the layout below that sizes do not show. */
-#define BO_SHARE_VERSION 5
+#define BO_SHARE_VERSION 6
 /* Destinations per file, LRU evicted: a crawler's 10,000 hosts in rotation
  * fit (evicting on every call cost ~3,000 instructions per call).  The file
  * is 56 MB but sparse on tmpfs: a slot's pages are touched only once it is
@@ -101,21 +102,15 @@ void bo_share_init(const bo_config *cfg);
 
 /* Attach this process to the slot of key (after bo_share_init); NULL: the
  * process keeps this destination's state to itself (no file, no room).
- * len is strlen(key), key_fnv its FNV-1a hash (bo_share_key_fnv), which
+ * len is strlen(key), key_hash its hash (bo_share_key_hash), which
  * the table has already computed. */
-bo_share_slot *bo_share_attach(const char *key, size_t len, uint64_t key_fnv,
+bo_share_slot *bo_share_attach(const char *key, size_t len, uint64_t key_hash,
                                const bo_config *cfg, unsigned *idx);
 
-/* FNV-1a (64 bits) of a key; *len its length. */
-static inline uint64_t bo_share_key_fnv(const char *key, size_t *len)
+/* The hash of a key (bo_key_of, eight bytes a step); *len its length. */
+static inline uint64_t bo_share_key_hash(const char *key, size_t *len)
 {
-    uint64_t h = 0xcbf29ce484222325ULL;
-    const unsigned char *c = (const unsigned char *)key;
-
-    for (; *c != '\0'; c++)
-        h = (h ^ *c) * 0x100000001b3ULL;
-    *len = (size_t)(c - (const unsigned char *)key);
-    return h;
+    return bo_key_of(key, len);
 }
 
 /* Slots ever handed out: loops over the file stop there. */

@@ -157,7 +157,7 @@ bo_shim_dest *bo_shim_dest_get(const char *key)
 
     if (cfg == NULL)
         return NULL;
-    h = bo_share_key_fnv(key, &len); /* the host-wide file's hash starts from it */
+    h = bo_share_key_hash(key, &len); /* the host-wide file's hash starts from it */
     if (len >= BO_DEST_KEY_LEN)
         return NULL;
     bo_share_init(cfg); /* before the shard lock: it may take the init lock */
