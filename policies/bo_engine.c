@@ -64,11 +64,6 @@ bool bo_call_due(bo_call *c, int64_t now_ns)
     return true;
 }
 
-void bo_call_finish(bo_call *c)
-{
-    c->phase = BO_PHASE_DONE;
-}
-
 bool bo_call_failed_retryable(const bo_call *c)
 {
     return c->have_result && c->retryable;
@@ -178,7 +173,6 @@ bo_admit bo_dest_admit(bo_dest *d, const bo_config *cfg, bo_call *c,
     bo_window_on_send(&d->window, now_ns, &c->ticket);
     if (cfg->ratelimit_headers)
         bo_quota_on_send(&d->quota, now_ns);
-    c->in_flight = true;
     c->phase = BO_PHASE_ATTEMPT;
     bo_budget_on_attempt(&d->budget, c->attempts == 0 && c->inherited == 0, now_ns);
     c->attempts++;
@@ -278,8 +272,7 @@ static bo_next complete(bo_dest *d, const bo_config *cfg, bo_call *c, bo_outcome
     int64_t delay = 0;
 
     *until_ns = now_ns;
-    if (c->in_flight) {
-        c->in_flight = false;
+    if (c->phase == BO_PHASE_ATTEMPT) {
         if (outcome.verdict == BO_VERDICT_SUCCESS) {
             bo_window_on_success(&d->window, &c->ticket, now_ns);
         } else if (outcome.signal != BO_SIGNAL_NONE) {
@@ -367,16 +360,15 @@ void bo_dest_note_quota(bo_dest *d, const bo_config *cfg, const bo_call *c,
     if (!cfg->ratelimit_headers || cfg->policy == BO_POLICY_NONE || retry_after_ns >= 0)
         return;
     unsigned others = d->window.inflight;
-    if (c->in_flight && others > 0)
+    if (c->phase == BO_PHASE_ATTEMPT && others > 0)
         others--;
     bo_quota_note_answer(&d->quota, rl, others, c->attempt_ns, !outcome.rate_limited, now_ns, rng);
 }
 
 void bo_dest_cancel(bo_dest *d, bo_call *c)
 {
-    if (!c->in_flight)
+    if (c->phase != BO_PHASE_ATTEMPT)
         return;
-    c->in_flight = false;
     c->phase = BO_PHASE_ADMIT;
     bo_window_on_release(&d->window, &c->ticket);
     if (c->attempts > 0)

@@ -61,8 +61,9 @@ typedef struct bo_dest {
  *     |   \--GIVE_UP--> DONE      \--bo_dest_complete DONE--> DONE     |
  *     \------------------------- bo_call_due (now >= until_ns) -------/
  *
- * bo_call_finish ends it from any phase (the program cancelled, a signal,
- * its deadline while waiting): the last result, if any, stands.
+ * A driver that stops before DONE (the program cancelled, a signal, its
+ * deadline while it waited) drops the call where it stands: the last
+ * result, if any, is the one that stands.
  */
 typedef enum bo_phase {
     BO_PHASE_ADMIT = 0, /* seeking admission; ask again at until_ns */
@@ -83,7 +84,6 @@ typedef struct bo_call {
     unsigned throttles;      /* attempts answered with a throttle signal (aimd's RTO doubles) */
     bo_schedule schedule;
     bo_ticket ticket;        /* of the attempt in flight */
-    bool in_flight;
     int64_t deadline_ns;     /* the program's own deadline (INT64_MAX: none) */
     int64_t attempt_ns;      /* when the last admitted attempt started */
     unsigned inherited;      /* attempts the program's earlier calls of the same
@@ -113,9 +113,6 @@ void bo_call_begin(bo_call *c, int64_t now_ns);
  * False in any other case (still waiting, or not waiting at all).
  */
 bool bo_call_due(bo_call *c, int64_t now_ns);
-
-/* The call ends where it stands (a cancel, a signal, a deadline while it waited). */
-void bo_call_finish(bo_call *c);
 
 /* The call ended on a failure the engine would have retried: the program's
  * own next try continues it (bo_budget.h's logical request). */

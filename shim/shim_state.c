@@ -300,7 +300,7 @@ static void dest_waiting(bo_shim_dest *sd, int64_t now)
  * run (its slot, its host-wide lease) and wake the calls waiting for one. */
 static void release_admission(bo_shim_dest *sd, bo_dest *d, bo_call *call)
 {
-    bool held = call->in_flight;
+    bool held = call->phase == BO_PHASE_ATTEMPT;
     bo_dest_cancel(d, call);
     if (sd->shared != NULL) {
         if (held)

@@ -90,7 +90,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             bo_call_begin(c, now);
             active[i] = 1;
         }
-        if (!c->in_flight) {
+        if (c->phase != BO_PHASE_ATTEMPT) {
             int64_t until = -1;
             bo_admit r = bo_dest_admit(&d, &cfg, c, now, &until);
             if (r == BO_ADMIT_GIVE_UP) {
@@ -103,7 +103,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 if (c->attempts > 0 && cfg.max_time_ms > 0 &&
                     until > c->start_ns + cfg.max_time_ms * BO_NS_PER_MS)
                     abort();
-            } else if (r != BO_ADMIT_GO || !c->in_flight) {
+            } else if (r != BO_ADMIT_GO || c->phase != BO_PHASE_ATTEMPT) {
                 abort();
             }
         } else {
@@ -111,7 +111,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             int64_t ra = retry_after(&in);
             int64_t until = -1;
             bo_next nx = bo_dest_complete(&d, &cfg, c, o, ra, now, &rng, &until);
-            if (c->in_flight)
+            if (c->phase == BO_PHASE_ATTEMPT)
                 abort();
             if (cfg.max_attempts > 0 && c->attempts > cfg.max_attempts)
                 abort();
@@ -131,7 +131,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         unsigned inflight = 0;
         for (int k = 0; k < NCALLS; k++)
-            inflight += active[k] && calls[k].in_flight;
+            inflight += active[k] && calls[k].phase == BO_PHASE_ATTEMPT;
         if (d.window.inflight != inflight)
             abort();
     }
