@@ -179,6 +179,36 @@ stats_sum() {
         END { printf "%d\n", s }' "$1"
 }
 
+# program_case NAME TOTAL PROGRAM... -- SERVER-FLAGS...: a program that prints
+# "done TOTAL bad N" runs as `PROGRAM... URL TAG` against a fresh ratelimit-server
+# with SERVER-FLAGS, plain and under the shim: plain, some answers must be
+# wrong (else the test could not fail); under the shim none, the shim must
+# have retried, and no POST may reach the server twice.  (The PHP and R
+# clients of the multi tests.)
+program_case() {
+    _name=$1 _total=$2
+    shift 2
+    _cmd=""
+    while [ $# -gt 0 ] && [ "$1" != "--" ]; do _cmd="$_cmd $1"; shift; done
+    [ $# -gt 0 ] && shift
+    start_server "$_name" "$@"
+    _u="http://127.0.0.1:$PORT"
+    # shellcheck disable=SC2086
+    setsid timeout -k 2 60 $_cmd "$_u" plain >"$TMP/$_name.plain" 2>&1 ||
+        fail "$_name: the plain program failed: $(cat "$TMP/$_name.plain")"
+    grep -q "^done $_total bad [1-9]" "$TMP/$_name.plain" ||
+        fail "$_name: without the shim nothing was throttled (this test could not fail): $(cat "$TMP/$_name.plain")"
+    # shellcheck disable=SC2086
+    setsid timeout -k 2 90 env LD_PRELOAD="$LIB" BACKOFF_STATS="$TMP/$_name.stats" \
+        $_cmd "$_u" shim >"$TMP/$_name.shim" 2>&1 ||
+        fail "$_name: the program under the shim failed: $(cat "$TMP/$_name.shim")"
+    grep -q "^done $_total bad 0\$" "$TMP/$_name.shim" || fail "$_name: under the shim: $(cat "$TMP/$_name.shim")"
+    stop_server
+    [ "$(summary_field "$TMP/$_name.out" duplicate_posts)" = 0 ] || fail "$_name: a POST reached the server twice"
+    [ "$(stats_sum "$TMP/$_name.stats" retries)" -gt 0 ] || fail "$_name: the shim retried nothing"
+    note "$_name: plain $(cat "$TMP/$_name.plain"); under the shim $(cat "$TMP/$_name.shim"), $(stats_sum "$TMP/$_name.stats" retries) retries, no POST twice"
+}
+
 # item_body N [SIZE]: the body ratelimit-server sends for GET /item/N ("item=N;" repeated to SIZE, 64 by default).
 item_body() {
     yes "item=$1;" | tr -d '\n' | head -c "${2:-64}"

@@ -14,7 +14,7 @@ php -r 'exit(function_exists("curl_multi_exec") ? 0 : 1);' || fail "php-curl is 
 
 cat >"$TMP/client.php" <<'PHPEOF'
 <?php
-[$_, $url, $n, $tag] = $argv;
+[$_, $n, $url, $tag] = $argv;
 $mh = curl_multi_init();
 $hs = [];
 for ($i = 1; $i <= $n; $i++) {
@@ -48,24 +48,7 @@ curl_multi_close($mh);
 echo "done $n bad $bad\n";
 PHPEOF
 
-run_case() { # NAME server-flags...
-    name=$1; shift
-    start_server "$name" "$@"
-    U="http://127.0.0.1:$PORT"
-    setsid timeout -k 2 60 php "$TMP/client.php" "$U" 60 plain >"$TMP/$name.plain" 2>&1 ||
-        fail "$name: the plain script failed: $(cat "$TMP/$name.plain")"
-    grep -q '^done 60 bad [1-9]' "$TMP/$name.plain" ||
-        fail "$name: without the shim nothing was throttled (this test could not fail): $(cat "$TMP/$name.plain")"
-    setsid timeout -k 2 90 env LD_PRELOAD="$LIB" BACKOFF_STATS="$TMP/$name.stats" \
-        php "$TMP/client.php" "$U" 60 shim >"$TMP/$name.shim" 2>&1 ||
-        fail "$name: the script under the shim failed: $(cat "$TMP/$name.shim")"
-    grep -q '^done 60 bad 0$' "$TMP/$name.shim" || fail "$name: under the shim: $(cat "$TMP/$name.shim")"
-    stop_server
-    [ "$(summary_field "$TMP/$name.out" duplicate_posts)" = 0 ] || fail "$name: a POST reached the server twice"
-    note "$name: plain $(cat "$TMP/$name.plain"); under the shim $(cat "$TMP/$name.shim"), $(stats_sum "$TMP/$name.stats" retries) retries, no POST twice"
-}
-
-run_case bucket-nohint --rate 30 --burst 10 --bucket-hints none
-run_case bucket-hint --rate 30 --burst 10
-run_case cap --max-busy 4 --service-ms 30
+program_case bucket-nohint 60 php "$TMP/client.php" 60 -- --rate 30 --burst 10 --bucket-hints none
+program_case bucket-hint 60 php "$TMP/client.php" 60 -- --rate 30 --burst 10
+program_case cap 60 php "$TMP/client.php" 60 -- --max-busy 4 --service-ms 30
 echo "PASS"

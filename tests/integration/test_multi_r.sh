@@ -17,7 +17,7 @@ Rscript -e 'library(curl)' >/dev/null 2>&1 ||
 cat >"$TMP/client.R" <<'REOF'
 suppressPackageStartupMessages(library(curl))
 args <- commandArgs(trailingOnly = TRUE)
-base <- args[1]; n <- as.integer(args[2]); tag <- args[3]
+n <- as.integer(args[1]); base <- args[2]; tag <- args[3]
 want <- function(i) substr(strrep(sprintf("item=%d;", i), 64), 1, 64)
 url_for <- function(i) sprintf(if (i %% 4 == 0) "%s/post/%d" else "%s/item/%d", base, i)
 handle_for <- function(i) {
@@ -52,25 +52,7 @@ invisible(multi_run(pool = pool))
 cat(sprintf("done %d bad %d\n", 2 * n, bad_seq + bad_pool))
 REOF
 
-run_case() { # NAME server-flags...
-    name=$1; shift
-    start_server "$name" "$@"
-    U="http://127.0.0.1:$PORT"
-    setsid timeout -k 2 60 Rscript "$TMP/client.R" "$U" 30 plain >"$TMP/$name.plain" 2>&1 ||
-        fail "$name: the plain script failed: $(cat "$TMP/$name.plain")"
-    grep -q '^done 60 bad [1-9]' "$TMP/$name.plain" ||
-        fail "$name: without the shim nothing was throttled (this test could not fail): $(cat "$TMP/$name.plain")"
-    setsid timeout -k 2 90 env LD_PRELOAD="$LIB" BACKOFF_STATS="$TMP/$name.stats" \
-        Rscript "$TMP/client.R" "$U" 30 shim >"$TMP/$name.shim" 2>&1 ||
-        fail "$name: the script under the shim failed: $(cat "$TMP/$name.shim")"
-    grep -q '^done 60 bad 0$' "$TMP/$name.shim" || fail "$name: under the shim: $(cat "$TMP/$name.shim")"
-    stop_server
-    [ "$(summary_field "$TMP/$name.out" duplicate_posts)" = 0 ] || fail "$name: a POST reached the server twice"
-    [ "$(stats_sum "$TMP/$name.stats" retries)" -gt 0 ] || fail "$name: the shim retried nothing"
-    note "$name: plain $(cat "$TMP/$name.plain"); under the shim $(cat "$TMP/$name.shim"), $(stats_sum "$TMP/$name.stats" retries) retries, no POST twice"
-}
-
-run_case bucket-nohint --rate 30 --burst 10 --bucket-hints none
-run_case bucket-hint --rate 30 --burst 10
-run_case cap --max-busy 4 --service-ms 30
+program_case bucket-nohint 60 Rscript "$TMP/client.R" 30 -- --rate 30 --burst 10 --bucket-hints none
+program_case bucket-hint 60 Rscript "$TMP/client.R" 30 -- --rate 30 --burst 10
+program_case cap 60 Rscript "$TMP/client.R" 30 -- --max-busy 4 --service-ms 30
 echo "PASS"
