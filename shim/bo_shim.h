@@ -255,6 +255,8 @@ int bo_shim_admit_intr(bo_shim_dest *sd, bo_call *call, int64_t deadline_ns,
  * one atomic load while no logical request is pending.
  */
 bool bo_shim_lineage_begin(uint64_t key, bo_call *call);
+/* Some logical request is remembered (a call needs its key at begin only then). */
+bool bo_shim_lineage_active(void);
 void bo_shim_lineage_end(uint64_t key, const bo_call *call, bool failed_retryable);
 
 /*

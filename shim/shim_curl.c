@@ -1002,6 +1002,13 @@ struct handle_rec *bo_curl_managed_rec(int slot, void *h)
     return r;
 }
 
+/* The logical request's key: the method and CURLOPT_URL's string (0: a URL
+ * set with CURLOPT_CURLU, not recognised across calls). */
+static uint64_t xfer_key(const handle_rec *r)
+{
+    return r->url_key != 0 ? bo_key_add(r->url_key, method_name(r)) : 0;
+}
+
 /*
  * Begin one managed call: its destination, its upload's start, and the
  * program's CURLOPT_TIMEOUT(_MS) as the deadline of the whole call.
@@ -1017,8 +1024,10 @@ void bo_curl_xfer_begin(bo_curl_xfer *x, handle_rec *r)
     int64_t now = bo_shim_now_ns();
     bo_call_begin(&x->call, now);
     /* the logical request: method and URL (bo_budget.h); a program's own
-     * retry of a failure continues its attempts and time */
-    x->key = r->url_key != 0 ? bo_key_add(r->url_key, method_name(r)) : 0;
+     * retry of a failure continues its attempts and time.  Its key is made
+     * only when some logical request is remembered (else bo_curl_xfer_end makes
+     * it, if this call ends in a failure to remember). */
+    x->key = bo_shim_lineage_active() ? xfer_key(r) : 0;
     (void)bo_shim_lineage_begin(x->key, &x->call);
     if (r->timeout_ms > 0) {
         x->deadline = (int64_t)r->timeout_ms < (INT64_MAX - now) / 1000000
@@ -1097,8 +1106,12 @@ int bo_curl_xfer_end(bo_curl_xfer *x, int code)
     if (r->mode == MODE_HOLD && commit(r) != 0 && code == CURLE_OK)
         code = CURLE_WRITE_ERROR;
     r->mode = MODE_PASS;
-    if (code != CURLE_ABORTED_BY_CALLBACK)
-        bo_shim_lineage_end(x->key, &x->call, bo_call_failed_retryable(&x->call));
+    if (code != CURLE_ABORTED_BY_CALLBACK) {
+        bool failed = bo_call_failed_retryable(&x->call);
+        if (x->key == 0 && failed)
+            x->key = xfer_key(r);
+        bo_shim_lineage_end(x->key, &x->call, failed);
+    }
     return code;
 }
 

@@ -680,6 +680,11 @@ int bo_shim_admit_intr(bo_shim_dest *sd, bo_call *call, int64_t deadline_ns,
     return rc;
 }
 
+bool bo_shim_lineage_active(void)
+{
+    return __atomic_load_n(&g_lineage_used, __ATOMIC_RELAXED) != 0;
+}
+
 bool bo_shim_lineage_begin(uint64_t key, bo_call *call)
 {
     bo_lineage l;
