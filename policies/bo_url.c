@@ -151,6 +151,7 @@ bool bo_url_plain_origin(const char *url, bo_url_origin *o)
     memcpy(o->host, a, hn);
     o->host[hn] = '\0';
     o->host_len = (unsigned)hn;
+    o->prefix_len = (unsigned)(sl + 3 + an);
     o->port = port;
     return true;
 }

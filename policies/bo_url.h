@@ -24,6 +24,7 @@ typedef struct bo_url_origin {
     char scheme[6];                 /* "http" or "https", lower case */
     char host[BO_URL_HOST_MAX + 1]; /* as written (case kept) */
     unsigned host_len;              /* strlen(host) */
+    unsigned prefix_len;            /* of "scheme://authority" at the URL's start */
     unsigned port;                  /* as written, or the scheme's default */
 } bo_url_origin;
 

@@ -409,53 +409,6 @@ static void record_origin(handle_rec *r, const bo_config *cfg, const char *schem
     rec_set_dest(&r->dest, bo_shim_dest_get(key));
 }
 
-/*
- * Read the URL once, at setopt time, into its destination: a plain
- * http(s) URL by bo_url_plain_origin (policies/bo_url.c, about 700
- * instructions), any other shape by libcurl's URL API (default port filled
- * in; about 8,000).
- */
-static void record_url(handle_rec *r, const char *url, CURLU *given)
-{
-    const bo_config *cfg = bo_shim_config();
-    CURLU *u = given;
-    char *scheme = NULL, *host = NULL, *port = NULL;
-    bo_url_origin o;
-
-    rec_set_dest(&r->dest, NULL);
-    if (cfg == NULL)
-        return;
-    if (u == NULL && bo_url_plain_origin(url, &o)) {
-        char digits[8], *d = digits + sizeof digits;
-        unsigned p = o.port;
-        *--d = '\0';
-        do {
-            *--d = (char)('0' + p % 10);
-            p /= 10;
-        } while (p != 0);
-        record_origin(r, cfg, o.scheme, o.scheme[4] == 's' ? 5 : 4, o.host, o.host_len, d,
-                      (size_t)(digits + sizeof digits - 1 - d));
-        return;
-    }
-    if (u == NULL) {
-        if (url == NULL || (u = r->real->url()) == NULL)
-            return;
-        if (r->real->url_set(u, CURLUPART_URL, url,
-                             CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK)
-            goto out;
-    }
-    if (r->real->url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
-        r->real->url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
-        r->real->url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK)
-        record_origin(r, cfg, scheme, strlen(scheme), host, strlen(host), port, strlen(port));
-out:
-    r->real->free(scheme);
-    r->real->free(host);
-    r->real->free(port);
-    if (given == NULL && u != NULL)
-        r->real->url_cleanup(u);
-}
-
 /* Length of "scheme://authority" at the start of url, or 0 when it has none. */
 static size_t origin_prefix(const char *url)
 {
@@ -476,17 +429,68 @@ static size_t origin_prefix(const char *url)
     return (size_t)(c - (const unsigned char *)url);
 }
 
+/*
+ * Read the URL once, at setopt time, into its destination: a plain
+ * http(s) URL by bo_url_plain_origin (policies/bo_url.c, about 400
+ * instructions), any other shape by libcurl's URL API (default port filled
+ * in; about 8,000).  Returns the length of the URL's "scheme://authority"
+ * (0: none, or a URL given as CURLU).
+ */
+static size_t record_url(handle_rec *r, const char *url, CURLU *given)
+{
+    const bo_config *cfg = bo_shim_config();
+    CURLU *u = given;
+    char *scheme = NULL, *host = NULL, *port = NULL;
+    bo_url_origin o;
+
+    rec_set_dest(&r->dest, NULL);
+    if (cfg == NULL)
+        return 0;
+    if (u == NULL && bo_url_plain_origin(url, &o)) {
+        char digits[8], *d = digits + sizeof digits;
+        unsigned p = o.port;
+        *--d = '\0';
+        do {
+            *--d = (char)('0' + p % 10);
+            p /= 10;
+        } while (p != 0);
+        record_origin(r, cfg, o.scheme, o.scheme[4] == 's' ? 5 : 4, o.host, o.host_len, d,
+                      (size_t)(digits + sizeof digits - 1 - d));
+        return o.prefix_len;
+    }
+    if (u == NULL) {
+        if (url == NULL || (u = r->real->url()) == NULL)
+            return 0;
+        if (r->real->url_set(u, CURLUPART_URL, url,
+                             CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK)
+            goto out;
+    }
+    if (r->real->url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+        r->real->url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+        r->real->url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK)
+        record_origin(r, cfg, scheme, strlen(scheme), host, strlen(host), port, strlen(port));
+out:
+    r->real->free(scheme);
+    r->real->free(host);
+    r->real->free(port);
+    if (given == NULL && u != NULL)
+        r->real->url_cleanup(u);
+    return url != NULL ? origin_prefix(url) : 0;
+}
+
 /* CURLOPT_URL: reuse the destination when the origin is the last one's. */
 static void record_url_string(handle_rec *r, const char *url)
 {
-    size_t n = url != NULL ? origin_prefix(url) : 0;
+    size_t n = r->origin_len;
 
-    if (n > 0 && n == r->origin_len && memcmp(url, r->origin, n) == 0) {
+    /* the last origin, then the end of an authority: the same origin */
+    if (url != NULL && n > 0 && memcmp(url, r->origin, n) == 0 &&
+        (url[n] == '\0' || url[n] == '/' || url[n] == '?' || url[n] == '#')) {
         if (r->dest != r->origin_dest)
             rec_set_dest(&r->dest, bo_shim_dest_ref(r->origin_dest));
         return;
     }
-    record_url(r, url, NULL);
+    n = record_url(r, url, NULL);
     if (n > 0 && n < sizeof r->origin) {
         memcpy(r->origin, url, n);
         r->origin_len = n;
@@ -563,7 +567,7 @@ static CURLcode record_ptr(handle_rec *r, CURLoption opt, void *p)
         r->url_key = 0; /* not recognised across handles */
         r->origin_len = 0;
         if (p != NULL)
-            record_url(r, NULL, p);
+            (void)record_url(r, NULL, p);
         break;
     case CURLOPT_POSTFIELDS:
     case CURLOPT_COPYPOSTFIELDS:
