@@ -893,7 +893,7 @@ static void sum_dest(bo_shim_dest *sd, void *ctx)
     dest_unlock(sd);
 }
 
-__attribute__((destructor)) static void write_stats(void)
+static void write_stats(void)
 {
     char buf[512];
     stats_sum t = {0};
@@ -931,6 +931,21 @@ __attribute__((destructor)) static void write_stats(void)
     write_all(fd, buf, (size_t)n);
     close(fd);
 out:
+    errno = saved;
+}
+
+/*
+ * At exit (exit() or a return from main; not _exit, a crash or a kill,
+ * whose entries are reaped): the stats, then the host-wide entries of the
+ * destinations this process no longer uses are let go.
+ */
+__attribute__((destructor)) static void at_exit(void)
+{
+    int saved = errno;
+
+    write_stats();
+    if (g_cfg_ok && g_cfg.share != BO_SHARE_PROCESS)
+        bo_shim_table_exit();
     errno = saved;
 }
 
