@@ -45,7 +45,7 @@
  * used (about 3.4 KB a destination), slots are handed out in order and
  * every loop over them stops at the high-water mark. */
 #define BO_SHARE_SLOTS 16384
-#define BO_SHARE_PROCS 64       /* processes attached to one destination at once */
+#define BO_SHARE_PROCS 64       /* process entries of one destination (busy or idle) */
 #define BO_SHARE_KEY_LEN 300    /* = BO_DEST_KEY_LEN */
 /* A destination nobody used for this long starts fresh (tests reuse ports). */
 #define BO_SHARE_STALE_NS (60 * 1000000000LL)
@@ -76,7 +76,8 @@ typedef struct bo_share_slot {
     uint32_t waiters;           /* sum of procs[].waiters */
     /* written under the file's lock (and this slot's), read under either */
     uint32_t used;
-    uint32_t nattached;         /* entries of procs[] in use; atomic, changed under mu */
+    uint32_t nattached;         /* entries of procs[] in use (busy or idle); atomic,
+                                 * changed under mu */
     uint64_t hash;              /* of key and cfg_hash */
     uint32_t hnext;             /* next slot (index + 1) of the hash chain; 0: none */
     /* Bumped (under mu) whenever entries are dropped that their processes
