@@ -142,8 +142,9 @@ void bo_shim_dest_put(bo_shim_dest *sd);
 /* Calls fn on every block in the table, each under its shard lock. */
 void bo_shim_table_foreach(void (*fn)(bo_shim_dest *sd, void *ctx), void *ctx);
 
-/* At exit: the idle blocks let their host-wide entries go (shim_table.c). */
-void bo_shim_table_exit(void);
+/* At exit: the idle blocks let their host-wide entries go, each slot's
+ * lock waited for until until_ns (CLOCK_MONOTONIC) at most (shim_table.c). */
+void bo_shim_table_exit(int64_t until_ns);
 
 /*
  * The table's side of fork (shim_table.c): prepare holds every shard lock

@@ -288,9 +288,14 @@ static void repair_slot(bo_share_slot *s)
     s->key[BO_SHARE_KEY_LEN - 1] = '\0';
 }
 
-static void lock_repair(pthread_mutex_t *mu, void (*repair)(void *), void *arg)
+/* mu, repaired when its holder died; with until (CLOCK_REALTIME, as
+ * pthread_mutex_timedlock reads it, which ThreadSanitizer knows, unlike
+ * pthread_mutex_clocklock), waiting at most until then: false when it was
+ * not taken. */
+static bool lock_repair(pthread_mutex_t *mu, void (*repair)(void *), void *arg,
+                        const struct timespec *until)
 {
-    int rc = pthread_mutex_lock(mu);
+    int rc = until != NULL ? pthread_mutex_timedlock(mu, until) : pthread_mutex_lock(mu);
     if (rc == ENOTRECOVERABLE) {
         /* Only when a repairer died half-way: every locker fails alike, so
          * the lock is made anew and the state repaired. */
@@ -302,7 +307,9 @@ static void lock_repair(pthread_mutex_t *mu, void (*repair)(void *), void *arg)
     if (rc == EOWNERDEAD) {
         repair(arg);
         pthread_mutex_consistent(mu);
+        rc = 0;
     }
+    return rc == 0;
 }
 
 static void repair_slot_v(void *arg)
@@ -326,7 +333,22 @@ static void repair_file_v(void *arg)
 
 void bo_share_lock(bo_share_slot *s)
 {
-    lock_repair(&s->mu, repair_slot_v, s);
+    lock_repair(&s->mu, repair_slot_v, s, NULL);
+}
+
+bool bo_share_lock_until(bo_share_slot *s, int64_t until_ns)
+{
+    struct timespec ts;
+    int64_t left = until_ns - now_ns();
+    int saved = errno;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t at = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec + (left > 0 ? left : 0);
+    ts.tv_sec = (time_t)(at / 1000000000LL);
+    ts.tv_nsec = (long)(at % 1000000000LL);
+    bool ok = lock_repair(&s->mu, repair_slot_v, s, &ts);
+    errno = saved;
+    return ok;
 }
 
 void bo_share_unlock(bo_share_slot *s)
@@ -336,7 +358,7 @@ void bo_share_unlock(bo_share_slot *s)
 
 static void lock_file(bo_share_file *f)
 {
-    lock_repair(&f->mu, repair_file_v, f);
+    lock_repair(&f->mu, repair_file_v, f, NULL);
 }
 
 /* ---- the file ---------------------------------------------------------- */
@@ -872,11 +894,14 @@ bool bo_share_reuse(bo_share_slot *s, unsigned idx, uint32_t gen, const bo_confi
     return p != NULL;
 }
 
-void bo_share_detach(bo_share_slot *s, unsigned idx, uint32_t gen)
+void bo_share_detach(bo_share_slot *s, unsigned idx, uint32_t gen, int64_t until_ns)
 {
     if (s == NULL)
         return;
-    bo_share_lock(s);
+    if (until_ns == 0)
+        bo_share_lock(s);
+    else if (!bo_share_lock_until(s, until_ns))
+        return; /* the entry names this process: reaped once it is gone */
     bo_share_proc *p = own_entry(s, idx, gen);
     if (p != NULL && entry_idle(p))
         free_entry(s, p);

@@ -155,12 +155,17 @@ void bo_share_idle(bo_share_slot *s, unsigned idx);
  * the attachment is gone (evicted, reset, its entry taken), attach anew.
  */
 bool bo_share_reuse(bo_share_slot *s, unsigned idx, uint32_t gen, const bo_config *cfg);
-/* Drop an idle attachment (the table frees the block, the process exits). */
-void bo_share_detach(bo_share_slot *s, unsigned idx, uint32_t gen);
+/* Drop an idle attachment (the table frees the block, the process exits).
+ * until_ns (CLOCK_MONOTONIC; 0: no bound) bounds the wait for the slot's
+ * lock at exit, which a process stopped while holding it must not hang:
+ * an entry not dropped then names this process and is reaped. */
+void bo_share_detach(bo_share_slot *s, unsigned idx, uint32_t gen, int64_t until_ns);
 
 /* The slot's lock; a holder's death is repaired before it returns. */
 void bo_share_lock(bo_share_slot *s);
 void bo_share_unlock(bo_share_slot *s);
+/* The same, waiting at most until until_ns (CLOCK_MONOTONIC): false, not taken. */
+bool bo_share_lock_until(bo_share_slot *s, int64_t until_ns);
 
 /* Under the lock: an admitted attempt is leased to this process / ended. */
 void bo_share_lease_take(bo_share_slot *s, unsigned idx);

@@ -145,7 +145,7 @@ static void evict(shard *s)
         pthread_mutex_lock(&sd->mu);
         bo_shim_dest_retire(sd);
         pthread_mutex_unlock(&sd->mu);
-        bo_share_detach(sd->shared, sd->share_idx, sd->share_gen);
+        bo_share_detach(sd->shared, sd->share_idx, sd->share_gen, 0);
         pthread_cond_destroy(&sd->cv);
         pthread_mutex_destroy(&sd->mu);
         free(sd);
@@ -257,15 +257,16 @@ void bo_shim_table_foreach(void (*fn)(bo_shim_dest *sd, void *ctx), void *ctx)
  * one after another (a shell loop) leave no entries for the next to reap.
  * Blocks still referenced keep theirs (another thread may be using them);
  * their entries, like those of a process killed, name a dead process and
- * are reaped.
+ * are reaped.  A slot's lock is waited for until until_ns at most, all
+ * slots together (a process stopped in one must not keep this one alive).
  */
-void bo_shim_table_exit(void)
+void bo_shim_table_exit(int64_t until_ns)
 {
     for (unsigned i = 0; i < SHARDS; i++) {
         shard *s = &g_shards[i];
         pthread_mutex_lock(&s->mu);
         for (bo_shim_dest *sd = s->lru_head; sd != NULL; sd = sd->lru_next) {
-            bo_share_detach(sd->shared, sd->share_idx, sd->share_gen);
+            bo_share_detach(sd->shared, sd->share_idx, sd->share_gen, until_ns);
             sd->shared = NULL;
         }
         pthread_mutex_unlock(&s->mu);

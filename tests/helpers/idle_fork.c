@@ -1,6 +1,6 @@
 /*
- * idle_fork PORT: a process with an idle host-wide attachment forks, and
- * its child uses the same destinations.  Two destinations, "a.test" and
+ * idle_fork PORT [exit]: a process with an idle host-wide attachment forks,
+ * and its child uses the same destinations.  Two destinations, "a.test" and
  * "b.test", both routed to 127.0.0.1:PORT (CURLOPT_CONNECT_TO), one handle:
  *
  *   1. GET a, then GET b: a is idle in this process, b in use (the handle
@@ -14,10 +14,15 @@
  *
  * Between the steps the test reads the slots (share_dump): the parent's
  * entries must be as it left them, the child's gone after its exit.
+ *
+ * With "exit": step 1, then, on the line, the handle is cleaned up and the
+ * process exits (exit(), its destructors: the stats, the idle entries'
+ * detach) without forking: the test holds a's slot lock meanwhile.
  */
 #include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -54,8 +59,8 @@ int main(int argc, char **argv)
     char connect_to[64];
     int bad = 0;
 
-    if (argc != 2) {
-        fprintf(stderr, "usage: idle_fork PORT\n");
+    if (argc != 2 && (argc != 3 || strcmp(argv[2], "exit") != 0)) {
+        fprintf(stderr, "usage: idle_fork PORT [exit]\n");
         return 2;
     }
     long port = strtol(argv[1], NULL, 10);
@@ -69,6 +74,13 @@ int main(int argc, char **argv)
     bad += get(h, port, "b.test");
     printf("ready1 %d\n", (int)getpid());
     wait_line();
+    if (argc == 3) {
+        curl_easy_cleanup(h);
+        curl_slist_free_all(ct);
+        printf("exiting %d\n", bad);
+        fflush(stdout);
+        exit(bad == 0 ? 0 : 1);
+    }
     pid_t child = fork();
     if (child < 0)
         return 2;

@@ -160,7 +160,7 @@ int main(void)
               "its only entry is the parent's, busy");
         bo_share_unlock(s2);
         bo_share_idle(s2, idx2);
-        bo_share_detach(s2, idx2, gen2);
+        bo_share_detach(s2, idx2, gen2, 0);
         check(s2->nattached == 0 && s2->busy == 0, "a detach leaves no entry");
     }
     if (write(down[1], "1", 1) != 1)

@@ -99,5 +99,38 @@ wait $FPID || rc=$?
 note "the parent reused a.test and exited: nothing left"
 expect "$A" "0 busy 0"
 expect "$B" "0 busy 0"
+
+note "4. exit while another process, stopped, holds the lock of a slot left idle: bounded"
+rm -f "$TMP/in" "$TMP/fork.out"
+mkfifo "$TMP/in"
+BACKOFF_STATS="$TMP/exit.json" LD_PRELOAD="$LIB" timeout -k 2 60 "$FORK" "$PORT" exit \
+    <"$TMP/in" >"$TMP/fork.out" 2>"$TMP/fork.err" &
+FPID=$!
+PIDS="$PIDS $FPID"
+exec 3>"$TMP/in"
+wait_line ready1
+P=$(sed -n 's/^ready1 //p' "$TMP/fork.out")
+setsid "$BUILD/tests/helpers/share_hold" slot "$A" >"$TMP/hold.out" 2>"$TMP/hold.err" &
+HP=$!
+PIDS="$PIDS $HP"
+_w=0
+until grep -q '^locked$' "$TMP/hold.out" 2>/dev/null; do
+    _w=$((_w + 1)); [ $_w -gt 200 ] && fail "share_hold did not take a.test's lock"
+    sleep 0.1
+done
+kill -STOP $HP
+t0=$(date +%s%3N)
+echo >&3
+exec 3>&-
+rc=0
+wait $FPID || rc=$?
+t1=$(date +%s%3N)
+kill -KILL $HP 2>/dev/null || true
+[ $rc -eq 0 ] || fail "idle_fork exit exited $rc: $(cat "$TMP/fork.out" "$TMP/fork.err")"
+note "it exited $((t1 - t0)) ms after it was told to"
+[ $((t1 - t0)) -le 5000 ] || fail "its exit waited $((t1 - t0)) ms for the held lock"
+[ "$(stats_sum "$TMP/exit.json" calls)" = 2 ] || fail "its stats do not count its 2 calls: $(cat "$TMP/exit.json")"
+note "b.test, whose slot was free, was let go; a.test's entry names a dead process (reaped)"
+expect "$B" "0 busy 0"
 stop_server
 echo "ok"
