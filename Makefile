@@ -115,6 +115,13 @@ $(BUILD)/tests/helpers/%: tests/helpers/%.c $(wildcard shim/shim_share.h policie
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(CURL_CFLAGS) -o $@ $< $(ALL_LDFLAGS) $(CURL_LIBS) -lm
 
+# share_evict drives the host-wide file's own code (shim_share.c) in two processes.
+$(BUILD)/tests/helpers/share_evict: tests/helpers/share_evict.c shim/shim_share.c \
+                                    $(BUILD)/libpolicies.a $(wildcard shim/*.h policies/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Ishim -o $@ tests/helpers/share_evict.c shim/shim_share.c \
+	    $(BUILD)/libpolicies.a $(ALL_LDFLAGS) -lm
+
 test-programs: $(PRODUCTS) $(UNIT_BIN) $(HELPER_BIN) $(BUILD)/backoff.1
 
 # The README's second command: install what is missing, build, run every suite.

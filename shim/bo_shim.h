@@ -68,13 +68,17 @@ typedef struct bo_shim_dest {
      * destination succeeded in this process: a refusal then means
      * "restarting", not "nothing here" (bo_connect_errno_retryable). */
     int alive;
-    /* BACKOFF_SHARE=host: while the block is referenced, the host-wide slot
-     * it is attached to (shim_share.c), whose bo_dest and lock then stand in
-     * for d and mu (the counters above stay this process's); NULL: the
-     * state is this process's own.  Set and cleared by the table with the
-     * moves of refs to and from zero, so a holder sees it stable. */
+    /* BACKOFF_SHARE=host: the host-wide slot the block is attached to
+     * (shim_share.c), whose bo_dest and lock then stand in for d and mu
+     * while the block is referenced (the counters above stay this
+     * process's); NULL: the state is this process's own.  It stays attached
+     * while idle (its entry idle in the slot) and is checked again on the
+     * move of refs from zero (bo_share_reuse), where the table sets it; it
+     * is cleared only while refs is zero (the block freed, exit, a fork
+     * child), so a holder sees it stable. */
     struct bo_share_slot *shared;
     unsigned share_idx;         /* this process's entry in the slot */
+    uint32_t share_gen;         /* the slot's generation when attached */
 } bo_shim_dest;
 
 /* What one finished attempt tells the shared loop. */
@@ -137,6 +141,10 @@ void bo_shim_dest_put(bo_shim_dest *sd);
 
 /* Calls fn on every block in the table, each under its shard lock. */
 void bo_shim_table_foreach(void (*fn)(bo_shim_dest *sd, void *ctx), void *ctx);
+
+/* At exit: the idle blocks let their host-wide entries go, each slot's
+ * lock waited for until until_ns (CLOCK_MONOTONIC) at most (shim_table.c). */
+void bo_shim_table_exit(int64_t until_ns);
 
 /*
  * The table's side of fork (shim_table.c): prepare holds every shard lock

@@ -152,12 +152,60 @@ static bool proc_alive(const bo_share_proc *p)
     return proc_start(p->pid, &start) && start == p->start;
 }
 
+static uint64_t entry_bit(const bo_share_slot *s, const bo_share_proc *p)
+{
+    return 1ULL << (p - s->procs);
+}
+
+static uint32_t entry_refs(const bo_share_proc *p)
+{
+    return __atomic_load_n(&p->refs, __ATOMIC_ACQUIRE);
+}
+
+/* An entry that holds nothing: no block of its process in use, no lease, no waiter. */
+static bool entry_idle(const bo_share_proc *p)
+{
+    return entry_refs(p) == 0 && p->inflight == 0 && p->waiters == 0;
+}
+
+/* Under the slot's lock: one more block of the entry's process in use. */
+static void entry_ref(bo_share_slot *s, bo_share_proc *p)
+{
+    if (__atomic_fetch_add(&p->refs, 1, __ATOMIC_RELAXED) == 0)
+        __atomic_fetch_or(&s->busy, entry_bit(s, p), __ATOMIC_RELAXED);
+}
+
 /* Free an entry (under the slot's lock). */
 static void free_entry(bo_share_slot *s, bo_share_proc *p)
 {
     if (p->pid != 0)
         __atomic_sub_fetch(&s->nattached, 1, __ATOMIC_RELAXED);
-    memset(p, 0, sizeof *p);
+    __atomic_fetch_and(&s->busy, ~entry_bit(s, p), __ATOMIC_RELAXED);
+    __atomic_store_n(&p->refs, 0, __ATOMIC_RELAXED);
+    p->pid = 0;
+    p->start = p->nonce = 0;
+    p->inflight = p->waiters = 0;
+}
+
+/* Under the slot's lock: no entry busy, nothing in flight (eviction, --reset). */
+static bool slot_idle(const bo_share_slot *s)
+{
+    if (__atomic_load_n(&s->busy, __ATOMIC_ACQUIRE) != 0)
+        return false;
+    for (unsigned i = 0; i < BO_SHARE_PROCS; i++)
+        if (s->procs[i].pid != 0 && !entry_idle(&s->procs[i]))
+            return false;
+    return true;
+}
+
+/* Under the slot's lock, slot_idle: drop the idle entries of processes
+ * that may come back; their next reuse sees the new generation. */
+static void drop_idle(bo_share_slot *s)
+{
+    for (unsigned i = 0; i < BO_SHARE_PROCS; i++)
+        if (s->procs[i].pid != 0)
+            free_entry(s, &s->procs[i]);
+    s->gen++;
 }
 
 static void set_used_ns(bo_share_slot *s, int64_t now)
@@ -213,9 +261,20 @@ static void repair_slot(bo_share_slot *s)
     unsigned inflight = 0, waiters = 0, attached = 0;
     const bo_config *cfg = __atomic_load_n(&g_cfg, __ATOMIC_RELAXED);
 
-    /* the count of entries in use first: reap and self_entry rely on it */
-    for (unsigned i = 0; i < BO_SHARE_PROCS; i++)
-        attached += s->procs[i].pid != 0;
+    /* the count of entries in use first: reap and self_entry rely on it;
+     * then the busy bits from the refs.  A process going idle meanwhile
+     * (bo_share_idle, no lock) clears its refs, then its bit: a bit is set
+     * first and the refs read again after, so neither order leaves it set. */
+    for (unsigned i = 0; i < BO_SHARE_PROCS; i++) {
+        bo_share_proc *p = &s->procs[i];
+        attached += p->pid != 0;
+        if (p->pid != 0 && entry_refs(p) != 0) {
+            __atomic_fetch_or(&s->busy, 1ULL << i, __ATOMIC_SEQ_CST);
+            if (__atomic_load_n(&p->refs, __ATOMIC_SEQ_CST) != 0)
+                continue;
+        }
+        __atomic_fetch_and(&s->busy, ~(1ULL << i), __ATOMIC_SEQ_CST);
+    }
     __atomic_store_n(&s->nattached, attached, __ATOMIC_RELAXED);
     bo_share_reap(s, now_ns(), true);
     for (unsigned i = 0; i < BO_SHARE_PROCS; i++) {
@@ -229,9 +288,14 @@ static void repair_slot(bo_share_slot *s)
     s->key[BO_SHARE_KEY_LEN - 1] = '\0';
 }
 
-static void lock_repair(pthread_mutex_t *mu, void (*repair)(void *), void *arg)
+/* mu, repaired when its holder died; with until (CLOCK_REALTIME, as
+ * pthread_mutex_timedlock reads it, which ThreadSanitizer knows, unlike
+ * pthread_mutex_clocklock), waiting at most until then: false when it was
+ * not taken. */
+static bool lock_repair(pthread_mutex_t *mu, void (*repair)(void *), void *arg,
+                        const struct timespec *until)
 {
-    int rc = pthread_mutex_lock(mu);
+    int rc = until != NULL ? pthread_mutex_timedlock(mu, until) : pthread_mutex_lock(mu);
     if (rc == ENOTRECOVERABLE) {
         /* Only when a repairer died half-way: every locker fails alike, so
          * the lock is made anew and the state repaired. */
@@ -243,7 +307,9 @@ static void lock_repair(pthread_mutex_t *mu, void (*repair)(void *), void *arg)
     if (rc == EOWNERDEAD) {
         repair(arg);
         pthread_mutex_consistent(mu);
+        rc = 0;
     }
+    return rc == 0;
 }
 
 static void repair_slot_v(void *arg)
@@ -267,7 +333,22 @@ static void repair_file_v(void *arg)
 
 void bo_share_lock(bo_share_slot *s)
 {
-    lock_repair(&s->mu, repair_slot_v, s);
+    lock_repair(&s->mu, repair_slot_v, s, NULL);
+}
+
+bool bo_share_lock_until(bo_share_slot *s, int64_t until_ns)
+{
+    struct timespec ts;
+    int64_t left = until_ns - now_ns();
+    int saved = errno;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t at = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec + (left > 0 ? left : 0);
+    ts.tv_sec = (time_t)(at / 1000000000LL);
+    ts.tv_nsec = (long)(at % 1000000000LL);
+    bool ok = lock_repair(&s->mu, repair_slot_v, s, &ts);
+    errno = saved;
+    return ok;
 }
 
 void bo_share_unlock(bo_share_slot *s)
@@ -277,7 +358,7 @@ void bo_share_unlock(bo_share_slot *s)
 
 static void lock_file(bo_share_file *f)
 {
-    lock_repair(&f->mu, repair_file_v, f);
+    lock_repair(&f->mu, repair_file_v, f, NULL);
 }
 
 /* ---- the file ---------------------------------------------------------- */
@@ -509,12 +590,30 @@ static void open_once(void)
 
 /* ---- slots ------------------------------------------------------------ */
 
-/* This process's entry in s (created), or -1 when every entry is taken. */
+/* Under the slot's lock: an idle entry of another process, whose process
+ * may come back to it (its reuse then finds the entry not its own and
+ * attaches anew); its busy bit is clear, so its process is done with it. */
+static int idle_entry(bo_share_slot *s)
+{
+    uint64_t busy = __atomic_load_n(&s->busy, __ATOMIC_ACQUIRE);
+    for (unsigned i = 0; i < BO_SHARE_PROCS; i++) {
+        bo_share_proc *p = &s->procs[i];
+        if (p->pid != 0 && !(busy & (1ULL << i)) && entry_idle(p))
+            return (int)i;
+    }
+    return -1;
+}
+
+/*
+ * This process's entry in s (created), or -1 when every entry is taken:
+ * by a live process that is using the destination (a dead one's is reaped,
+ * an idle one's taken over).
+ */
 static int self_entry(bo_share_slot *s, int64_t now)
 {
     int free_i = -1;
 
-    for (int pass = 0; pass < 2; pass++) {
+    for (int pass = 0; pass < 3; pass++) {
         /* Entries in use are counted (nattached, under the slot's lock):
          * once all of them were seen and a free one found, stop. */
         unsigned left = __atomic_load_n(&s->nattached, __ATOMIC_RELAXED);
@@ -538,19 +637,29 @@ static int self_entry(bo_share_slot *s, int64_t now)
         if (free_i >= 0) {
             bo_share_proc *p = &s->procs[free_i];
             __atomic_add_fetch(&s->nattached, 1, __ATOMIC_RELAXED);
+            __atomic_store_n(&p->refs, 0, __ATOMIC_RELAXED);
+            p->inflight = p->waiters = 0;
             p->pid = g_pid;
             p->start = g_start;
             p->nonce = g_nonce;
             return free_i;
         }
-        bo_share_reap(s, now, true);
+        if (pass == 0) {
+            bo_share_reap(s, now, true);
+        } else if ((free_i = idle_entry(s)) >= 0) {
+            free_entry(s, &s->procs[free_i]);
+            free_i = -1; /* found free on the next pass */
+        } else {
+            break;
+        }
     }
     return -1;
 }
 
-static bool slot_attached(const bo_share_slot *s)
+/* Some process uses the slot (read without its lock; slot_idle tells under it). */
+static bool slot_busy(const bo_share_slot *s)
 {
-    return __atomic_load_n(&s->nattached, __ATOMIC_RELAXED) != 0;
+    return __atomic_load_n(&s->busy, __ATOMIC_RELAXED) != 0;
 }
 
 /* Hash chains, under the file's lock. */
@@ -594,13 +703,15 @@ static bo_share_slot *chain_find(bo_share_file *f, const char *key, uint64_t h, 
  * A slot for a new key, under the file's lock: one never used while there
  * are some (in order, so the file's pages are touched as it fills), else a
  * free one, else the least
- * recently used of EVICT_SAMPLE slots nobody is attached to, from a cursor
- * that goes round the file (an approximate LRU that costs the same at any
- * size; all slots when the sample has none).  Read without the slots'
- * locks: a process attaches only under the file's lock, which we hold.
- * When every slot is attached, the dead processes' entries are reaped once
- * (a lock and a /proc look per entry) and the choice made again.  Returned
- * locked, out of its hash chain.
+ * recently used of EVICT_SAMPLE slots nobody is using (no busy entry: the
+ * idle entries of processes that may come back are dropped, the slot's
+ * generation bumped), from a cursor that goes round the file (an
+ * approximate LRU that costs the same at any size; all slots when the
+ * sample has none).  Sampled without the slots' locks, then checked under
+ * the victim's: a process going idle takes no lock, but one going busy
+ * again takes the slot's.  When every slot is busy, the dead processes'
+ * entries are reaped once (a lock and a /proc look per entry) and the
+ * choice made again.  Returned locked, out of its hash chain.
  */
 static bo_share_slot *take_slot(bo_share_file *f, int64_t now)
 {
@@ -635,7 +746,7 @@ static bo_share_slot *take_slot(bo_share_file *f, int64_t now)
                 break;
             }
             int64_t t = __atomic_load_n(&s->last_used_ns, __ATOMIC_RELAXED);
-            if (!slot_attached(s) && t < oldest) {
+            if (!slot_busy(s) && t < oldest) {
                 victim = s;
                 oldest = t;
             }
@@ -643,7 +754,8 @@ static bo_share_slot *take_slot(bo_share_file *f, int64_t now)
         f->cursor = start + EVICT_SAMPLE;
         if (victim != NULL) {
             bo_share_lock(victim);
-            if (!slot_attached(victim)) { /* a fork child may have attached since */
+            if (slot_idle(victim)) { /* a process may have gone busy again since */
+                drop_idle(victim);
                 if (victim->used)
                     chain_unlink(f, victim);
                 return victim;
@@ -681,8 +793,17 @@ void bo_share_init(const bo_config *cfg)
     bo_shim_once(&g_opened, open_once);
 }
 
+/* Under the slot's lock: nobody used it for long (or its clock is from
+ * before a reboot), and nobody uses it now: its state starts fresh. */
+static void fresh_if_stale(bo_share_slot *s, const bo_config *cfg, int64_t now)
+{
+    int64_t used = __atomic_load_n(&s->last_used_ns, __ATOMIC_RELAXED);
+    if ((now - used > BO_SHARE_STALE_NS || used > now) && !slot_busy(s))
+        fresh_state(s, cfg, now);
+}
+
 bo_share_slot *bo_share_attach(const char *key, size_t len, uint64_t key_hash,
-                               const bo_config *cfg, unsigned *idx)
+                               const bo_config *cfg, unsigned *idx, uint32_t *gen)
 {
     bo_share_file *f;
     bo_share_slot *s = NULL;
@@ -709,6 +830,7 @@ bo_share_slot *bo_share_attach(const char *key, size_t len, uint64_t key_hash,
     }
     if (fresh) {
         s->used = 1;
+        s->gen++; /* another key: whoever held it idle attaches anew */
         s->hash = h;
         s->cfg_hash = ch;
         memcpy(s->key, key, len + 1);
@@ -716,10 +838,7 @@ bo_share_slot *bo_share_attach(const char *key, size_t len, uint64_t key_hash,
         fresh_state(s, cfg, now);
     } else {
         bo_share_reap(s, now, false);
-        /* Nobody on it for long (or a clock from before a reboot): fresh. */
-        int64_t used = __atomic_load_n(&s->last_used_ns, __ATOMIC_RELAXED);
-        if (!slot_attached(s) && (now - used > BO_SHARE_STALE_NS || used > now))
-            fresh_state(s, cfg, now);
+        fresh_if_stale(s, cfg, now);
     }
     int i = self_entry(s, now);
     if (i < 0) {
@@ -727,34 +846,65 @@ bo_share_slot *bo_share_attach(const char *key, size_t len, uint64_t key_hash,
         s = NULL;
         goto out;
     }
-    s->procs[i].refs++;
+    entry_ref(s, &s->procs[i]);
     set_used_ns(s, now);
     *idx = (unsigned)i;
+    *gen = s->gen;
     bo_share_unlock(s);
 out:
     pthread_mutex_unlock(&f->mu);
     return s;
 }
 
-/* Drop a reference; the entry goes when it holds nothing more. */
-static void release(bo_share_slot *s, unsigned idx)
+/* Our entry of the attachment (idx, gen), under the slot's lock; NULL:
+ * it was dropped (eviction, --reset, taken over while idle). */
+static bo_share_proc *own_entry(bo_share_slot *s, unsigned idx, uint32_t gen)
 {
     bo_share_proc *p = &s->procs[idx];
-    if (!is_self(p))
-        return;
-    if (p->refs > 0)
-        p->refs--;
-    if (p->refs == 0 && p->inflight == 0 && p->waiters == 0)
-        free_entry(s, p);
+    return s->gen == gen && is_self(p) ? p : NULL;
 }
 
-void bo_share_detach(bo_share_slot *s, unsigned idx)
+void bo_share_idle(bo_share_slot *s, unsigned idx)
+{
+    bo_share_proc *p = &s->procs[idx];
+    uint32_t n = __atomic_load_n(&p->refs, __ATOMIC_RELAXED);
+
+    /* The entry is busy, so nobody else drops or changes it: the refs
+     * first, then the bit, which lets eviction and takeover see it idle. */
+    while (n > 0 && !__atomic_compare_exchange_n(&p->refs, &n, n - 1, false,
+                                                 __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+    }
+    if (n == 1)
+        __atomic_fetch_and(&s->busy, ~entry_bit(s, p), __ATOMIC_SEQ_CST);
+}
+
+bool bo_share_reuse(bo_share_slot *s, unsigned idx, uint32_t gen, const bo_config *cfg)
+{
+    int64_t now = now_ns();
+    bo_share_proc *p;
+
+    bo_share_lock(s);
+    p = own_entry(s, idx, gen);
+    if (p != NULL) {
+        fresh_if_stale(s, cfg, now);
+        entry_ref(s, p);
+        set_used_ns(s, now);
+    }
+    bo_share_unlock(s);
+    return p != NULL;
+}
+
+void bo_share_detach(bo_share_slot *s, unsigned idx, uint32_t gen, int64_t until_ns)
 {
     if (s == NULL)
         return;
-    bo_share_lock(s);
-    release(s, idx);
-    set_used_ns(s, now_ns());
+    if (until_ns == 0)
+        bo_share_lock(s);
+    else if (!bo_share_lock_until(s, until_ns))
+        return; /* the entry names this process: reaped once it is gone */
+    bo_share_proc *p = own_entry(s, idx, gen);
+    if (p != NULL && entry_idle(p))
+        free_entry(s, p);
     bo_share_unlock(s);
 }
 
@@ -821,17 +971,17 @@ void bo_share_child_fork(void)
     self_identity(); /* a new pid; the nonce stays: the same image */
 }
 
-bool bo_share_child_reattach(bo_share_slot *s, const char *key, unsigned *idx)
+bool bo_share_child_reattach(bo_share_slot *s, const char *key, uint32_t gen, unsigned *idx)
 {
     int i = -1;
 
     bo_share_lock(s);
     /* The parent may have let the slot go since fork, and it may hold
      * another destination now: then the child keeps its state to itself. */
-    if (s->used && strcmp(s->key, key) == 0)
+    if (s->used && s->gen == gen && strcmp(s->key, key) == 0)
         i = self_entry(s, now_ns());
     if (i >= 0)
-        s->procs[i].refs++;
+        entry_ref(s, &s->procs[i]);
     bo_share_unlock(s);
     if (i < 0)
         return false;
@@ -875,9 +1025,9 @@ int bo_share_status(FILE *out)
             continue;
         bo_share_lock(s);
         bo_share_reap(s, now, true);
-        unsigned procs = 0;
+        unsigned procs = 0; /* using it now: idle entries are not counted */
         for (unsigned j = 0; j < BO_SHARE_PROCS; j++)
-            procs += s->procs[j].pid != 0;
+            procs += s->procs[j].pid != 0 && !entry_idle(&s->procs[j]);
         double hz = s->d.window.rate_limit_hz;
         if (hz <= 0 && s->d.pacing.interval_ns > 0)
             hz = 1e9 / (double)s->d.pacing.interval_ns;
@@ -929,10 +1079,11 @@ int bo_share_reset(FILE *out, const bo_config *cfg)
             continue;
         bo_share_lock(s);
         bo_share_reap(s, now, true);
-        if (slot_attached(s)) {
+        if (!slot_idle(s)) {
             fresh_state(s, cfg, now); /* its processes' leases stay counted */
             kept++;
         } else {
+            drop_idle(s);
             chain_unlink(f, s);
             s->used = 0;
             s->key[0] = '\0';

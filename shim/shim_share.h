@@ -3,13 +3,19 @@
  * (BACKOFF_SHARE=host).  Every process of one user on the host maps one
  * file, a fixed array of destination slots, each holding the policy's
  * bo_dest under a robust, process-shared mutex.  The process-local table
- * (shim_table.c) stays in front of it: a local block that is referenced
- * is attached to one slot, and the admission/completion loop
- * (shim_state.c) then locks and updates the slot instead of the block.
+ * (shim_table.c) stays in front of it: a local block is attached to one
+ * slot from its first use until the table drops the block or the process
+ * exits, and the admission/completion loop (shim_state.c) then locks and
+ * updates the slot instead of the block.  While no handle or call of the
+ * process uses the block its entry is idle (refs 0): it pins nothing, the
+ * file may evict a slot whose entries are all idle, and another process
+ * may take an idle entry when the slot's 64 are in use.
  *
  * The interface a backend gives the table (a later Redis backend, issue 14,
  * sits beside this one with the same verbs):
  *   attach/detach  find or make the slot of a key and hold it (or let it go);
+ *   idle/reuse     the block goes unused / is used again, without the file's
+ *                  lock (reuse checks that the slot is still this key's);
  *   lock/unlock    the slot's state, repaired when a holder died;
  *   lease_take/_drop  an attempt in flight, named after its process;
  *   wait/wake      wait (bounded, no spinning) for a completion anywhere;
@@ -32,24 +38,32 @@
 
 #define BO_SHARE_MAGIC 0x6873666f6b636162ULL /* "backofsh" */
 /* Bump with any change of the layout below that sizes do not show. */
-#define BO_SHARE_VERSION 6
+#define BO_SHARE_VERSION 7
 /* Destinations per file, LRU evicted: a crawler's 10,000 hosts in rotation
  * fit (evicting on every call cost ~3,000 instructions per call).  The file
  * is 56 MB but sparse on tmpfs: a slot's pages are touched only once it is
  * used (about 3.4 KB a destination), slots are handed out in order and
  * every loop over them stops at the high-water mark. */
 #define BO_SHARE_SLOTS 16384
-#define BO_SHARE_PROCS 64       /* processes attached to one destination at once */
+#define BO_SHARE_PROCS 64       /* process entries of one destination (busy or idle) */
 #define BO_SHARE_KEY_LEN 300    /* = BO_DEST_KEY_LEN */
 /* A destination nobody used for this long starts fresh (tests reuse ports). */
 #define BO_SHARE_STALE_NS (60 * 1000000000LL)
 /* Dead processes' leases are looked for at most this often per slot. */
 #define BO_SHARE_REAP_NS (250 * 1000000LL)
 
-/* One process's hold on a slot: references and the leases of its attempts. */
+/*
+ * One process's hold on a slot: references and the leases of its attempts.
+ * Busy while refs, inflight or waiters is not 0 (a busy process holds refs:
+ * its calls run on a referenced block), else idle: the process used the
+ * destination and may come back (bo_share_reuse), but the entry holds
+ * nothing, so eviction (take_slot), a newcomer short of entries
+ * (self_entry) and `backoff --reset` may drop it.
+ */
 typedef struct bo_share_proc {
     int32_t pid;                /* 0: entry free */
-    uint32_t refs;              /* local blocks of the process attached */
+    uint32_t refs;              /* local blocks of the process in use; atomic, changed
+                                 * under mu but for the move to 0 (bo_share_idle) */
     uint64_t start;             /* start time, /proc/PID/stat field 22 */
     uint64_t nonce;             /* the library's image in that process (exec) */
     uint32_t inflight;          /* leases: its attempts in flight */
@@ -62,10 +76,19 @@ typedef struct bo_share_slot {
     uint32_t waiters;           /* sum of procs[].waiters */
     /* written under the file's lock (and this slot's), read under either */
     uint32_t used;
-    uint32_t nattached;         /* entries of procs[] in use; atomic, changed under mu */
+    uint32_t nattached;         /* entries of procs[] in use (busy or idle); atomic,
+                                 * changed under mu */
     uint64_t hash;              /* of key and cfg_hash */
     uint32_t hnext;             /* next slot (index + 1) of the hash chain; 0: none */
-    uint32_t pad2;
+    /* Bumped (under mu) whenever entries are dropped that their processes
+     * did not drop themselves but dead ones (eviction, --reset), and when the
+     * slot is handed to another key: a process's (slot, entry, gen) names its
+     * attachment, and a reuse that finds another gen attaches anew. */
+    uint32_t gen;
+    /* Bit i: procs[i].refs != 0.  Atomic: set under mu, cleared under mu or
+     * by the entry's own process (bo_share_idle); read without the lock by
+     * the eviction's sampling (a slot with a busy entry is never taken). */
+    uint64_t busy;
     uint64_t cfg_hash;          /* processes configured alike share a slot */
     char key[BO_SHARE_KEY_LEN];
     int64_t last_used_ns;       /* CLOCK_MONOTONIC, host-wide; atomic, written under mu */
@@ -105,7 +128,7 @@ void bo_share_init(const bo_config *cfg);
  * len is strlen(key), key_hash its hash (bo_share_key_hash), which
  * the table has already computed. */
 bo_share_slot *bo_share_attach(const char *key, size_t len, uint64_t key_hash,
-                               const bo_config *cfg, unsigned *idx);
+                               const bo_config *cfg, unsigned *idx, uint32_t *gen);
 
 /* The hash of a key (bo_key_of, eight bytes a step); *len its length. */
 static inline uint64_t bo_share_key_hash(const char *key, size_t *len)
@@ -119,11 +142,30 @@ static inline unsigned bo_share_hiwater(const bo_share_file *f)
     unsigned n = __atomic_load_n(&f->hiwater, __ATOMIC_ACQUIRE);
     return n < BO_SHARE_SLOTS ? n : BO_SHARE_SLOTS;
 }
-void bo_share_detach(bo_share_slot *s, unsigned idx);
+/*
+ * The block attached as (s, idx, gen) is no longer used by the process
+ * (its references went to 0, nothing in flight): its entry turns idle and
+ * stays.  Takes no lock (one atomic change of the entry's own word).
+ */
+void bo_share_idle(bo_share_slot *s, unsigned idx);
+/*
+ * The idle block is used again: under the slot's lock, when the slot still
+ * holds this attachment (gen) and this process's entry, the entry turns
+ * busy (and a slot nobody used for BO_SHARE_STALE_NS starts fresh); false:
+ * the attachment is gone (evicted, reset, its entry taken), attach anew.
+ */
+bool bo_share_reuse(bo_share_slot *s, unsigned idx, uint32_t gen, const bo_config *cfg);
+/* Drop an idle attachment (the table frees the block, the process exits).
+ * until_ns (CLOCK_MONOTONIC; 0: no bound) bounds the wait for the slot's
+ * lock at exit, which a process stopped while holding it must not hang:
+ * an entry not dropped then names this process and is reaped. */
+void bo_share_detach(bo_share_slot *s, unsigned idx, uint32_t gen, int64_t until_ns);
 
 /* The slot's lock; a holder's death is repaired before it returns. */
 void bo_share_lock(bo_share_slot *s);
 void bo_share_unlock(bo_share_slot *s);
+/* The same, waiting at most until until_ns (CLOCK_MONOTONIC): false, not taken. */
+bool bo_share_lock_until(bo_share_slot *s, int64_t until_ns);
 
 /* Under the lock: an admitted attempt is leased to this process / ended. */
 void bo_share_lease_take(bo_share_slot *s, unsigned idx);
@@ -140,9 +182,12 @@ void bo_share_reap(bo_share_slot *s, int64_t now_ns, bool force);
 
 /* Fork: the child is a new process (its own leases), with the same mapping. */
 void bo_share_child_fork(void);
-/* In the child, for each block it inherited attached: hold the slot as itself. */
-/* Returns false when the slot now holds another destination (key). */
-bool bo_share_child_reattach(bo_share_slot *s, const char *key, unsigned *idx);
+/* In the child, for each block in use it inherited attached: hold the slot
+ * as itself (the parent's attachment, gen, stays valid: the slot was busy).
+ * Returns false when the slot now holds another destination (key).  A block
+ * the child inherited idle is forgotten instead, without touching the file:
+ * the entry is the parent's. */
+bool bo_share_child_reattach(bo_share_slot *s, const char *key, uint32_t gen, unsigned *idx);
 
 /* backoff --status / --reset (wrapper.c): 0 ok, 1 nothing shared, 2 error. */
 int bo_share_status(FILE *out);

@@ -876,14 +876,26 @@ bool bo_shim_complete(bo_shim_dest *sd, bo_call *call, const bo_shim_result *r,
 typedef struct stats_sum {
     double window, window_max;
     uint64_t best, calls, attempts, retries, throttled, failed, gave_up;
+    int64_t until_ns;           /* the exit's bound on slots' locks */
 } stats_sum;
 
+/*
+ * Under the block's shard lock.  A block no call uses (refs 0, which the
+ * shard lock keeps so) may still be attached to a slot whose lock another
+ * process holds, stopped: that lock is waited for until t->until_ns only,
+ * and without it the block's own counters (this process's, stable) count
+ * but its window does not.
+ */
 static void sum_dest(bo_shim_dest *sd, void *ctx)
 {
     stats_sum *t = ctx;
+    bo_dest *d;
 
-    bo_dest *d = dest_lock(sd);
-    if (sd->attempts >= t->best) {
+    if (sd->shared != NULL && __atomic_load_n(&sd->refs, __ATOMIC_ACQUIRE) == 0)
+        d = bo_share_lock_until(sd->shared, t->until_ns) ? &sd->shared->d : NULL;
+    else
+        d = dest_lock(sd);
+    if (sd->attempts >= t->best && d != NULL) {
         t->best = sd->attempts;
         t->window = d->window.cwnd;
     }
@@ -895,13 +907,14 @@ static void sum_dest(bo_shim_dest *sd, void *ctx)
     t->throttled += sd->throttled;
     t->failed += sd->failed;
     t->gave_up += sd->gave_up;
-    dest_unlock(sd);
+    if (d != NULL)
+        dest_unlock(sd);
 }
 
-__attribute__((destructor)) static void write_stats(void)
+static void write_stats(int64_t until_ns)
 {
     char buf[512];
-    stats_sum t = {0};
+    stats_sum t = {.until_ns = until_ns};
     int fd, n;
     int saved = errno;
 
@@ -936,6 +949,24 @@ __attribute__((destructor)) static void write_stats(void)
     write_all(fd, buf, (size_t)n);
     close(fd);
 out:
+    errno = saved;
+}
+
+/*
+ * At exit (exit() or a return from main; not _exit, a crash or a kill,
+ * whose entries are reaped): the stats, then the host-wide entries of the
+ * destinations this process no longer uses are let go.
+ */
+__attribute__((destructor)) static void at_exit(void)
+{
+    int saved = errno;
+    /* A slot's lock held by a process stopped in it is waited for 100 ms
+     * at most, all slots together: the exit never hangs on another process. */
+    int64_t until = bo_shim_now_ns() + 100 * BO_NS_PER_MS;
+
+    write_stats(until);
+    if (g_cfg_ok && g_cfg.share != BO_SHARE_PROCESS)
+        bo_shim_table_exit(until);
     errno = saved;
 }
 

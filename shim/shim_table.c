@@ -24,10 +24,14 @@
  * (attach and detach, shim_share.c); nobody takes a shard lock while
  * holding a block's mutex or a slot's lock.
  *
- * BACKOFF_SHARE=host: a block is attached to its host-wide slot while it
- * is referenced (the move from zero attaches, the move to zero detaches),
- * so a slot is held by the processes using the destination now, and one
- * the file must evict is never one in use.
+ * BACKOFF_SHARE=host: a block is attached to its host-wide slot from its
+ * first use until it is freed (or the process exits: bo_shim_table_exit).
+ * The move of refs to zero marks the process's entry in the slot idle
+ * without a lock; the move from zero checks, under the slot's lock only,
+ * that the slot is still this destination's and the entry ours, and
+ * attaches anew when it is not.  So a call to a destination the process
+ * knows takes no file lock, and the file may still evict a slot whose
+ * entries are all idle: one in use is never evicted.
  */
 #include "bo_shim.h"
 #include "shim_share.h"
@@ -141,6 +145,7 @@ static void evict(shard *s)
         pthread_mutex_lock(&sd->mu);
         bo_shim_dest_retire(sd);
         pthread_mutex_unlock(&sd->mu);
+        bo_share_detach(sd->shared, sd->share_idx, sd->share_gen, 0);
         pthread_cond_destroy(&sd->cv);
         pthread_mutex_destroy(&sd->mu);
         free(sd);
@@ -168,7 +173,10 @@ bo_shim_dest *bo_shim_dest_get(const char *key)
             if (sd->hash == h && strcmp(sd->key, key) == 0) {
                 if (__atomic_fetch_add(&sd->refs, 1, __ATOMIC_ACQ_REL) == 0) {
                     lru_unlink(s, sd);
-                    sd->shared = bo_share_attach(key, len, h, cfg, &sd->share_idx);
+                    if (sd->shared == NULL ||
+                        !bo_share_reuse(sd->shared, sd->share_idx, sd->share_gen, cfg))
+                        sd->shared = bo_share_attach(key, len, h, cfg, &sd->share_idx,
+                                                     &sd->share_gen);
                 }
                 goto out;
             }
@@ -182,7 +190,7 @@ bo_shim_dest *bo_shim_dest_get(const char *key)
     sd->hash = h;
     __atomic_store_n(&sd->refs, 1, __ATOMIC_RELAXED);
     bo_shim_dest_init_block(sd, cfg);
-    sd->shared = bo_share_attach(key, len, h, cfg, &sd->share_idx);
+    sd->shared = bo_share_attach(key, len, h, cfg, &sd->share_idx, &sd->share_gen);
     size_t b = bucket_of(s, h);
     sd->hnext = s->buckets[b];
     s->buckets[b] = sd;
@@ -222,10 +230,10 @@ void bo_shim_dest_put(bo_shim_dest *sd)
     s = shard_of(sd->hash);
     pthread_mutex_lock(&s->mu);
     if (__atomic_sub_fetch(&sd->refs, 1, __ATOMIC_ACQ_REL) == 0) {
-        /* Idle: let the host-wide slot go, so that slots held stay few;
-         * the next get attaches again (the slot's state is still there). */
-        bo_share_detach(sd->shared, sd->share_idx);
-        sd->shared = NULL;
+        /* Idle: the host-wide entry turns idle but stays, so that the next
+         * get needs no new attach (it holds nothing the file cannot take). */
+        if (sd->shared != NULL)
+            bo_share_idle(sd->shared, sd->share_idx);
         lru_push(s, sd);
         evict(s);
     }
@@ -240,6 +248,27 @@ void bo_shim_table_foreach(void (*fn)(bo_shim_dest *sd, void *ctx), void *ctx)
         for (size_t b = 0; b < s->nbuckets; b++)
             for (bo_shim_dest *sd = s->buckets[b]; sd != NULL; sd = sd->hnext)
                 fn(sd, ctx);
+        pthread_mutex_unlock(&s->mu);
+    }
+}
+
+/*
+ * At exit: the idle blocks' host-wide entries go, so that processes ending
+ * one after another (a shell loop) leave no entries for the next to reap.
+ * Blocks still referenced keep theirs (another thread may be using them);
+ * their entries, like those of a process killed, name a dead process and
+ * are reaped.  A slot's lock is waited for until until_ns at most, all
+ * slots together (a process stopped in one must not keep this one alive).
+ */
+void bo_shim_table_exit(int64_t until_ns)
+{
+    for (unsigned i = 0; i < SHARDS; i++) {
+        shard *s = &g_shards[i];
+        pthread_mutex_lock(&s->mu);
+        for (bo_shim_dest *sd = s->lru_head; sd != NULL; sd = sd->lru_next) {
+            bo_share_detach(sd->shared, sd->share_idx, sd->share_gen, until_ns);
+            sd->shared = NULL;
+        }
         pthread_mutex_unlock(&s->mu);
     }
 }
@@ -274,6 +303,9 @@ void bo_shim_table_parent_fork(void)
  * condvar among them), and the shard locks are made anew.  References the
  * parent's other threads held (a connect() in progress) are never released
  * here: those blocks stay pinned, which costs memory, never correctness.
+ * A block in use attaches to its slot as the child; an idle one forgets its
+ * slot without touching the file (the idle entry there is the parent's),
+ * and attaches anew if the child uses it.
  */
 void bo_shim_table_child_fork(void (*child_block)(bo_shim_dest *sd))
 {
@@ -283,7 +315,9 @@ void bo_shim_table_child_fork(void (*child_block)(bo_shim_dest *sd))
             for (bo_shim_dest *sd = s->buckets[b]; sd != NULL; sd = sd->hnext) {
                 child_block(sd);
                 if (sd->shared != NULL &&
-                    !bo_share_child_reattach(sd->shared, sd->key, &sd->share_idx))
+                    (__atomic_load_n(&sd->refs, __ATOMIC_RELAXED) == 0 ||
+                     !bo_share_child_reattach(sd->shared, sd->key, sd->share_gen,
+                                              &sd->share_idx)))
                     sd->shared = NULL;
             }
         pthread_mutex_init(&s->mu, NULL);
