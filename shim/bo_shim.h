@@ -404,6 +404,19 @@ int bo_curl_slot_global(void);
  */
 int bo_curl_slot_for_caller(const void *ret);
 
+/*
+ * dl_iterate_phdr for the library's own walks (shim_dl.c): every one is
+ * made under a lock the fork handlers hold across fork().  glibc (2.36)
+ * re-initialises the dynamic loader's dl_load_lock in a fork child but not
+ * dl_load_write_lock, which dl_iterate_phdr holds during its walk: a child
+ * forked while one of our threads walked inherited it held and hung at its
+ * first walk, ours or the program's own (C++ exceptions unwind through
+ * dl_iterate_phdr).  Callbacks may walk again (the lock is recursive) and
+ * may take g_slot_lock, nothing else of ours.
+ */
+struct dl_phdr_info;
+int bo_dl_iterate(int (*cb)(struct dl_phdr_info *info, size_t size, void *data), void *data);
+
 /* shim_curl.c: bind slot's real functions (under the registry's lock, once). */
 void bo_curl_bind(int slot, void *const fn[BO_CURL_NFNS]);
 

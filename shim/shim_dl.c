@@ -30,8 +30,10 @@
  * not built and only the registry remains.
  *
  * The real functions are found by reading libc's dynamic symbol table
- * (calling dlsym would come back here).  Locks: g_slot_lock (the registry,
- * a leaf lock, never held across a call into the dynamic loader).
+ * (calling dlsym would come back here).  Locks: g_walk_lock (every walk of
+ * the loaded objects: bo_dl_iterate), then g_slot_lock (the registry, a leaf
+ * lock, never held across a call into the dynamic loader, taken inside
+ * walks).
  */
 #include "bo_shim.h"
 
@@ -297,10 +299,21 @@ static int self_cb(struct dl_phdr_info *info, size_t size, void *data)
     return 1;
 }
 
+/* Held by every walk (bo_dl_iterate, bo_shim.h) and across fork(). */
+static pthread_mutex_t g_walk_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+
+int bo_dl_iterate(int (*cb)(struct dl_phdr_info *info, size_t size, void *data), void *data)
+{
+    pthread_mutex_lock(&g_walk_lock);
+    int r = dl_iterate_phdr(cb, data);
+    pthread_mutex_unlock(&g_walk_lock);
+    return r;
+}
+
 static bool in_self(uintptr_t a)
 {
     if (__atomic_load_n(&g_self_hi, __ATOMIC_ACQUIRE) == 0)
-        dl_iterate_phdr(self_cb, (void *)(uintptr_t)self_cb);
+        bo_dl_iterate(self_cb, (void *)(uintptr_t)self_cb);
     return a >= g_self_lo && a < g_self_hi;
 }
 
@@ -345,7 +358,7 @@ __attribute__((constructor)) static void dl_ctor(void)
 {
     dl_init();
     in_self(0);
-    dl_iterate_phdr(seen_cb, NULL);
+    bo_dl_iterate(seen_cb, NULL);
 }
 
 /* ---- the libcurl registry -------------------------------------------- */
@@ -361,21 +374,28 @@ static pthread_mutex_t g_slot_lock = PTHREAD_MUTEX_INITIALIZER;
 static int g_full_warned;
 
 /*
- * Fork (called by shim_fork.c): the registry lock is a leaf, taken last and,
- * in the child, initialised anew.
+ * Fork (called by shim_fork.c): the walk lock, then the registry lock (a
+ * leaf, taken inside walks); in the child both are initialised anew.
  */
 void bo_shim_dl_prepare_fork(void)
 {
+    pthread_mutex_lock(&g_walk_lock);
     pthread_mutex_lock(&g_slot_lock);
 }
 
 void bo_shim_dl_parent_fork(void)
 {
     pthread_mutex_unlock(&g_slot_lock);
+    pthread_mutex_unlock(&g_walk_lock);
 }
 
 void bo_shim_dl_child_fork(void)
 {
+    pthread_mutexattr_t ma;
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&g_walk_lock, &ma);
+    pthread_mutexattr_destroy(&ma);
     pthread_mutex_init(&g_slot_lock, NULL);
 }
 
@@ -490,7 +510,7 @@ int bo_curl_slot_for_caller(const void *ret)
             s = slot_for_addr(p);
     }
     if (s < 0)
-        dl_iterate_phdr(first_libcurl_cb, &s);
+        bo_dl_iterate(first_libcurl_cb, &s);
     return s;
 }
 
@@ -774,7 +794,7 @@ static int walk_cb(struct dl_phdr_info *info, size_t size, void *data)
     if (w->done)
         return 1;
     w->done = true;
-    dl_iterate_phdr(collect_cb, w);
+    bo_dl_iterate(collect_cb, w);
     for (size_t i = 0; i < w->n; i++)
         rewrite_object(w, &w->objs[i]);
     return 1;
@@ -784,7 +804,7 @@ static int walk_cb(struct dl_phdr_info *info, size_t size, void *data)
 static unsigned rewrite_all(void)
 {
     walk_state w = {0};
-    dl_iterate_phdr(walk_cb, &w);
+    bo_dl_iterate(walk_cb, &w);
     resolve_lazy(&w);
     free(w.objs);
     free(w.lazy);
@@ -835,7 +855,7 @@ extern const char bo_dl_self_ret[];
 static uintptr_t gadget_for(const void *caller)
 {
     uintptr_t a = (uintptr_t)caller;
-    dl_iterate_phdr(gadget_cb, &a);
+    bo_dl_iterate(gadget_cb, &a);
     return a != 0 && a != (uintptr_t)caller ? a : (uintptr_t)bo_dl_self_ret;
 }
 

@@ -7,10 +7,12 @@
  * by the child's thread, which has a new thread id.  The order is stated
  * here rather than left to the order in which the modules registered
  * handlers: outer locks first (shim_state: the init lock, the destination
- * table, each destination), leaf locks last (shim_dl: the registry of
- * libcurl copies; shim_curl: the handle records; shim_multi: the multi
- * handles' records; none is ever held while
- * another lock is taken); the parent releases in the reverse order.
+ * table, each destination), then shim_dl's walk lock (held by every
+ * dl_iterate_phdr of the library: glibc does not reset the dynamic loader's
+ * lock for those walks in a fork child), leaf locks last (shim_dl: the
+ * registry of libcurl copies; shim_curl: the handle records; shim_multi: the
+ * multi handles' records; none is ever held while another lock is taken);
+ * the parent releases in the reverse order.
  *
  * vfork() and posix_spawn() (which system() and popen() use) run no atfork
  * handlers and need none: their child only execs, and the new program loads

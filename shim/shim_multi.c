@@ -122,7 +122,7 @@ __attribute__((noinline, cold)) static void find_range(multi_real *mr)
     range_query q = {0};
     if (dladdr1((void *)mr->add, &info, (void **)&lm, RTLD_DL_LINKMAP) != 0 && lm != NULL) {
         q.base = lm->l_addr;
-        dl_iterate_phdr(range_cb, &q);
+        bo_dl_iterate(range_cb, &q);
     }
     /* atomic: two threads that race here both store, the same values */
     __atomic_store_n(&mr->lo, q.lo, __ATOMIC_RELAXED);

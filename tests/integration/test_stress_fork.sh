@@ -7,12 +7,19 @@
 # through the shim and exit within 10 s (a lock inherited held would hang
 # it; the helper prints the hung pid, kills it and counts the fork as
 # failed; BO_HUNG_GDB=1 in the environment prints the hung child's stacks
-# with gdb first).  The helper runs in its own session under a timeout.
+# with gdb first).  Then fork_walk: 2 threads look up libcurl's functions
+# with dlsym (under the shim each lookup walks the loaded objects with
+# dl_iterate_phdr) while the main thread forks 200 times, and each child
+# walks the objects itself: glibc does not reset that walk's lock in a fork
+# child, so a fork in the middle of one of the shim's walks hung the child
+# (the library before the fix: a hang within the first 5 forks).  The
+# helpers run in their own session under a timeout.
 . "$(dirname "$0")/lib.sh"
 
 LIB="$BUILD/libbackoff.so"
 H="$BUILD/tests/helpers/stress_fork"
-[ -f "$LIB" ] && [ -x "$H" ] || fail "build $LIB and $H first"
+W="$BUILD/tests/helpers/fork_walk"
+[ -f "$LIB" ] && [ -x "$H" ] && [ -x "$W" ] || fail "build $LIB, $H and $W first"
 FORKS=${STRESS_FORKS:-50}
 
 start_server forks --service-ms 0
@@ -32,5 +39,11 @@ grep -q "^forks ok $FORKS of $FORKS; thread calls [0-9]* failures 0" "$TMP/out" 
 calls=$(stats_sum "$TMP/stats.json" calls)
 note "calls through the shim: $calls"
 [ "$calls" -gt "$FORKS" ] || fail "the threads made no calls through the shim while forking"
+
+note "2 threads walking the loaded objects (dlsym), 200 forks, each child walks"
+setsid timeout -k 2 120 env ${HUNG_GDB:+BO_HUNG_GDB=$HUNG_GDB} LD_PRELOAD="$LIB" "$W" 2 200 \
+    >"$TMP/walk.out" 2>"$TMP/walk.err" || { cat "$TMP/walk.err" >&2; fail "$(tail -n 5 "$TMP/walk.out")"; }
+cat "$TMP/walk.out"
+grep -q "^forks ok 200 of 200; lookups [1-9]" "$TMP/walk.out" || fail "not every child of a walking process succeeded"
 stop_server
 echo "ok"
