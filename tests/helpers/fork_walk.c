@@ -10,8 +10,8 @@
  * fork child: a child forked during one of the shim's walks would wait on it
  * for good.  The shim holds its walks back across fork(); this helper is the
  * test of that.  The parent waits for each child at most 10 s
- * (child_wait.h) and stops forking at the first that hangs.  Prints "forks ok N of N; lookups N" and exits 0 when
- * every child succeeded.
+ * (child_wait.h) and stops forking at the first that hangs.  Prints
+ * "forks ok N of N; lookups N" and exits 0 when every child succeeded.
  */
 #include <curl/curl.h>
 #include <dlfcn.h>
