@@ -14,6 +14,10 @@
  *
  * Returns 0 when the child ended (its wait status in *status), -1 when it
  * was hung or could not be waited for.
+ *
+ * child_fork_wait(i, fn, limit_s) forks a child that leaves with
+ * _exit(fn()) and waits for it as "fork I": 0 when it exited 0, 1 when it
+ * ended otherwise (said on stderr), -1 when it could not be forked or hung.
  */
 #ifndef BO_CHILD_WAIT_H
 #define BO_CHILD_WAIT_H
@@ -27,6 +31,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 extern char **environ;
 
@@ -104,6 +109,30 @@ static int child_wait(pid_t pid, int limit_s, const char *what, int *status)
     while (waitpid(pid, status, 0) < 0 && errno == EINTR) {
     }
     return -1;
+}
+
+__attribute__((unused)) static int child_fork_wait(int i, int (*fn)(void), int limit_s)
+{
+    char what[32];
+    int st = 0;
+    pid_t pid = fork();
+
+    if (pid == 0)
+        _exit(fn());
+    snprintf(what, sizeof what, "fork %d", i);
+    if (pid < 0) {
+        fprintf(stderr, "%s: fork failed\n", what);
+        return -1;
+    }
+    if (child_wait(pid, limit_s, what, &st) != 0)
+        return -1;
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+        return 0;
+    if (WIFSIGNALED(st))
+        fprintf(stderr, "%s: child killed by signal %d\n", what, WTERMSIG(st));
+    else
+        fprintf(stderr, "%s: child exited %d\n", what, WEXITSTATUS(st));
+    return 1;
 }
 
 #endif

@@ -10,7 +10,7 @@
  * fork child: a child forked during one of the shim's walks would wait on it
  * for good.  The shim holds its walks back across fork(); this helper is the
  * test of that.  The parent waits for each child at most 10 s
- * (child_wait.h) and stops forking at the first that hangs.  Prints
+ * (child_wait.h) and stops forking at the first that hangs (or fails).  Prints
  * "forks ok N of N; lookups N" and exits 0 when every child succeeded.
  */
 #include <curl/curl.h>
@@ -52,6 +52,14 @@ static int count_cb(struct dl_phdr_info *info, size_t size, void *data)
     return 0;
 }
 
+/* The child walks the loaded objects itself. */
+static int walk_child(void)
+{
+    int objects = 0;
+    dl_iterate_phdr(count_cb, &objects);
+    return objects > 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     pthread_t th[MAX_THREADS];
@@ -76,25 +84,10 @@ int main(int argc, char **argv)
         nanosleep(&pause, NULL);
     for (int i = 0; i < nforks; i++) {
         nanosleep(&pause, NULL);
-        pid_t pid = fork();
-        if (pid == 0) {
-            int objects = 0;
-            dl_iterate_phdr(count_cb, &objects);
-            _exit(objects > 0 ? 0 : 1);
-        }
-        int st = 0;
-        char what[32];
-        snprintf(what, sizeof what, "fork %d", i);
-        if (pid < 0) {
-            fprintf(stderr, "%s: fork failed\n", what);
-            continue;
-        }
-        if (child_wait(pid, CHILD_LIMIT_S, what, &st) != 0)
+        int r = child_fork_wait(i, walk_child, CHILD_LIMIT_S);
+        if (r < 0)
             break; /* one hung child is the answer: no 10 s for each fork */
-        if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
-            ok++;
-        else
-            fprintf(stderr, "fork %d: child ended with status %d\n", i, st);
+        ok += r == 0;
     }
     atomic_store(&g_stop, 1);
     for (int i = 0; i < started; i++)

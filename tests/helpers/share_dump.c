@@ -12,38 +12,23 @@
  * slot.  Exit 1 when the file is not there or not this build's.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
-#include "../../shim/shim_share.h"
+#include "share_file.h"
 
 int main(int argc, char **argv)
 {
-    char path[PATH_MAX];
-    const char *xdg = getenv("XDG_RUNTIME_DIR");
-
-    if (argc != 2 || xdg == NULL) {
+    if (argc != 2 || getenv("XDG_RUNTIME_DIR") == NULL) {
         fprintf(stderr, "usage: share_dump KEY (XDG_RUNTIME_DIR set)\n");
         return 2;
     }
-    snprintf(path, sizeof path, "%s/backoff.shm", xdg);
-    int fd = open(path, O_RDWR | O_CLOEXEC);
-    if (fd < 0) {
-        perror(path);
+    bo_share_file *f = share_file_map();
+    if (f == NULL)
         return 1;
-    }
-    bo_share_file *f = mmap(NULL, sizeof *f, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (f == MAP_FAILED || f->magic != BO_SHARE_MAGIC || f->version != BO_SHARE_VERSION ||
-        f->file_size != sizeof *f || f->dest_size != sizeof(bo_dest)) {
-        fprintf(stderr, "%s: not this build's state file\n", path);
-        return 1;
-    }
     for (unsigned i = 0, n = bo_share_hiwater(f); i < n; i++) {
         bo_share_slot *s = &f->slots[i];
         if (!s->used || strcmp(s->key, argv[1]) != 0)

@@ -120,24 +120,8 @@ int main(int argc, char **argv)
         nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
     for (int i = 0; i < nforks; i++) {
         nanosleep(&pause, NULL);
-        pid_t pid = fork();
-        if (pid == 0)
-            _exit(child());
-        int st = 0;
-        char what[32];
-        snprintf(what, sizeof what, "fork %d", i);
-        if (pid < 0) {
-            fprintf(stderr, "%s: fork failed\n", what);
-            continue;
-        }
-        if (child_wait(pid, CHILD_LIMIT_S, what, &st) != 0)
-            continue;
-        if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+        if (child_fork_wait(i, child, CHILD_LIMIT_S) == 0)
             ok++;
-        else if (WIFSIGNALED(st))
-            fprintf(stderr, "fork %d: child killed by signal %d\n", i, WTERMSIG(st));
-        else
-            fprintf(stderr, "fork %d: child exited %d\n", i, WEXITSTATUS(st));
     }
     atomic_store(&g_stop, 1);
     for (int i = 0; i < started; i++)
