@@ -89,8 +89,6 @@ bool bo_url_plain_origin(const char *url, bo_url_origin *o)
      * One pass: the authority ends at '/', '?', '#' or the end, the host at
      * its first ':'; every byte of the URL must be printable ASCII (libcurl
      * refuses spaces and control characters, and may rewrite other bytes).
-     */
-    /*
      * The host, up to the authority's first ':', as libcurl keeps it: a name
      * is kept as written; a host that libcurl may read as an IPv4 address
      * ("127.1", "0x7f.0.0.1", "017.0.0.1") is rewritten by it to the dotted

@@ -167,6 +167,13 @@ static multi_real *global_mreal(void)
     return __atomic_load_n(&global, __ATOMIC_RELAXED);
 }
 
+/* The libcurl a caller outside every libcurl means. */
+static multi_real *caller_mreal(const void *ret)
+{
+    multi_real *g = global_mreal();
+    return g != NULL ? g : &g_mreal[bo_curl_caller_slot(ret)];
+}
+
 /*
  * The libcurl a hook's caller means.  A call from inside a libcurl (its
  * curl_easy_perform driving a private multi handle, ~7 calls a transfer)
@@ -187,8 +194,7 @@ __attribute__((noinline)) static multi_real *slot_search_all(const void *ret, bo
         }
     }
     *internal = false;
-    multi_real *g = global_mreal();
-    return g != NULL ? g : &g_mreal[bo_curl_caller_slot(ret)];
+    return caller_mreal(ret);
 }
 
 /* The search, with the common case first: one libcurl, its range known. */
@@ -199,10 +205,7 @@ __attribute__((noinline)) static multi_real *slot_search(const void *ret, bool *
         __atomic_load_n((void **)&g_mreal[1].add, __ATOMIC_ACQUIRE) != NULL)
         return slot_search_all(ret, internal);
     *internal = in_range(mr, ret);
-    if (*internal)
-        return mr;
-    multi_real *g = global_mreal();
-    return g != NULL ? g : &g_mreal[bo_curl_caller_slot(ret)];
+    return *internal ? mr : caller_mreal(ret);
 }
 
 /* A call from inside the first slot's libcurl, the common case: a compare

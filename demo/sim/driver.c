@@ -179,7 +179,7 @@ void sim_attempt_done(sim *s, int id, bo_outcome outcome, int64_t retry_after_ns
                 (double)(sd->d.next_send_ns) / 1e9);
     }
 
-    (void)n; /* the call's phase says the same: WAIT until until_ns, or DONE */
+    /* the call's phase says what n does: WAIT until until_ns, or DONE */
     if (c->call.phase == BO_PHASE_WAIT) {
         push(s, c->call.until_ns, SIM_EV_ADMIT, id, 0);
     } else if (s->cfg->policy == BO_POLICY_NONE && bo_call_failed_retryable(&c->call)) {
