@@ -139,25 +139,28 @@ while [ $r -lt "$CPU_ROUNDS" ]; do
 done
 plain_user_us=$(median <"$TMP/plain.user")
 
+# A name of callgrind's compressed form, in table t ("o" objects, "f"
+# functions): "(id) name" the first time, "(id)" after.
+CG_NAME_AWK='
+function name(s, t,   id, rest) {
+    if (s !~ /^\([0-9]+\)/) return s
+    id = s; sub(/\).*/, "", id); sub(/^\(/, "", id)
+    rest = s; sub(/^\([0-9]+\) ?/, "", rest)
+    if (rest != "") tab[t, id] = rest
+    return tab[t, id]
+}'
 # The shim's own code in a callgrind output file: the self cost of
 # libbackoff.so's functions plus the inclusive cost of their calls into
 # other objects (libc, ld.so, hiredis), but not into libcurl nor into the
 # program (its callbacks).  Callgrind's format: ob= names the current
-# object ("(id) name" the first time, "(id)" after), cob= the callee's
-# object of the next calls= line, whose next cost line is the call's
-# inclusive cost; every other cost line is the current function's own.
-OWN_AWK='
-function name(s,   id, rest) {
-    if (s !~ /^\([0-9]+\)/) return s
-    id = s; sub(/\).*/, "", id); sub(/^\(/, "", id)
-    rest = s; sub(/^\([0-9]+\) ?/, "", rest)
-    if (rest != "") ob[id] = rest
-    return ob[id]
-}
+# object, cob= the callee's object of the next calls= line, whose next
+# cost line is the call's inclusive cost; every other cost line is the
+# current function's own.
+OWN_AWK="$CG_NAME_AWK"'
 function mine(o) { return index(o, lib) > 0 }
 /^cmd:/ { exe = $2; next }
-/^ob=/ { cur = name(substr($0, 4)); cob = ""; next }
-/^cob=/ { cob = name(substr($0, 5)); next }
+/^ob=/ { cur = name(substr($0, 4), "o"); cob = ""; next }
+/^cob=/ { cob = name(substr($0, 5), "o"); next }
 /^calls=/ { incall = 1; next }
 /^[+*0-9-]/ {
     if (incall) {
@@ -171,14 +174,7 @@ own() { awk -v lib=/libbackoff.so "$OWN_AWK" "$1"; }
 cg_sum() { sed -n 's/^summary: *//p' "$1"; }
 # How many times libcurl's curl_multi_perform ran (its passes), from the call graph.
 perform_calls() {
-    awk '
-        function name(s, t,   id, rest) {
-            if (s !~ /^\([0-9]+\)/) return s
-            id = s; sub(/\).*/, "", id); sub(/^\(/, "", id)
-            rest = s; sub(/^\([0-9]+\) ?/, "", rest)
-            if (rest != "") tab[t, id] = rest
-            return tab[t, id]
-        }
+    awk "$CG_NAME_AWK"'
         /^ob=/ { cur = name(substr($0, 4), "o"); cob = ""; next }
         /^cob=/ { cob = name(substr($0, 5), "o"); next }
         /^fn=/ { name(substr($0, 4), "f"); next }
