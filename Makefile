@@ -27,8 +27,10 @@ ALL_LDFLAGS = $(LDFLAGS) $(SAN) -pthread
 
 POLICY_SRC := $(wildcard policies/*.c)
 POLICY_OBJ := $(POLICY_SRC:%.c=$(BUILD)/obj/%.o)
-SHIM_SRC   := $(filter-out shim/wrapper.c,$(wildcard shim/*.c))
+# shim/: one folder a room (docs/DESIGN.md); the wrapper is a program of its own.
+SHIM_SRC   := $(filter-out shim/wrapper/%,$(wildcard shim/*/*.c))
 SHIM_OBJ   := $(SHIM_SRC:%.c=$(BUILD)/obj/%.o)
+WRAPPER_SRC := $(wildcard shim/wrapper/*.c) shim/dest/share.c shim/core/core.c
 SIM_SRC    := $(wildcard demo/sim/*.c)
 SERVER_SRC := $(wildcard demo/server/*.c)
 LOADGEN_SRC := $(wildcard demo/loadgen/*.c)
@@ -60,10 +62,18 @@ $(BUILD)/obj/%.o: %.c $(BUILD)/obj/%.d
 # Shim objects hide everything but the hooks (docs/STYLE.md: export only the hooked symbols).
 $(BUILD)/obj/shim/%.o: shim/%.c $(BUILD)/obj/shim/%.d
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -MMD -MP -fvisibility=hidden $(CURL_CFLAGS) -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -Ishim -MMD -MP -fvisibility=hidden $(CURL_CFLAGS) -c $< -o $@
 
-# The fleet backend (BACKOFF_SHARE=redis, shim_redis.c) needs hiredis: say so plainly.
-$(BUILD)/obj/shim/shim_redis.o: | hiredis-check
+# The fleet backend (BACKOFF_SHARE=redis, dest/redis.c) needs hiredis: say so plainly.
+# Its script, shim/dest/fleet.lua, is built in as a C string.
+$(BUILD)/obj/shim/dest/redis.o: $(BUILD)/gen/fleet_script.h | hiredis-check
+$(BUILD)/obj/shim/dest/redis.o: ALL_CFLAGS += -I$(BUILD)/gen
+$(BUILD)/gen/fleet_script.h: shim/dest/fleet.lua
+	@mkdir -p $(dir $@)
+	{ echo '/* Made from shim/dest/fleet.lua by the Makefile: edit that file. */'; \
+	  echo 'static const char k_fleet_script[] ='; \
+	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/    "/' -e 's/$$/\\n"/' $<; \
+	  echo '    ;'; } >$@.tmp && mv $@.tmp $@
 hiredis-check:
 	@printf '#include <hiredis/hiredis.h>\n' | $(CC) -E -x c - >/dev/null 2>&1 || { \
 	    echo "backoff: hiredis/hiredis.h not found: the Redis fleet backend needs libhiredis-dev" \
@@ -75,10 +85,10 @@ $(BUILD)/obj/%.d: ;
 .PRECIOUS: $(BUILD)/obj/%.d
 -include $(POLICY_OBJ:.o=.d) $(SHIM_OBJ:.o=.d)
 
-# shim_dl.c's hooks run inside the sanitizer runtimes' own start (they look
-# up their interceptors with dlsym before their shadow memory exists): no
-# ASan/TSan instrumentation there (UBSan stays).
-$(BUILD)/obj/shim/shim_dl.o: ALL_CFLAGS += $(if $(SAN),-fno-sanitize=address -fno-sanitize=thread)
+# The loader's dl hooks run inside the sanitizer runtimes' own start (they
+# look up their interceptors with dlsym before their shadow memory exists):
+# no ASan/TSan instrumentation in shim/loader/ (UBSan stays).
+$(BUILD)/obj/shim/loader/%.o: ALL_CFLAGS += $(if $(SAN),-fno-sanitize=address -fno-sanitize=thread)
 
 $(BUILD)/libpolicies.a: $(POLICY_OBJ)
 	@mkdir -p $(dir $@)
@@ -90,10 +100,9 @@ $(BUILD)/libbackoff.so: $(SHIM_OBJ) $(BUILD)/libpolicies.a shim/exports.map
 	    -Wl,--version-script=shim/exports.map -Wl,-z,now -lhiredis -ldl -lm
 
 # The wrapper reads and resets the host-wide state itself (--status, --reset).
-$(BUILD)/backoff: shim/wrapper.c shim/shim_share.c $(BUILD)/libpolicies.a $(wildcard policies/*.h shim/*.h)
+$(BUILD)/backoff: $(WRAPPER_SRC) $(BUILD)/libpolicies.a $(wildcard policies/*.h shim/*/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Ishim -o $@ shim/wrapper.c shim/shim_share.c $(BUILD)/libpolicies.a \
-	    $(ALL_LDFLAGS) -lm
+	$(CC) $(ALL_CFLAGS) -Ishim -o $@ $(WRAPPER_SRC) $(BUILD)/libpolicies.a $(ALL_LDFLAGS) -lm
 
 $(BUILD)/backoff-sim: $(SIM_SRC) $(BUILD)/libpolicies.a $(wildcard policies/*.h demo/sim/*.h)
 	@mkdir -p $(dir $@)
@@ -111,16 +120,24 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(BUILD)/libpolicies.a $(wildcard policies
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -o $@ $< $(BUILD)/libpolicies.a $(ALL_LDFLAGS) $(CHECK_LIBS) -lm
 
-$(BUILD)/tests/helpers/%: tests/helpers/%.c $(wildcard shim/shim_share.h policies/*.h)
+$(BUILD)/tests/helpers/%: tests/helpers/%.c $(wildcard shim/dest/share.h policies/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(CURL_CFLAGS) -o $@ $< $(ALL_LDFLAGS) $(CURL_LIBS) -lm
 
-# share_evict drives the host-wide file's own code (shim_share.c) in two processes.
-$(BUILD)/tests/helpers/share_evict: tests/helpers/share_evict.c shim/shim_share.c \
-                                    $(BUILD)/libpolicies.a $(wildcard shim/*.h policies/*.h)
+# share_evict drives the host-wide file's own code (dest/share.c) in two processes.
+$(BUILD)/tests/helpers/share_evict: tests/helpers/share_evict.c shim/dest/share.c shim/core/core.c \
+                                    $(BUILD)/libpolicies.a $(wildcard shim/*/*.h policies/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Ishim -o $@ tests/helpers/share_evict.c shim/shim_share.c \
-	    $(BUILD)/libpolicies.a $(ALL_LDFLAGS) -lm
+	$(CC) $(ALL_CFLAGS) -Ishim -o $@ tests/helpers/share_evict.c shim/dest/share.c \
+	    shim/core/core.c $(BUILD)/libpolicies.a $(ALL_LDFLAGS) -lm
+
+# fleet_equal drives the fleet's script (as the library builds it in) and its
+# C model (policies/bo_fleet.c) through the same events against a real Redis.
+$(BUILD)/tests/helpers/fleet_equal: tests/helpers/fleet_equal.c $(BUILD)/gen/fleet_script.h \
+                                    $(BUILD)/libpolicies.a $(wildcard policies/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -I$(BUILD)/gen -o $@ tests/helpers/fleet_equal.c $(BUILD)/libpolicies.a \
+	    $(ALL_LDFLAGS) -lhiredis -lm
 
 test-programs: $(PRODUCTS) $(UNIT_BIN) $(HELPER_BIN) $(BUILD)/backoff.1
 
@@ -267,11 +284,11 @@ $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_input.h $(POLICY_SRC) 
 	    -fno-sanitize-recover=all -D_GNU_SOURCE -Ipolicies -o $@ $< $(POLICY_SRC) \
 	    demo/server/options.c $(FUZZ_EXTRA) -lm
 
-# The shim's parsers are static in shim_curl.c: the target includes that file
-# and links the rest of the shim (no libcurl: its symbols are bound lazily).
-$(FUZZ_BUILD)/fuzz_shim_parse: FUZZ_EXTRA = $(CURL_CFLAGS) shim/shim_state.c shim/shim_table.c shim/shim_share.c shim/shim_connect.c shim/shim_multi.c \
-                                       shim/shim_redis.c shim/shim_dl.c -DBO_DL_NO_HOOKS -lhiredis -ldl
-$(FUZZ_BUILD)/fuzz_shim_parse: $(wildcard shim/*.c shim/*.h)
+# The libcurl room's parsers, through its headers: the target links the
+# shim's rooms (no libcurl: its functions are bound at run time; no dl hooks).
+$(FUZZ_BUILD)/fuzz_shim_parse: FUZZ_EXTRA = $(CURL_CFLAGS) -Ishim -I$(BUILD)/gen $(SHIM_SRC) \
+                                       -DBO_DL_NO_HOOKS -lhiredis -ldl
+$(FUZZ_BUILD)/fuzz_shim_parse: $(wildcard shim/*/*.c shim/*/*.h) $(BUILD)/gen/fleet_script.h
 
 # The plain URL reader is checked against libcurl's own parser: it links libcurl.
 $(FUZZ_BUILD)/fuzz_url_origin: FUZZ_EXTRA = $(CURL_CFLAGS) $(CURL_LIBS)

@@ -57,14 +57,6 @@
 #define BO_GAIN_SLOW_START 1.25
 #define BO_GAIN_AVOIDANCE 1.0
 
-/*
- * Growth per round trip: 0.75 in slow start (x1.75 a round trip instead of
- * x2, so the overshoot when the limit is found is smaller), 1/8 in
- * congestion avoidance (the window sits just under the measured capacity;
- * touching the limit costs a cascade of rejections, so touch it rarely).
- */
-#define BO_SS_INC 0.75
-#define BO_CA_INC 0.125
 
 /* On a decrease the window keeps 97% of the measured bandwidth-delay product. */
 #define BO_BDP_MARGIN 0.97
@@ -86,8 +78,6 @@
 #define BO_RATE_BAD_DRIFT 1.002
 
 #define BO_RATE_STEP_SENDS 5.0
-#define BO_PLATEAU_SLOW 8.0
-#define BO_PLATEAU_NS 2000000000LL
 /* Steps in a row without a cut of the pace after which its upper bound is forgotten. */
 #define BO_RATE_QUIET_STEPS 20
 #define BO_RATE_STEP_MIN_NS 200000000LL
@@ -104,32 +94,7 @@
 #define BO_RATE_GROWTH_REPROBE 0.05
 #define BO_RATE_GROWTH_MAX 1.0
 
-/*
- * Probing for a limit that rose (BBR's ProbeBW up-phase): once the window
- * has gone a while without a cut, it grows multiplicatively again: +25%
- * over a round trip, then +50%, then slow start's +75%.  How long a while:
- * after a deep cut (the window fell below BO_PROBE_DEEP of what it was: the
- * limit moved) BO_PROBE_SOON, at least BO_PROBE_RTTS round trips; after
- * the first cut, when shallow (slow start touched the limit), BO_PROBE_LATE,
- * at least BO_PROBE_LATE_RTTS round trips; other shallow cuts keep the wait
- * as it is.  A probe that found no room (the
- * cut it drew landed below BO_PROBE_FOUND x where it began) doubles the
- * wait, up to BO_PROBE_MAX; one that found room waits BO_PROBE_SOON.
- * Without it a cap that fell 50 -> 10 and rose again was climbed back at
- * +1/8 a round trip; probing a stable limit often costs rejections, and
- * with a `Retry-After: 1` each one costs its call a second.
- */
-#define BO_PROBE_SOON_NS 300000000LL
-#define BO_PROBE_RTTS 4
-#define BO_PROBE_LATE_NS 2000000000LL
-#define BO_PROBE_LATE_RTTS 20
-#define BO_PROBE_MAX_NS 8000000000LL
-#define BO_PROBE_DEEP 0.7
-#define BO_PROBE_GAIN_FIRST 0.25
-#define BO_PROBE_FOUND 1.1
 
-/* Delivery-rate estimate decays by this factor per decrease (max filter). */
-#define BO_RATE_DECAY 0.9
 
 /*
  * The policy's own beta: 0.9.  000 publishes 0.5 and recommends 0.9 when

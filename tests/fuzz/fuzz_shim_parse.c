@@ -1,14 +1,19 @@
 /*
- * fuzz_shim_parse: the shim's own parsing of what crosses it, compiled
- * from shim/shim_curl.c itself (included, so its static functions are
- * reachable; nothing of libcurl is called): origin_prefix on any URL
- * string, the cache key of a destination, and note_status_line on any
- * header line, given as an exactly sized buffer so that ASan sees a read
- * one byte past it.  Promises checked: the origin is a prefix made of
- * "scheme://authority" that ends where the path, query or fragment starts;
- * a status is taken only from "HTTP/... DDD" and is the three digits there.
+ * fuzz_shim_parse: the libcurl room's own parsing of what crosses it,
+ * through its headers (shim/libcurl/options.h, held.h; the room's objects
+ * are linked, nothing of libcurl is called): bo_curl_origin_prefix on any
+ * URL string, and bo_curl_status_of_line on any header line, given as an
+ * exactly sized buffer so that ASan sees a read one byte past it.
+ * Promises checked: the origin is a prefix made of "scheme://authority"
+ * that ends where the path, query or fragment starts; a status is taken
+ * only from "HTTP/... DDD" and is the three digits there.
  */
-#include "../../shim/shim_curl.c"
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libcurl/held.h"
+#include "libcurl/options.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -19,7 +24,7 @@ static void check_origin(const uint8_t *data, size_t size)
         return;
     memcpy(url, data, size);
     url[size] = '\0';
-    size_t n = origin_prefix(url);
+    size_t n = bo_curl_origin_prefix(url);
     size_t len = strlen(url);
     if (n > len)
         abort();
@@ -40,19 +45,16 @@ static void check_origin(const uint8_t *data, size_t size)
 static void check_status(const uint8_t *data, size_t size)
 {
     char *line = malloc(size ? size : 1);
-    handle_rec r;
     if (!line)
         return;
     memcpy(line, data, size);
-    memset(&r, 0, sizeof r);
-    r.block_status = -1;
-    note_status_line(&r, line, size);
-    if (r.block_status != -1) {
+    int status = bo_curl_status_of_line(line, size);
+    if (status != -1) {
         const char *sp = memchr(line, ' ', size);
         if (size < 12 || memcmp(line, "HTTP/", 5) != 0 || sp == NULL)
             abort();
         int want = (sp[1] - '0') * 100 + (sp[2] - '0') * 10 + (sp[3] - '0');
-        if (r.block_status != want || r.block_status < 0 || r.block_status > 999)
+        if (status != want || status < 0 || status > 999)
             abort();
     }
     free(line);

@@ -1,5 +1,5 @@
 /*
- * share_evict: the host-wide file (shim_share.c, linked in) evicts a slot
+ * share_evict: the host-wide file (dest/share.c, linked in) evicts a slot
  * whose only entry is the idle one of a live process when it needs the
  * room, and that process then attaches anew, to a slot of its own.
  *
@@ -23,20 +23,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../shim/shim_share.h"
+#include "../../shim/dest/share.h"
 
 #define KEY "http://idle.test:1"
 #define MARK 77.0
-
-/* shim_share.c's once, in this program (no threads before fork). */
-void bo_shim_once(int *done, void (*fn)(void));
-void bo_shim_once(int *done, void (*fn)(void))
-{
-    if (!*done) {
-        fn();
-        *done = 1;
-    }
-}
 
 static const char *env_get(void *ctx, const char *name)
 {

@@ -17,7 +17,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../../shim/shim_share.h"
+#include "../../shim/dest/share.h"
 
 static bo_share_file *share_file_map(void)
 {

@@ -1,18 +1,17 @@
 /*
- * shim_share: the host-wide backend of the destination table
+ * share: the host-wide backend of the destination table
  * (BACKOFF_SHARE=host).  Every process of one user on the host maps one
  * file, a fixed array of destination slots, each holding the policy's
  * bo_dest under a robust, process-shared mutex.  The process-local table
- * (shim_table.c) stays in front of it: a local block is attached to one
+ * (table.c) stays in front of it: a local block is attached to one
  * slot from its first use until the table drops the block or the process
- * exits, and the admission/completion loop (shim_state.c) then locks and
- * updates the slot instead of the block.  While no handle or call of the
+ * exits, and the block's lock (block.c) is then the slot's: admissions and
+ * completions update the slot instead of the block.  While no handle or call of the
  * process uses the block its entry is idle (refs 0): it pins nothing, the
  * file may evict a slot whose entries are all idle, and another process
  * may take an idle entry when the slot's 64 are in use.
  *
- * The interface a backend gives the table (a later Redis backend, issue 14,
- * sits beside this one with the same verbs):
+ * The interface it gives the table and the block:
  *   attach/detach  find or make the slot of a key and hold it (or let it go);
  *   idle/reuse     the block goes unused / is used again, without the file's
  *                  lock (reuse checks that the slot is still this key's);
@@ -22,10 +21,10 @@
  *   note           last throttle / last success for `backoff --status`;
  *   reap           give back the leases of dead processes.
  * The layout below is also read by `backoff --status`/`--reset`
- * (wrapper.c) and by a test helper that holds a slot's lock to be killed.
+ * (wrapper/wrapper.c) and by test helpers that holds a slot's lock to be killed.
  */
-#ifndef BO_SHIM_SHARE_H
-#define BO_SHIM_SHARE_H
+#ifndef BO_DEST_SHARE_H
+#define BO_DEST_SHARE_H
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -46,7 +45,7 @@
  * every loop over them stops at the high-water mark. */
 #define BO_SHARE_SLOTS 16384
 #define BO_SHARE_PROCS 64       /* process entries of one destination (busy or idle) */
-#define BO_SHARE_KEY_LEN 300    /* = BO_DEST_KEY_LEN */
+#define BO_SHARE_KEY_LEN 300    /* = BO_DEST_KEY_LEN (dest.h) */
 /* A destination nobody used for this long starts fresh (tests reuse ports). */
 #define BO_SHARE_STALE_NS (60 * 1000000000LL)
 /* Dead processes' leases are looked for at most this often per slot. */
@@ -119,7 +118,8 @@ typedef struct bo_share_file {
 
 /*
  * Open (or make) the file, once per process; call it with no lock of the
- * table held (it takes the shim's init lock, which fork holds before them).
+ * table held (it takes the init lock, bo_core_once, which fork holds before
+ * them).
  */
 void bo_share_init(const bo_config *cfg);
 
@@ -180,7 +180,8 @@ void bo_share_note(bo_share_slot *s, bool success, bool throttle, int64_t now_ns
 /* Under the lock: give back dead processes' leases (force: now, else rate-limited). */
 void bo_share_reap(bo_share_slot *s, int64_t now_ns, bool force);
 
-/* Fork: the child is a new process (its own leases), with the same mapping. */
+/* Fork (the one list in fork/fork.c): the child is a new process (its own
+ * leases), with the same mapping; nothing of the file is held across fork(). */
 void bo_share_child_fork(void);
 /* In the child, for each block in use it inherited attached: hold the slot
  * as itself (the parent's attachment, gen, stays valid: the slot was busy).
@@ -189,7 +190,7 @@ void bo_share_child_fork(void);
  * the entry is the parent's. */
 bool bo_share_child_reattach(bo_share_slot *s, const char *key, uint32_t gen, unsigned *idx);
 
-/* backoff --status / --reset (wrapper.c): 0 ok, 1 nothing shared, 2 error. */
+/* backoff --status / --reset (wrapper/wrapper.c): 0 ok, 1 nothing shared, 2 error. */
 int bo_share_status(FILE *out);
 int bo_share_reset(FILE *out, const bo_config *cfg);
 

@@ -1,6 +1,6 @@
 /*
- * shim_share: the host-wide backend of the destination table (see
- * shim_share.h for the interface and the file's layout).
+ * share.c: the host-wide backend of the destination table (see share.h for
+ * the interface and the file's layout).
  *
  * The file: $XDG_RUNTIME_DIR/backoff.shm, else /dev/shm/backoff-UID.shm.
  * It is made whole under a temporary name (mkostemp: O_EXCL, 0600), then
@@ -23,7 +23,7 @@
  *
  * Lock order: the file's lock, then a slot's; never the other way.
  */
-#include "shim_share.h"
+#include "dest/share.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -43,24 +43,18 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bo_shim.h"
+#include "core/core.h"
+#include "dest/dest.h"
 
 _Static_assert(BO_SHARE_KEY_LEN == BO_DEST_KEY_LEN, "a slot holds any key a block holds");
 
 static bo_share_file *g_file;   /* NULL: process-local */
 static int g_file_fd = -1;      /* g_file's descriptor (it holds the shared flock) */
-static int g_opened;            /* bo_shim_once */
+static int g_opened;            /* bo_core_once */
 static const bo_config *g_cfg;  /* for repairs and stale resets */
 static uint64_t g_cfg_hash;     /* config_hash(g_cfg), made once */
 static int32_t g_pid;           /* this process as the leases name it */
 static uint64_t g_start, g_nonce;
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 /* The key's hash (bo_share_key_hash), then the configuration's. */
 static uint64_t hash_key(uint64_t key_hash, uint64_t cfg_hash)
@@ -276,14 +270,14 @@ static void repair_slot(bo_share_slot *s)
         __atomic_fetch_and(&s->busy, ~(1ULL << i), __ATOMIC_SEQ_CST);
     }
     __atomic_store_n(&s->nattached, attached, __ATOMIC_RELAXED);
-    bo_share_reap(s, now_ns(), true);
+    bo_share_reap(s, bo_core_now_ns(), true);
     for (unsigned i = 0; i < BO_SHARE_PROCS; i++) {
         inflight += s->procs[i].inflight;
         waiters += s->procs[i].waiters;
     }
     s->waiters = waiters;
     if ((!isfinite(s->d.window.cwnd) || s->d.window.cwnd < 1.0) && cfg != NULL)
-        bo_dest_init(&s->d, cfg, now_ns());
+        bo_dest_init(&s->d, cfg, bo_core_now_ns());
     s->d.window.inflight = inflight;
     s->key[BO_SHARE_KEY_LEN - 1] = '\0';
 }
@@ -339,7 +333,7 @@ void bo_share_lock(bo_share_slot *s)
 bool bo_share_lock_until(bo_share_slot *s, int64_t until_ns)
 {
     struct timespec ts;
-    int64_t left = until_ns - now_ns();
+    int64_t left = until_ns - bo_core_now_ns();
     int saved = errno;
 
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -555,20 +549,17 @@ static bo_share_file *map_file(bool create, char *why, size_t len, bool *replace
     return NULL;
 }
 
-static void say(const char *fmt, const char *what)
+/* One line under BACKOFF_VERBOSE. */
+__attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...)
 {
-    char line[PATH_MAX + 512];
-    int n;
-
     const bo_config *cfg = __atomic_load_n(&g_cfg, __ATOMIC_RELAXED);
+    va_list ap;
+
     if (cfg == NULL || !cfg->verbose)
         return;
-    n = snprintf(line, sizeof line, fmt, what);
-    if (n > 0) {
-        size_t m = (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
-        ssize_t w = write(2, line, m);
-        (void)w;
-    }
+    va_start(ap, fmt);
+    bo_core_vline(fmt, ap);
+    va_end(ap);
 }
 
 static void open_once(void)
@@ -581,10 +572,10 @@ static void open_once(void)
     g_cfg_hash = config_hash(__atomic_load_n(&g_cfg, __ATOMIC_RELAXED));
     g_file = map_file(true, why, sizeof why, &replaced);
     if (replaced && g_file != NULL)
-        say("backoff: BACKOFF_SHARE=host: replaced the shared state file: %s\n", why);
+        say("backoff: BACKOFF_SHARE=host: replaced the shared state file: %s", why);
     else if (g_file == NULL)
         say("backoff: BACKOFF_SHARE=host: shared state not used, this process keeps its "
-            "own (%s; `backoff --reset` makes a new file)\n", why);
+            "own (%s; `backoff --reset` makes a new file)", why);
     errno = saved;
 }
 
@@ -790,7 +781,7 @@ void bo_share_init(const bo_config *cfg)
     if (cfg->share == BO_SHARE_PROCESS || __atomic_load_n(&g_opened, __ATOMIC_ACQUIRE))
         return;
     __atomic_store_n(&g_cfg, cfg, __ATOMIC_RELAXED); /* every caller passes the same */
-    bo_shim_once(&g_opened, open_once);
+    bo_core_once(&g_opened, open_once);
 }
 
 /* Under the slot's lock: nobody used it for long (or its clock is from
@@ -818,7 +809,7 @@ bo_share_slot *bo_share_attach(const char *key, size_t len, uint64_t key_hash,
         return NULL;
     ch = cfg == __atomic_load_n(&g_cfg, __ATOMIC_RELAXED) ? g_cfg_hash : config_hash(cfg);
     h = hash_key(key_hash, ch);
-    now = now_ns();
+    now = bo_core_now_ns();
     lock_file(f);
     s = chain_find(f, key, h, ch);
     bool fresh = s == NULL;
@@ -880,7 +871,7 @@ void bo_share_idle(bo_share_slot *s, unsigned idx)
 
 bool bo_share_reuse(bo_share_slot *s, unsigned idx, uint32_t gen, const bo_config *cfg)
 {
-    int64_t now = now_ns();
+    int64_t now = bo_core_now_ns();
     bo_share_proc *p;
 
     bo_share_lock(s);
@@ -979,7 +970,7 @@ bool bo_share_child_reattach(bo_share_slot *s, const char *key, uint32_t gen, un
     /* The parent may have let the slot go since fork, and it may hold
      * another destination now: then the child keeps its state to itself. */
     if (s->used && s->gen == gen && strcmp(s->key, key) == 0)
-        i = self_entry(s, now_ns());
+        i = self_entry(s, bo_core_now_ns());
     if (i >= 0)
         entry_ref(s, &s->procs[i]);
     bo_share_unlock(s);
@@ -1003,7 +994,7 @@ int bo_share_status(FILE *out)
 {
     char why[PATH_MAX + 256], thr[32], suc[32], pace[32];
     bool replaced;
-    int64_t now = now_ns();
+    int64_t now = bo_core_now_ns();
     unsigned shown = 0;
 
     if (g_pid == 0)
@@ -1050,7 +1041,7 @@ int bo_share_reset(FILE *out, const bo_config *cfg)
 {
     char why[PATH_MAX + 256], path[PATH_MAX];
     bool replaced;
-    int64_t now = now_ns();
+    int64_t now = bo_core_now_ns();
     unsigned freed = 0, kept = 0;
 
     if (g_pid == 0)

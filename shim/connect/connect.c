@@ -1,5 +1,5 @@
 /*
- * shim_connect: the connect() hook of libbackoff.so.
+ * connect: the connect() hook of libbackoff.so, a room of its own.
  *
  * Only blocking stream sockets (TCP over IPv4/IPv6, UNIX sockets) are
  * managed (bo_connect_managed); non-blocking connects (libcurl's own among
@@ -14,8 +14,9 @@
  * a signal whose handler lacks SA_RESTART ends a wait with EINTR.  On final
  * failure errno is what libc left after the last attempt.
  */
-#include "bo_shim.h"
 #include "bo_time.h"
+#include "call/call.h"
+#include "core/core.h"
 
 #include <arpa/inet.h>
 #include <dlfcn.h>
@@ -31,6 +32,13 @@
 #include <unistd.h>
 
 
+/*
+ * connect(): the bound of one call, retries and waits included, when
+ * BACKOFF_MAX_TIME_MS is unset (0); the socket's own SO_SNDTIMEO,
+ * TCP_USER_TIMEOUT and TCP_SYNCNT bound it further (connect_deadline).
+ */
+#define BO_CONNECT_MAX_TIME_MS 30000
+
 typedef int (*connect_fn)(int, const struct sockaddr *, socklen_t);
 
 static connect_fn real_connect_fn;
@@ -40,16 +48,13 @@ static int g_connect_bound;
 static void resolve_connect(void)
 {
     *(void **)&real_connect_fn = dlsym(RTLD_NEXT, "connect");
-    if (real_connect_fn == NULL || (void *)real_connect_fn == (void *)connect) {
-        static const char msg[] = "backoff: cannot find libc's connect; cannot continue\n";
-        (void)!write(2, msg, sizeof msg - 1);
-        abort();
-    }
+    if (real_connect_fn == NULL || (void *)real_connect_fn == (void *)connect)
+        bo_core_die("backoff: cannot find libc's connect; cannot continue");
 }
 
 static int real_connect(int fd, const struct sockaddr *sa, socklen_t len)
 {
-    bo_shim_once(&g_connect_bound, resolve_connect);
+    bo_core_once(&g_connect_bound, resolve_connect);
     return real_connect_fn(fd, sa, len);
 }
 
@@ -159,11 +164,11 @@ static int64_t connect_deadline(const bo_config *cfg, int fd, int family, int64_
 
 /*
  * One connect() call, as a state machine of the same shape as a libcurl
- * transfer's (bo_curl_xfer in shim_curl.c), driven in blocking mode by
+ * transfer's (bo_curl_xfer in curl/xfer.c), driven in blocking mode by
  * managed_connect:
  *
  *     conn_begin    once: the call, its logical request, its deadline;
- *     conn_admit    wait for a slot (bo_shim_admit_intr), except for the
+ *     conn_admit    wait for a slot (bo_run_admit_intr), except for the
  *                   first attempt to a destination neither known alive nor
  *                   named, which runs outside the window;
  *     conn_attempt  one connect() on the program's socket;
@@ -174,11 +179,11 @@ static int64_t connect_deadline(const bo_config *cfg, int fd, int family, int64_
  *
  * The decisions are policies/': which errno means what on this socket
  * (bo_connect_judge, bo_classify), when to go and when to retry (the
- * engine, through bo_shim_admit_step and bo_shim_complete).
+ * engine, through bo_run_admit_step and bo_run_complete).
  */
 typedef struct conn_call {
     const bo_config *cfg;
-    bo_shim_dest *sd;
+    bo_block *sd;
     int fd;
     const struct sockaddr *sa;
     socklen_t len;
@@ -207,7 +212,7 @@ static bool retry_bound(conn_call *c, struct timeval *own)
 {
     struct timeval left;
     socklen_t l = sizeof *own;
-    int64_t rest = c->deadline - bo_shim_now_ns();
+    int64_t rest = c->deadline - bo_core_now_ns();
 
     if (c->sa->sa_family == AF_UNIX || rest <= 0 ||
         getsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, own, &l) != 0 ||
@@ -220,16 +225,16 @@ static bool retry_bound(conn_call *c, struct timeval *own)
     return setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &left, sizeof left) == 0;
 }
 
-static void conn_begin(conn_call *c, bo_shim_dest *sd, int fd, const struct sockaddr *sa,
+static void conn_begin(conn_call *c, bo_block *sd, int fd, const struct sockaddr *sa,
                        socklen_t len, bool named)
 {
     bool known = named || __atomic_load_n(&sd->alive, __ATOMIC_RELAXED);
 
-    *c = (conn_call){.cfg = bo_shim_config(), .sd = sd, .fd = fd, .sa = sa, .len = len,
-                     .known = known, .start = bo_shim_now_ns(), .deadline = INT64_MAX, .rc = -1,
+    *c = (conn_call){.cfg = bo_core_config(), .sd = sd, .fd = fd, .sa = sa, .len = len,
+                     .known = known, .start = bo_core_now_ns(), .deadline = INT64_MAX, .rc = -1,
                      .key = known ? bo_key_add(bo_key_add(BO_KEY_INIT, "connect"), sd->key) : 0};
     bo_call_begin(&c->call, c->start);
-    (void)bo_shim_lineage_begin(c->key, &c->call);
+    (void)bo_lineage_call_begin(c->key, &c->call);
     if (c->known) /* the first admission may wait (an outage): bound it too */
         c->deadline = connect_deadline(c->cfg, fd, sa->sa_family, c->start);
 }
@@ -244,7 +249,7 @@ static int conn_admit(conn_call *c)
     c->in_window = c->known || c->call.attempts > 0;
     if (!c->in_window)
         return CONN_GO;
-    int a = bo_shim_admit_intr(c->sd, &c->call, c->deadline, &c->inflight);
+    int a = bo_run_admit_intr(c->sd, &c->call, c->deadline, &c->inflight);
     if (a == EINTR)
         return CONN_EINTR;
     if (a != 0)
@@ -295,11 +300,11 @@ static bool conn_done(conn_call *c, int e, int64_t *until_ns)
         (void)real_connect(c->fd, &unspec, sizeof unspec);
     }
     if (v.cls == BO_CONNECT_STALE) {
-        bo_shim_result gone = {.outcome = {BO_VERDICT_FINAL, BO_SIGNAL_NONE, false},
+        bo_run_result gone = {.outcome = {BO_VERDICT_FINAL, BO_SIGNAL_NONE, false},
                                .retry_after_ns = -1, .status = 0, .code = v.err,
                                .ratelimit = NULL};
         bool stood = c->call.retryable;
-        (void)bo_shim_complete(c->sd, &c->call, &gone, c->id, "connect", c->inflight, until_ns);
+        (void)bo_run_complete(c->sd, &c->call, &gone, c->id, "connect", c->inflight, until_ns);
         c->rc = -1; /* c->err keeps the previous attempt's errno */
         c->call.retryable = stood; /* and the call keeps that result's nature */
         return false;
@@ -310,7 +315,7 @@ static bool conn_done(conn_call *c, int e, int64_t *until_ns)
                      .connect_errno = v.err,
                      .connect_unix = f.unix_socket,
                      .connect_unknown = f.unknown};
-    bo_shim_result res = {.outcome = bo_classify(cfg, &at),
+    bo_run_result res = {.outcome = bo_classify(cfg, &at),
                           .retry_after_ns = -1,
                           .status = 0,
                           .code = v.err};
@@ -320,13 +325,13 @@ static bool conn_done(conn_call *c, int e, int64_t *until_ns)
         c->call.attempts = 1; /* it ran outside the window, and it counts */
     }
     if (c->id == 0)
-        c->id = bo_shim_next_call_id();
-    if (!bo_shim_complete(c->sd, &c->call, &res, c->id, "connect", c->inflight, until_ns))
+        c->id = bo_run_call_id();
+    if (!bo_run_complete(c->sd, &c->call, &res, c->id, "connect", c->inflight, until_ns))
         return false;
     if (c->deadline == INT64_MAX)
         c->deadline = connect_deadline(cfg, c->fd, c->sa->sa_family, c->start);
     if (*until_ns >= c->deadline) {
-        bo_shim_call_abandoned(c->sd); /* no time for another attempt */
+        bo_run_abandoned(c->sd); /* no time for another attempt */
         return false;
     }
     return true;
@@ -334,7 +339,7 @@ static bool conn_done(conn_call *c, int e, int64_t *until_ns)
 
 static int conn_end(conn_call *c, int *err)
 {
-    bo_shim_lineage_end(c->key, &c->call, c->rc != 0 && bo_call_failed_retryable(&c->call));
+    bo_lineage_call_end(c->key, &c->call, c->rc != 0 && bo_call_failed_retryable(&c->call));
     *err = c->err;
     return c->rc;
 }
@@ -365,7 +370,7 @@ static void continue_asynchronously(int fd, const struct sockaddr *sa, socklen_t
  * deadline (connect_deadline) bounds the retries; a signal without
  * SA_RESTART during a wait ends the call with EINTR.
  */
-static int managed_connect(bo_shim_dest *sd, int fd, const struct sockaddr *sa, socklen_t len,
+static int managed_connect(bo_block *sd, int fd, const struct sockaddr *sa, socklen_t len,
                            bool named, int *err)
 {
     conn_call c;
@@ -386,12 +391,12 @@ static int managed_connect(bo_shim_dest *sd, int fd, const struct sockaddr *sa, 
         }
         if (!conn_done(&c, conn_attempt(&c), &until))
             break;
-        if (bo_shim_wait_until(until) == EINTR)
+        if (bo_run_wait_until(until) == EINTR)
             goto interrupted;
     }
     return conn_end(&c, err);
 interrupted:
-    bo_shim_call_abandoned(sd);
+    bo_run_abandoned(sd);
     continue_asynchronously(fd, sa, len);
     *err = EINTR;
     return -1;
@@ -400,25 +405,25 @@ interrupted:
 static int shim_connect(int fd, const struct sockaddr *sa, socklen_t len)
 {
     const bo_config *cfg;
-    bo_shim_dest *sd;
+    bo_block *sd;
     char key[BO_DEST_KEY_LEN];
     int saved = errno, err, rc;
 
-    if (bo_shim_busy || sa == NULL || (cfg = bo_shim_config()) == NULL || !cfg->connect_hook)
+    if (bo_core_busy || sa == NULL || (cfg = bo_core_config()) == NULL || !cfg->connect_hook)
         return real_connect(fd, sa, len);
     if (sa->sa_family != AF_INET && sa->sa_family != AF_INET6 && sa->sa_family != AF_UNIX)
         return real_connect(fd, sa, len);
     if (!manageable(fd) || dest_key(cfg, sa, len, key, sizeof key) != 0 ||
-        (sd = bo_shim_dest_get(key)) == NULL) {
+        (sd = bo_block_get(key)) == NULL) {
         errno = saved;
         return real_connect(fd, sa, len);
     }
-    bo_shim_busy = 1;
+    bo_core_busy = 1;
     err = saved;
     /* dest_key admits a destination under a non-empty BACKOFF_HOSTS only when named. */
     rc = managed_connect(sd, fd, sa, len, cfg->n_hosts > 0, &err);
-    bo_shim_dest_put(sd);
-    bo_shim_busy = 0;
+    bo_block_put(sd);
+    bo_core_busy = 0;
     errno = rc == 0 ? saved : err;
     return rc;
 }

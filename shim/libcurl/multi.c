@@ -1,9 +1,9 @@
 /*
- * shim_multi: the hooks of libcurl's multi interface.
+ * multi.c: the hooks of libcurl's multi interface.
  *
  * A transfer driven by a multi handle gets the promises of curl_easy_perform
- * (shim_curl.c): the same call state machine (bo_curl_xfer_*), driven here
- * from the program's own loop instead of a blocking one.
+ * (easy.c): the same call state machine (xfer.c), driven here from the
+ * program's own loop instead of a blocking one.
  *
  *   curl_multi_add_handle   a managed transfer is admitted by its
  *                           destination's window first; one that must wait
@@ -37,101 +37,37 @@
  * one thread at a time (libcurl's rule), so its record needs no lock of its
  * own; the table of records has one.
  */
-#define CURL_DISABLE_TYPECHECK 1
-#include <curl/curl.h>
-#undef curl_multi_setopt
+#include "libcurl/multi.h"
 
-#include "bo_shim.h"
-#include "bo_time.h"
-
-#include <dlfcn.h>
 #include <errno.h>
-#include <link.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bo_time.h"
+#include "call/call.h"
+#include "core/core.h"
+#include "libcurl/libcurl.h"
+#include "libcurl/real.h"
+
 /* A waiting transfer's progress callback is asked this often at most. */
 #define TICK_NS (100 * BO_NS_PER_MS)
 
-/* ---- real symbols ---------------------------------------------------- */
-
-typedef struct multi_real {
-    CURLMcode (*add)(CURLM *, CURL *);
-    CURLMcode (*remove)(CURLM *, CURL *);
-    CURLMcode (*perform)(CURLM *, int *);
-    CURLMsg *(*info_read)(CURLM *, int *);
-    CURLMcode (*wait)(CURLM *, struct curl_waitfd *, unsigned, int, int *);
-    CURLMcode (*poll)(CURLM *, struct curl_waitfd *, unsigned, int, int *);
-    CURLMcode (*timeout)(CURLM *, long *);
-    CURLMcode (*socket_action)(CURLM *, curl_socket_t, int, int *);
-    CURLMcode (*setopt)(CURLM *, CURLMoption, ...);
-    CURLMcode (*cleanup)(CURLM *);
-    /* the libcurl object's address range, found on first need */
-    uintptr_t lo, hi;
-    int range_done;
-} multi_real;
-
-static multi_real g_mreal[BO_MAX_CURLS];
-
-void bo_multi_bind(int slot, void *const fn[BO_CURL_NFNS])
-{
-    multi_real *c = &g_mreal[slot];
-    *(void **)&c->remove = fn[BO_CURL_M_REMOVE];
-    *(void **)&c->perform = fn[BO_CURL_M_PERFORM];
-    *(void **)&c->info_read = fn[BO_CURL_M_INFO_READ];
-    *(void **)&c->wait = fn[BO_CURL_M_WAIT];
-    *(void **)&c->poll = fn[BO_CURL_M_POLL];
-    *(void **)&c->timeout = fn[BO_CURL_M_TIMEOUT];
-    *(void **)&c->socket_action = fn[BO_CURL_M_SOCKET_ACTION];
-    *(void **)&c->setopt = fn[BO_CURL_M_SETOPT];
-    *(void **)&c->cleanup = fn[BO_CURL_M_CLEANUP];
-    /* last: a bound `add` says the slot is complete (slot_of below) */
-    __atomic_store_n((void **)&c->add, fn[BO_CURL_M_ADD], __ATOMIC_RELEASE);
-}
-
-typedef struct range_query {
-    uintptr_t base, lo, hi;
-} range_query;
-
-static int range_cb(struct dl_phdr_info *info, size_t size, void *data)
-{
-    range_query *q = data;
-    (void)size;
-    if (info->dlpi_addr != q->base)
-        return 0;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        uintptr_t a = info->dlpi_addr + ph->p_vaddr;
-        if (ph->p_type != PT_LOAD)
-            continue;
-        if (q->lo == 0 || a < q->lo)
-            q->lo = a;
-        if (a + ph->p_memsz > q->hi)
-            q->hi = a + ph->p_memsz;
-    }
-    return 1;
-}
-
 /* Find slot's libcurl address range, once per slot; two threads that race
  * find the same. */
-__attribute__((noinline, cold)) static void find_range(multi_real *mr)
+__attribute__((noinline, cold)) static void find_range(bo_curl_real *mr)
 {
-    Dl_info info;
-    struct link_map *lm = NULL;
-    range_query q = {0};
-    if (dladdr1((void *)mr->add, &info, (void **)&lm, RTLD_DL_LINKMAP) != 0 && lm != NULL) {
-        q.base = lm->l_addr;
-        bo_dl_iterate(range_cb, &q);
-    }
+    uintptr_t lo, hi;
+    (void)bo_dl_object_range((const void *)mr->m_add, &lo, &hi);
     /* atomic: two threads that race here both store, the same values */
-    __atomic_store_n(&mr->lo, q.lo, __ATOMIC_RELAXED);
-    __atomic_store_n(&mr->hi, q.hi, __ATOMIC_RELAXED);
+    __atomic_store_n(&mr->lo, lo, __ATOMIC_RELAXED);
+    __atomic_store_n(&mr->hi, hi, __ATOMIC_RELAXED);
     __atomic_store_n(&mr->range_done, 1, __ATOMIC_RELEASE);
 }
 
 /* Is `ret` inside slot's libcurl, whose range is known? (lo == hi: none) */
-static inline bool in_range(const multi_real *mr, const void *ret)
+static inline bool in_range(const bo_curl_real *mr, const void *ret)
 {
     uintptr_t lo = __atomic_load_n(&mr->lo, __ATOMIC_RELAXED);
     uintptr_t hi = __atomic_load_n(&mr->hi, __ATOMIC_RELAXED);
@@ -142,51 +78,27 @@ static inline bool in_range(const multi_real *mr, const void *ret)
  * Is `ret` an address inside slot's (bound) libcurl?  Then the call comes
  * from libcurl itself (curl_easy_perform's private multi handle).
  */
-static bool from_libcurl(multi_real *mr, const void *ret)
+static bool from_libcurl(bo_curl_real *mr, const void *ret)
 {
     if (!__atomic_load_n(&mr->range_done, __ATOMIC_ACQUIRE))
         find_range(mr);
     return in_range(mr, ret);
 }
 
-/*
- * The global scope's libcurl, every other caller's once it is known (NULL:
- * none, each caller's own is found by shim_curl.c).  Two threads that race
- * store the same values.
- */
-static multi_real *global_mreal(void)
-{
-    static int known;
-    static multi_real *global;
-
-    if (!__atomic_load_n(&known, __ATOMIC_ACQUIRE)) {
-        int s = bo_curl_global_caller_slot();
-        __atomic_store_n(&global, s >= 0 ? &g_mreal[s] : NULL, __ATOMIC_RELAXED);
-        __atomic_store_n(&known, 1, __ATOMIC_RELEASE);
-    }
-    return __atomic_load_n(&global, __ATOMIC_RELAXED);
-}
-
-/* The libcurl a caller outside every libcurl means. */
-static multi_real *caller_mreal(const void *ret)
-{
-    multi_real *g = global_mreal();
-    return g != NULL ? g : &g_mreal[bo_curl_caller_slot(ret)];
-}
 
 /*
  * The libcurl a hook's caller means.  A call from inside a libcurl (its
  * curl_easy_perform driving a private multi handle, ~7 calls a transfer)
  * is that libcurl's own: *internal tells the hook to pass it straight
  * through.  Slots are bound in order, so the first unbound one ends the
- * search; any other caller means the libcurl shim_curl.c's caller_real
- * finds for it (the global scope's at once, else its per-thread cache).
+ * search; any other caller means the libcurl bo_curl_caller_real finds for
+ * it (the global scope's at once, else its per-thread cache).
  */
-__attribute__((noinline)) static multi_real *slot_search_all(const void *ret, bool *internal)
+__attribute__((noinline)) static bo_curl_real *slot_search_all(const void *ret, bool *internal)
 {
-    for (int i = 0; i < BO_MAX_CURLS; i++) {
-        multi_real *mr = &g_mreal[i];
-        if (__atomic_load_n((void **)&mr->add, __ATOMIC_ACQUIRE) == NULL)
+    for (int i = 0; i < BO_LIB_MAX_COPIES; i++) {
+        bo_curl_real *mr = &bo_curl_reals[i];
+        if (__atomic_load_n((void **)&mr->m_add, __ATOMIC_ACQUIRE) == NULL)
             break;
         if (from_libcurl(mr, ret)) {
             *internal = true;
@@ -194,95 +106,51 @@ __attribute__((noinline)) static multi_real *slot_search_all(const void *ret, bo
         }
     }
     *internal = false;
-    return caller_mreal(ret);
+    return bo_curl_caller_real(ret);
 }
 
 /* The search, with the common case first: one libcurl, its range known. */
-__attribute__((noinline)) static multi_real *slot_search(const void *ret, bool *internal)
+__attribute__((noinline)) static bo_curl_real *slot_search(const void *ret, bool *internal)
 {
-    multi_real *mr = &g_mreal[0];
+    bo_curl_real *mr = &bo_curl_reals[0];
     if (!__atomic_load_n(&mr->range_done, __ATOMIC_ACQUIRE) ||
-        __atomic_load_n((void **)&g_mreal[1].add, __ATOMIC_ACQUIRE) != NULL)
+        __atomic_load_n((void **)&bo_curl_reals[1].m_add, __ATOMIC_ACQUIRE) != NULL)
         return slot_search_all(ret, internal);
     *internal = in_range(mr, ret);
-    return *internal ? mr : caller_mreal(ret);
+    return *internal ? mr : bo_curl_caller_real(ret);
 }
 
 /* A call from inside the first slot's libcurl, the common case: a compare
  * or two (a range is known only for a bound slot). */
 static inline bool internal0(const void *ret)
 {
-    const multi_real *mr = &g_mreal[0];
+    const bo_curl_real *mr = &bo_curl_reals[0];
     return __atomic_load_n(&mr->range_done, __ATOMIC_ACQUIRE) && in_range(mr, ret);
 }
 
 /* ---- records --------------------------------------------------------- */
 
-enum xstate {
-    X_PASS = 0, /* not managed: in the real multi, its message passed on */
-    X_ADMIT,    /* waiting for admission: not in the real multi */
-    X_RUN,      /* an admitted attempt in the real multi */
-    X_RETRY,    /* waiting for its retry time: not in the real multi */
-    X_DONE,     /* finished in the real multi (still added there) */
-    X_DETACHED  /* finished while not in the real multi */
-};
-
-typedef struct mxfer {
-    CURL *h;
-    struct mxfer *hnext; /* the handle index (g_xbuckets) */
-    struct multi_rec *owner;
-    struct mxfer *next;  /* the multi's transfers */
-    struct mxfer *qnext; /* the message queue */
-    enum xstate state;
-    bool queued;
-    bo_curl_xfer x;
-    int64_t until;       /* X_ADMIT, X_RETRY: when to act */
-    int64_t tick_at;     /* next ask of the progress callback */
-    int code;            /* CURLcode of the last attempt */
-    CURLMsg msg;         /* the program's copy, valid until the transfer is removed */
-} mxfer;
-
-typedef struct multi_rec {
-    CURLM *m;
-    multi_real *real;
-    struct multi_rec *hnext;
-    mxfer *xfers;
-    mxfer *qhead, *qtail;
-    int nqueued;
-    int npending;        /* X_ADMIT + X_RETRY: still running for the program */
-    int nactive;         /* X_RUN + X_PASS: in the real multi, not finished */
-    int64_t next_due;    /* earliest `until` of the pending (INT64_MAX: none) */
-    int in_real;         /* inside a real call: callbacks run, nothing is removed */
-    /* CURLMOPT_TIMERFUNCTION */
-    curl_multi_timer_callback timer_fn;
-    void *timer_data;
-    int64_t curl_timer_at; /* libcurl's timer, absolute; -1: none */
-    int64_t told_at;       /* the program's timer as last set; -1: none, -2: never set */
-    mxfer *spare;          /* removed transfers' records, kept for the next ones (qnext) */
-    int nspare;
-} multi_rec;
-
 #define MBUCKETS 64
-static multi_rec *g_mbuckets[MBUCKETS];
+static bo_multi_rec *g_mbuckets[MBUCKETS];
 static pthread_mutex_t g_mlock = PTHREAD_MUTEX_INITIALIZER;
 static int g_nmulti;      /* records in the table: 0 lets every call through at once */
 static uint64_t g_mgen;   /* bumped on every removal (the threads' caches) */
 static BO_TLS const CURLM *tl_last_m;
-static BO_TLS multi_rec *tl_last_mr;
+static BO_TLS bo_multi_rec *tl_last_mr;
 static BO_TLS uint64_t tl_last_mgen;
 
 /* Fork: the table lock is a leaf, taken last and made anew in the child. */
-void bo_shim_multi_prepare_fork(void)
+void bo_multi_prepare_fork(void)
 {
     pthread_mutex_lock(&g_mlock);
 }
 
-void bo_shim_multi_parent_fork(void)
+void bo_multi_parent_fork(void)
 {
     pthread_mutex_unlock(&g_mlock);
 }
 
-void bo_shim_multi_child_fork(void)
+void bo_multi_child_fork(void)
 {
     pthread_mutex_init(&g_mlock, NULL);
 }
@@ -292,9 +160,9 @@ static size_t mbucket(const CURLM *m)
     return (size_t)((((uintptr_t)m >> 4) * 0x9e3779b97f4a7c15ULL) >> 58) % MBUCKETS;
 }
 
-static multi_rec *mrec_find(const CURLM *m)
+static bo_multi_rec *mrec_find(const CURLM *m)
 {
-    multi_rec *r;
+    bo_multi_rec *r;
     uint64_t gen;
 
     if (__atomic_load_n(&g_nmulti, __ATOMIC_ACQUIRE) == 0 || m == NULL)
@@ -319,11 +187,11 @@ static multi_rec *mrec_find(const CURLM *m)
  * The record of a multi handle the program uses (called from the program,
  * not from inside libcurl), created on first sight; NULL: pass through.
  */
-static multi_rec *mrec_get(multi_real *real, CURLM *m, const void *ret)
+static bo_multi_rec *mrec_get(bo_curl_real *real, CURLM *m, const void *ret)
 {
-    multi_rec *r;
+    bo_multi_rec *r;
 
-    if (bo_shim_busy || m == NULL || bo_shim_config() == NULL || from_libcurl(real, ret))
+    if (bo_core_busy || m == NULL || bo_core_config() == NULL || from_libcurl(real, ret))
         return NULL;
     if ((r = mrec_find(m)) != NULL)
         return r->real == real ? r : NULL;
@@ -350,14 +218,14 @@ static multi_rec *mrec_get(multi_real *real, CURLM *m, const void *ret)
  * transfers' lists themselves are their multi handle's thread's alone.
  */
 #define XBUCKETS 1024
-static mxfer *g_xbuckets[XBUCKETS];
+static bo_mxfer *g_xbuckets[XBUCKETS];
 
 static size_t xbucket(const CURL *h)
 {
     return (size_t)((((uintptr_t)h >> 4) * 0x9e3779b97f4a7c15ULL) >> 54) % XBUCKETS;
 }
 
-static void xindex_add(mxfer *x)
+static void xindex_add(bo_mxfer *x)
 {
     size_t b = xbucket(x->h);
     pthread_mutex_lock(&g_mlock);
@@ -367,9 +235,9 @@ static void xindex_add(mxfer *x)
 }
 
 /* Unlink x from the index (it must be there). */
-static void xindex_del(mxfer *x)
+static void xindex_del(bo_mxfer *x)
 {
-    mxfer **pp;
+    bo_mxfer **pp;
     pthread_mutex_lock(&g_mlock);
     for (pp = &g_xbuckets[xbucket(x->h)]; *pp != NULL && *pp != x; pp = &(*pp)->hnext) {
     }
@@ -378,9 +246,9 @@ static void xindex_del(mxfer *x)
     pthread_mutex_unlock(&g_mlock);
 }
 
-static void mrec_remove(multi_rec *r)
+static void mrec_remove(bo_multi_rec *r)
 {
-    multi_rec **pp;
+    bo_multi_rec **pp;
     pthread_mutex_lock(&g_mlock);
     for (pp = &g_mbuckets[mbucket(r->m)]; *pp != NULL; pp = &(*pp)->hnext) {
         if (*pp == r) {
@@ -394,9 +262,9 @@ static void mrec_remove(multi_rec *r)
 }
 
 /* The managed record of (multi, real), or NULL (pass through). */
-static multi_rec *mrec_of(multi_real *real, CURLM *m)
+static bo_multi_rec *mrec_of(bo_curl_real *real, CURLM *m)
 {
-    multi_rec *r = mrec_find(m);
+    bo_multi_rec *r = mrec_find(m);
     return r != NULL && r->real == real ? r : NULL;
 }
 
@@ -408,9 +276,9 @@ static multi_rec *mrec_of(multi_real *real, CURLM *m)
  */
 #define SPARE_MAX 16
 
-static mxfer *xfer_new(multi_rec *r)
+static bo_mxfer *xfer_new(bo_multi_rec *r)
 {
-    mxfer *x = r->spare;
+    bo_mxfer *x = r->spare;
     if (x == NULL)
         return calloc(1, sizeof *x);
     r->spare = x->qnext;
@@ -419,7 +287,7 @@ static mxfer *xfer_new(multi_rec *r)
     return x;
 }
 
-static void xfer_free(multi_rec *r, mxfer *x)
+static void xfer_free(bo_multi_rec *r, bo_mxfer *x)
 {
     if (r->nspare >= SPARE_MAX) {
         free(x);
@@ -430,15 +298,15 @@ static void xfer_free(multi_rec *r, mxfer *x)
     r->nspare++;
 }
 
-static mxfer *xfer_find(multi_rec *r, const CURL *h)
+static bo_mxfer *xfer_find(bo_multi_rec *r, const CURL *h)
 {
-    mxfer *x;
+    bo_mxfer *x;
     for (x = r->xfers; x != NULL && x->h != h; x = x->next) {
     }
     return x;
 }
 
-static void queue_msg(multi_rec *r, mxfer *x, CURLMSG kind, int code)
+static void queue_msg(bo_multi_rec *r, bo_mxfer *x, CURLMSG kind, int code)
 {
     x->msg.msg = kind;
     x->msg.easy_handle = x->h;
@@ -453,9 +321,9 @@ static void queue_msg(multi_rec *r, mxfer *x, CURLMSG kind, int code)
     r->nqueued++;
 }
 
-static void unqueue(multi_rec *r, mxfer *x)
+static void unqueue(bo_multi_rec *r, bo_mxfer *x)
 {
-    mxfer **pp, *prev = NULL;
+    bo_mxfer **pp, *prev = NULL;
     if (!x->queued)
         return;
     for (pp = &r->qhead; *pp != NULL; prev = *pp, pp = &(*pp)->qnext) {
@@ -470,31 +338,69 @@ static void unqueue(multi_rec *r, mxfer *x)
     r->nqueued--;
 }
 
-static void set_pending(multi_rec *r, mxfer *x, enum xstate st, int64_t until)
+static bool pending(bo_xstate st)
 {
-    if (x->state != X_ADMIT && x->state != X_RETRY)
-        r->npending++;
-    if (x->state == X_RUN || x->state == X_PASS)
-        r->nactive--;
-    x->state = st;
-    x->until = until;
-    if (until < r->next_due)
-        r->next_due = until;
+    return st == BO_X_ADMIT || st == BO_X_RETRY;
 }
 
-static void leave_pending(multi_rec *r, mxfer *x, enum xstate st)
+static bool active(bo_xstate st)
 {
-    if (x->state == X_ADMIT || x->state == X_RETRY)
-        r->npending--;
-    if (st == X_RUN)
-        r->nactive++;
+    return st == BO_X_RUN || st == BO_X_PASS;
+}
+
+void bo_multi_move(bo_multi_rec *r, bo_mxfer *x, bo_xstate st, int64_t until)
+{
+    r->npending += (int)pending(st) - (int)pending(x->state);
+    r->nactive += (int)active(st) - (int)active(x->state);
     x->state = st;
+    if (pending(st)) {
+        x->until = until;
+        if (until < r->next_due)
+            r->next_due = until;
+    }
+}
+
+/*
+ * The transfer's call ends without its result (the program removed the
+ * transfer, cleaned up its multi handle or freed its easy handle, or
+ * cancelled it): an attempt in flight is cancelled, a waiting call counted
+ * as abandoned when it had a result; nothing held reaches the program.
+ */
+static void end_call(bo_mxfer *x)
+{
+    if (x->state == BO_X_RUN) {
+        bo_run_cancel(x->x.sd, &x->x.call);
+        bo_curl_xfer_drop(&x->x);
+    } else if (pending(x->state)) {
+        if (x->x.call.have_result)
+            bo_run_abandoned(x->x.sd);
+        bo_curl_xfer_drop(&x->x);
+    }
+}
+
+/*
+ * The transfer leaves its multi handle's record (removed, its multi handle
+ * or easy handle gone): its call ends (end_call), its message goes, its
+ * record is kept for the next transfer.  Out of the real multi already.
+ */
+static void xfer_forget(bo_multi_rec *r, bo_mxfer *x)
+{
+    bo_mxfer **pp;
+
+    end_call(x);
+    bo_multi_move(r, x, BO_X_DETACHED, 0);
+    unqueue(r, x);
+    for (pp = &r->xfers; *pp != x; pp = &(*pp)->next) {
+    }
+    *pp = x->next;
+    xindex_del(x);
+    xfer_free(r, x);
 }
 
 /* The call ends while its transfer is not in the real multi: its message. */
-static void finish_detached(multi_rec *r, mxfer *x, int code)
+static void finish_detached(bo_multi_rec *r, bo_mxfer *x, int code)
 {
-    leave_pending(r, x, X_DETACHED);
+    bo_multi_move(r, x, BO_X_DETACHED, 0);
     queue_msg(r, x, CURLMSG_DONE, bo_curl_xfer_end(&x->x, code));
 }
 
@@ -504,41 +410,39 @@ static void finish_detached(multi_rec *r, mxfer *x, int code)
  * message hidden; the others' messages are copied for the program, after
  * the held bytes of the attempt that stands have been handed over.
  */
-static void drain(multi_rec *r)
+static void drain(bo_multi_rec *r)
 {
     CURLMsg *m;
     int left;
 
     if (r->in_real)
         return;
-    while ((m = r->real->info_read(r->m, &left)) != NULL) {
+    while ((m = r->real->m_info_read(r->m, &left)) != NULL) {
         CURL *h = m->easy_handle;
         CURLMSG kind = m->msg;
         int code = (int)m->data.result;
-        mxfer *x = xfer_find(r, h);
+        bo_mxfer *x = xfer_find(r, h);
         int64_t until;
 
         if (x == NULL)
             continue; /* not added through the shim: cannot be, nothing to report it with */
-        if (x->state == X_RUN && kind == CURLMSG_DONE) {
+        if (x->state == BO_X_RUN && kind == CURLMSG_DONE) {
             x->code = code;
             r->in_real++; /* the program's callbacks may run (progress, write) */
             bool retry = bo_curl_xfer_done(&x->x, code, &until);
             r->in_real--;
             if (retry) {
-                r->real->remove(r->m, h);
-                set_pending(r, x, X_RETRY, until);
-                x->tick_at = bo_shim_now_ns() + TICK_NS;
+                r->real->m_remove(r->m, h);
+                bo_multi_move(r, x, BO_X_RETRY, until);
+                x->tick_at = bo_core_now_ns() + TICK_NS;
                 continue;
             }
             r->in_real++;
             code = bo_curl_xfer_end(&x->x, code);
             r->in_real--;
-            r->nactive--;
-            x->state = X_DONE;
-        } else if (x->state == X_PASS && kind == CURLMSG_DONE) {
-            r->nactive--;
-            x->state = X_DONE;
+            bo_multi_move(r, x, BO_X_DONE, 0);
+        } else if (x->state == BO_X_PASS && kind == CURLMSG_DONE) {
+            bo_multi_move(r, x, BO_X_DONE, 0);
         }
         if (!x->queued)
             queue_msg(r, x, kind, code);
@@ -549,24 +453,24 @@ static void drain(multi_rec *r)
  * Move the waiting transfers whose time came: a retry seeks admission, an
  * admitted one is added to the real multi.  Returns how many were added.
  */
-static int advance(multi_rec *r)
+static int advance(bo_multi_rec *r)
 {
     int added = 0;
     int64_t now, due = INT64_MAX;
 
     if (r->npending == 0 || r->in_real)
         return 0;
-    now = bo_shim_now_ns();
+    now = bo_core_now_ns();
     if (now < r->next_due && r->next_due != INT64_MAX) {
         /* nothing due; but the program may cancel a waiting transfer */
         bool ticks = false;
-        for (mxfer *x = r->xfers; x != NULL && !ticks; x = x->next)
-            ticks = (x->state == X_ADMIT || x->state == X_RETRY) && x->tick_at <= now;
+        for (bo_mxfer *x = r->xfers; x != NULL && !ticks; x = x->next)
+            ticks = pending(x->state) && x->tick_at <= now;
         if (!ticks)
             return 0;
     }
-    for (mxfer *x = r->xfers; x != NULL; x = x->next) {
-        if (x->state != X_ADMIT && x->state != X_RETRY)
+    for (bo_mxfer *x = r->xfers; x != NULL; x = x->next) {
+        if (!pending(x->state))
             continue;
         if (x->tick_at <= now) {
             x->tick_at = now + TICK_NS;
@@ -574,10 +478,8 @@ static int advance(multi_rec *r)
             int cancel = bo_curl_xfer_tick(&x->x);
             r->in_real--;
             if (cancel) {
-                if (x->x.call.have_result)
-                    bo_shim_call_abandoned(x->x.sd);
-                bo_curl_xfer_drop(&x->x);
-                leave_pending(r, x, X_DETACHED);
+                end_call(x);
+                bo_multi_move(r, x, BO_X_DETACHED, 0);
                 queue_msg(r, x, CURLMSG_DONE, CURLE_ABORTED_BY_CALLBACK);
                 continue;
             }
@@ -587,10 +489,10 @@ static int advance(multi_rec *r)
                 due = x->until;
             continue;
         }
-        x->state = X_ADMIT;
+        bo_multi_move(r, x, BO_X_ADMIT, x->until); /* a retry's time came */
         int64_t until = now;
-        bo_shim_step rc =
-            bo_shim_admit_step(x->x.sd, &x->x.call, now, &x->x.inflight, BO_POLL_ADMIT_NS, &until);
+        bo_step rc =
+            bo_run_admit_step(x->x.sd, &x->x.call, now, &x->x.inflight, BO_POLL_ADMIT_NS, &until);
         if (rc == BO_STEP_WAIT) {
             x->until = until;
             if (until < due)
@@ -609,14 +511,14 @@ static int advance(multi_rec *r)
             continue;
         }
         bo_curl_xfer_attempt(&x->x);
-        CURLMcode mc = r->real->add(r->m, x->h);
+        CURLMcode mc = r->real->m_add(r->m, x->h);
         if (mc != CURLM_OK) {
-            bo_shim_call_cancel(x->x.sd, &x->x.call);
+            bo_run_cancel(x->x.sd, &x->x.call);
             bo_curl_xfer_drop(&x->x);
             finish_detached(r, x, x->x.call.have_result ? x->code : CURLE_OUT_OF_MEMORY);
             continue;
         }
-        leave_pending(r, x, X_RUN);
+        bo_multi_move(r, x, BO_X_RUN, 0);
         added++;
     }
     r->next_due = due;
@@ -624,11 +526,11 @@ static int advance(multi_rec *r)
 }
 
 /* Milliseconds (rounded up) from now until the next deadline; -1: none. */
-static long due_ms(const multi_rec *r)
+static long due_ms(const bo_multi_rec *r)
 {
     if (r->npending == 0)
         return -1;
-    int64_t left = r->next_due - bo_shim_now_ns();
+    int64_t left = r->next_due - bo_core_now_ns();
     if (left <= 0)
         return 0;
     int64_t ms = (left + BO_NS_PER_MS - 1) / BO_NS_PER_MS;
@@ -636,7 +538,7 @@ static long due_ms(const multi_rec *r)
 }
 
 /* The sooner of libcurl's timeout t (-1: none) and the shim's next deadline. */
-static long clamp_ms(const multi_rec *r, long t)
+static long clamp_ms(const bo_multi_rec *r, long t)
 {
     long d = due_ms(r);
     if (d >= 0 && (t < 0 || d < t))
@@ -648,7 +550,7 @@ static long clamp_ms(const multi_rec *r, long t)
  * A socket_action program's timer: tell it the sooner of libcurl's and the
  * shim's, when that changed.
  */
-static int tell_timer(multi_rec *r)
+static int tell_timer(bo_multi_rec *r)
 {
     int64_t at = r->curl_timer_at;
     if (r->npending > 0 && (at < 0 || r->next_due < at))
@@ -658,7 +560,7 @@ static int tell_timer(multi_rec *r)
     r->told_at = at;
     long ms = -1;
     if (at >= 0) {
-        int64_t left = at - bo_shim_now_ns();
+        int64_t left = at - bo_core_now_ns();
         ms = left <= 0 ? 0 : (long)((left + BO_NS_PER_MS - 1) / BO_NS_PER_MS);
     }
     return r->timer_fn(r->m, ms, r->timer_data);
@@ -666,9 +568,9 @@ static int tell_timer(multi_rec *r)
 
 static int shim_timer_cb(CURLM *m, long timeout_ms, void *ud)
 {
-    multi_rec *r = ud;
+    bo_multi_rec *r = ud;
     (void)m;
-    r->curl_timer_at = timeout_ms < 0 ? -1 : bo_shim_now_ns() + (int64_t)timeout_ms * BO_NS_PER_MS;
+    r->curl_timer_at = timeout_ms < 0 ? -1 : bo_core_now_ns() + (int64_t)timeout_ms * BO_NS_PER_MS;
     if (r->timer_fn == NULL)
         return 0;
     r->told_at = -2; /* libcurl asked: the program hears it even if unchanged */
@@ -677,13 +579,13 @@ static int shim_timer_cb(CURLM *m, long timeout_ms, void *ud)
 
 /* ---- the hooks ------------------------------------------------------- */
 
-static CURLMcode shim_add(multi_real *real, CURLM *m, CURL *h, const void *ret)
+static CURLMcode shim_add(bo_curl_real *real, CURLM *m, CURL *h, const void *ret)
 {
-    multi_rec *r = mrec_get(real, m, ret);
-    mxfer *x;
+    bo_multi_rec *r = mrec_get(real, m, ret);
+    bo_mxfer *x;
 
     if (r == NULL || h == NULL)
-        return real->add(m, h);
+        return real->m_add(m, h);
     if (r->in_real)
         return CURLM_RECURSIVE_API_CALL;
     if (xfer_find(r, h) != NULL)
@@ -691,79 +593,48 @@ static CURLMcode shim_add(multi_real *real, CURLM *m, CURL *h, const void *ret)
     if ((x = xfer_new(r)) == NULL)
         return CURLM_OUT_OF_MEMORY;
     x->h = h;
-    struct handle_rec *rec = bo_curl_managed_rec((int)(real - g_mreal), h);
+    x->state = BO_X_DETACHED; /* neither pending nor active until it is one */
+    bo_curl_rec *rec = bo_curl_managed_rec(real, h);
     if (rec == NULL) {
-        CURLMcode mc = real->add(m, h);
+        CURLMcode mc = real->m_add(m, h);
         if (mc != CURLM_OK) {
             xfer_free(r, x);
             return mc;
         }
-        x->state = X_PASS;
-        r->nactive++;
+        bo_multi_move(r, x, BO_X_PASS, 0);
     } else {
         bo_curl_xfer_begin(&x->x, rec);
-        x->state = X_ADMIT;
-        x->until = x->x.call.start_ns;
+        bo_multi_move(r, x, BO_X_ADMIT, x->x.call.start_ns);
         x->tick_at = x->until + TICK_NS;
-        r->npending++;
-        if (x->until < r->next_due)
-            r->next_due = x->until;
     }
     x->next = r->xfers;
     r->xfers = x;
     x->owner = r;
     xindex_add(x);
-    if (x->state == X_ADMIT) {
+    if (x->state == BO_X_ADMIT) {
         advance(r);
-        if (x->state == X_ADMIT)
+        if (x->state == BO_X_ADMIT)
             tell_timer(r); /* a socket_action program wakes for its admission */
     }
     return CURLM_OK;
 }
 
-static CURLMcode shim_remove(multi_real *real, CURLM *m, CURL *h)
+static CURLMcode shim_remove(bo_curl_real *real, CURLM *m, CURL *h)
 {
-    multi_rec *r = mrec_of(real, m);
-    mxfer *x, **pp;
-    CURLMcode mc = CURLM_OK;
+    bo_multi_rec *r = mrec_of(real, m);
+    bo_mxfer *x;
+    CURLMcode mc;
 
     if (r == NULL || (x = xfer_find(r, h)) == NULL)
-        return real->remove(m, h);
+        return real->m_remove(m, h);
     if (r->in_real)
         return CURLM_RECURSIVE_API_CALL;
-    switch (x->state) {
-    case X_PASS:
-    case X_DONE:
-        mc = real->remove(m, h);
+    if (x->state == BO_X_PASS || x->state == BO_X_DONE || x->state == BO_X_RUN) {
+        mc = real->m_remove(m, h); /* in the real multi: it leaves it first */
         if (mc != CURLM_OK)
             return mc;
-        if (x->state == X_PASS)
-            r->nactive--;
-        break;
-    case X_RUN:
-        mc = real->remove(m, h);
-        if (mc != CURLM_OK)
-            return mc;
-        r->nactive--;
-        bo_shim_call_cancel(x->x.sd, &x->x.call); /* the program aborted it */
-        bo_curl_xfer_drop(&x->x);
-        break;
-    case X_ADMIT:
-    case X_RETRY:
-        r->npending--;
-        if (x->x.call.have_result)
-            bo_shim_call_abandoned(x->x.sd);
-        bo_curl_xfer_drop(&x->x);
-        break;
-    case X_DETACHED:
-        break;
     }
-    unqueue(r, x);
-    for (pp = &r->xfers; *pp != x; pp = &(*pp)->next) {
-    }
-    *pp = x->next;
-    xindex_del(x);
-    xfer_free(r, x);
+    xfer_forget(r, x); /* a run in flight: the program aborted it */
     return CURLM_OK;
 }
 
@@ -774,7 +645,7 @@ static CURLMcode shim_remove(multi_real *real, CURLM *m, CURL *h)
  * transfer admitted as every other one finished made the count 0, and a
  * `while (still_running)` loop (curl -Z) ended without ever sending it.
  */
-static void after_real(multi_rec *r, int *running)
+static void after_real(bo_multi_rec *r, int *running)
 {
     drain(r);
     int late = advance(r);
@@ -782,18 +653,18 @@ static void after_real(multi_rec *r, int *running)
         *running += r->npending + late;
 }
 
-static CURLMcode shim_perform(multi_real *real, CURLM *m, int *running)
+static CURLMcode shim_perform(bo_curl_real *real, CURLM *m, int *running)
 {
-    multi_rec *r = mrec_of(real, m);
+    bo_multi_rec *r = mrec_of(real, m);
     CURLMcode mc = CURLM_OK;
 
     if (r == NULL || r->in_real)
-        return real->perform(m, running);
+        return real->m_perform(m, running);
     advance(r);
     int late = 0; /* added to the real multi after its last count */
     for (int pass = 0; pass < 2; pass++) {
         r->in_real++;
-        mc = real->perform(m, running);
+        mc = real->m_perform(m, running);
         r->in_real--;
         if (mc != CURLM_OK)
             return mc;
@@ -808,19 +679,19 @@ static CURLMcode shim_perform(multi_real *real, CURLM *m, int *running)
     return mc;
 }
 
-static CURLMcode shim_socket_action(multi_real *real, CURLM *m, curl_socket_t s, int ev,
+static CURLMcode shim_socket_action(bo_curl_real *real, CURLM *m, curl_socket_t s, int ev,
                                     int *running)
 {
-    multi_rec *r = mrec_of(real, m);
+    bo_multi_rec *r = mrec_of(real, m);
     CURLMcode mc;
 
     if (r == NULL || r->in_real)
-        return real->socket_action(m, s, ev, running);
+        return real->m_socket_action(m, s, ev, running);
     if (s == CURL_SOCKET_TIMEOUT)
         r->told_at = -2; /* the program's timer fired: it is set no more */
     advance(r);
     r->in_real++;
-    mc = real->socket_action(m, s, ev, running);
+    mc = real->m_socket_action(m, s, ev, running);
     r->in_real--;
     if (mc != CURLM_OK)
         return mc;
@@ -829,13 +700,13 @@ static CURLMcode shim_socket_action(multi_real *real, CURLM *m, curl_socket_t s,
     return mc;
 }
 
-static CURLMsg *shim_info_read(multi_real *real, CURLM *m, int *left)
+static CURLMsg *shim_info_read(bo_curl_real *real, CURLM *m, int *left)
 {
-    multi_rec *r = mrec_of(real, m);
-    mxfer *x;
+    bo_multi_rec *r = mrec_of(real, m);
+    bo_mxfer *x;
 
     if (r == NULL)
-        return real->info_read(m, left);
+        return real->m_info_read(m, left);
     drain(r);
     if ((x = r->qhead) == NULL) {
         if (left != NULL)
@@ -852,10 +723,10 @@ static CURLMsg *shim_info_read(multi_real *real, CURLM *m, int *left)
     return &x->msg;
 }
 
-static CURLMcode shim_timeout(multi_real *real, CURLM *m, long *ms)
+static CURLMcode shim_timeout(bo_curl_real *real, CURLM *m, long *ms)
 {
-    multi_rec *r = mrec_of(real, m);
-    CURLMcode mc = real->timeout(m, ms);
+    bo_multi_rec *r = mrec_of(real, m);
+    CURLMcode mc = real->m_timeout(m, ms);
 
     if (r != NULL && mc == CURLM_OK && ms != NULL)
         *ms = clamp_ms(r, *ms);
@@ -868,10 +739,10 @@ static CURLMcode shim_timeout(multi_real *real, CURLM *m, long *ms)
  * return at once (nothing to wait on) and the program would spin: poll,
  * which sleeps then (and curl_multi_wakeup can end), is used instead.
  */
-static CURLMcode shim_wait(multi_real *real, bool is_poll, CURLM *m, struct curl_waitfd *fds,
+static CURLMcode shim_wait(bo_curl_real *real, bool is_poll, CURLM *m, struct curl_waitfd *fds,
                            unsigned nfds, int timeout_ms, int *numfds)
 {
-    multi_rec *r = mrec_of(real, m);
+    bo_multi_rec *r = mrec_of(real, m);
 
     if (r != NULL && !r->in_real && r->npending > 0) {
         long t = clamp_ms(r, timeout_ms);
@@ -880,28 +751,28 @@ static CURLMcode shim_wait(multi_real *real, bool is_poll, CURLM *m, struct curl
         if (r->nactive == 0 && nfds == 0 && r->nqueued == 0)
             is_poll = true;
     }
-    return is_poll ? real->poll(m, fds, nfds, timeout_ms, numfds)
-                   : real->wait(m, fds, nfds, timeout_ms, numfds);
+    return is_poll ? real->m_poll(m, fds, nfds, timeout_ms, numfds)
+                   : real->m_wait(m, fds, nfds, timeout_ms, numfds);
 }
 
 /* The option's one argument, read by its type's range, to the real setopt. */
-static CURLMcode forward_msetopt(multi_real *real, CURLM *m, CURLMoption opt, va_list ap)
+static CURLMcode forward_msetopt(bo_curl_real *real, CURLM *m, CURLMoption opt, va_list ap)
 {
     if (opt < CURLOPTTYPE_OBJECTPOINT)
-        return real->setopt(m, opt, va_arg(ap, long));
+        return real->m_setopt(m, opt, va_arg(ap, long));
     if (opt < CURLOPTTYPE_FUNCTIONPOINT)
-        return real->setopt(m, opt, va_arg(ap, void *));
+        return real->m_setopt(m, opt, va_arg(ap, void *));
     if (opt < CURLOPTTYPE_OFF_T)
-        return real->setopt(m, opt, va_arg(ap, void (*)(void)));
+        return real->m_setopt(m, opt, va_arg(ap, void (*)(void)));
     if (opt < CURLOPTTYPE_BLOB)
-        return real->setopt(m, opt, va_arg(ap, curl_off_t));
-    return real->setopt(m, opt, va_arg(ap, void *));
+        return real->m_setopt(m, opt, va_arg(ap, curl_off_t));
+    return real->m_setopt(m, opt, va_arg(ap, void *));
 }
 
-static CURLMcode shim_msetopt(multi_real *real, CURLM *m, CURLMoption opt, va_list ap,
+static CURLMcode shim_msetopt(bo_curl_real *real, CURLM *m, CURLMoption opt, va_list ap,
                               const void *ret)
 {
-    multi_rec *r = NULL;
+    bo_multi_rec *r = NULL;
 
     if (opt == CURLMOPT_TIMERFUNCTION || opt == CURLMOPT_TIMERDATA)
         r = mrec_get(real, m, ret);
@@ -913,43 +784,31 @@ static CURLMcode shim_msetopt(multi_real *real, CURLM *m, CURLMoption opt, va_li
         r->timer_fn = va_arg(ap, curl_multi_timer_callback);
         r->told_at = -2;
         if (r->timer_fn == NULL)
-            return real->setopt(m, CURLMOPT_TIMERFUNCTION, (curl_multi_timer_callback)NULL);
-        CURLMcode mc = real->setopt(m, CURLMOPT_TIMERDATA, (void *)r);
-        return mc != CURLM_OK ? mc : real->setopt(m, CURLMOPT_TIMERFUNCTION, shim_timer_cb);
+            return real->m_setopt(m, CURLMOPT_TIMERFUNCTION, (curl_multi_timer_callback)NULL);
+        CURLMcode mc = real->m_setopt(m, CURLMOPT_TIMERDATA, (void *)r);
+        return mc != CURLM_OK ? mc : real->m_setopt(m, CURLMOPT_TIMERFUNCTION, shim_timer_cb);
     }
     return forward_msetopt(real, m, opt, ap);
 }
 
-static CURLMcode shim_mcleanup(multi_real *real, CURLM *m)
+static CURLMcode shim_mcleanup(bo_curl_real *real, CURLM *m)
 {
-    multi_rec *r = mrec_of(real, m);
+    bo_multi_rec *r = mrec_of(real, m);
 
     if (r == NULL)
-        return real->cleanup(m);
+        return real->m_cleanup(m);
     if (r->in_real)
         return CURLM_RECURSIVE_API_CALL;
     mrec_remove(r);
-    while (r->xfers != NULL) {
-        mxfer *x = r->xfers;
-        r->xfers = x->next;
-        if (x->state == X_RUN) {
-            bo_shim_call_cancel(x->x.sd, &x->x.call);
-            bo_curl_xfer_drop(&x->x);
-        } else if (x->state == X_ADMIT || x->state == X_RETRY) {
-            if (x->x.call.have_result)
-                bo_shim_call_abandoned(x->x.sd);
-            bo_curl_xfer_drop(&x->x);
-        }
-        xindex_del(x);
-        free(x);
-    }
+    while (r->xfers != NULL)
+        xfer_forget(r, r->xfers);
     while (r->spare != NULL) {
-        mxfer *x = r->spare;
+        bo_mxfer *x = r->spare;
         r->spare = x->qnext;
         free(x);
     }
     free(r);
-    return real->cleanup(m);
+    return real->m_cleanup(m);
 }
 
 /*
@@ -960,8 +819,7 @@ static CURLMcode shim_mcleanup(multi_real *real, CURLM *m)
  */
 void bo_multi_easy_gone(void *h)
 {
-    mxfer *gone, **pp;
-    multi_rec *from;
+    bo_mxfer *gone;
 
     if (__atomic_load_n(&g_nmulti, __ATOMIC_ACQUIRE) == 0 || h == NULL)
         return;
@@ -973,25 +831,7 @@ void bo_multi_easy_gone(void *h)
         return;
     /* The handle is its multi handle's, so this is that multi's thread
      * (libcurl's rule): its list is ours to change. */
-    from = gone->owner;
-    for (pp = &from->xfers; *pp != gone; pp = &(*pp)->next) {
-    }
-    *pp = gone->next;
-    xindex_del(gone);
-    if (gone->state == X_RUN || gone->state == X_PASS)
-        from->nactive--;
-    if (gone->state == X_ADMIT || gone->state == X_RETRY)
-        from->npending--;
-    if (gone->state == X_RUN) {
-        bo_shim_call_cancel(gone->x.sd, &gone->x.call);
-        bo_curl_xfer_drop(&gone->x);
-    } else if (gone->state == X_ADMIT || gone->state == X_RETRY) {
-        if (gone->x.call.have_result)
-            bo_shim_call_abandoned(gone->x.sd);
-        bo_curl_xfer_drop(&gone->x);
-    }
-    unqueue(from, gone);
-    xfer_free(from, gone);
+    xfer_forget(gone->owner, gone);
 }
 
 /* ---- exported hooks -------------------------------------------------- */
@@ -1005,80 +845,80 @@ void bo_multi_easy_gone(void *h)
  * address to the second, which finds the caller's libcurl (slot_search)
  * and runs the shim's logic.
  */
-#define HOOK(ret_type, name, params, args, call)                               \
-    __attribute__((noinline)) static ret_type name##_slow(const void *ret,     \
-                                                          params);             \
-    BO_EXPORT ret_type curl_multi_##name(params)                               \
-    {                                                                          \
-        if (internal0(CALLER()))                                               \
-            return g_mreal[0].call;                                            \
-        return name##_slow(CALLER(), args);                                    \
-    }                                                                          \
+#define HOOK(ret_type, name, params, args, call)                           \
+    __attribute__((noinline)) static ret_type name##_slow(const void *ret, \
+                                                          params);         \
+    BO_EXPORT ret_type curl_multi_##name(params)                           \
+    {                                                                      \
+        if (internal0(CALLER()))                                           \
+            return bo_curl_reals[0].call;                                  \
+        return name##_slow(CALLER(), args);                                \
+    }                                                                      \
     __attribute__((noinline)) static ret_type name##_slow(const void *ret, params)
 #define P(...) __VA_ARGS__
 /* The caller's libcurl as `real`; a call from inside libcurl goes straight to it. */
-#define RESOLVE(call)                                                          \
-    bool internal;                                                             \
-    multi_real *real = slot_search(ret, &internal);                            \
-    if (internal)                                                              \
+#define RESOLVE(call)                                 \
+    bool internal;                                    \
+    bo_curl_real *real = slot_search(ret, &internal); \
+    if (internal)                                     \
         return real->call
 
-HOOK(CURLMcode, add_handle, P(CURLM *m, CURL *h), P(m, h), add(m, h))
+HOOK(CURLMcode, add_handle, P(CURLM *m, CURL *h), P(m, h), m_add(m, h))
 {
-    RESOLVE(add(m, h));
+    RESOLVE(m_add(m, h));
     return shim_add(real, m, h, ret);
 }
 
-HOOK(CURLMcode, remove_handle, P(CURLM *m, CURL *h), P(m, h), remove(m, h))
+HOOK(CURLMcode, remove_handle, P(CURLM *m, CURL *h), P(m, h), m_remove(m, h))
 {
-    RESOLVE(remove(m, h));
+    RESOLVE(m_remove(m, h));
     return shim_remove(real, m, h);
 }
 
-HOOK(CURLMcode, perform, P(CURLM *m, int *running), P(m, running), perform(m, running))
+HOOK(CURLMcode, perform, P(CURLM *m, int *running), P(m, running), m_perform(m, running))
 {
-    RESOLVE(perform(m, running));
+    RESOLVE(m_perform(m, running));
     return shim_perform(real, m, running);
 }
 
-HOOK(CURLMsg *, info_read, P(CURLM *m, int *left), P(m, left), info_read(m, left))
+HOOK(CURLMsg *, info_read, P(CURLM *m, int *left), P(m, left), m_info_read(m, left))
 {
-    RESOLVE(info_read(m, left));
+    RESOLVE(m_info_read(m, left));
     return shim_info_read(real, m, left);
 }
 
 HOOK(CURLMcode, wait,
      P(CURLM *m, struct curl_waitfd *fds, unsigned nfds, int ms, int *numfds),
-     P(m, fds, nfds, ms, numfds), wait(m, fds, nfds, ms, numfds))
+     P(m, fds, nfds, ms, numfds), m_wait(m, fds, nfds, ms, numfds))
 {
-    RESOLVE(wait(m, fds, nfds, ms, numfds));
+    RESOLVE(m_wait(m, fds, nfds, ms, numfds));
     return shim_wait(real, false, m, fds, nfds, ms, numfds);
 }
 
 HOOK(CURLMcode, poll,
      P(CURLM *m, struct curl_waitfd *fds, unsigned nfds, int ms, int *numfds),
-     P(m, fds, nfds, ms, numfds), poll(m, fds, nfds, ms, numfds))
+     P(m, fds, nfds, ms, numfds), m_poll(m, fds, nfds, ms, numfds))
 {
-    RESOLVE(poll(m, fds, nfds, ms, numfds));
+    RESOLVE(m_poll(m, fds, nfds, ms, numfds));
     return shim_wait(real, true, m, fds, nfds, ms, numfds);
 }
 
-HOOK(CURLMcode, timeout, P(CURLM *m, long *ms), P(m, ms), timeout(m, ms))
+HOOK(CURLMcode, timeout, P(CURLM *m, long *ms), P(m, ms), m_timeout(m, ms))
 {
-    RESOLVE(timeout(m, ms));
+    RESOLVE(m_timeout(m, ms));
     return shim_timeout(real, m, ms);
 }
 
 HOOK(CURLMcode, socket_action, P(CURLM *m, curl_socket_t s, int ev, int *running),
-     P(m, s, ev, running), socket_action(m, s, ev, running))
+     P(m, s, ev, running), m_socket_action(m, s, ev, running))
 {
-    RESOLVE(socket_action(m, s, ev, running));
+    RESOLVE(m_socket_action(m, s, ev, running));
     return shim_socket_action(real, m, s, ev, running);
 }
 
-HOOK(CURLMcode, cleanup, P(CURLM *m), P(m), cleanup(m))
+HOOK(CURLMcode, cleanup, P(CURLM *m), P(m), m_cleanup(m))
 {
-    RESOLVE(cleanup(m));
+    RESOLVE(m_cleanup(m));
     return shim_mcleanup(real, m);
 }
 
@@ -1089,11 +929,11 @@ BO_EXPORT CURLMcode curl_multi_setopt(CURLM *m, CURLMoption opt, ...)
     const void *ret = CALLER();
     va_start(ap, opt);
     if (internal0(ret)) {
-        rc = forward_msetopt(&g_mreal[0], m, opt, ap);
+        rc = forward_msetopt(&bo_curl_reals[0], m, opt, ap);
     } else {
         int saved = errno;
         bool internal;
-        multi_real *real = slot_search(ret, &internal);
+        bo_curl_real *real = slot_search(ret, &internal);
         errno = saved;
         /* an internal call is forwarded: it manages no record */
         rc = internal ? forward_msetopt(real, m, opt, ap) : shim_msetopt(real, m, opt, ap, ret);
@@ -1109,35 +949,35 @@ BO_EXPORT CURLMcode curl_multi_setopt(CURLM *m, CURLMoption opt, ...)
 #define MSLOT_WRAPPERS(i)                                                                    \
     static CURLMcode madd_##i(CURLM *m, CURL *h)                                             \
     {                                                                                        \
-        return shim_add(&g_mreal[i], m, h, CALLER());                                        \
+        return shim_add(&bo_curl_reals[i], m, h, CALLER());                                  \
     }                                                                                        \
     static CURLMcode mremove_##i(CURLM *m, CURL *h)                                          \
     {                                                                                        \
-        return shim_remove(&g_mreal[i], m, h);                                               \
+        return shim_remove(&bo_curl_reals[i], m, h);                                         \
     }                                                                                        \
     static CURLMcode mperform_##i(CURLM *m, int *running)                                    \
     {                                                                                        \
-        return shim_perform(&g_mreal[i], m, running);                                        \
+        return shim_perform(&bo_curl_reals[i], m, running);                                  \
     }                                                                                        \
     static CURLMsg *minfo_##i(CURLM *m, int *left)                                           \
     {                                                                                        \
-        return shim_info_read(&g_mreal[i], m, left);                                         \
+        return shim_info_read(&bo_curl_reals[i], m, left);                                   \
     }                                                                                        \
     static CURLMcode mwait_##i(CURLM *m, struct curl_waitfd *f, unsigned n, int ms, int *nf) \
     {                                                                                        \
-        return shim_wait(&g_mreal[i], false, m, f, n, ms, nf);                               \
+        return shim_wait(&bo_curl_reals[i], false, m, f, n, ms, nf);                         \
     }                                                                                        \
     static CURLMcode mpoll_##i(CURLM *m, struct curl_waitfd *f, unsigned n, int ms, int *nf) \
     {                                                                                        \
-        return shim_wait(&g_mreal[i], true, m, f, n, ms, nf);                                \
+        return shim_wait(&bo_curl_reals[i], true, m, f, n, ms, nf);                          \
     }                                                                                        \
     static CURLMcode mtimeout_##i(CURLM *m, long *ms)                                        \
     {                                                                                        \
-        return shim_timeout(&g_mreal[i], m, ms);                                             \
+        return shim_timeout(&bo_curl_reals[i], m, ms);                                       \
     }                                                                                        \
     static CURLMcode msock_##i(CURLM *m, curl_socket_t s, int ev, int *running)              \
     {                                                                                        \
-        return shim_socket_action(&g_mreal[i], m, s, ev, running);                           \
+        return shim_socket_action(&bo_curl_reals[i], m, s, ev, running);                     \
     }                                                                                        \
     static CURLMcode msetopt_##i(CURLM *m, CURLMoption opt, ...)                             \
     {                                                                                        \
@@ -1146,17 +986,17 @@ BO_EXPORT CURLMcode curl_multi_setopt(CURLM *m, CURLMoption opt, ...)
         int saved = errno;                                                                   \
         va_start(ap, opt);                                                                   \
         errno = saved;                                                                       \
-        rc = shim_msetopt(&g_mreal[i], m, opt, ap, CALLER());                                \
+        rc = shim_msetopt(&bo_curl_reals[i], m, opt, ap, CALLER());                          \
         va_end(ap);                                                                          \
         return rc;                                                                           \
     }                                                                                        \
     static CURLMcode mcleanup_##i(CURLM *m)                                                  \
     {                                                                                        \
-        return shim_mcleanup(&g_mreal[i], m);                                                \
+        return shim_mcleanup(&bo_curl_reals[i], m);                                          \
     }
-#define MSLOT_ROW(i)                                                                       \
-    {(void *)madd_##i,  (void *)mremove_##i,  (void *)mperform_##i, (void *)minfo_##i,    \
-     (void *)mwait_##i, (void *)mpoll_##i,    (void *)mtimeout_##i, (void *)msock_##i,    \
+#define MSLOT_ROW(i)                                                                   \
+    {(void *)madd_##i,  (void *)mremove_##i,  (void *)mperform_##i, (void *)minfo_##i, \
+     (void *)mwait_##i, (void *)mpoll_##i,    (void *)mtimeout_##i, (void *)msock_##i, \
      (void *)msetopt_##i, (void *)mcleanup_##i}
 
 MSLOT_WRAPPERS(0)
@@ -1168,7 +1008,7 @@ MSLOT_WRAPPERS(5)
 MSLOT_WRAPPERS(6)
 MSLOT_WRAPPERS(7)
 
-_Static_assert(BO_MAX_CURLS == 8, "one MSLOT_WRAPPERS line per slot");
+_Static_assert(BO_LIB_MAX_COPIES == 8, "one MSLOT_WRAPPERS line per slot");
 _Static_assert(BO_CURL_M_ADD == BO_CURL_M_FIRST && BO_CURL_M_REMOVE == BO_CURL_M_FIRST + 1 &&
                    BO_CURL_M_PERFORM == BO_CURL_M_FIRST + 2 &&
                    BO_CURL_M_INFO_READ == BO_CURL_M_FIRST + 3 &&
@@ -1180,7 +1020,7 @@ _Static_assert(BO_CURL_M_ADD == BO_CURL_M_FIRST && BO_CURL_M_REMOVE == BO_CURL_M
                    BO_CURL_NHOOKED == BO_CURL_M_FIRST + 10,
                "MSLOT_ROW follows BO_CURL_M_*");
 
-static void *const g_mwrappers[BO_MAX_CURLS][BO_CURL_NHOOKED - BO_CURL_M_FIRST] = {
+static void *const g_mwrappers[BO_LIB_MAX_COPIES][BO_CURL_NHOOKED - BO_CURL_M_FIRST] = {
     MSLOT_ROW(0), MSLOT_ROW(1), MSLOT_ROW(2), MSLOT_ROW(3),
     MSLOT_ROW(4), MSLOT_ROW(5), MSLOT_ROW(6), MSLOT_ROW(7),
 };

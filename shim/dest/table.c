@@ -1,5 +1,5 @@
 /*
- * shim_table: the process-local destination table.
+ * table.c: the process-local destination table (dest.h).
  *
  * Every destination is managed, however many there are.  The table is cut
  * into SHARDS shards by the key's hash, each with its own lock, its own
@@ -21,11 +21,11 @@
  *
  * Lock order: a shard lock, then a block's mutex (eviction reads and
  * retires a block's counters) or the host-wide file's and slot's locks
- * (attach and detach, shim_share.c); nobody takes a shard lock while
+ * (attach and detach, share.c); nobody takes a shard lock while
  * holding a block's mutex or a slot's lock.
  *
  * BACKOFF_SHARE=host: a block is attached to its host-wide slot from its
- * first use until it is freed (or the process exits: bo_shim_table_exit).
+ * first use until it is freed (or the process exits: bo_block_table_exit).
  * The move of refs to zero marks the process's entry in the slot idle
  * without a lock; the move from zero checks, under the slot's lock only,
  * that the slot is still this destination's and the entry ours, and
@@ -33,8 +33,10 @@
  * knows takes no file lock, and the file may still evict a slot whose
  * entries are all idle: one in use is never evicted.
  */
-#include "bo_shim.h"
-#include "shim_share.h"
+#include "core/core.h"
+#include "dest/block.h"
+#include "dest/redis.h"
+#include "dest/share.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -56,12 +58,12 @@
 
 typedef struct shard {
     pthread_mutex_t mu;
-    bo_shim_dest **buckets;     /* nbuckets chains (power of two) */
+    bo_block **buckets;     /* nbuckets chains (power of two) */
     size_t nbuckets;
     size_t count;               /* blocks in the shard */
     size_t idle;                /* blocks on the idle list */
-    bo_shim_dest *lru_head;     /* most recently idle */
-    bo_shim_dest *lru_tail;     /* evicted first */
+    bo_block *lru_head;     /* most recently idle */
+    bo_block *lru_tail;     /* evicted first */
 } shard;
 
 #define S {.mu = PTHREAD_MUTEX_INITIALIZER}
@@ -80,29 +82,29 @@ static size_t bucket_of(const shard *s, uint64_t hash)
     return (size_t)(hash / SHARDS) & (s->nbuckets - 1);
 }
 
-static void lru_unlink(shard *s, bo_shim_dest *sd)
+static void lru_unlink(shard *s, bo_block *blk)
 {
-    if (sd->lru_prev != NULL)
-        sd->lru_prev->lru_next = sd->lru_next;
+    if (blk->lru_prev != NULL)
+        blk->lru_prev->lru_next = blk->lru_next;
     else
-        s->lru_head = sd->lru_next;
-    if (sd->lru_next != NULL)
-        sd->lru_next->lru_prev = sd->lru_prev;
+        s->lru_head = blk->lru_next;
+    if (blk->lru_next != NULL)
+        blk->lru_next->lru_prev = blk->lru_prev;
     else
-        s->lru_tail = sd->lru_prev;
-    sd->lru_prev = sd->lru_next = NULL;
+        s->lru_tail = blk->lru_prev;
+    blk->lru_prev = blk->lru_next = NULL;
     s->idle--;
 }
 
-static void lru_push(shard *s, bo_shim_dest *sd)
+static void lru_push(shard *s, bo_block *blk)
 {
-    sd->lru_prev = NULL;
-    sd->lru_next = s->lru_head;
+    blk->lru_prev = NULL;
+    blk->lru_next = s->lru_head;
     if (s->lru_head != NULL)
-        s->lru_head->lru_prev = sd;
+        s->lru_head->lru_prev = blk;
     else
-        s->lru_tail = sd;
-    s->lru_head = sd;
+        s->lru_tail = blk;
+    s->lru_head = blk;
     s->idle++;
 }
 
@@ -111,7 +113,7 @@ static void lru_push(shard *s, bo_shim_dest *sd)
 static void maybe_grow(shard *s)
 {
     size_t n = s->nbuckets == 0 ? BUCKETS_MIN : s->nbuckets * 2;
-    bo_shim_dest **b;
+    bo_block **b;
 
     if (s->nbuckets != 0 && s->count <= s->nbuckets)
         return;
@@ -119,12 +121,12 @@ static void maybe_grow(shard *s)
     if (b == NULL)
         return;
     for (size_t i = 0; i < s->nbuckets; i++) {
-        bo_shim_dest *sd = s->buckets[i], *next;
-        for (; sd != NULL; sd = next) {
-            next = sd->hnext;
-            size_t j = (size_t)(sd->hash / SHARDS) & (n - 1);
-            sd->hnext = b[j];
-            b[j] = sd;
+        bo_block *blk = s->buckets[i], *next;
+        for (; blk != NULL; blk = next) {
+            next = blk->hnext;
+            size_t j = (size_t)(blk->hash / SHARDS) & (n - 1);
+            blk->hnext = b[j];
+            b[j] = blk;
         }
     }
     free(s->buckets);
@@ -136,26 +138,26 @@ static void maybe_grow(shard *s)
 static void evict(shard *s)
 {
     while (s->idle > IDLE_PER_SHARD) {
-        bo_shim_dest *sd = s->lru_tail, **pp;
-        lru_unlink(s, sd);
-        for (pp = &s->buckets[bucket_of(s, sd->hash)]; *pp != sd; pp = &(*pp)->hnext) {
+        bo_block *blk = s->lru_tail, **pp;
+        lru_unlink(s, blk);
+        for (pp = &s->buckets[bucket_of(s, blk->hash)]; *pp != blk; pp = &(*pp)->hnext) {
         }
-        *pp = sd->hnext;
+        *pp = blk->hnext;
         s->count--;
-        pthread_mutex_lock(&sd->mu);
-        bo_shim_dest_retire(sd);
-        pthread_mutex_unlock(&sd->mu);
-        bo_share_detach(sd->shared, sd->share_idx, sd->share_gen, 0);
-        pthread_cond_destroy(&sd->cv);
-        pthread_mutex_destroy(&sd->mu);
-        free(sd);
+        pthread_mutex_lock(&blk->mu);
+        bo_block_retire(blk);
+        pthread_mutex_unlock(&blk->mu);
+        bo_share_detach(blk->shared, blk->share_idx, blk->share_gen, 0);
+        pthread_cond_destroy(&blk->cv);
+        pthread_mutex_destroy(&blk->mu);
+        free(blk);
     }
 }
 
-bo_shim_dest *bo_shim_dest_get(const char *key)
+bo_block *bo_block_get(const char *key)
 {
-    const bo_config *cfg = bo_shim_config();
-    bo_shim_dest *sd;
+    const bo_config *cfg = bo_core_config();
+    bo_block *blk;
     size_t len;
     uint64_t h;
     shard *s;
@@ -165,39 +167,41 @@ bo_shim_dest *bo_shim_dest_get(const char *key)
     h = bo_share_key_hash(key, &len); /* the host-wide file's hash starts from it */
     if (len >= BO_DEST_KEY_LEN)
         return NULL;
-    bo_share_init(cfg); /* before the shard lock: it may take the init lock */
+    /* the backends open once, before the shard lock: they may take the init lock */
+    bo_share_init(cfg);
+    bo_redis_init(cfg);
     s = shard_of(h);
     pthread_mutex_lock(&s->mu);
     if (s->nbuckets != 0) {
-        for (sd = s->buckets[bucket_of(s, h)]; sd != NULL; sd = sd->hnext) {
-            if (sd->hash == h && strcmp(sd->key, key) == 0) {
-                if (__atomic_fetch_add(&sd->refs, 1, __ATOMIC_ACQ_REL) == 0) {
-                    lru_unlink(s, sd);
-                    if (sd->shared == NULL ||
-                        !bo_share_reuse(sd->shared, sd->share_idx, sd->share_gen, cfg))
-                        sd->shared = bo_share_attach(key, len, h, cfg, &sd->share_idx,
-                                                     &sd->share_gen);
+        for (blk = s->buckets[bucket_of(s, h)]; blk != NULL; blk = blk->hnext) {
+            if (blk->hash == h && strcmp(blk->key, key) == 0) {
+                if (__atomic_fetch_add(&blk->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+                    lru_unlink(s, blk);
+                    if (blk->shared == NULL ||
+                        !bo_share_reuse(blk->shared, blk->share_idx, blk->share_gen, cfg))
+                        blk->shared = bo_share_attach(key, len, h, cfg, &blk->share_idx,
+                                                     &blk->share_gen);
                 }
                 goto out;
             }
         }
     }
     maybe_grow(s);
-    sd = s->nbuckets != 0 ? calloc(1, sizeof *sd) : NULL;
-    if (sd == NULL)
+    blk = s->nbuckets != 0 ? calloc(1, sizeof *blk) : NULL;
+    if (blk == NULL)
         goto out;
-    memcpy(sd->key, key, len + 1);
-    sd->hash = h;
-    __atomic_store_n(&sd->refs, 1, __ATOMIC_RELAXED);
-    bo_shim_dest_init_block(sd, cfg);
-    sd->shared = bo_share_attach(key, len, h, cfg, &sd->share_idx, &sd->share_gen);
+    memcpy(blk->key, key, len + 1);
+    blk->hash = h;
+    __atomic_store_n(&blk->refs, 1, __ATOMIC_RELAXED);
+    bo_block_init(blk, cfg);
+    blk->shared = bo_share_attach(key, len, h, cfg, &blk->share_idx, &blk->share_gen);
     size_t b = bucket_of(s, h);
-    sd->hnext = s->buckets[b];
-    s->buckets[b] = sd;
+    blk->hnext = s->buckets[b];
+    s->buckets[b] = blk;
     s->count++;
 out:
     pthread_mutex_unlock(&s->mu);
-    return sd;
+    return blk;
 }
 
 /*
@@ -207,49 +211,53 @@ out:
  * lock-free change (from a holder: ref, or a put that leaves one) never
  * races with its eviction.
  */
-bo_shim_dest *bo_shim_dest_ref(bo_shim_dest *sd)
+bo_block *bo_block_ref(bo_block *blk)
 {
-    if (sd != NULL)
-        __atomic_add_fetch(&sd->refs, 1, __ATOMIC_RELAXED); /* the caller holds one */
-    return sd;
+    if (blk != NULL)
+        __atomic_add_fetch(&blk->refs, 1, __ATOMIC_RELAXED); /* the caller holds one */
+    return blk;
 }
 
-void bo_shim_dest_put(bo_shim_dest *sd)
+void bo_block_put(bo_block *blk)
 {
     unsigned n;
     shard *s;
 
-    if (sd == NULL)
+    if (blk == NULL)
         return;
-    n = __atomic_load_n(&sd->refs, __ATOMIC_RELAXED);
+    n = __atomic_load_n(&blk->refs, __ATOMIC_RELAXED);
     while (n > 1) {
-        if (__atomic_compare_exchange_n(&sd->refs, &n, n - 1, false, __ATOMIC_ACQ_REL,
+        if (__atomic_compare_exchange_n(&blk->refs, &n, n - 1, false, __ATOMIC_ACQ_REL,
                                         __ATOMIC_RELAXED))
             return;
     }
-    s = shard_of(sd->hash);
+    s = shard_of(blk->hash);
     pthread_mutex_lock(&s->mu);
-    if (__atomic_sub_fetch(&sd->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+    if (__atomic_sub_fetch(&blk->refs, 1, __ATOMIC_ACQ_REL) == 0) {
         /* Idle: the host-wide entry turns idle but stays, so that the next
          * get needs no new attach (it holds nothing the file cannot take). */
-        if (sd->shared != NULL)
-            bo_share_idle(sd->shared, sd->share_idx);
-        lru_push(s, sd);
+        if (blk->shared != NULL)
+            bo_share_idle(blk->shared, blk->share_idx);
+        lru_push(s, blk);
         evict(s);
     }
     pthread_mutex_unlock(&s->mu);
 }
 
-void bo_shim_table_foreach(void (*fn)(bo_shim_dest *sd, void *ctx), void *ctx)
+void bo_block_totals_get(bo_block_totals *t, int64_t until_ns)
 {
+    uint64_t best = 0;
+
+    *t = (bo_block_totals){0};
     for (unsigned i = 0; i < SHARDS; i++) {
         shard *s = &g_shards[i];
         pthread_mutex_lock(&s->mu);
         for (size_t b = 0; b < s->nbuckets; b++)
-            for (bo_shim_dest *sd = s->buckets[b]; sd != NULL; sd = sd->hnext)
-                fn(sd, ctx);
+            for (bo_block *blk = s->buckets[b]; blk != NULL; blk = blk->hnext)
+                bo_block_sum(blk, t, &best, until_ns);
         pthread_mutex_unlock(&s->mu);
     }
+    bo_block_sum_retired(t);
 }
 
 /*
@@ -260,65 +268,67 @@ void bo_shim_table_foreach(void (*fn)(bo_shim_dest *sd, void *ctx), void *ctx)
  * are reaped.  A slot's lock is waited for until until_ns at most, all
  * slots together (a process stopped in one must not keep this one alive).
  */
-void bo_shim_table_exit(int64_t until_ns)
+void bo_block_table_exit(int64_t until_ns)
 {
     for (unsigned i = 0; i < SHARDS; i++) {
         shard *s = &g_shards[i];
         pthread_mutex_lock(&s->mu);
-        for (bo_shim_dest *sd = s->lru_head; sd != NULL; sd = sd->lru_next) {
-            bo_share_detach(sd->shared, sd->share_idx, sd->share_gen, until_ns);
-            sd->shared = NULL;
+        for (bo_block *blk = s->lru_head; blk != NULL; blk = blk->lru_next) {
+            bo_share_detach(blk->shared, blk->share_idx, blk->share_gen, until_ns);
+            blk->shared = NULL;
         }
         pthread_mutex_unlock(&s->mu);
     }
 }
 
 /* Fork: every shard lock in order, then every block's mutex. */
-void bo_shim_table_prepare_fork(void)
+void bo_block_table_prepare_fork(void)
 {
     for (unsigned i = 0; i < SHARDS; i++)
         pthread_mutex_lock(&g_shards[i].mu);
     for (unsigned i = 0; i < SHARDS; i++) {
         shard *s = &g_shards[i];
         for (size_t b = 0; b < s->nbuckets; b++)
-            for (bo_shim_dest *sd = s->buckets[b]; sd != NULL; sd = sd->hnext)
-                pthread_mutex_lock(&sd->mu);
+            for (bo_block *blk = s->buckets[b]; blk != NULL; blk = blk->hnext)
+                pthread_mutex_lock(&blk->mu);
     }
 }
 
-void bo_shim_table_parent_fork(void)
+void bo_block_table_parent_fork(void)
 {
     for (unsigned i = 0; i < SHARDS; i++) {
         shard *s = &g_shards[i];
         for (size_t b = 0; b < s->nbuckets; b++)
-            for (bo_shim_dest *sd = s->buckets[b]; sd != NULL; sd = sd->hnext)
-                pthread_mutex_unlock(&sd->mu);
+            for (bo_block *blk = s->buckets[b]; blk != NULL; blk = blk->hnext)
+                pthread_mutex_unlock(&blk->mu);
     }
     for (unsigned i = SHARDS; i-- > 0;)
         pthread_mutex_unlock(&g_shards[i].mu);
 }
 
 /*
- * In the child, child_block re-initialises each block (its mutex and
- * condvar among them), and the shard locks are made anew.  References the
+ * In the child, each block starts its process-local state anew
+ * (bo_block_child: its mutex and condvar among them), the evicted blocks'
+ * counts are forgotten, and the shard locks are made anew.  References the
  * parent's other threads held (a connect() in progress) are never released
  * here: those blocks stay pinned, which costs memory, never correctness.
  * A block in use attaches to its slot as the child; an idle one forgets its
  * slot without touching the file (the idle entry there is the parent's),
  * and attaches anew if the child uses it.
  */
-void bo_shim_table_child_fork(void (*child_block)(bo_shim_dest *sd))
+void bo_block_table_child_fork(void)
 {
+    bo_block_child_retired();
     for (unsigned i = 0; i < SHARDS; i++) {
         shard *s = &g_shards[i];
         for (size_t b = 0; b < s->nbuckets; b++)
-            for (bo_shim_dest *sd = s->buckets[b]; sd != NULL; sd = sd->hnext) {
-                child_block(sd);
-                if (sd->shared != NULL &&
-                    (__atomic_load_n(&sd->refs, __ATOMIC_RELAXED) == 0 ||
-                     !bo_share_child_reattach(sd->shared, sd->key, sd->share_gen,
-                                              &sd->share_idx)))
-                    sd->shared = NULL;
+            for (bo_block *blk = s->buckets[b]; blk != NULL; blk = blk->hnext) {
+                bo_block_child(blk);
+                if (blk->shared != NULL &&
+                    (__atomic_load_n(&blk->refs, __ATOMIC_RELAXED) == 0 ||
+                     !bo_share_child_reattach(blk->shared, blk->key, blk->share_gen,
+                                              &blk->share_idx)))
+                    blk->shared = NULL;
             }
         pthread_mutex_init(&s->mu, NULL);
     }

@@ -1,6 +1,6 @@
 /*
- * shim_redis: the fleet's part of each destination in Redis (issue 14; the
- * contract is in shim_redis.h and docs/DESIGN.md, "The fleet").
+ * redis.c: the fleet's part of each destination in Redis (the contract is
+ * in redis.h and docs/DESIGN.md, "A fleet of hosts through Redis").
  *
  * Keys, for destination D in namespace N (both of one destination in one
  * Redis Cluster slot through the {D} hash tag), both expiring ttl_ms after
@@ -14,25 +14,21 @@
  *                         that died holding leases loses them then.
  * Times are Redis's own clock (TIME, microseconds): hosts' clocks never meet.
  *
- * The script (one, three operations, atomic as every Redis script is):
+ * The script (fleet.lua, one, three operations, atomic as every Redis
+ * script is) runs policies/bo_fleet.c's rules, with their constants passed
+ * in (bo_fleet_rules):
  *   a (admit)    expired leases go; wait while the pace's next send is
  *                ahead; wait while the leases fill the window; else lease.
- *   c (complete) the lease goes; a success grows the window (slow start,
- *                then +1/cwnd, only while it was nearly full) and the pace
- *                (+max(1/rate, rate/500) Hz); a throttle of an attempt sent
- *                after the last cut cuts: the window by beta while it is above
- *                4 (a concurrency limit), else the pace (a metered rate,
- *                which a small window cannot hold when answers are quick):
- *                to 0.9 x the successes of the last second the first time,
- *                then x 0.9, and the next send waits one gap; a loss leaves
- *                one lease.
+ *   c (complete) the lease goes and the fleet's window and pace learn from
+ *                the outcome (bo_fleet.h);
  *   r (release)  the lease goes, nothing learnt (an attempt that never ran).
  */
-#include "shim_redis.h"
+#include "dest/redis.h"
 
-#include "bo_shim.h"
+#include "bo_fleet.h"
 #include "bo_time.h"
 #include "bo_window.h"
+#include "core/core.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -46,121 +42,8 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char k_script[] =
-    "local t = redis.call('TIME')\n"
-    "local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
-    "local k, lk, qk, qlk = KEYS[1], KEYS[2], KEYS[3], KEYS[4]\n"
-    "local op, id = ARGV[1], ARGV[2]\n"
-    "local lease_us, ttl = tonumber(ARGV[3]), tonumber(ARGV[4])\n"
-    "local beta = tonumber(ARGV[7])\n"
-    "local f = redis.call('HMGET', k, 'cwnd', 'ssth', 'rate', 'next', 'cut', 'b', 'ok0', "
-    "'ok1', 'ceil', 'rtt', 'pw', 'ps', 'pf')\n"
-    "local cwnd = tonumber(f[1]) or tonumber(ARGV[6])\n"
-    "local ssth = tonumber(f[2]) or 1e9\n"
-    "local rate = tonumber(f[3]) or 0\n"
-    "local nxt = tonumber(f[4]) or 0\n"
-    "local cut = tonumber(f[5]) or 0\n"
-    "local b = tonumber(f[6]) or now\n"
-    "local ok0 = tonumber(f[7]) or -1\n"
-    "local ok1 = tonumber(f[8]) or 0\n"
-    "local ceil = tonumber(f[9]) or 0\n"
-    "local rtt = tonumber(f[10]) or 0\n"
-    "local pw = tonumber(f[11]) or 0\n"
-    "local ps = tonumber(f[12]) or -1\n"
-    "local pf = tonumber(f[13]) or 0\n"
-    "local soon = math.max(300000, 4 * rtt)\n"
-    "redis.call('ZREMRANGEBYSCORE', lk, '-inf', now)\n"
-    "local gone = redis.call('ZRANGEBYSCORE', qlk, '-inf', now - 150000, 'LIMIT', 0, 64)\n"
-    "if #gone > 0 then\n"
-    "  redis.call('ZREM', qk, unpack(gone)); redis.call('ZREM', qlk, unpack(gone))\n"
-    "end\n"
-    "local res = {1, 0}\n"
-    "if now - b >= 1e6 then\n"
-    "  if now - b < 2e6 then ok0 = ok1 else ok0 = 0 end\n"
-    "  ok1 = 0; b = now\n"
-    "end\n"
-    "if op == 'a' then\n"
-    "  local n = redis.call('ZCARD', lk)\n"
-    "  if rate > 0 and nxt > now then\n"
-    "    res = {0, math.floor(nxt - now)}\n"
-    "  else\n"
-    "    local rank = redis.call('ZRANK', qk, id)\n"
-    "    local ahead = rank or redis.call('ZCARD', qk)\n"
-    "    local free = math.floor(cwnd) - n\n"
-    "    if free <= ahead then\n"
-    "      if not rank then redis.call('ZADD', qk, now, id) end\n"
-    "      redis.call('ZADD', qlk, now, id)\n"
-    "      local w = 20000\n"
-    "      if rtt > 0 then w = math.min(w, math.max(1000, (ahead - free + 1) * rtt / cwnd)) end\n"
-    "      res = {0, math.floor(w)}\n"
-    "    else\n"
-    "      if rank then redis.call('ZREM', qk, id); redis.call('ZREM', qlk, id) end\n"
-    "      redis.call('ZADD', lk, now + lease_us, id)\n"
-    "      if rate > 0 then\n"
-    "        local gap = 1e6 / rate\n"
-    "        nxt = math.max(nxt, now - gap) + gap\n"
-    "      end\n"
-    "      res = {1, n + 1}\n"
-    "    end\n"
-    "  end\n"
-    "else\n"
-    "  if op == 'r' then redis.call('ZREM', qk, id); redis.call('ZREM', qlk, id) end\n"
-    "  local sent = redis.call('ZSCORE', lk, id)\n"
-    "  redis.call('ZREM', lk, id)\n"
-    "  local n = redis.call('ZCARD', lk)\n"
-    "  local o = ARGV[5]\n"
-    "  if op == 'c' and sent then\n"
-    "    sent = tonumber(sent) - lease_us\n"
-    "    if o == 's' then\n"
-    "      ok1 = ok1 + 1\n"
-    "      if rtt > 0 then rtt = 0.875 * rtt + 0.125 * (now - sent) else rtt = now - sent end\n"
-    "      if n + 2 >= cwnd or redis.call('EXISTS', qk) == 1 then\n"
-    "        local inc = 1 / cwnd\n"
-    "        if cwnd < ssth then inc = 0.75 end\n"
-    "        if cwnd + 1 >= ceil and cwnd < ceil + 1 and now - cut < 2e6 then inc = inc / 8 end\n"
-    "        if cwnd >= ssth and cut > 0 and rtt > 0 then\n"
-    "          if ps < 0 and now - cut >= pw then ps = now; pf = cwnd end\n"
-    "          if ps >= 0 then\n"
-    "            local g = math.min(0.75, 0.25 * 2 ^ math.floor((now - ps) / rtt))\n"
-    "            if g > inc then inc = g end\n"
-    "          end\n"
-    "        end\n"
-    "        cwnd = cwnd + inc\n"
-    "      end\n"
-    "      if rate > 0 then rate = rate + math.max(1 / rate, rate / 500) end\n"
-    "    elseif o == 't' and sent >= cut then\n"
-    "      cut = now\n"
-    "      local okr = ok0\n"
-    "      if okr < 0 then okr = ok1 * 1e6 / math.max(now - b, 50000) end\n"
-    "      if cwnd > 4 and (rtt == 0 or okr >= 0.1 * cwnd * 1e6 / rtt) then\n"
-    "        ceil = cwnd\n"
-    "        local c = math.max(1, cwnd * beta, math.min(cwnd, n))\n"
-    "        if ps >= 0 then\n"
-    "          if c > pf * 1.1 then pw = soon else pw = math.min(2 * pw, 8e6) end\n"
-    "          ps = -1\n"
-    "        elseif c < cwnd * 0.7 then pw = soon\n"
-    "        elseif pw == 0 then pw = math.max(2e6, 20 * rtt) end\n"
-    "        cwnd = c; ssth = c\n"
-    "      else\n"
-    "        local meas = ok0\n"
-    "        if meas < 0 then meas = ok1 end\n"
-    "        if rate > 0 then rate = rate * 0.9\n"
-    "        else rate = math.max(meas, 1) * 0.9 end\n"
-    "        if rate < 0.1 then rate = 0.1 end\n"
-    "        nxt = math.max(nxt, now + 1e6 / rate)\n"
-    "      end\n"
-    "    elseif o == 'l' and sent >= cut then\n"
-    "      cut = now; ssth = math.max(2, cwnd * beta); cwnd = 1\n"
-    "    end\n"
-    "  end\n"
-    "end\n"
-    "redis.call('HSET', k, 'cwnd', cwnd, 'ssth', ssth, 'rate', rate, 'next', nxt, 'cut', cut,"
-    " 'b', b, 'ok0', ok0, 'ok1', ok1, 'ceil', ceil, 'rtt', rtt, 'pw', pw, 'ps', ps, 'pf', pf)\n"
-    "redis.call('PEXPIRE', k, ttl)\n"
-    "redis.call('PEXPIRE', lk, ttl)\n"
-    "redis.call('PEXPIRE', qk, ttl)\n"
-    "redis.call('PEXPIRE', qlk, ttl)\n"
-    "return res\n";
+/* The script (fleet.lua, made a C string at build time: k_fleet_script). */
+#include "fleet_script.h"
 
 /* How often a call refused for a full fleet window asks again. */
 #define FLEET_POLL_NS (20 * BO_NS_PER_MS)
@@ -176,7 +59,7 @@ static const char k_script[] =
 #define JOIN_POLL_NS (2 * BO_NS_PER_MS)
 #define RETRY_MAX_NS (30000 * BO_NS_PER_MS)
 
-/* Set once by bo_redis_configure (load_config, before any call). */
+/* Set once by bo_redis_init (before the first destination is used). */
 static int g_on;
 static bo_redis_url g_url;
 static char g_ns[BO_REDIS_NS_LEN];
@@ -184,6 +67,7 @@ static char g_user[128], g_pass[256];
 static bool g_verbose;
 static unsigned g_window;
 static double g_beta;
+static char g_rules[512]; /* bo_fleet_rules, as the script reads them */
 
 /* The connection and what goes with it, guarded by g_mu. */
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -241,38 +125,25 @@ bool bo_redis_active(void)
     return __atomic_load_n(&g_on, __ATOMIC_ACQUIRE) != 0;
 }
 
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...)
+/* One line under BACKOFF_VERBOSE. */
+__attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...)
 {
-    char line[600];
     va_list ap;
-    int saved = errno;
 
     if (!g_verbose)
         return;
     va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof line - 1, fmt, ap);
+    bo_core_vline(fmt, ap);
     va_end(ap);
-    if (n < 0)
-        return;
-    if ((size_t)n > sizeof line - 2)
-        n = (int)sizeof line - 2;
-    line[n++] = '\n';
-    ssize_t w = write(2, line, (size_t)n);
-    (void)w;
-    errno = saved;
 }
 
-void bo_redis_configure(const bo_config *cfg)
+static int g_inited; /* bo_core_once */
+static const bo_config *g_init_cfg;
+
+static void init_once(void)
 {
-    if (cfg->share_warning[0] != '\0') {
-        char line[BO_ERR_LEN + 2];
-        int n = snprintf(line, sizeof line, "%s\n", cfg->share_warning);
-        if (n > 0) {
-            ssize_t w = write(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
-            (void)w;
-        }
-    }
+    const bo_config *cfg = __atomic_load_n(&g_init_cfg, __ATOMIC_RELAXED);
+
     if (cfg->share != BO_SHARE_REDIS || cfg->policy != BO_POLICY_AIMD)
         return;
     g_url = cfg->redis;
@@ -287,14 +158,18 @@ void bo_redis_configure(const bo_config *cfg)
     g_verbose = cfg->verbose;
     g_window = cfg->window;
     g_beta = cfg->beta > 0 ? cfg->beta : bo_window_default_beta();
+    bo_fleet_rules rules;
+    bo_fleet_rules_default(&rules);
+    bo_fleet_rules_format(&rules, g_rules, sizeof g_rules);
     __atomic_store_n(&g_on, 1, __ATOMIC_RELEASE);
 }
 
-static int64_t mono_ns(void)
+void bo_redis_init(const bo_config *cfg)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * BO_NS_PER_S + ts.tv_nsec;
+    if (__atomic_load_n(&g_inited, __ATOMIC_ACQUIRE))
+        return;
+    __atomic_store_n(&g_init_cfg, cfg, __ATOMIC_RELAXED); /* every caller passes the same */
+    bo_core_once(&g_inited, init_once);
 }
 
 /* The connection's lock, waited for at most the bound: false means go alone. */
@@ -318,7 +193,7 @@ static void went_down(const char *why)
         redisFree(g_ctx);
         g_ctx = NULL;
     }
-    __atomic_store_n(&g_retry_ns, mono_ns() + g_backoff_ns, __ATOMIC_RELAXED);
+    __atomic_store_n(&g_retry_ns, bo_core_now_ns() + g_backoff_ns, __ATOMIC_RELAXED);
     if (!g_down)
         say("backoff: BACKOFF_SHARE=%s: %s; this host goes on with its host-wide state alone "
             "and tries Redis again in %" PRId64 " ms",
@@ -341,7 +216,7 @@ static void reply_error(const char *what, redisReply *r)
 
 static bool load_script(void)
 {
-    redisReply *r = redisCommand(g_ctx, "SCRIPT LOAD %s", k_script);
+    redisReply *r = redisCommand(g_ctx, "SCRIPT LOAD %s", k_fleet_script);
     if (r == NULL || r->type != REDIS_REPLY_STRING || r->len >= sizeof g_sha) {
         reply_error("SCRIPT LOAD", r);
         return false;
@@ -449,16 +324,17 @@ static redisReply *run(char op, const char *key, uint64_t seq, char outcome)
     snprintf(ttl, sizeof ttl, "%" PRId64, g_url.ttl_ms);
     snprintf(win, sizeof win, "%u", g_window);
     snprintf(beta, sizeof beta, "%.3f", g_beta);
-    const char *argv[] = {"EVALSHA", g_sha, "4",  k,   lk,  qk,  qlk,
-                          ops,       member, lease, ttl, out, win, beta};
-    redisReply *r = redisCommandArgv(g_ctx, 14, argv, NULL);
+    const char *argv[] = {"EVALSHA", g_sha, "4", k,   lk,  qk,   qlk,    ops,
+                          member,    lease, ttl, out, win, beta, g_rules};
+    const int argc = sizeof argv / sizeof argv[0];
+    redisReply *r = redisCommandArgv(g_ctx, argc, argv, NULL);
     if (r != NULL && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0) {
         /* the cache lost it (Redis restarted, SCRIPT FLUSH): EVAL runs the
          * text and caches it again under the same SHA1, one round trip */
         freeReplyObject(r);
         argv[0] = "EVAL";
-        argv[1] = k_script;
-        r = redisCommandArgv(g_ctx, 14, argv, NULL);
+        argv[1] = k_fleet_script;
+        r = redisCommandArgv(g_ctx, argc, argv, NULL);
     }
     if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
         r->element[0]->type == REDIS_REPLY_INTEGER && r->element[1]->type == REDIS_REPLY_INTEGER)
@@ -469,15 +345,15 @@ static redisReply *run(char op, const char *key, uint64_t seq, char outcome)
     return NULL;
 }
 
-bo_redis_answer bo_redis_admit(const char *key, int64_t now_ns, uint64_t *lease,
+bo_fleet_answer bo_redis_admit(const char *key, int64_t now_ns, uint64_t *lease,
                                uint64_t *ticket, int64_t *until_ns)
 {
-    bo_redis_answer a = BO_REDIS_ALONE;
-    int saved = errno, busy = bo_shim_busy;
+    bo_fleet_answer a = BO_FLEET_ALONE;
+    int saved = errno, busy = bo_core_busy;
 
     *lease = 0;
     if (!bo_redis_active())
-        return BO_REDIS_ALONE;
+        return BO_FLEET_ALONE;
     if (!lock_bounded()) {
         /*
          * Another thread holds the connection.  While it is making the
@@ -489,11 +365,11 @@ bo_redis_answer bo_redis_admit(const char *key, int64_t now_ns, uint64_t *lease,
          */
         if (__atomic_load_n(&g_joined, __ATOMIC_ACQUIRE) ||
             __atomic_load_n(&g_retry_ns, __ATOMIC_RELAXED) != 0)
-            return BO_REDIS_ALONE;
+            return BO_FLEET_ALONE;
         *until_ns = now_ns + JOIN_POLL_NS;
-        return BO_REDIS_WAIT;
+        return BO_FLEET_WAIT;
     }
-    bo_shim_busy = 1; /* hiredis's own connect() passes straight through */
+    bo_core_busy = 1; /* hiredis's own connect() passes straight through */
     if (ready(now_ns)) {
         release_orphans(); /* usually none: one load under a lock */
         /* The call keeps its place in the fleet's queue from one ask to the next. */
@@ -503,17 +379,17 @@ bo_redis_answer bo_redis_admit(const char *key, int64_t now_ns, uint64_t *lease,
         if (r != NULL) {
             if (r->element[0]->integer == 1) {
                 *lease = seq;
-                a = BO_REDIS_GO;
+                a = BO_FLEET_GO;
             } else {
                 *ticket = seq;
                 long long us = r->element[1]->integer;
                 *until_ns = now_ns + (us > 0 ? (int64_t)us * 1000 : FLEET_POLL_NS);
-                a = BO_REDIS_WAIT;
+                a = BO_FLEET_WAIT;
             }
             freeReplyObject(r);
         }
     }
-    bo_shim_busy = busy;
+    bo_core_busy = busy;
     pthread_mutex_unlock(&g_mu);
     errno = saved;
     return a;
@@ -523,7 +399,7 @@ bo_redis_answer bo_redis_admit(const char *key, int64_t now_ns, uint64_t *lease,
 __attribute__((noinline)) static void finish(const char *key, uint64_t *lease, char op,
                                              char outcome)
 {
-    int saved = errno, busy = bo_shim_busy;
+    int saved = errno, busy = bo_core_busy;
     uint64_t seq = *lease;
 
     *lease = 0;
@@ -533,15 +409,15 @@ __attribute__((noinline)) static void finish(const char *key, uint64_t *lease, c
         orphan_push(key, seq);
         return;
     }
-    bo_shim_busy = 1;
-    if (ready(mono_ns())) {
+    bo_core_busy = 1;
+    if (ready(bo_core_now_ns())) {
         redisReply *r = run(op, key, seq, outcome);
         if (r != NULL)
             freeReplyObject(r);
     } else {
         orphan_push(key, seq); /* given back on reconnection (or it expires) */
     }
-    bo_shim_busy = busy;
+    bo_core_busy = busy;
     pthread_mutex_unlock(&g_mu);
     errno = saved;
 }

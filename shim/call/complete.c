@@ -1,0 +1,101 @@
+/*
+ * complete.c: an admitted attempt's end (call.h): the engine's next step
+ * under the destination's lock, the waiting calls woken, then, with no lock
+ * held, the fleet told, the trace row and the verbose line; a call that
+ * ends without its attempt (cancel) or without another one (abandoned).
+ */
+#include "call/call.h"
+
+#include <inttypes.h>
+
+#include "bo_time.h"
+#include "call/report.h"
+#include "core/core.h"
+
+/*
+ * The server's quota from the answer's rate-limit headers, unless it came
+ * from a cache (Age > 0, or 304 Not Modified: a cache revalidated, the
+ * quota is the cache's).
+ */
+static bool answer_quota(const bo_config *cfg, const bo_run_result *r, bo_rl_quota *quota)
+{
+    if (!cfg->ratelimit_headers || r->ratelimit == NULL || !r->ratelimit->seen ||
+        r->status == 304)
+        return false;
+    return bo_rl_headers_quota(r->ratelimit, bo_core_wall_ns(), quota);
+}
+
+bool bo_run_complete(bo_block *b, bo_call *call, const bo_run_result *r, uint64_t call_id,
+                     const char *what, unsigned inflight, int64_t *until_ns)
+{
+    const bo_config *cfg = bo_core_config();
+    bo_rng *rng = bo_core_rng();
+    int64_t now = bo_core_now_ns(), until = now;
+    double cwnd, ssthresh;
+    bo_next next;
+    bo_rl_quota quota;
+    bool have_quota = answer_quota(cfg, r, &quota);
+
+    bo_dest *d = bo_block_lock(b);
+    if (have_quota)
+        bo_dest_note_quota(d, cfg, call, &quota, r->outcome, r->retry_after_ns, now, rng);
+    next = bo_dest_complete(d, cfg, call, r->outcome, r->retry_after_ns, now, rng, &until);
+    bool retry = next == BO_NEXT_RETRY;
+    bool success = r->outcome.verdict == BO_VERDICT_SUCCESS;
+    bool gave_up = !retry && r->outcome.verdict == BO_VERDICT_RETRY;
+    bool throttle = r->outcome.signal == BO_SIGNAL_THROTTLE;
+    cwnd = d->window.cwnd;
+    ssthresh = d->window.ssthresh;
+    if (cwnd > b->cwnd_max)
+        b->cwnd_max = cwnd;
+    b->counts.attempts++;
+    b->counts.retries += retry;
+    b->counts.throttled += throttle;
+    if (!retry) {
+        b->counts.calls++;
+        b->counts.failed += !success;
+        b->counts.gave_up += gave_up;
+    }
+    bo_block_completed(b, success, throttle, now);
+    bo_block_unlock(b);
+
+    *until_ns = retry ? until : now;
+    bo_block_fleet_complete(b, call, &r->outcome);
+
+    if (cfg->trace_path[0] != '\0') {
+        bo_trace_row row = {b->key, call_id, call->inherited + call->attempts,
+                            retry ? "retry" : success ? "success" : gave_up ? "gave_up" : "final",
+                            r->status, r->code, retry ? until - now : 0, cwnd, ssthresh,
+                            inflight};
+        bo_report_trace(&row);
+    }
+    if (cfg->verbose && retry)
+        bo_core_line("backoff: %s %s: attempt %u got status %d, code %d; retrying in %" PRId64
+                     " ms (cwnd %.1f)",
+                     what, b->key, call->attempts, r->status, r->code,
+                     (int64_t)((until - now) / BO_NS_PER_MS), cwnd);
+    else if (cfg->verbose && gave_up)
+        bo_core_line("backoff: %s %s: attempt %u got status %d, code %d; giving up "
+                     "(attempt or time budget spent)",
+                     what, b->key, call->attempts, r->status, r->code);
+    return retry;
+}
+
+void bo_run_cancel(bo_block *b, bo_call *call)
+{
+    bo_block_fleet_cancel(b, call);
+    bo_block_fleet_leave(b, call);
+    bo_dest *d = bo_block_lock(b);
+    bo_block_release(b, d, call);
+    b->counts.calls++;
+    b->counts.failed++;
+    bo_block_unlock(b);
+}
+
+void bo_run_abandoned(bo_block *b)
+{
+    bo_block_lock(b);
+    b->counts.calls++;
+    b->counts.failed++;
+    bo_block_unlock(b);
+}

@@ -1,0 +1,84 @@
+/*
+ * core: what every room of libbackoff.so may use, and nothing else: the
+ * configuration (parsed once), the clocks, the calling thread's random
+ * generator, the re-entry flag, a fork-safe once, and the one writer of
+ * stderr lines.  It depends on policies/ only.
+ *
+ *   core.c     once and its lock, clocks, the re-entry flag, stderr lines;
+ *   config.c   BACKOFF_* parsed at load, the seed, per-thread generators.
+ */
+#ifndef BO_CORE_H
+#define BO_CORE_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bo_config.h"
+#include "bo_rng.h"
+
+/* The hooks' one mark of export (the objects are built -fvisibility=hidden;
+ * shim/exports.map lists the same names). */
+#define BO_EXPORT __attribute__((visibility("default")))
+
+/*
+ * The shim's thread-locals on its hot paths use the initial-exec model: an
+ * access is one %fs-relative load instead of a call to __tls_get_addr
+ * (the general- and local-dynamic models of -fPIC code).  The library is
+ * loaded at start-up (LD_PRELOAD, the wrapper), so its thread-locals are
+ * in the static TLS block; the whole block is some 350 bytes, within the
+ * 512 bytes glibc keeps for such a library loaded later by dlopen.  The
+ * declaration every file sees must carry the model: a file that sees a
+ * plain `extern __thread` still calls __tls_get_addr.
+ */
+#define BO_TLS __thread __attribute__((tls_model("initial-exec")))
+
+/* Thread-local re-entry flag: true while the shim is inside itself, so that
+ * every hook passes straight through. */
+extern BO_TLS int bo_core_busy;
+
+/* The configuration, loaded once; NULL while pass-through (bad config). */
+const bo_config *bo_core_config(void);
+
+/* Monotonic and wall clocks, in ns. */
+int64_t bo_core_now_ns(void);
+int64_t bo_core_wall_ns(void);
+
+/* The calling thread's generator, seeded on first use (BACKOFF_SEED). */
+bo_rng *bo_core_rng(void);
+
+/*
+ * A fork-safe once: fn runs at most once, under the shim's init lock, which
+ * the fork handlers hold across fork() so that a child never inherits an
+ * initialization half done.  (pthread_once is not enough: ThreadSanitizer's
+ * replaces glibc's and does not notice a fork, so a child forked while
+ * another thread was inside one waited forever.)  *done is set when fn
+ * returns; fn must not call pthread_atfork (glibc holds its atfork lock
+ * while the prepare handlers run).
+ */
+void bo_core_once(int *done, void (*fn)(void));
+
+/* Write the whole buffer to fd, retrying short writes and EINTR. */
+void bo_core_write_all(int fd, const char *buf, size_t len);
+
+/*
+ * One line on stderr, formatted, with one write() so that lines of several
+ * threads and processes never mix; the newline is added, errno kept.
+ * Messages start with "backoff: ".  bo_core_die writes its line and aborts:
+ * for the few things the library cannot run without.
+ */
+__attribute__((format(printf, 1, 2))) void bo_core_line(const char *fmt, ...);
+__attribute__((format(printf, 1, 0))) void bo_core_vline(const char *fmt, va_list ap);
+__attribute__((format(printf, 1, 2), noreturn)) void bo_core_die(const char *fmt, ...);
+
+/* Fork (the one list in fork/fork.c): the init lock (core.c); the count of
+ * forks, by which a child reseeds its generators apart from its parent's
+ * (config.c). */
+void bo_core_prepare_fork(void);
+void bo_core_parent_fork(void);
+void bo_core_child_fork(void);
+void bo_core_rng_prepare_fork(void);
+void bo_core_rng_child_fork(void);
+
+#endif

@@ -1,0 +1,230 @@
+/*
+ * block.c: a destination block's state and its lock, whichever backend
+ * holds it (dest.h): the block's own mutex and condition variable
+ * (BACKOFF_SHARE=process), the host-wide slot it is attached to (share.c),
+ * and the fleet's word through Redis (redis.c); and the process's counts.
+ */
+#include "dest/block.h"
+
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "bo_time.h"
+#include "core/core.h"
+#include "dest/redis.h"
+#include "dest/share.h"
+
+/* Counts of evicted destinations (the table frees their blocks). */
+static bo_block_counts g_retired;
+static double g_retired_window_max;
+
+/* A mutex as at its first initialization. */
+static void init_mutex(pthread_mutex_t *mu, int type)
+{
+    pthread_mutexattr_t ma;
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_settype(&ma, type);
+    pthread_mutex_init(mu, &ma);
+    pthread_mutexattr_destroy(&ma);
+}
+
+static void init_cond(pthread_cond_t *cv)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(cv, &ca);
+    pthread_condattr_destroy(&ca);
+}
+
+void bo_block_init(bo_block *b, const bo_config *cfg)
+{
+    /* Adaptive: the critical sections are a few counter updates, so a
+     * short spin beats a futex sleep when threads collide. */
+    init_mutex(&b->mu, PTHREAD_MUTEX_ADAPTIVE_NP);
+    init_cond(&b->cv);
+    bo_dest_init(&b->d, cfg, bo_core_now_ns());
+    b->cwnd_max = b->d.window.cwnd;
+}
+
+static void add(uint64_t *c, uint64_t v)
+{
+    __atomic_add_fetch(c, v, __ATOMIC_RELAXED);
+}
+
+void bo_block_retire(bo_block *b)
+{
+    add(&g_retired.calls, b->counts.calls);
+    add(&g_retired.attempts, b->counts.attempts);
+    add(&g_retired.retries, b->counts.retries);
+    add(&g_retired.throttled, b->counts.throttled);
+    add(&g_retired.failed, b->counts.failed);
+    add(&g_retired.gave_up, b->counts.gave_up);
+    /* Shards evict concurrently: the largest value wins by compare-and-swap. */
+    double seen;
+    __atomic_load(&g_retired_window_max, &seen, __ATOMIC_RELAXED);
+    while (b->cwnd_max > seen &&
+           !__atomic_compare_exchange(&g_retired_window_max, &seen, &b->cwnd_max, false,
+                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+}
+
+void bo_block_child(bo_block *b)
+{
+    b->d.window.inflight = 0;
+    memset(&b->counts, 0, sizeof b->counts);
+    init_cond(&b->cv);
+    init_mutex(&b->mu, PTHREAD_MUTEX_ADAPTIVE_NP);
+}
+
+void bo_block_child_retired(void)
+{
+    memset(&g_retired, 0, sizeof g_retired);
+    g_retired_window_max = 0;
+}
+
+bo_dest *bo_block_lock(bo_block *b)
+{
+    if (b->shared != NULL) {
+        bo_share_lock(b->shared);
+        return &b->shared->d;
+    }
+    pthread_mutex_lock(&b->mu);
+    return &b->d;
+}
+
+void bo_block_unlock(bo_block *b)
+{
+    if (b->shared != NULL)
+        bo_share_unlock(b->shared);
+    else
+        pthread_mutex_unlock(&b->mu);
+}
+
+void bo_block_wait(bo_block *b, int64_t until_ns)
+{
+    if (b->shared != NULL) {
+        bo_share_wait(b->shared, b->share_idx, until_ns);
+        return;
+    }
+    struct timespec ts = {.tv_sec = (time_t)(until_ns / BO_NS_PER_S),
+                          .tv_nsec = (long)(until_ns % BO_NS_PER_S)};
+    pthread_cond_timedwait(&b->cv, &b->mu, &ts);
+}
+
+void bo_block_admitted(bo_block *b)
+{
+    if (b->shared != NULL)
+        bo_share_lease_take(b->shared, b->share_idx);
+}
+
+void bo_block_waiting(bo_block *b, int64_t now_ns)
+{
+    if (b->shared != NULL)
+        bo_share_reap(b->shared, now_ns, false);
+}
+
+static void wake(bo_block *b)
+{
+    if (b->shared != NULL)
+        bo_share_wake(b->shared);
+    else
+        pthread_cond_broadcast(&b->cv);
+}
+
+void bo_block_release(bo_block *b, bo_dest *d, bo_call *call)
+{
+    bool held = call->phase == BO_PHASE_ATTEMPT;
+    bo_dest_cancel(d, call);
+    if (b->shared != NULL && held)
+        bo_share_lease_drop(b->shared, b->share_idx);
+    wake(b);
+}
+
+void bo_block_completed(bo_block *b, bool success, bool throttle, int64_t now_ns)
+{
+    if (b->shared != NULL) {
+        bo_share_lease_drop(b->shared, b->share_idx);
+        bo_share_note(b->shared, success, throttle, now_ns);
+    }
+    wake(b);
+}
+
+/* ---- the fleet ---------------------------------------------------------- */
+
+bool bo_block_fleet_on(void)
+{
+    return bo_redis_active();
+}
+
+bo_fleet_answer bo_block_fleet_admit(bo_block *b, bo_call *call, int64_t now_ns,
+                                     int64_t *until_ns)
+{
+    return bo_redis_admit(b->key, now_ns, &call->fleet_lease, &call->fleet_ticket, until_ns);
+}
+
+void bo_block_fleet_complete(bo_block *b, bo_call *call, const bo_outcome *o)
+{
+    bo_redis_complete(b->key, &call->fleet_lease, o);
+}
+
+void bo_block_fleet_cancel(bo_block *b, bo_call *call)
+{
+    bo_redis_cancel(b->key, &call->fleet_lease);
+}
+
+void bo_block_fleet_leave(bo_block *b, bo_call *call)
+{
+    bo_redis_leave_queue(b->key, &call->fleet_ticket);
+}
+
+/* ---- the stats ---------------------------------------------------------- */
+
+/*
+ * Under the block's shard lock.  A block no call uses (refs 0, which the
+ * shard lock keeps so) may still be attached to a slot whose lock another
+ * process holds, stopped: that lock is waited for until until_ns only.
+ */
+void bo_block_sum(bo_block *b, bo_block_totals *t, uint64_t *best, int64_t until_ns)
+{
+    bo_dest *d;
+
+    if (b->shared != NULL && __atomic_load_n(&b->refs, __ATOMIC_ACQUIRE) == 0)
+        d = bo_share_lock_until(b->shared, until_ns) ? &b->shared->d : NULL;
+    else
+        d = bo_block_lock(b);
+    if (b->counts.attempts >= *best && d != NULL) {
+        *best = b->counts.attempts;
+        t->window = d->window.cwnd;
+    }
+    if (b->cwnd_max > t->window_max)
+        t->window_max = b->cwnd_max;
+    t->counts.calls += b->counts.calls;
+    t->counts.attempts += b->counts.attempts;
+    t->counts.retries += b->counts.retries;
+    t->counts.throttled += b->counts.throttled;
+    t->counts.failed += b->counts.failed;
+    t->counts.gave_up += b->counts.gave_up;
+    if (d != NULL)
+        bo_block_unlock(b);
+}
+
+static uint64_t load(const uint64_t *c)
+{
+    return __atomic_load_n(c, __ATOMIC_RELAXED);
+}
+
+void bo_block_sum_retired(bo_block_totals *t)
+{
+    double window_max;
+    __atomic_load(&g_retired_window_max, &window_max, __ATOMIC_RELAXED);
+    if (window_max > t->window_max)
+        t->window_max = window_max;
+    t->counts.calls += load(&g_retired.calls);
+    t->counts.attempts += load(&g_retired.attempts);
+    t->counts.retries += load(&g_retired.retries);
+    t->counts.throttled += load(&g_retired.throttled);
+    t->counts.failed += load(&g_retired.failed);
+    t->counts.gave_up += load(&g_retired.gave_up);
+}

@@ -1,0 +1,162 @@
+/*
+ * dest: the destination room.  Every destination (scheme, host, port; a
+ * connect() address) has one block in this process, found in O(1) by its
+ * key where the destination is chosen (a URL set, a connect()), and the
+ * policy's state of that destination (bo_dest) behind one lock, wherever
+ * it lives:
+ *
+ *   table.c    the process-local table: sharded hash, references, LRU
+ *              eviction of idle blocks;
+ *   block.c    a block's state and its lock: the block's own
+ *              (BACKOFF_SHARE=process), or the host-wide slot it is
+ *              attached to, and the fleet's word through Redis; the
+ *              process's counters for the stats;
+ *   share.c    the host-wide backend: a shared-memory file of slots
+ *              (share.h, also read by `backoff --status`);
+ *   redis.c    the fleet backend: the destination's fleet window in Redis
+ *              (redis.h; its script, fleet.lua).
+ *
+ * The call room (call/) drives admissions and completions through the
+ * functions below and never sees a backend.  Decisions are policies/'.
+ */
+#ifndef BO_DEST_H
+#define BO_DEST_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "bo_classify.h"
+#include "bo_engine.h"
+
+#define BO_DEST_KEY_LEN 300
+
+/* What this process counted on a destination, for BACKOFF_STATS (guarded
+ * by the block's lock: no shared atomics on the hot path). */
+typedef struct bo_block_counts {
+    uint64_t calls, attempts, retries, throttled, failed, gave_up;
+} bo_block_counts;
+
+/*
+ * One destination's block.  It lives while someone holds a reference
+ * (bo_block_get/_ref, released by bo_block_put): a handle record pointing
+ * at it, a connect() in progress.  An unreferenced block stays in the
+ * table until it is evicted (least recently used first) and freed.
+ */
+typedef struct bo_block {
+    char key[BO_DEST_KEY_LEN];  /* "http://host:port", "tcp://addr:port", "unix:path" */
+    /* the table's (table.c), guarded by the block's shard lock; refs is
+     * atomic, and changes to or from 0 happen under that lock */
+    struct bo_block *hnext;                 /* hash chain */
+    struct bo_block *lru_prev, *lru_next;   /* idle list, only while refs == 0 */
+    uint64_t hash;
+    unsigned refs;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;          /* CLOCK_MONOTONIC; broadcast on every completion */
+    bo_dest d;                  /* guarded by mu */
+    double cwnd_max;            /* largest cwnd seen (stats), guarded by the lock */
+    bo_block_counts counts;     /* guarded by the lock (bo_block_lock) */
+    /* connect(): set (atomically, never cleared) once a connect to this
+     * destination succeeded in this process: a refusal then means
+     * "restarting", not "nothing here" (bo_connect_errno_retryable). */
+    int alive;
+    /* BACKOFF_SHARE=host: the host-wide slot the block is attached to
+     * (share.c), whose bo_dest and lock then stand in for d and mu while
+     * the block is referenced (the counters stay this process's); NULL:
+     * the state is this process's own.  It stays attached while idle (its
+     * entry idle in the slot) and is checked again on the move of refs
+     * from zero (bo_share_reuse), where the table sets it; it is cleared
+     * only while refs is zero (the block freed, exit, a fork child), so a
+     * holder sees it stable. */
+    struct bo_share_slot *shared;
+    unsigned share_idx;         /* this process's entry in the slot */
+    uint32_t share_gen;         /* the slot's generation when attached */
+} bo_block;
+
+/*
+ * The block for `key`, created on first use, with a reference the caller
+ * releases with bo_block_put; NULL when the key is too long, allocation
+ * fails or the configuration is bad (the caller then passes through).
+ * Every destination is managed: the table has no fixed size, only idle
+ * blocks are evicted.
+ */
+bo_block *bo_block_get(const char *key);
+/* Another reference to a block the caller already holds one on (NULL: NULL). */
+bo_block *bo_block_ref(bo_block *b);
+/* Release a reference (NULL: nothing). */
+void bo_block_put(bo_block *b);
+
+/*
+ * The destination's state, locked: the host-wide slot's under
+ * BACKOFF_SHARE=host, else the block's own.  The block's counts and
+ * cwnd_max are guarded by the same lock.
+ */
+bo_dest *bo_block_lock(bo_block *b);
+void bo_block_unlock(bo_block *b);
+/* Under the lock: release it, wait for a completion on the destination or
+ * until until_ns (CLOCK_MONOTONIC), take it again. */
+void bo_block_wait(bo_block *b, int64_t until_ns);
+/* Under the lock: an attempt was admitted (a lease of this process). */
+void bo_block_admitted(bo_block *b);
+/* Under the lock: a call waits for admission; dead processes' leases go back. */
+void bo_block_waiting(bo_block *b, int64_t now_ns);
+/* Under the lock: give back an admitted attempt that will not run (its
+ * slot, its lease: bo_dest_cancel) and wake the calls waiting for one. */
+void bo_block_release(bo_block *b, bo_dest *d, bo_call *call);
+/* Under the lock: the admitted attempt ended (its lease goes back, the
+ * news for `backoff --status`), and the waiting calls are woken. */
+void bo_block_completed(bo_block *b, bool success, bool throttle, int64_t now_ns);
+
+/*
+ * The fleet (BACKOFF_SHARE=redis, aimd): after a host-wide admission, its
+ * word on the attempt, with no lock held.  GO: the attempt has a fleet
+ * lease (call->fleet_lease); WAIT: ask again at *until_ns, the call keeping
+ * its place in the fleet's queue (call->fleet_ticket); ALONE: no answer,
+ * the attempt goes on the host-wide state alone.  Without a fleet every
+ * call is ALONE, at the cost of one load.
+ */
+typedef enum bo_fleet_answer {
+    BO_FLEET_GO = 0,
+    BO_FLEET_WAIT,
+    BO_FLEET_ALONE
+} bo_fleet_answer;
+bool bo_block_fleet_on(void);
+bo_fleet_answer bo_block_fleet_admit(bo_block *b, bo_call *call, int64_t now_ns,
+                                     int64_t *until_ns);
+/* The leased attempt ended (the fleet learns from its outcome), or never ran. */
+void bo_block_fleet_complete(bo_block *b, bo_call *call, const bo_outcome *o);
+void bo_block_fleet_cancel(bo_block *b, bo_call *call);
+/* A call that stops waiting for the fleet leaves its place in the queue. */
+void bo_block_fleet_leave(bo_block *b, bo_call *call);
+
+/*
+ * What this process counted on every destination, for the stats at exit:
+ * the blocks' counts summed with those of the blocks evicted before;
+ * `window` is the cwnd of the destination with the most attempts,
+ * `window_max` the largest cwnd any reached.  A block no call uses may be
+ * attached to a slot whose lock another process holds, stopped: that lock
+ * is waited for until until_ns only, and without it the block's counts
+ * still count but its window does not.
+ */
+typedef struct bo_block_totals {
+    bo_block_counts counts;
+    double window, window_max;
+} bo_block_totals;
+void bo_block_totals_get(bo_block_totals *t, int64_t until_ns);
+
+/* At exit: the idle blocks let their host-wide entries go, each slot's lock
+ * waited for until until_ns at most. */
+void bo_block_table_exit(int64_t until_ns);
+
+/*
+ * Fork (the one list in fork/fork.c): the table's shards, then every
+ * block's mutex, held across fork(); in the child each block starts its
+ * process-local state anew (nothing of the parent's in flight, no counts)
+ * and a block in use attaches to its slot as the child.  The host-wide
+ * backend's and the fleet's handlers are theirs (share.h, redis.h).
+ */
+void bo_block_table_prepare_fork(void);
+void bo_block_table_parent_fork(void);
+void bo_block_table_child_fork(void);
+
+#endif

@@ -1,0 +1,92 @@
+/*
+ * handle.h: the record the libcurl room keeps of each easy handle it
+ * manages: what the program set (options.c records it), the held bytes of
+ * the attempt under way (held.c), the rate-limit headers of its answer.
+ * Only the handle's own thread touches a record while a call runs on it
+ * (libcurl's rule); the table of records has a lock of its own (options.c).
+ */
+#ifndef BO_CURL_HANDLE_H
+#define BO_CURL_HANDLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bo_ratelimit.h"
+#include "libcurl/real.h"
+#include "dest/dest.h"
+
+typedef enum bo_curl_method {
+    BO_METHOD_GET = 0,
+    BO_METHOD_HEAD,
+    BO_METHOD_POST,
+    BO_METHOD_MIME,
+    BO_METHOD_PUT
+} bo_curl_method;
+
+/* While an attempt may still be retried its bytes are held (BO_HOLD_HOLD);
+ * once one is committed, everything passes through (BO_HOLD_PASS). */
+typedef enum bo_hold_mode { BO_HOLD_PASS = 0, BO_HOLD_HOLD } bo_hold_mode;
+
+typedef struct bo_curl_rec {
+    CURL *h;
+    const bo_curl_real *real;   /* the libcurl copy that made the record */
+    struct bo_curl_rec *next;   /* hash chain */
+    bo_block *dest;             /* NULL: pass straight through; a reference */
+    /* "scheme://authority" of the last parsed URL and its destination, so a
+     * program that sets a new URL per request on the same origin does not
+     * pay for a parse each time */
+    char origin[BO_DEST_KEY_LEN];
+    size_t origin_len;          /* 0: none */
+    bo_block *origin_dest;      /* a reference of its own */
+    uint64_t url_key;           /* bo_key_add of CURLOPT_URL's string, 0: none (CURLU) */
+    /* request, as recorded from setopt */
+    bo_curl_method method;
+    bool custom_set;
+    char custom[32];
+    bool postfields;            /* POSTFIELDS / COPYPOSTFIELDS: in memory */
+    bool follow;                /* FOLLOWLOCATION */
+    bool include_header;        /* CURLOPT_HEADER: headers in the write stream */
+    /* the program's callbacks and their data */
+    curl_write_callback write_fn;
+    void *write_data;
+    curl_write_callback header_fn;
+    void *header_data;
+    curl_read_callback read_fn;
+    void *read_data;
+    curl_seek_callback seek_fn;
+    void *seek_data;
+    /* the program's limits and cancel */
+    long timeout_ms;            /* CURLOPT_TIMEOUT(_MS): 0 none */
+    bool noprogress;            /* CURLOPT_NOPROGRESS (libcurl's default: 1) */
+    curl_xferinfo_callback xferinfo_fn;
+    curl_progress_callback progress_fn;
+    void *progress_data;        /* XFERINFODATA and PROGRESSDATA are one option */
+    /* per attempt */
+    bo_hold_mode mode;
+    int block_status;           /* status of the header block being received */
+    bool block_hold;            /* that status may still be retried: keep holding */
+    int cached_status;          /* status_may_retry(cached_status) == cached_hold; */
+    bool cached_hold;           /* cached_status 0: nothing cached (options changed) */
+    uint64_t delivered;         /* bytes handed to the program in this attempt */
+    bool deliver_failed;        /* the program's callback refused bytes */
+    char *held;
+    size_t held_len, held_cap;
+    bo_rl_headers rl;           /* rate-limit headers of the last header block */
+} bo_curl_rec;
+
+/* The request's method as the classification reads it. */
+static inline const char *bo_curl_method_name(const bo_curl_rec *r)
+{
+    static const char *const names[] = {"GET", "HEAD", "POST", "POST", "PUT"};
+    return r->custom_set ? r->custom : names[r->method];
+}
+
+/* The request sends a body. */
+static inline bool bo_curl_has_upload(const bo_curl_rec *r)
+{
+    return r->method == BO_METHOD_POST || r->method == BO_METHOD_MIME ||
+           r->method == BO_METHOD_PUT;
+}
+
+#endif

@@ -1,0 +1,122 @@
+/*
+ * real.c: the libcurl copies' real functions and which copy a caller means
+ * (real.h).  libbackoff.so does not link libcurl: the program's own copies
+ * (the OpenSSL or the GnuTLS flavour, linked or dlopen()ed later) are
+ * found by the loader's registry and bound here.
+ */
+#include "libcurl/real.h"
+
+#include <errno.h>
+#include <stdint.h>
+
+#include "core/core.h"
+
+const char *const bo_curl_fn_names[BO_CURL_NFNS] = {
+    [BO_CURL_PERFORM] = "curl_easy_perform",
+    [BO_CURL_SETOPT] = "curl_easy_setopt",
+    [BO_CURL_RESET] = "curl_easy_reset",
+    [BO_CURL_DUPHANDLE] = "curl_easy_duphandle",
+    [BO_CURL_CLEANUP] = "curl_easy_cleanup",
+    [BO_CURL_M_ADD] = "curl_multi_add_handle",
+    [BO_CURL_M_REMOVE] = "curl_multi_remove_handle",
+    [BO_CURL_M_PERFORM] = "curl_multi_perform",
+    [BO_CURL_M_INFO_READ] = "curl_multi_info_read",
+    [BO_CURL_M_WAIT] = "curl_multi_wait",
+    [BO_CURL_M_POLL] = "curl_multi_poll",
+    [BO_CURL_M_TIMEOUT] = "curl_multi_timeout",
+    [BO_CURL_M_SOCKET_ACTION] = "curl_multi_socket_action",
+    [BO_CURL_M_SETOPT] = "curl_multi_setopt",
+    [BO_CURL_M_CLEANUP] = "curl_multi_cleanup",
+    [BO_CURL_GETINFO] = "curl_easy_getinfo",
+    [BO_CURL_URL] = "curl_url",
+    [BO_CURL_URL_SET] = "curl_url_set",
+    [BO_CURL_URL_GET] = "curl_url_get",
+    [BO_CURL_URL_CLEANUP] = "curl_url_cleanup",
+    [BO_CURL_FREE] = "curl_free",
+};
+
+bo_curl_real bo_curl_reals[BO_LIB_MAX_COPIES];
+
+void bo_curl_bind(int slot, void *const *fn)
+{
+    bo_curl_real *c = &bo_curl_reals[slot];
+    *(void **)&c->perform = fn[BO_CURL_PERFORM];
+    *(void **)&c->setopt = fn[BO_CURL_SETOPT];
+    *(void **)&c->reset = fn[BO_CURL_RESET];
+    *(void **)&c->duphandle = fn[BO_CURL_DUPHANDLE];
+    *(void **)&c->cleanup = fn[BO_CURL_CLEANUP];
+    *(void **)&c->getinfo = fn[BO_CURL_GETINFO];
+    *(void **)&c->url = fn[BO_CURL_URL];
+    *(void **)&c->url_set = fn[BO_CURL_URL_SET];
+    *(void **)&c->url_get = fn[BO_CURL_URL_GET];
+    *(void **)&c->url_cleanup = fn[BO_CURL_URL_CLEANUP];
+    *(void **)&c->free = fn[BO_CURL_FREE];
+    *(void **)&c->m_remove = fn[BO_CURL_M_REMOVE];
+    *(void **)&c->m_perform = fn[BO_CURL_M_PERFORM];
+    *(void **)&c->m_info_read = fn[BO_CURL_M_INFO_READ];
+    *(void **)&c->m_wait = fn[BO_CURL_M_WAIT];
+    *(void **)&c->m_poll = fn[BO_CURL_M_POLL];
+    *(void **)&c->m_timeout = fn[BO_CURL_M_TIMEOUT];
+    *(void **)&c->m_socket_action = fn[BO_CURL_M_SOCKET_ACTION];
+    *(void **)&c->m_setopt = fn[BO_CURL_M_SETOPT];
+    *(void **)&c->m_cleanup = fn[BO_CURL_M_CLEANUP];
+    /* last: a bound m_add says the slot is complete (multi.c's search) */
+    __atomic_store_n((void **)&c->m_add, fn[BO_CURL_M_ADD], __ATOMIC_RELEASE);
+}
+
+/* The libcurl of the global scope, when it has one: every program call that
+ * reaches the exported hooks was bound to it. */
+static bo_curl_real *g_global;
+static int g_bound; /* set once resolve_global has run */
+
+/* The libcurl family (declared by family.c), by name. */
+static const bo_lib_family *family(void)
+{
+    return bo_lib_family_named(BO_CURL_FAMILY_NAME);
+}
+
+static void resolve_global(void)
+{
+    int s = bo_lib_slot_global(family());
+    if (s >= 0)
+        g_global = &bo_curl_reals[s];
+}
+
+/*
+ * Without a global libcurl, each thread remembers the libcurl of the last
+ * callers it resolved (a small direct-mapped table by return address: a
+ * module such as pycurl calls from a handful of places).
+ */
+#define CALLER_CACHE 16
+static BO_TLS struct {
+    const void *ret;
+    bo_curl_real *real;
+} tl_callers[CALLER_CACHE];
+
+bo_curl_real *bo_curl_caller_real(const void *ret)
+{
+    /* once resolved, the global scope's libcurl is every caller's */
+    if (__atomic_load_n(&g_bound, __ATOMIC_ACQUIRE) && g_global != NULL)
+        return g_global;
+    int saved = errno;
+    bo_core_once(&g_bound, resolve_global);
+    if (g_global != NULL)
+        return g_global;
+    size_t i = ((uintptr_t)ret >> 2) % CALLER_CACHE;
+    if (tl_callers[i].ret == ret && tl_callers[i].real != NULL)
+        return tl_callers[i].real;
+    int s = bo_lib_slot_for_caller(family(), ret);
+    errno = saved;
+    if (s < 0)
+        bo_core_die("backoff: cannot find the program's libcurl for curl_easy_perform; "
+                    "cannot continue");
+    tl_callers[i].ret = ret;
+    tl_callers[i].real = &bo_curl_reals[s];
+    return &bo_curl_reals[s];
+}
+
+bo_curl_real *bo_curl_global_real(void)
+{
+    bo_core_once(&g_bound, resolve_global);
+    return g_global;
+}

@@ -1,0 +1,97 @@
+/*
+ * real.h: the libcurl copies' real functions, within the libcurl room
+ * (real.c).  One slot per copy loaded (the loader's registry binds it, the
+ * family is curl/family.c); an exported hook's caller means the copy the
+ * dynamic linker would have bound it to.
+ */
+#ifndef BO_CURL_REAL_H
+#define BO_CURL_REAL_H
+
+#define CURL_DISABLE_TYPECHECK 1
+#define CURL_DISABLE_DEPRECATION 1 /* CURLOPT_HTTPPOST is still recorded */
+#include <curl/curl.h>
+#undef curl_easy_setopt
+#undef curl_easy_getinfo
+#undef curl_multi_setopt
+
+#include "loader/loader.h"
+
+/* The libcurl functions each copy is bound for; the hooked ones first. */
+enum {
+    BO_CURL_PERFORM,
+    BO_CURL_SETOPT,
+    BO_CURL_RESET,
+    BO_CURL_DUPHANDLE,
+    BO_CURL_CLEANUP,
+    /* the multi interface (multi.c) */
+    BO_CURL_M_ADD,
+    BO_CURL_M_REMOVE,
+    BO_CURL_M_PERFORM,
+    BO_CURL_M_INFO_READ,
+    BO_CURL_M_WAIT,
+    BO_CURL_M_POLL,
+    BO_CURL_M_TIMEOUT,
+    BO_CURL_M_SOCKET_ACTION,
+    BO_CURL_M_SETOPT,
+    BO_CURL_M_CLEANUP,
+    BO_CURL_NHOOKED,
+    BO_CURL_M_FIRST = BO_CURL_M_ADD,
+    BO_CURL_GETINFO = BO_CURL_NHOOKED,
+    BO_CURL_URL,
+    BO_CURL_URL_SET,
+    BO_CURL_URL_GET,
+    BO_CURL_URL_CLEANUP,
+    BO_CURL_FREE,
+    BO_CURL_NFNS
+};
+extern const char *const bo_curl_fn_names[BO_CURL_NFNS];
+/* The family's name in the loader's registry (family.c declares it). */
+#define BO_CURL_FAMILY_NAME "libcurl"
+
+/* One libcurl copy's real functions. */
+typedef struct bo_curl_real {
+    CURLcode (*perform)(CURL *);
+    CURLcode (*setopt)(CURL *, CURLoption, ...);
+    void (*reset)(CURL *);
+    CURL *(*duphandle)(CURL *);
+    void (*cleanup)(CURL *);
+    CURLcode (*getinfo)(CURL *, CURLINFO, ...);
+    CURLU *(*url)(void);
+    CURLUcode (*url_set)(CURLU *, CURLUPart, const char *, unsigned int);
+    CURLUcode (*url_get)(const CURLU *, CURLUPart, char **, unsigned int);
+    void (*url_cleanup)(CURLU *);
+    void (*free)(void *);
+    /* the multi interface */
+    CURLMcode (*m_add)(CURLM *, CURL *);
+    CURLMcode (*m_remove)(CURLM *, CURL *);
+    CURLMcode (*m_perform)(CURLM *, int *);
+    CURLMsg *(*m_info_read)(CURLM *, int *);
+    CURLMcode (*m_wait)(CURLM *, struct curl_waitfd *, unsigned, int, int *);
+    CURLMcode (*m_poll)(CURLM *, struct curl_waitfd *, unsigned, int, int *);
+    CURLMcode (*m_timeout)(CURLM *, long *);
+    CURLMcode (*m_socket_action)(CURLM *, curl_socket_t, int, int *);
+    CURLMcode (*m_setopt)(CURLM *, CURLMoption, ...);
+    CURLMcode (*m_cleanup)(CURLM *);
+    /* the copy's address range, found on first need (multi.c) */
+    uintptr_t lo, hi;
+    int range_done;
+} bo_curl_real;
+
+/* One per libcurl copy of the process (the slots of the loader's registry). */
+extern bo_curl_real bo_curl_reals[BO_LIB_MAX_COPIES];
+
+/* Bind slot's real functions (the family's bind: under the registry's lock,
+ * once per copy; a bound m_add says the slot is complete). */
+void bo_curl_bind(int slot, void *const *fn);
+
+/*
+ * The copy an exported hook's caller (its return address) was bound to
+ * without the shim: the global scope's, else the one of the caller's own
+ * object (a module loaded RTLD_LOCAL, such as python3-pycurl's).  Aborts
+ * loudly when no libcurl is loaded: continuing would crash later.
+ */
+bo_curl_real *bo_curl_caller_real(const void *ret);
+/* The global scope's copy, every caller's once known; NULL: none. */
+bo_curl_real *bo_curl_global_real(void);
+
+#endif

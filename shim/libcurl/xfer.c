@@ -1,0 +1,222 @@
+/*
+ * xfer.c: one libcurl transfer's call, step by step (xfer.h): the
+ * program's deadline for the whole call, its upload rewound for a retry,
+ * the attempt's result classified by policies/ and completed on its
+ * destination, its own retries recognised as one logical request.
+ */
+#include "libcurl/xfer.h"
+
+#include <stdio.h>
+
+#include "bo_budget.h"
+#include "call/call.h"
+#include "core/core.h"
+#include "libcurl/held.h"
+#include "libcurl/options.h"
+
+/*
+ * Retry-After seconds (libcurl's curl_off_t) as nanoseconds, saturating: a
+ * date far ahead or an absurd number must not wrap into a negative hint; the
+ * engine bounds the wait by BACKOFF_CAP_MS.
+ */
+static int64_t retry_after_to_ns(curl_off_t seconds)
+{
+    if (seconds <= 0)
+        return -1;
+    if (seconds >= INT64_MAX / 1000000000LL)
+        return INT64_MAX;
+    return (int64_t)seconds * 1000000000LL;
+}
+
+static bool upload_rewindable(const bo_curl_rec *r, long start_pos)
+{
+    if (!bo_curl_has_upload(r) || r->postfields || r->method == BO_METHOD_MIME)
+        return true;
+    if (r->seek_fn != NULL)
+        return true;
+    return r->read_fn == NULL && start_pos >= 0;
+}
+
+/* Rewind the upload for another attempt; false when it cannot be. */
+static bool rewind_upload(bo_curl_rec *r, long start_pos)
+{
+    if (!bo_curl_has_upload(r) || r->postfields || r->method == BO_METHOD_MIME)
+        return true;
+    if (r->seek_fn != NULL)
+        return r->seek_fn(r->seek_data, 0, SEEK_SET) == CURL_SEEKFUNC_OK;
+    if (r->read_fn == NULL && start_pos >= 0)
+        return fseek((FILE *)r->read_data, start_pos, SEEK_SET) == 0;
+    return false;
+}
+
+/*
+ * The program's progress callback, asked while the shim waits between
+ * attempts (at least every BO_WAIT_SLICE_NS) with the counters of the
+ * attempt in flight at zero.  Non-zero: the program cancels.
+ * CURL_PROGRESSFUNC_CONTINUE asks for libcurl's own meter: not a cancel.
+ */
+int bo_curl_ask_progress(void *ud)
+{
+    bo_curl_rec *r = ud;
+    int rc = 0;
+
+    if (r->noprogress)
+        return 0;
+    if (r->xferinfo_fn != NULL)
+        rc = r->xferinfo_fn(r->progress_data, 0, 0, 0, 0);
+    else if (r->progress_fn != NULL)
+        rc = r->progress_fn(r->progress_data, 0.0, 0.0, 0.0, 0.0);
+    return rc != 0 && rc != CURL_PROGRESSFUNC_CONTINUE;
+}
+
+/*
+ * The attempt's own timeout: what is left of the program's deadline
+ * (rounded up to a whole millisecond; libcurl reads 0 as "none").
+ */
+static void set_attempt_timeout(bo_curl_rec *r, int64_t deadline)
+{
+    int64_t left = deadline - bo_core_now_ns();
+    long ms = left <= 0 ? 1 : (long)((left + 999999) / 1000000);
+    r->real->setopt(r->h, CURLOPT_TIMEOUT_MS, ms < 1 ? 1L : ms);
+}
+
+bo_curl_rec *bo_curl_managed_rec(const bo_curl_real *real, void *h)
+{
+    bo_curl_rec *r;
+    if (bo_core_config() == NULL || h == NULL || (r = bo_curl_rec_find(h)) == NULL ||
+        r->real != real)
+        return NULL;
+    if (r->dest == NULL) {
+        bo_curl_attempt_reset(r); /* as curl_easy_perform: pass the bytes through */
+        return NULL;
+    }
+    return r;
+}
+
+/* The logical request's key: the method and CURLOPT_URL's string (0: a URL
+ * set with CURLOPT_CURLU, not recognised across calls). */
+static uint64_t xfer_key(const bo_curl_rec *r)
+{
+    return r->url_key != 0 ? bo_key_add(r->url_key, bo_curl_method_name(r)) : 0;
+}
+
+/*
+ * Begin one managed call: its destination, its upload's start, and the
+ * program's CURLOPT_TIMEOUT(_MS) as the deadline of the whole call.
+ */
+void bo_curl_xfer_begin(bo_curl_xfer *x, bo_curl_rec *r)
+{
+    *x = (bo_curl_xfer){.rec = r, .sd = r->dest, .deadline = INT64_MAX, .start_pos = -1};
+    x->id = bo_run_call_id();
+    if (bo_curl_has_upload(r) && !r->postfields && r->method != BO_METHOD_MIME && r->seek_fn == NULL &&
+        r->read_fn == NULL)
+        x->start_pos = ftell((FILE *)r->read_data);
+    x->rewindable = upload_rewindable(r, x->start_pos);
+    int64_t now = bo_core_now_ns();
+    bo_call_begin(&x->call, now);
+    /* the logical request: method and URL (bo_budget.h); a program's own
+     * retry of a failure continues its attempts and time.  Its key is made
+     * only when some logical request is remembered (else bo_curl_xfer_end makes
+     * it, if this call ends in a failure to remember). */
+    x->key = bo_lineage_pending() ? xfer_key(r) : 0;
+    (void)bo_lineage_call_begin(x->key, &x->call);
+    if (r->timeout_ms > 0) {
+        x->deadline = (int64_t)r->timeout_ms < (INT64_MAX - now) / 1000000
+                          ? now + (int64_t)r->timeout_ms * 1000000
+                          : INT64_MAX;
+        bo_call_set_deadline(&x->call, x->deadline);
+    }
+}
+
+/* An admitted attempt starts: fresh per-attempt state, what is left of the deadline. */
+void bo_curl_xfer_attempt(bo_curl_xfer *x)
+{
+    bo_curl_attempt_reset(x->rec);
+    if (x->deadline != INT64_MAX)
+        set_attempt_timeout(x->rec, x->deadline);
+}
+
+/*
+ * The attempt ended with `code`: classify it, complete it on the
+ * destination.  True: retry no sooner than *until_ns (the upload is
+ * rewound; the attempt's held bytes stay until the next one starts, so a
+ * cancel before then returns this result).
+ */
+bool bo_curl_xfer_done(bo_curl_xfer *x, int code_, int64_t *until_ns)
+{
+    bo_curl_rec *r = x->rec;
+    const bo_config *cfg = bo_core_config();
+    const char *method = bo_curl_method_name(r);
+    CURLcode code = (CURLcode)code_;
+
+    if (x->deadline != INT64_MAX)
+        r->real->setopt(r->h, CURLOPT_TIMEOUT_MS, r->timeout_ms);
+
+    /* The status of the last HTTP header block libcurl handed over (only
+     * HTTP status lines set it, so FTP reply codes never look like HTTP
+     * ones); with FAILONERROR libcurl may stop before handing it over. */
+    long status = r->block_status, req_size = 1;
+    curl_off_t ra = 0;
+    if (status == 0 && code == CURLE_HTTP_RETURNED_ERROR)
+        r->real->getinfo(r->h, CURLINFO_RESPONSE_CODE, &status);
+    if (code != CURLE_OK) /* whether it was sent matters only for failures */
+        r->real->getinfo(r->h, CURLINFO_REQUEST_SIZE, &req_size);
+    bo_attempt a = {.curl_code = (int)code,
+                    .http_status = (int)status,
+                    .method = method,
+                    .body_delivered = r->delivered,
+                    .has_upload = bo_curl_has_upload(r),
+                    .upload_rewindable = x->rewindable,
+                    .request_sent = req_size > 0,
+                    .connect_errno = 0};
+    bo_run_result res = {.outcome = bo_classify(cfg, &a),
+                          .retry_after_ns = -1,
+                          .status = (int)status,
+                          .code = (int)code,
+                          .ratelimit = &r->rl};
+    if (res.outcome.verdict != BO_VERDICT_SUCCESS &&
+        r->real->getinfo(r->h, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
+        res.retry_after_ns = retry_after_to_ns(ra);
+    if (!bo_run_complete(x->sd, &x->call, &res, x->id, method, x->inflight, until_ns))
+        return false;
+    if (!rewind_upload(r, x->start_pos)) {
+        bo_run_abandoned(x->sd); /* cannot send the body again: this result stands */
+        return false;
+    }
+    return true;
+}
+
+/*
+ * The call ends with `code`: the held bytes of the attempt that stands go
+ * out, and a failure the shim would retry is remembered, so that the
+ * program's own next try continues this logical request.
+ */
+int bo_curl_xfer_end(bo_curl_xfer *x, int code)
+{
+    bo_curl_rec *r = x->rec;
+    if (r->mode == BO_HOLD_HOLD && bo_curl_commit(r) != 0 && code == CURLE_OK)
+        code = CURLE_WRITE_ERROR;
+    r->mode = BO_HOLD_PASS;
+    if (code != CURLE_ABORTED_BY_CALLBACK) {
+        bool failed = bo_call_failed_retryable(&x->call);
+        if (x->key == 0 && failed)
+            x->key = xfer_key(r);
+        bo_lineage_call_end(x->key, &x->call, failed);
+    }
+    return code;
+}
+
+void bo_curl_xfer_drop(bo_curl_xfer *x)
+{
+    bo_curl_rec *r = x->rec;
+    if (x->deadline != INT64_MAX)
+        r->real->setopt(r->h, CURLOPT_TIMEOUT_MS, r->timeout_ms);
+    r->held_len = 0;
+    r->mode = BO_HOLD_PASS;
+}
+
+int bo_curl_xfer_tick(bo_curl_xfer *x)
+{
+    return bo_curl_ask_progress(x->rec);
+}
+

@@ -1,0 +1,112 @@
+/*
+ * loader: reaching a library's functions however the program loads it.
+ *
+ *   elf.c       reading the loaded objects: dynamic sections, symbols,
+ *               segments; the one lock every walk of them takes; libc's
+ *               real dl functions;
+ *   registry.c  the copies of each interposed library family (libcurl
+ *               today): one slot of real functions per copy loaded, so
+ *               that a wrapper never calls into another copy;
+ *   got.c       after a deep-bound load (RTLD_DEEPBIND, dlmopen), the GOT
+ *               entries that bound a hooked name straight to a copy are
+ *               rewritten to that copy's wrapper;
+ *   dl_hooks.c  the dlsym, dlvsym, dlopen and dlmopen hooks (x86_64
+ *               trampolines) that answer wrappers and trigger the rewrite.
+ *
+ * A family is declared by its own room (curl/family.c) with
+ * BO_LIB_FAMILY: the loader finds every declared family in a section of the
+ * library, so it depends on no family and the families depend on it.
+ */
+#ifndef BO_LOADER_H
+#define BO_LOADER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Copies of one family per process; beyond this, calls into others pass through. */
+#define BO_LIB_MAX_COPIES 8
+/* Functions a family's copies are bound for, at most. */
+#define BO_LIB_MAX_FNS 32
+
+/* The registry's record of one family's copies (storage the family gives). */
+typedef struct bo_lib_copies {
+    const void *dyn[BO_LIB_MAX_COPIES];          /* a copy's dynamic section: its identity */
+    void *fn[BO_LIB_MAX_COPIES][BO_LIB_MAX_FNS];
+    int n;                                       /* slots below it are complete */
+    int full_warned;
+} bo_lib_copies;
+
+/*
+ * An interposed library family.  A copy is an object that defines every
+ * function of fns (at its default version, not in this library); the
+ * first nhooked are the ones the library hooks (exported by a room, and
+ * answered to dlsym and rewritten in deep-bound GOTs as the copy's
+ * wrapper); fns[0] marks a copy (an object defining it is one: its own
+ * references to the family stay its own).
+ */
+typedef struct bo_lib_family {
+    const char *name;            /* for messages: "libcurl" */
+    const char *soname;          /* a copy's file name starts so: "libcurl" */
+    const char *prefix;          /* every hooked name starts so: "curl_" */
+    const char *const *fns;
+    int nfns, nhooked;
+    /* A new copy's real functions, fn[nfns], in slot (under the registry's
+     * lock, once per copy; fast readers see the slot once it is bound). */
+    void (*bind)(int slot, void *const *fn);
+    /* The wrapper of hooked function i bound to slot's copy. */
+    void *(*wrapper)(int slot, int i);
+    bo_lib_copies *copies;
+} bo_lib_family;
+
+/* Declares a family to the loader (at file scope, once per family). */
+#define BO_LIB_FAMILY(fam)                                                                  \
+    __attribute__((used, section("bo_lib_families"))) static const bo_lib_family *const   \
+        fam##_entry = &(fam)
+
+/* The declared family of that name ("libcurl"), or NULL: how a family's own
+ * files reach its descriptor without depending on the file that declares
+ * it (whose wrappers depend on them). */
+const bo_lib_family *bo_lib_family_named(const char *name);
+
+/* The slot of f's copy that the global scope binds after this library, or -1. */
+int bo_lib_slot_global(const bo_lib_family *f);
+
+/*
+ * The slot of f's copy that a caller (a return address of an exported
+ * hook) means when the global scope has none: its own object's dependency
+ * (a module loaded RTLD_LOCAL, such as python3-pycurl's), else the first
+ * copy loaded; -1 when none is loaded.
+ */
+int bo_lib_slot_for_caller(const bo_lib_family *f, const void *ret);
+
+/*
+ * dl_iterate_phdr for the library's own walks: every one is made under a
+ * lock the fork handlers hold across fork().  glibc (2.36) re-initialises
+ * the dynamic loader's dl_load_lock in a fork child but not
+ * dl_load_write_lock, which dl_iterate_phdr holds during its walk: a child
+ * forked while one of our threads walked inherited it held and hung at its
+ * first walk, ours or the program's own (C++ exceptions unwind through
+ * dl_iterate_phdr).  Callbacks may walk again (the lock is recursive) and
+ * may take the registry's lock, nothing else of ours.
+ */
+struct dl_phdr_info;
+int bo_dl_iterate(int (*cb)(struct dl_phdr_info *info, size_t size, void *data), void *data);
+
+/* The address range [*lo, *hi) of the loaded object that holds addr (its
+ * PT_LOAD segments); false (and 0, 0) when none does. */
+bool bo_dl_object_range(const void *addr, uintptr_t *lo, uintptr_t *hi);
+
+/*
+ * Fork (the one list in fork/fork.c): the walk lock (elf.c), then the
+ * registry's (registry.c, a leaf taken inside walks); in the child both
+ * are made anew.
+ */
+void bo_dl_walk_prepare_fork(void);
+void bo_dl_walk_parent_fork(void);
+void bo_dl_walk_child_fork(void);
+void bo_lib_registry_prepare_fork(void);
+void bo_lib_registry_parent_fork(void);
+void bo_lib_registry_child_fork(void);
+
+#endif
