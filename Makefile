@@ -120,6 +120,18 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(BUILD)/libpolicies.a $(wildcard policies
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -o $@ $< $(BUILD)/libpolicies.a $(ALL_LDFLAGS) $(CHECK_LIBS) -lm
 
+# The shim's rooms as an archive, for the unit suites of its modules
+# (tests/unit/test_shim_*.c): a suite links only the objects it reaches.
+$(BUILD)/libshim.a: $(SHIM_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/tests/unit/test_shim_%: tests/unit/test_shim_%.c $(BUILD)/libshim.a $(BUILD)/libpolicies.a \
+                                 $(wildcard policies/*.h shim/*/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Ishim $(CURL_CFLAGS) $(CHECK_CFLAGS) -o $@ $< $(BUILD)/libshim.a \
+	    $(BUILD)/libpolicies.a $(ALL_LDFLAGS) $(CHECK_LIBS) -lhiredis -ldl -lm
+
 $(BUILD)/tests/helpers/%: tests/helpers/%.c $(wildcard shim/dest/share.h policies/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(CURL_CFLAGS) -o $@ $< $(ALL_LDFLAGS) $(CURL_LIBS) -lm

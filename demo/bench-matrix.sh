@@ -1,5 +1,5 @@
 #!/bin/sh
-# make bench-matrix: issue 10's robustness matrix in real time, against
+# make bench-matrix: the robustness matrix in real time, against
 # ratelimit-server on 127.0.0.1 (backoff-sim --scenario matrix is the same
 # matrix in virtual time, every policy; see demo/sim/matrix.c).
 #

@@ -1,6 +1,6 @@
 #!/bin/sh
 # What the library costs a real program that never meets a throttle
-# (issue 18's target: within plain + 50 ms).  Each program runs ROUNDS
+# (the target: within plain + 50 ms).  Each program runs ROUNDS
 # times plain and with LD_PRELOAD=libbackoff.so, interleaved; printed: the
 # median wall time of each and the median of the per-round differences
 # (preloaded - plain), in ms.  A benchmark: it prints figures and whether

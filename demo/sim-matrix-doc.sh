@@ -2,9 +2,9 @@
 # Regenerates docs/RESULTS-matrix.md (and docs/RESULTS-matrix.tsv, every
 # policy in every cell) from backoff-sim --scenario matrix, seed 1.  The
 # "before" table comes from docs/RESULTS-matrix-before.tsv: the same matrix
-# run on the default policy as it was before issue 10 (commit ae37897); the
-# "round 1" table from docs/RESULTS-matrix-round1.tsv: the matrix as issue 10's
-# first round left it (commit 0ef62f6).
+# run on the default policy as it was before its rework for the matrix
+# (commit ae37897); the "round 1" table from docs/RESULTS-matrix-round1.tsv:
+# the matrix as that rework's first round left it (commit 0ef62f6).
 set -eu
 BUILD=${BUILD:-build}
 cd "$(dirname "$0")/.."
@@ -51,11 +51,11 @@ TXT
     echo
     BUILD=$BUILD sh demo/sim-matrix.sh --tsv docs/RESULTS-matrix.tsv --markdown
     echo
-    echo "## aimd after issue 10's first round ($round1_fail)"
+    echo "## aimd after the rework's first round ($round1_fail)"
     echo
     BUILD=$BUILD sh demo/sim-matrix.sh --tsv docs/RESULTS-matrix-round1.tsv --markdown
     echo
-    echo "## aimd before issue 10 ($before_fail)"
+    echo "## aimd before the rework for the matrix ($before_fail)"
     echo
     BUILD=$BUILD sh demo/sim-matrix.sh --tsv docs/RESULTS-matrix-before.tsv --markdown
 } >docs/RESULTS-matrix.md

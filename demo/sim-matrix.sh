@@ -1,5 +1,5 @@
 #!/bin/sh
-# The robustness matrix of issue 10 in virtual time (backoff-sim --scenario
+# The robustness matrix in virtual time (backoff-sim --scenario
 # matrix), judged against the default policy's targets:
 #   - no call gives up with the default settings;
 #   - threads of one process <= 1.25 attempts per request, fresh processes <= 2.2;

@@ -25,7 +25,7 @@
  *   - the in-flight + 1 bound stays, but a window that is pacing-limited
  *     (an admission waited while >= 75% of it was in flight) is not
  *     application-limited and may grow past it;
- *   - a metered rate, learnt from evidence (issue 10): a throttle of an
+ *   - a metered rate, learnt from evidence: a throttle of an
  *     attempt sent with no more in flight than successes had before it
  *     means the server is not limiting concurrency; the window then also
  *     paces at beta x the successes of the last second (BBR's delivery

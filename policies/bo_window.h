@@ -95,7 +95,7 @@ typedef struct bo_window {
     double rate_growth;       /* per-step growth while no upper bound is known */
     int64_t rate_step_ns;     /* start of the current probing step */
     int64_t blocked_ns;       /* last time an admission waited on the window */
-    /* Successes in the last second, in BO_WINDOW_BINS bins (issue 10's rate evidence). */
+    /* Successes in the last second, in BO_WINDOW_BINS bins (the rate evidence). */
     uint32_t bins[10];
     int64_t bin_ns;           /* start of the newest bin; -1 = none yet */
     int64_t first_send_ns;    /* -1 = nothing sent yet */

@@ -1,6 +1,6 @@
 /*
- * backoff-sim: command line, scenario presets, policy settings from the
- * BACKOFF_* variables, and the TSV / table output.  See sim.h and
+ * backoff-sim: command line and the TSV / table output (the scenario
+ * presets and policy settings are config.c's).  See sim.h and
  * docs/DESIGN.md's scenario table.
  */
 #include "sim.h"
@@ -12,82 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-typedef struct kv {
-    const char *name, *value;
-} kv;
-
-/* Settings a scenario's article uses where docs/DESIGN.md's defaults differ. */
-typedef struct preset {
-    const char *scenario;
-    kv env[8];
-} preset;
-
-/*
- * Article presets.  Every operation must complete in these scenarios, so
- * attempts are unlimited (BACKOFF_MAX_ATTEMPTS=0) unless the variable is set,
- * and the articles' algorithms run as published: no destination retry
- * budget (BACKOFF_RETRY_BUDGET=0, issue 22) unless the variable is set.
- * The robustness matrix runs the defaults, budget included.
- */
-static const preset presets[] = {
-    {"burst",
-     {{"BACKOFF_BASE_MS", "50"},
-      {"BACKOFF_CAP_MS", "30000"},
-      {"BACKOFF_MAX_ATTEMPTS", "0"},
-      {"BACKOFF_RETRY_BUDGET", "0"}}},
-    {"fairness",
-     {{"BACKOFF_BASE_MS", "50"},
-      {"BACKOFF_CAP_MS", "30000"},
-      {"BACKOFF_MAX_ATTEMPTS", "0"},
-      {"BACKOFF_RETRY_BUDGET", "0"}}},
-    {"contention",
-     {{"BACKOFF_BASE_MS", "5"},
-      {"BACKOFF_CAP_MS", "2000"},
-      {"BACKOFF_MAX_ATTEMPTS", "0"},
-      {"BACKOFF_RETRY_BUDGET", "0"}}},
-    {"outage",
-     {{"BACKOFF_BASE_MS", "100"},
-      {"BACKOFF_FACTOR", "2.718281828"},
-      {"BACKOFF_JITTER", "0.1"},
-      {"BACKOFF_MAX_ATTEMPTS", "0"},
-      {"BACKOFF_RETRY_BUDGET", "0"}}},
-    {"pacing", {{"BACKOFF_MAX_ATTEMPTS", "0"}, {"BACKOFF_RETRY_BUDGET", "0"}}},
-    {"headers", {{"BACKOFF_MAX_ATTEMPTS", "0"}, {"BACKOFF_RETRY_BUDGET", "0"}}},
-};
-
-/* "aimd-000": 000's exact algorithm, for side-by-side tables. */
-static const kv aimd000[] = {
-    {"BACKOFF_PACING", "0"}, {"BACKOFF_BETA", "0.9"}, {"BACKOFF_WINDOW", "20"},
-    {"BACKOFF_WINDOW_MAX", "1024"}, {"BACKOFF_AIMD_MODE", "reno"}, {NULL, NULL}};
-
-typedef struct getctx {
-    const char *policy;
-    const preset *pre;
-    const kv *forced;   /* pseudo-policy settings, below explicit variables */
-} getctx;
-
-/* Explicit BACKOFF_* variables win over a pseudo-policy's and the scenario's presets. */
-static const char *sim_getenv(void *ctx, const char *name)
-{
-    const getctx *g = ctx;
-    const char *v;
-
-    if (strcmp(name, "BACKOFF_POLICY") == 0)
-        return g->policy;
-    if (strcmp(name, "BACKOFF_SEED") == 0)
-        return NULL; /* --seed governs the simulator */
-    v = getenv(name);
-    if (v != NULL)
-        return v;
-    for (const kv *f = g->forced; f != NULL && f->name != NULL; f++)
-        if (strcmp(f->name, name) == 0)
-            return f->value;
-    for (size_t i = 0; g->pre != NULL && i < sizeof(g->pre->env) / sizeof(g->pre->env[0]); i++)
-        if (g->pre->env[i].name != NULL && strcmp(g->pre->env[i].name, name) == 0)
-            return g->pre->env[i].value;
-    return NULL;
-}
 
 static void usage(FILE *f)
 {
@@ -204,14 +128,6 @@ static run_fn scenario_fn(const char *sc)
     return NULL;
 }
 
-static const preset *scenario_preset(const char *sc)
-{
-    for (size_t i = 0; i < sizeof(presets) / sizeof(presets[0]); i++)
-        if (strcmp(presets[i].scenario, sc) == 0)
-            return &presets[i];
-    return NULL;
-}
-
 /* Columns: the common ones, then the scenario's own. */
 static const char *const common_cols[] = {
     "scenario", "policy", "ops", "attempts", "wasted_pct", "completion_s",
@@ -290,8 +206,8 @@ static const char *published(const char *sc)
     if (!strcmp(sc, "pacing"))
         return "002: token bucket; optimum = ops / rate";
     if (!strcmp(sc, "headers"))
-        return "issue 13: pacing from rate-limit headers; optimum = ops / advertised rate (bucket: "
-               "burst first)";
+        return "beyond the articles: pacing from rate-limit headers; optimum = ops / advertised "
+               "rate (bucket: burst first)";
     return "beyond the articles: Jain's index of the clients' throughputs (1 = fair)";
 }
 
@@ -330,23 +246,6 @@ static void settings_line(const char *sc, const sim_params *p, char *buf, size_t
                  "ops=%ld sequential, token bucket %g/s burst %g, travel=%gms each way, "
                  "Retry-After whole seconds",
                  p->ops, p->bucket_rate, p->bucket_burst, p->travel_ms);
-}
-
-/* Load one policy's configuration; returns 0 or -1 with a message printed. */
-int sim_load_cfg(const char *name, const char *sc, bo_config *cfg)
-{
-    getctx g = {name, scenario_preset(sc), NULL};
-    char err[BO_ERR_LEN];
-
-    if (strcmp(name, "aimd-000") == 0) {
-        g.policy = "aimd";
-        g.forced = aimd000;
-    }
-    if (bo_config_load(cfg, sim_getenv, &g, err, sizeof(err)) != 0) {
-        fprintf(stderr, "%s\n", err);
-        return -1;
-    }
-    return 0;
 }
 
 /* Runs one policy `runs` times (seed, seed+1, ...) and averages the results. */

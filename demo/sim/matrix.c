@@ -1,5 +1,5 @@
 /*
- * matrix (issue 10): every policy against servers that throttle differently
+ * matrix: every policy against servers that throttle differently
  * from ours, with the policy's own defaults (BACKOFF_MAX_ATTEMPTS 8 unless
  * the variable is set).
  *
@@ -29,7 +29,7 @@
  * 100 ms steps), and that as a fraction of the server's capacity over the
  * same second; attempts per request again with the program itself retrying
  * each failed call 3 times on top (after 1, 2 and 4 s, as curl --retry 3;
- * issue 22: the two layers must not multiply).
+ * the retry budget: the two layers must not multiply).
  */
 #include "sim.h"
 

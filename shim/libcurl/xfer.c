@@ -108,8 +108,8 @@ void bo_curl_xfer_begin(bo_curl_xfer *x, bo_curl_rec *r)
 {
     *x = (bo_curl_xfer){.rec = r, .sd = r->dest, .deadline = INT64_MAX, .start_pos = -1};
     x->id = bo_run_call_id();
-    if (bo_curl_has_upload(r) && !r->postfields && r->method != BO_METHOD_MIME && r->seek_fn == NULL &&
-        r->read_fn == NULL)
+    if (bo_curl_has_upload(r) && !r->postfields && r->method != BO_METHOD_MIME &&
+        r->seek_fn == NULL && r->read_fn == NULL)
         x->start_pos = ftell((FILE *)r->read_data);
     x->rewindable = upload_rewindable(r, x->start_pos);
     int64_t now = bo_core_now_ns();

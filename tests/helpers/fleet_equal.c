@@ -132,7 +132,7 @@ static int compare(const char *dest, const bo_fleet *f, long event)
     return 0;
 }
 
-typedef enum { C_IDLE, C_ASKING, C_LEASED } call_state;
+typedef enum { FE_CALL_IDLE, FE_CALL_ASKING, FE_CALL_LEASED } call_state;
 
 int main(int argc, char **argv)
 {
@@ -164,7 +164,7 @@ int main(int argc, char **argv)
 
     for (long s = 0; s < sequences; s++) {
         char dest[64], id[CALLS][64];
-        call_state st[CALLS] = {C_IDLE};
+        call_state st[CALLS] = {FE_CALL_IDLE};
         unsigned seq[CALLS] = {0};
         double due[CALLS] = {0};
         bo_fleet f;
@@ -184,20 +184,20 @@ int main(int argc, char **argv)
             unsigned c = pick(calls);
             if (pick(10) < 7) {
                 for (unsigned k = 0; k < calls; k++)
-                    if (st[k] != C_IDLE && (st[c] == C_IDLE || due[k] < due[c]))
+                    if (st[k] != FE_CALL_IDLE && (st[c] == FE_CALL_IDLE || due[k] < due[c]))
                         c = k;
-                if (st[c] != C_IDLE && due[c] > now)
+                if (st[c] != FE_CALL_IDLE && due[c] > now)
                     now = due[c];
             }
             char op = 'a', outcome = '-';
-            if (st[c] == C_IDLE) {
+            if (st[c] == FE_CALL_IDLE) {
                 seq[c]++;
                 snprintf(id[c], sizeof id[c], "host%u:%u:7f:%u", c % 3, c, seq[c]);
-                st[c] = C_ASKING;
-            } else if (st[c] == C_ASKING) {
+                st[c] = FE_CALL_ASKING;
+            } else if (st[c] == FE_CALL_ASKING) {
                 if (pick(20) == 0) {
                     op = 'r'; /* gives up waiting: leaves the queue */
-                    st[c] = C_IDLE;
+                    st[c] = FE_CALL_IDLE;
                 } else if (due[c] > now && pick(3) != 0) {
                     continue; /* asks again when told, mostly */
                 }
@@ -205,7 +205,7 @@ int main(int argc, char **argv)
                 unsigned o = pick(100);
                 op = o < 3 ? 'r' : 'c';
                 outcome = o < 94 - throttles ? 's' : o < 94 ? 't' : o < 97 ? 'l' : 'o';
-                st[c] = C_IDLE;
+                st[c] = FE_CALL_IDLE;
             }
             int64_t want[2], got[2];
             if (!bo_fleet_run(&f, &rules, &g_args, op, id[c], outcome, now, want)) {
@@ -222,7 +222,7 @@ int main(int argc, char **argv)
             }
             if (op == 'a') {
                 if (got[0] == 1) {
-                    st[c] = C_LEASED;
+                    st[c] = FE_CALL_LEASED;
                     due[c] = now + 2000 + (double)pick(40000); /* its round trip */
                 } else {
                     due[c] = now + (double)got[1];

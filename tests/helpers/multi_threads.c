@@ -6,7 +6,7 @@
  * removed.  Every body is checked against ratelimit-server's "item=N;"
  * bytes.  Prints "transfers T bad B" and exits 0 when every transfer
  * answered 200 with its exact body.  Under the shim the threads share one
- * destination's window through the multi hooks (the TSan case of issue 12).
+ * destination's window through the multi hooks (the multi interface's TSan case).
  */
 #include <curl/curl.h>
 #include <pthread.h>

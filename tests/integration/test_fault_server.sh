@@ -50,7 +50,7 @@ BACKOFF_POLICY=fixed BACKOFF_BASE_MS=20 BACKOFF_MAX_ATTEMPTS=4 "$BO" --stats "$T
 [ "$(stats_sum "$TMP/c.json" attempts)" -eq 4 ] || fail "refused: $(stats_sum "$TMP/c.json" attempts) attempts, expected 4"
 note "the server comes back on that port while the call backs off"
 # One call riding out an outage alone: the destination's retry budget (3
-# retries per 10 s while nothing succeeds, issue 22) is turned off for it.
+# retries per 10 s while nothing succeeds) is turned off for it.
 BACKOFF_POLICY=fixed BACKOFF_BASE_MS=100 BACKOFF_MAX_ATTEMPTS=0 BACKOFF_MAX_TIME_MS=20000 BACKOFF_RETRY_BUDGET=0 \
     "$BO" --stats "$TMP/back.json" --trace "$TMP/back.csv" -- $CURL -s "http://127.0.0.1:$GONE/item/5" \
     >"$TMP/back.out" 2>&1 &

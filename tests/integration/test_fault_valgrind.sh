@@ -45,7 +45,7 @@ BACKOFF_STATS="$TMP/l.json" LD_PRELOAD="$LIB" $VG "$BUILD/loadgen" \
 cat "$TMP/l.tsv" "$TMP/l.json"
 [ "$(summary_field "$TMP/l.tsv" ok)" = 200 ] || fail "not every request ended 200"
 [ "$(summary_field "$TMP/l.tsv" body_mismatch)" = 0 ] || fail "body mismatches"
-# Default 8 attempts: no call gives up (issue 10: a throttle waits an RTO).
+# Default 8 attempts: no call gives up (a throttle waits an RTO).
 [ "$(stats_sum "$TMP/l.json" gave_up)" = 0 ] || fail "$(stats_sum "$TMP/l.json" gave_up) calls gave up"
 stop_server
 echo "ok"

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Harmless in every process (issue 18): processes that fork again after
+# Harmless in every process: processes that fork again after
 # being forked, from any thread, while other threads are inside a retry.
 # Before the fix the shim's init lock stayed held in every child, so the
 # child's own next fork waited forever; here each program runs in its own

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Real programs (issue 18): the library is loaded into every process of a
+# Real programs: the library is loaded into every process of a
 # command's tree and must change nothing there but throttled calls.  Each
 # program below runs three ways -- plain, with LD_PRELOAD=libbackoff.so, and
 # under `backoff --` -- each in a fresh directory, in its own session under

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Real programs, part 2 (issue 18): a selection of python3's own regression
+# Real programs, part 2: a selection of python3's own regression
 # tests that exercise fork, wait, signals, sockets and selectors (Debian's
 # libpython3.11-testsuite), plain and under `backoff --` (which preloads the
 # library into python3 and every worker it forks), on its own time budget.

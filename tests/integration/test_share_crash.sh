@@ -1,5 +1,5 @@
 #!/bin/sh
-# BACKOFF_SHARE=host survives SIGKILL (issue 11): processes killed while
+# BACKOFF_SHARE=host survives SIGKILL: processes killed while
 # their attempts are in flight do not keep their slots (their leases are
 # reaped within a second: the next process is admitted at once, --status
 # shows nothing in flight), and a process killed while it holds a slot's

@@ -1,5 +1,5 @@
 #!/bin/sh
-# BACKOFF_SHARE=host never uses a state file it should not (issue 11): one
+# BACKOFF_SHARE=host never uses a state file it should not: one
 # of another user (tests run as root: chowned to nobody), a symlink, a file
 # open to others, and, while another process holds it, a truncated file,
 # random bytes, or another layout version (another build of the library).

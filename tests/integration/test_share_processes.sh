@@ -1,5 +1,5 @@
 #!/bin/sh
-# BACKOFF_SHARE=host (issue 11): fresh `backoff -- curl` processes, one
+# BACKOFF_SHARE=host: fresh `backoff -- curl` processes, one
 # after another and 8 at once (xargs -P 8), share what they learn about a
 # destination.  Against a token bucket that sends no Retry-After (5/s, burst
 # 5: slow enough that this machine's curl loop outruns it) and a

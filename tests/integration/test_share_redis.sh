@@ -1,5 +1,5 @@
 #!/bin/sh
-# BACKOFF_SHARE=redis://... (issue 14) with Debian's redis-server on 127.0.0.1:
+# BACKOFF_SHARE=redis://... with Debian's redis-server on 127.0.0.1:
 #   - a bad URL: one line naming BACKOFF_SHARE, the value with its password
 #     masked and what is accepted; the call still succeeds (host-wide state);
 #   - a fleet: 3 "hosts" (each its own XDG_RUNTIME_DIR, so its own host-wide

@@ -1,6 +1,6 @@
 #!/bin/sh
 # connect() under the library is the program's own connect() wherever it does
-# not meet a throttle (issue 19).  Each probe runs without and with
+# not meet a throttle.  Each probe runs without and with
 # LD_PRELOAD, times itself inside the program (monotonic clock around the
 # connect, so a busy machine's start-up time never enters the figures) and
 # must give the same result within plain + 50 ms:
@@ -25,7 +25,7 @@
 . "$(dirname "$0")/lib.sh"
 # These probes are about one connect()'s own bounds (deadlines, signals) over
 # retries that run a second or more: the destination's retry budget, which
-# lets a lone call to a failing destination make 3 retries (issue 22), is off.
+# lets a lone call to a failing destination make 3 retries, is off.
 export BACKOFF_RETRY_BUDGET=0
 
 LIB="$(cd "$BUILD" && pwd)/libbackoff.so"

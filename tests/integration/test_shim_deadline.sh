@@ -1,5 +1,5 @@
 #!/bin/sh
-# The program's own deadline and cancel hold through every retry (issue 20).
+# The program's own deadline and cancel hold through every retry.
 # Against servers that always throttle with a long Retry-After, answer
 # slowly, or reset:
 #   curl --max-time N returns within N s + 0.5 s (or a plain run beside it + 0.5 s) with curl's own exit code and

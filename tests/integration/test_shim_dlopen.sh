@@ -1,5 +1,5 @@
 #!/bin/sh
-# libcurl reached however the program loads it (issue 21): a dlopen+dlsym
+# libcurl reached however the program loads it: a dlopen+dlsym
 # client (and dlvsym), a host that loads a libcurl plugin with RTLD_DEEPBIND
 # (directly, bound now or lazily, and through a plugin that finds it by its
 # own DT_RUNPATH),
@@ -216,7 +216,7 @@ for p in $PROGRAMS php-multi; do
     [ -n "$plain" ] && [ -n "$shim" ] || fail "$p printed no ok= line"
     [ "$plain" -lt $N ] || fail "$p: plain got $plain/$N: the bucket did not throttle"
     if [ "$p" = php-multi ]; then
-        continue # not hooked yet (issue 12): it must only keep working
+        continue # not hooked: it must only keep working
     fi
     [ "$shim" -eq $N ] || fail "$p: $shim/$N correct bodies under the shim"
     [ "$calls" -eq $N ] || fail "$p: the shim counted $calls calls, expected $N"

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The articles' results, reproduced by backoff-sim in virtual time (issue 2),
+# The articles' results, reproduced by backoff-sim in virtual time,
 # and the default policy's targets beyond them.  Deterministic seeds; every
 # check reads the TSV by column name and fails when the behaviour regresses.
 set -eu
@@ -117,14 +117,14 @@ check "aimd contention (shared, N=100): less time than decorrelated jitter" "v1 
 check "aimd fairness: Jain's index >= 0.95 for 4 independent clients" "v1 >= 0.95" \
     "$(field "$TMP/f.tsv" aimd jain)"
 
-# Burst at other server sizes (issue 10 asks <= 1.15x at 10, 50, 100, 200,
+# Burst at other server sizes (the default policy's target: <= 1.15x at 10, 50, 100, 200,
 # 500 slots; 100 and up are still open: see docs/RESULTS.md, robustness matrix).
 for n in 10 50; do
     "$SIM" --scenario burst --policy aimd --max-busy $n --seed 1 >"$TMP/bn$n.tsv"
     check "aimd burst, $n slots: completion <= 1.15x optimum" "v1 <= 1.15" "$(field "$TMP/bn$n.tsv" aimd ratio)"
 done
 
-# --- issue 10's robustness matrix (default settings, 8 attempts) -----------
+# --- the robustness matrix (default settings, 8 attempts) ------------------
 "$SIM" --scenario matrix --policy aimd,exponential >"$TMP/mx.tsv"
 # mx COLUMN FILTER: the worst (largest) value of COLUMN over aimd rows matching FILTER.
 mx() {

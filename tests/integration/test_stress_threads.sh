@@ -33,7 +33,7 @@ stop_server
 start_server busy --max-busy 64 --service-ms "$SERVICE_MS"
 note "under the shim: $THREADS threads x $CALLS calls = $REQ requests"
 start=$(date +%s)
-# The default bound of 8 attempts (issue 10): a throttled aimd call now waits
+# The default bound of 8 attempts: a throttled aimd call now waits
 # an RTO before it retries, so no call spends its attempts inside a single
 # rejection cascade; every call must end 2xx.
 BACKOFF_STATS="$TMP/stats.json" LD_PRELOAD="$LIB" \

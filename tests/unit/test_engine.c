@@ -350,7 +350,7 @@ START_TEST(test_aimd_retry_after_holds_only_its_call)
     ck_assert_int_eq(one_attempt(&d, &c, &a, 10 * MS, THROTTLED, 1000 * MS, &rng, &until),
                      BO_NEXT_RETRY);
     ck_assert_int_ge(until, 1010 * MS);
-    /* Another thread's first attempt is not held by it (issue 10: a constant
+    /* Another thread's first attempt is not held by it (a constant
      * Retry-After from a concurrency cap would stall every call); the window
      * may pace it (one success then a throttle is evidence of a metered rate),
      * but not until the Retry-After. */
