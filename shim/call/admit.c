@@ -168,8 +168,9 @@ static void count_gave_up(bo_block *b)
  * blocking wait of bo_run_admit_wait keeps the lock between the step and
  * its condition wait, so that no completion is missed in between.
  */
-static bo_step admit_locked(bo_block *b, bo_dest *d, bo_call *call, int64_t now,
-                            unsigned *inflight, int64_t *until)
+static inline __attribute__((always_inline)) bo_step
+admit_locked(bo_block *b, bo_dest *d, bo_call *call, int64_t now, unsigned *inflight,
+             int64_t *until)
 {
     bo_admit a = bo_dest_admit(d, bo_core_config(), call, now, until);
     if (a == BO_ADMIT_GO) {

@@ -12,9 +12,9 @@
 #include <unistd.h>
 
 static bo_config g_cfg;
-static bool g_cfg_ok;
 static pthread_once_t g_cfg_once = PTHREAD_ONCE_INIT;
-static int g_cfg_loaded; /* set once load_config has run: skips pthread_once */
+int bo_core_config_loaded;         /* set once load_config has run: skips pthread_once */
+const bo_config *bo_core_config_ptr; /* &g_cfg once loaded and valid */
 static uint64_t g_seed;
 static uint64_t g_thread_counter;
 static uint64_t g_forks; /* forks so far, counted under the fork handlers' locks */
@@ -45,7 +45,6 @@ static void load_config(void)
         bo_core_line("%s", err);
         if (strict != NULL && strcmp(strict, "1") == 0)
             _exit(2);
-        g_cfg_ok = false;
         errno = saved;
         return;
     }
@@ -57,7 +56,7 @@ static void load_config(void)
         g_seed = ((uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec) ^
                  ((uint64_t)getpid() << 32);
     }
-    g_cfg_ok = true;
+    bo_core_config_ptr = &g_cfg;
     if (g_cfg.share_warning[0] != '\0')
         bo_core_line("%s", g_cfg.share_warning);
     errno = saved;
@@ -66,14 +65,13 @@ static void load_config(void)
 static void load_config_once(void)
 {
     load_config();
-    __atomic_store_n(&g_cfg_loaded, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&bo_core_config_loaded, 1, __ATOMIC_RELEASE);
 }
 
-const bo_config *bo_core_config(void)
+const bo_config *bo_core_config_load(void)
 {
-    if (!__atomic_load_n(&g_cfg_loaded, __ATOMIC_ACQUIRE))
-        pthread_once(&g_cfg_once, load_config_once);
-    return g_cfg_ok ? &g_cfg : NULL;
+    pthread_once(&g_cfg_once, load_config_once);
+    return bo_core_config_ptr;
 }
 
 __attribute__((constructor)) static void config_at_load(void)

@@ -38,8 +38,20 @@
  * every hook passes straight through. */
 extern BO_TLS int bo_core_busy;
 
-/* The configuration, loaded once; NULL while pass-through (bad config). */
-const bo_config *bo_core_config(void);
+/*
+ * The configuration, loaded once; NULL while pass-through (bad config).
+ * Every call path asks for it: once loaded, it is two loads inline.
+ */
+const bo_config *bo_core_config_load(void);
+extern int bo_core_config_loaded;       /* set (release) once loaded */
+extern const bo_config *bo_core_config_ptr; /* NULL: pass-through */
+
+static inline const bo_config *bo_core_config(void)
+{
+    if (__builtin_expect(__atomic_load_n(&bo_core_config_loaded, __ATOMIC_ACQUIRE), 1))
+        return bo_core_config_ptr;
+    return bo_core_config_load();
+}
 
 /* Monotonic and wall clocks, in ns. */
 int64_t bo_core_now_ns(void);

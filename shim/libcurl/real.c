@@ -66,8 +66,8 @@ void bo_curl_bind(int slot, void *const *fn)
 
 /* The libcurl of the global scope, when it has one: every program call that
  * reaches the exported hooks was bound to it. */
-static bo_curl_real *g_global;
-static int g_bound; /* set once resolve_global has run */
+bo_curl_real *bo_curl_global;
+int bo_curl_global_known; /* set once resolve_global has run (bo_core_once) */
 
 /* The libcurl family (declared by family.c), by name. */
 static const bo_lib_family *family(void)
@@ -79,7 +79,7 @@ static void resolve_global(void)
 {
     int s = bo_lib_slot_global(family());
     if (s >= 0)
-        g_global = &bo_curl_reals[s];
+        bo_curl_global = &bo_curl_reals[s];
 }
 
 /*
@@ -93,15 +93,12 @@ static BO_TLS struct {
     bo_curl_real *real;
 } tl_callers[CALLER_CACHE];
 
-bo_curl_real *bo_curl_caller_real(const void *ret)
+bo_curl_real *bo_curl_caller_real_find(const void *ret)
 {
-    /* once resolved, the global scope's libcurl is every caller's */
-    if (__atomic_load_n(&g_bound, __ATOMIC_ACQUIRE) && g_global != NULL)
-        return g_global;
     int saved = errno;
-    bo_core_once(&g_bound, resolve_global);
-    if (g_global != NULL)
-        return g_global;
+    bo_core_once(&bo_curl_global_known, resolve_global);
+    if (bo_curl_global != NULL)
+        return bo_curl_global;
     size_t i = ((uintptr_t)ret >> 2) % CALLER_CACHE;
     if (tl_callers[i].ret == ret && tl_callers[i].real != NULL)
         return tl_callers[i].real;
@@ -113,10 +110,4 @@ bo_curl_real *bo_curl_caller_real(const void *ret)
     tl_callers[i].ret = ret;
     tl_callers[i].real = &bo_curl_reals[s];
     return &bo_curl_reals[s];
-}
-
-bo_curl_real *bo_curl_global_real(void)
-{
-    bo_core_once(&g_bound, resolve_global);
-    return g_global;
 }

@@ -88,10 +88,18 @@ void bo_curl_bind(int slot, void *const *fn);
  * The copy an exported hook's caller (its return address) was bound to
  * without the shim: the global scope's, else the one of the caller's own
  * object (a module loaded RTLD_LOCAL, such as python3-pycurl's).  Aborts
- * loudly when no libcurl is loaded: continuing would crash later.
+ * loudly when no libcurl is loaded: continuing would crash later.  Once
+ * the global scope's copy is known, it is every caller's: two loads inline.
  */
-bo_curl_real *bo_curl_caller_real(const void *ret);
-/* The global scope's copy, every caller's once known; NULL: none. */
-bo_curl_real *bo_curl_global_real(void);
+bo_curl_real *bo_curl_caller_real_find(const void *ret);
+extern int bo_curl_global_known;    /* set (release) once the global scope was asked */
+extern bo_curl_real *bo_curl_global; /* its copy; NULL: none */
+
+static inline bo_curl_real *bo_curl_caller_real(const void *ret)
+{
+    if (__atomic_load_n(&bo_curl_global_known, __ATOMIC_ACQUIRE) && bo_curl_global != NULL)
+        return bo_curl_global;
+    return bo_curl_caller_real_find(ret);
+}
 
 #endif
