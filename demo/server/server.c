@@ -87,7 +87,7 @@ struct req {
 };
 
 /*
- * --idempotency: one key.  Entries are used in turn (entry seq % size), so
+ * --idempotency: the entry of one key.  Entries are used in turn (entry seq % size), so
  * the next one to be reused always holds the oldest key; a bucket chain
  * finds a key.  A DONE entry holds what is needed to answer again: the
  * status, the kind and its parameters (the item and digest bodies are
