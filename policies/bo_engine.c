@@ -94,6 +94,8 @@ void bo_call_lineage(const bo_call *c, uint64_t key, bo_lineage *out)
     out->failed_ns = 0;
     out->attempts = c->inherited + c->attempts;
     out->throttles = c->throttles;
+    out->idem[0] = '\0'; /* the shim's to fill (bo_idem.h) */
+    out->idem_body = 0;
 }
 
 static int64_t cap_ns(const bo_config *cfg)

@@ -61,3 +61,22 @@ bo_idem_line bo_idem_header_kind(const char *line, size_t len)
         return empty ? BO_IDEM_LINE_EMPTY : BO_IDEM_LINE_OTHER;
     return empty ? BO_IDEM_LINE_EMPTY : BO_IDEM_LINE_KEY;
 }
+
+uint64_t bo_idem_body_fp(const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    uint64_t h = 0xcbf29ce484222325ULL;
+
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ p[i]) * 0x100000001b3ULL;
+    for (int i = 0; i < 8; i++)
+        h = (h ^ ((uint64_t)len >> (8 * i) & 0xff)) * 0x100000001b3ULL;
+    return h != 0 ? h : 1;
+}
+
+bool bo_idem_key_reusable(const char *stored, uint64_t stored_body, uint64_t body)
+{
+    if (stored == NULL || stored[0] == '\0')
+        return false;
+    return stored_body == 0 || body == 0 || stored_body == body;
+}

@@ -62,4 +62,21 @@ typedef enum bo_idem_line {
  */
 bo_idem_line bo_idem_header_kind(const char *line, size_t len);
 
+/*
+ * A fingerprint of a request body that is known before it is sent
+ * (CURLOPT_POSTFIELDS: its bytes and size): FNV-1a 64 over the bytes, then
+ * the length; never 0, which means "not known".
+ */
+uint64_t bo_idem_body_fp(const void *data, size_t len);
+
+/*
+ * May the program's own next try of a logical request (bo_lineage) send the
+ * key `stored` again?  Only when there is one, and when both bodies are known,
+ * only for the same body: a program that posts another order to the same URL
+ * right after a failure must not have it replayed the first order's answer
+ * (or refused 422).  A body not known on either side (a read callback, a
+ * file) reuses the key, as the issue's rule says.
+ */
+bool bo_idem_key_reusable(const char *stored, uint64_t stored_body, uint64_t body);
+
 #endif

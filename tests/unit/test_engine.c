@@ -9,6 +9,7 @@
 #include <check.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bo_config.h"
 #include "bo_engine.h"
@@ -700,10 +701,14 @@ START_TEST(test_continued_call_shares_the_budget)
     ck_assert_int_eq(one_attempt(&d, &c, &call, now, THROTTLED, -1, &rng, &until), BO_NEXT_RETRY);
     now = until;
     ck_assert_int_eq(one_attempt(&d, &c, &call, now, THROTTLED, -1, &rng, &until), BO_NEXT_RETRY);
+    memset(&l, 0x55, sizeof l); /* bo_call_lineage sets every field */
     bo_call_lineage(&call, 42, &l);
     ck_assert_uint_eq(l.attempts, 2);
     ck_assert_uint_eq(l.throttles, 2);
     ck_assert_int_eq(l.start_ns, 0);
+    ck_assert_int_eq(l.failed_ns, 0);
+    ck_assert_str_eq(l.idem, ""); /* the shim's to fill */
+    ck_assert(l.idem_body == 0);
     /* the program tries again 1 s later: 3 attempts left in all */
     now += 1000 * MS;
     bo_call_begin(&call, now);

@@ -182,6 +182,34 @@ START_TEST(test_header_kind_bounded)
 }
 END_TEST
 
+/* A body's fingerprint: never 0 ("not known"), the bytes and the length count. */
+START_TEST(test_body_fp)
+{
+    ck_assert(bo_idem_body_fp("", 0) != 0);
+    ck_assert(bo_idem_body_fp("order=1", 7) == bo_idem_body_fp("order=1", 7));
+    ck_assert(bo_idem_body_fp("order=1", 7) != bo_idem_body_fp("order=2", 7));
+    ck_assert(bo_idem_body_fp("a\0", 2) != bo_idem_body_fp("a", 1));
+    ck_assert(bo_idem_body_fp("ab", 1) == bo_idem_body_fp("a", 1));
+}
+END_TEST
+
+/*
+ * The program's next try sends the stored key again unless both bodies are
+ * known and differ (another order to the same URL gets a key of its own).
+ */
+START_TEST(test_key_reusable)
+{
+    const char *k = "\"8e03978e-40d5-43e8-bc93-6894a57f9324\"";
+    ck_assert(bo_idem_key_reusable(k, 5, 5));
+    ck_assert(!bo_idem_key_reusable(k, 5, 6));
+    ck_assert(bo_idem_key_reusable(k, 0, 6));
+    ck_assert(bo_idem_key_reusable(k, 5, 0));
+    ck_assert(bo_idem_key_reusable(k, 0, 0));
+    ck_assert(!bo_idem_key_reusable("", 0, 0));
+    ck_assert(!bo_idem_key_reusable(NULL, 5, 5));
+}
+END_TEST
+
 static Suite *idem_suite(void)
 {
     Suite *s = suite_create("idem");
@@ -192,6 +220,8 @@ static Suite *idem_suite(void)
     tcase_add_test(tc, test_header_line);
     tcase_add_loop_test(tc, test_header_kind, 0, (int)(sizeof kind_rows / sizeof kind_rows[0]));
     tcase_add_test(tc, test_header_kind_bounded);
+    tcase_add_test(tc, test_body_fp);
+    tcase_add_test(tc, test_key_reusable);
     suite_add_tcase(s, tc);
     return s;
 }
