@@ -33,6 +33,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bo_idem.h"
+
 #define BO_BUDGET_WINDOW_NS (10LL * 1000000000LL) /* 10 s sliding window */
 #define BO_BUDGET_RESERVE 3                       /* retries always allowed per window */
 
@@ -69,6 +71,11 @@ typedef struct bo_lineage {
     int64_t failed_ns;      /* when the shim last handed back its failure */
     unsigned attempts;      /* attempts spent by every call so far */
     unsigned throttles;
+    /* issue 35: the Idempotency-Key the shim sent with it ("": none), for the
+     * program's next try to send again, and the fingerprint of the body it was
+     * made for (bo_idem_body_fp; 0: not known); bo_idem_key_reusable decides */
+    char idem[BO_IDEM_VALUE_SIZE];
+    uint64_t idem_body;
 } bo_lineage;
 
 /* A small table of logical requests that ended in a retryable failure. */

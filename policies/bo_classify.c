@@ -163,6 +163,14 @@ static bool failure_class(const bo_attempt *a, unsigned *bits, bo_signal *sig, s
  * safety rule allows it for this request, no body byte has reached the
  * program and any upload can be sent again; otherwise it is FINAL, keeping
  * its signal.
+ *
+ * An Idempotency-Key makes the request repeatable: the server processes the
+ * key once and replays its answer, so what may have reached it is retried as
+ * for an idempotent method.  A 409 to such a request is the key's "still
+ * processing": it is retried (whatever retry_on lists: it follows the retry
+ * that met it, or a concurrent send of the same key) after a wait
+ * (BO_SIGNAL_KEY_BUSY).  Without a key a 409 is final, as 422 and 400 always are (the
+ * draft: the request must be corrected, not repeated).
  */
 bo_outcome bo_classify(const bo_config *cfg, const bo_attempt *a)
 {
@@ -170,6 +178,7 @@ bo_outcome bo_classify(const bo_config *cfg, const bo_attempt *a)
     unsigned bits = 0;
     safety saf = SAFE_ALWAYS;
     bool known;
+    bool key_busy = false;
     bool http = a->connect_errno == 0 &&
                 (a->curl_code == BO_CURLE_OK ||
                  (a->curl_code == BO_CURLE_HTTP_RETURNED_ERROR && a->http_status != 0));
@@ -180,15 +189,18 @@ bo_outcome bo_classify(const bo_config *cfg, const bo_attempt *a)
             out.verdict = a->curl_code == BO_CURLE_OK ? BO_VERDICT_SUCCESS : BO_VERDICT_FINAL;
             return out;
         }
-        known = status_class(a->http_status, &bits, &out.signal, &saf);
         out.rate_limited = a->http_status == 429;
+        key_busy = a->http_status == 409 && a->idempotency_key;
+        if (key_busy)
+            out.signal = BO_SIGNAL_KEY_BUSY; /* SAFE_ALWAYS: this attempt was not processed */
+        known = key_busy || status_class(a->http_status, &bits, &out.signal, &saf);
     } else {
         known = failure_class(a, &bits, &out.signal, &saf);
     }
-    if (!known || (cfg->retry_on & bits) == 0)
+    if (!known || (!key_busy && (cfg->retry_on & bits) == 0))
         return out;
 
-    bool repeatable = bo_method_idempotent(a->method) || cfg->unsafe_retry;
+    bool repeatable = bo_method_idempotent(a->method) || a->idempotency_key || cfg->unsafe_retry;
     switch (saf) {
     case SAFE_ALWAYS:
         break;

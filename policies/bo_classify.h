@@ -3,8 +3,11 @@
  * attempt's facts and the configuration, following docs/DESIGN.md's safety rules:
  *   - 429, 503 and connect failures are retried for any method;
  *   - a request that may have reached the server (read timeout, reset after
- *     sending, 502/504/500/408) is retried only for idempotent methods unless
- *     unsafe_retry;
+ *     sending, 502/504/500/408) is retried only for idempotent methods, or
+ *     when it carries an Idempotency-Key (the server processes a key once),
+ *     unless unsafe_retry;
+ *   - a 409 to a request that carries a key (the server is still processing
+ *     that key) is retried after a wait; 422 and 400 stay final;
  *   - never once a body byte has been delivered to the program;
  *   - an upload only when it can be rewound;
  *   - only what BACKOFF_RETRY_ON lists;
@@ -44,7 +47,11 @@ typedef enum bo_verdict {
 typedef enum bo_signal {
     BO_SIGNAL_NONE = 0,     /* no news about the destination's capacity */
     BO_SIGNAL_THROTTLE,     /* the server answered "slow down" (429, 503, 504) */
-    BO_SIGNAL_LOSS          /* no answer at all (timeout, refused): probe mode */
+    BO_SIGNAL_LOSS,         /* no answer at all (timeout, refused): probe mode */
+    BO_SIGNAL_KEY_BUSY      /* a 409 to a request with an Idempotency-Key: the server
+                               is still processing that key.  No news about capacity
+                               (the window treats it as NONE), but a retry waits as
+                               after a throttle (bo_engine.c) instead of going at once */
 } bo_signal;
 
 typedef struct bo_outcome {
@@ -67,6 +74,9 @@ typedef struct bo_attempt {
     bool connect_unix;        /* connect() hook: a UNIX-domain socket (else TCP) */
     bool connect_unknown;     /* connect() hook: the destination never accepted a connection
                                  in this process and BACKOFF_HOSTS does not name it */
+    bool idempotency_key;     /* the request carries an Idempotency-Key, the program's own
+                                 or the shim's (bo_idem.h): it may be repeated like an
+                                 idempotent one, and a 409 means "still processing" */
 } bo_attempt;
 
 /*

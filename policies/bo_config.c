@@ -626,6 +626,13 @@ static const bo_var vars[] = {
      "the outcomes that are retried", NULL},
     {"BACKOFF_UNSAFE_RETRY", BO_VAR_BOOL, F(unsafe_retry), 0, 1, 0, NULL, "0", "0",
      "1: also retry a non-idempotent request (POST) after it may have reached the server", NULL},
+    {"BACKOFF_IDEMPOTENCY_KEY", BO_VAR_BOOL, F(idempotency_key), 0, 1, 0, NULL, "0", "0",
+     "1: every POST and PATCH that carries no Idempotency-Key gets one (a fresh UUID v4, "
+     "the IETF draft's header), the same on every attempt and on the program's own retries, "
+     "so that it is retried like an idempotent request where the server honours the key (a "
+     "request that carries its own key always is); under BACKOFF_SEED the keys repeat from "
+     "run to run: for tests only",
+     NULL},
     {"BACKOFF_WINDOW", BO_VAR_UINT, F(window), 1, COUNT_MAX, 0, NULL, "20", "20",
      "aimd: initial window of requests in flight per destination", NULL},
     {"BACKOFF_WINDOW_MAX", BO_VAR_UINT, F(window_max), 1, COUNT_MAX, 0, NULL, "1024", "1024",

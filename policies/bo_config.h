@@ -84,6 +84,8 @@ typedef struct bo_config {
     double jitter;            /* BACKOFF_JITTER, default 0.1 */
     unsigned retry_on;        /* BACKOFF_RETRY_ON bits */
     bool unsafe_retry;        /* BACKOFF_UNSAFE_RETRY */
+    bool idempotency_key;     /* BACKOFF_IDEMPOTENCY_KEY: the shim adds an Idempotency-Key
+                                 to POST and PATCH requests that carry none (bo_idem.h) */
     unsigned window;          /* BACKOFF_WINDOW, default 20 */
     unsigned window_max;      /* BACKOFF_WINDOW_MAX, default 1024 */
     double beta;              /* BACKOFF_BETA; 0 = the policy's own */

@@ -13,6 +13,11 @@
  *                 waits an RTO (throttle_rto_ns), and cuts that do not stop
  *                 the throttling hold the whole destination (dest_rto_ns);
  *                 BACKOFF_PACING=0 is 000's algorithm: no wait.
+ * A 409 to a request that carries an Idempotency-Key (BO_SIGNAL_KEY_BUSY: the
+ * server is still processing that key) tells nothing about capacity, but its
+ * retry must give the key's first request time: under aimd and responsive it
+ * waits the throttle's RTO (doubling with the call's throttles and busy keys),
+ * under the delay policies their schedule.
  * For every policy: Retry-After is the least wait of the call that got it,
  * bounded by the cap (for responsive it holds the whole destination back;
  * for aimd it does not: a constant Retry-After from a concurrency cap would
@@ -89,6 +94,8 @@ void bo_call_lineage(const bo_call *c, uint64_t key, bo_lineage *out)
     out->failed_ns = 0;
     out->attempts = c->inherited + c->attempts;
     out->throttles = c->throttles;
+    out->idem[0] = '\0'; /* the shim's to fill (bo_idem.h) */
+    out->idem_body = 0;
 }
 
 static int64_t cap_ns(const bo_config *cfg)
@@ -257,6 +264,12 @@ static int64_t throttle_rto_ns(const bo_dest *d, const bo_config *cfg, bo_call *
     return (int64_t)wait;
 }
 
+/* A signal about the destination's capacity (a busy Idempotency-Key is not one). */
+static bool capacity_signal(bo_signal s)
+{
+    return s == BO_SIGNAL_THROTTLE || s == BO_SIGNAL_LOSS;
+}
+
 /*
  * Completion promises: the window and counters see every attempt exactly
  * once; DONE for success, a final verdict, policy none, or when the bounds
@@ -275,7 +288,7 @@ static bo_next complete(bo_dest *d, const bo_config *cfg, bo_call *c, bo_outcome
     if (c->phase == BO_PHASE_ATTEMPT) {
         if (outcome.verdict == BO_VERDICT_SUCCESS) {
             bo_window_on_success(&d->window, &c->ticket, now_ns);
-        } else if (outcome.signal != BO_SIGNAL_NONE) {
+        } else if (capacity_signal(outcome.signal)) {
             bool cut = bo_window_on_signal(&d->window, &c->ticket, outcome.signal, now_ns);
             if (outcome.signal == BO_SIGNAL_LOSS) {
                 if (cut)
@@ -294,12 +307,11 @@ static bo_next complete(bo_dest *d, const bo_config *cfg, bo_call *c, bo_outcome
         if (cfg->policy == BO_POLICY_RESPONSIVE)
             bo_responsive_on_success(&d->pacing, cfg, rng);
     } else {
-        if (outcome.signal == BO_SIGNAL_THROTTLE) {
-            c->throttles++;
+        if (outcome.signal == BO_SIGNAL_THROTTLE || outcome.signal == BO_SIGNAL_KEY_BUSY) {
+            c->throttles++; /* a busy key's waits double as a throttle's do */
             d->probe_failures = 0; /* an answer: the server is alive */
-        } else {
         }
-        if (cfg->policy == BO_POLICY_RESPONSIVE && outcome.signal != BO_SIGNAL_NONE)
+        if (cfg->policy == BO_POLICY_RESPONSIVE && capacity_signal(outcome.signal))
             bo_responsive_on_failure_sent(&d->pacing, cfg, rng, c->ticket.sent_ns, now_ns);
     }
     if (cfg->policy == BO_POLICY_RESPONSIVE)
@@ -323,6 +335,8 @@ static bo_next complete(bo_dest *d, const bo_config *cfg, bo_call *c, bo_outcome
         delay = bo_schedule_next_ns(&c->schedule, cfg, rng);
     if (aimd && cfg->pacing && outcome.signal == BO_SIGNAL_THROTTLE)
         delay = throttle_rto_ns(d, cfg, c, rng); /* BACKOFF_PACING=0 stays 000's exact algorithm */
+    if (!is_delay_policy(cfg->policy) && outcome.signal == BO_SIGNAL_KEY_BUSY)
+        delay = throttle_rto_ns(d, cfg, c, rng); /* the key's first request needs its time */
     if (hint > delay)
         delay = hint;
     int64_t deadline = call_deadline(cfg, c);

@@ -511,7 +511,7 @@ static void rate_evidence(bo_window *w, const bo_ticket *t, int64_t now_ns)
 bool bo_window_on_signal(bo_window *w, const bo_ticket *t, bo_signal sig, int64_t now_ns)
 {
     release(w);
-    if (sig == BO_SIGNAL_NONE || t->epoch != w->epoch)
+    if (sig == BO_SIGNAL_NONE || sig == BO_SIGNAL_KEY_BUSY || t->epoch != w->epoch)
         return false;
     if (sig == BO_SIGNAL_LOSS) {
         /* One probe at a time; ssthresh only falls on the first loss in a row. */

@@ -63,23 +63,44 @@ static const char usage[] =
     "  --corrupt-every N    test only: every Nth /item body has one byte altered\n"
     "  --fault-drop N       every Nth request is closed without any response\n"
     "  --fault-reset N      every Nth /item body is cut half way by a TCP reset (RST)\n"
+    "  --fault-reset-post N every Nth POST or PATCH is processed (its answer stored under\n"
+    "                       its Idempotency-Key), then its connection reset (RST) before\n"
+    "                       any answer byte\n"
     "  --retry-after-raw S  rejections carry \"Retry-After: S\" verbatim (absurd or\n"
     "                       garbage values; overrides --retry-after)\n"
     "  --idle-timeout S     close idle keep-alive connections after S s (default 30)\n"
+    "idempotency (draft-ietf-httpapi-idempotency-key-header):\n"
+    "  --idempotency        a request (any method) with an Idempotency-Key header is\n"
+    "                       processed once per key: its answer is stored and replayed\n"
+    "                       (with Idempotent-Replayed: true) to a repeat with the same key\n"
+    "                       and the same method, path, query and body; 409 while the\n"
+    "                       first is still being processed (--post-delay-ms, --service-ms),\n"
+    "                       422 when the key comes with another request, 400 for an empty,\n"
+    "                       repeated or over-255-byte key.  Rejections (429/503) and\n"
+    "                       --fault-drop come before the key: nothing is stored\n"
+    "  --idempotency-required\n"
+    "                       also 400 for a POST or PATCH without a key (implies\n"
+    "                       --idempotency)\n"
+    "  --idempotency-keys N keys kept (default 4096); past N the oldest is dropped\n"
     "output:\n"
     "  --log FILE           CSV per request: t_ms,method,path,status,concurrency,latency_ms\n"
     "\n"
     "Content: GET /item/N[?size=BYTES] returns \"item=N;\" repeated to BYTES (default 64);\n"
-    "POST or PUT returns \"fnv1a64=HEX length=LEN\" of the received body and counts its\n"
-    "X-Request-Id (a repeat is a duplicate_post); GET /status/NNN answers status NNN;\n"
+    "POST, PUT or PATCH returns \"fnv1a64=HEX length=LEN\" of the received body and counts\n"
+    "its X-Request-Id (a repeat processed again is a duplicate_post; one replayed under its\n"
+    "Idempotency-Key is not processed); GET /status/NNN answers status NNN;\n"
     "any other path answers \"ok\". Rejections carry the body \"rejected\".\n"
     "The first stdout line is \"listening on 127.0.0.1:PORT\"; one stderr line per second;\n"
     "at exit a TSV summary on stdout (header row + one row): requests (answered),\n"
     "ok (2xx), rejected (429/503 from the cap, the bucket or a 503 outage),\n"
     "max_concurrency (most requests in the server at once, held ones included),\n"
     "duplicate_posts (POSTs whose X-Request-Id was already processed), posts, puts,\n"
-    "duplicate_puts, dropped (closed unanswered: client gone, refuse outage, exit),\n"
-    "status_other (non-2xx answers that are not rejections: 400, /status/NNN).\n";
+    "duplicate_puts, dropped (closed unanswered: client gone, refuse outage, exit, the\n"
+    "fault flags), status_other (non-2xx answers that are not rejections: 400, 409, 422,\n"
+    "/status/NNN), patches, duplicate_patches, idem_replays (answers replayed under their\n"
+    "key), idem_conflicts (409: key in flight), idem_mismatches (422: key reused with\n"
+    "another request), idem_bad (400: key missing where required, empty, repeated or too\n"
+    "long), post_resets (--fault-reset-post resets).\n";
 
 static int bad(const char *flag, const char *value, const char *expected)
 {
@@ -131,6 +152,7 @@ int bo_srv_parse_args(int argc, char **argv, struct bo_srv_config *cfg)
     cfg->latency_factor = 1.05;
     cfg->latency_k = 15;
     cfg->idle_timeout_s = 30;
+    cfg->idempotency_keys = 4096;
     for (int i = 1; i < argc; i++) {
         char name[64];
         const char *arg = argv[i];
@@ -150,6 +172,17 @@ int bo_srv_parse_args(int argc, char **argv, struct bo_srv_config *cfg)
             val = eq + 1;
         } else {
             strcpy(name, arg);
+        }
+        /* The flags that take no value. */
+        if (strcmp(name, "--idempotency") == 0 || strcmp(name, "--idempotency-required") == 0) {
+            if (eq)
+                return bad(name, val, "no value (the flag alone turns it on)");
+            cfg->idempotency = 1;
+            if (strcmp(name, "--idempotency-required") == 0)
+                cfg->idempotency_required = 1;
+            continue;
+        }
+        if (!eq) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "ratelimit-server: %s needs a value (see --help)\n", name);
                 return 2;
@@ -278,6 +311,14 @@ int bo_srv_parse_args(int argc, char **argv, struct bo_srv_config *cfg)
                 cfg->fault_drop_every = l;
             else
                 cfg->fault_reset_every = l;
+        } else if (strcmp(name, "--fault-reset-post") == 0) {
+            if (cli_parse_long(val, 1, 1000000000, &l))
+                return bad(name, val, "an integer >= 1");
+            cfg->fault_reset_post_every = l;
+        } else if (strcmp(name, "--idempotency-keys") == 0) {
+            if (cli_parse_long(val, 1, 1000000, &l))
+                return bad(name, val, "an integer from 1 to 1000000");
+            cfg->idempotency_keys = l;
         } else if (strcmp(name, "--retry-after-raw") == 0) {
             /* Any bytes but the line ends that would split the header. */
             if (strpbrk(val, "\r\n"))

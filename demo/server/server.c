@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -39,7 +40,17 @@
 
 enum phase { SRV_PHASE_NEW, SRV_PHASE_ADMIT, SRV_PHASE_HOLD, SRV_PHASE_RESPOND };
 enum kind { SRV_KIND_REJECT, SRV_KIND_ITEM, SRV_KIND_DIGEST, SRV_KIND_TEXT, SRV_KIND_FILE };
-enum method { SRV_METHOD_GET, SRV_METHOD_HEAD, SRV_METHOD_POST, SRV_METHOD_PUT, SRV_METHOD_OTHER };
+enum method {
+    SRV_METHOD_GET,
+    SRV_METHOD_HEAD,
+    SRV_METHOD_POST,
+    SRV_METHOD_PUT,
+    SRV_METHOD_PATCH,
+    SRV_METHOD_OTHER
+};
+enum idem_state { SRV_IDEM_FREE = 0, SRV_IDEM_RUNNING, SRV_IDEM_DONE };
+
+#define IDEM_KEY_MAX 255 /* bytes of an Idempotency-Key value (Stripe's bound) */
 
 /* Per-request state, owned by MHD's con_cls and freed when MHD completes it. */
 struct req {
@@ -69,6 +80,31 @@ struct req {
     const char *text;
     int file_fd1;       /* SRV_KIND_FILE: the open file's descriptor + 1 (0: none) */
     uint64_t file_size;
+    long idem;          /* --idempotency: the key entry this request processes, + 1 (0: none) */
+    uint64_t idem_seq;  /* ...and that entry's sequence number (dropped meanwhile: differs) */
+    uint64_t method_hash; /* FNV-1a of the method's name, for the key's fingerprint */
+    int replay;         /* the answer is a key's stored one */
+};
+
+/*
+ * --idempotency: the entry of one key.  Entries are used in turn (entry seq % size), so
+ * the next one to be reused always holds the oldest key; a bucket chain
+ * finds a key.  A DONE entry holds what is needed to answer again: the
+ * status, the kind and its parameters (the item and digest bodies are
+ * functions of them, the texts are static).
+ */
+struct idem_entry {
+    enum idem_state state;
+    uint64_t seq;
+    uint64_t hash;        /* of the key */
+    uint64_t fingerprint; /* method, path, query and body */
+    long next;            /* bucket chain: entry index, -1 at the end */
+    int status;
+    enum kind kind;
+    const char *text;
+    uint64_t digest_hash, digest_len;
+    uint64_t item_n, item_size;
+    char key[IDEM_KEY_MAX + 1];
 };
 
 /* Whole-process state. */
@@ -92,6 +128,9 @@ static struct {
     atomic_long inflight;
     atomic_long max_inflight;
     atomic_ullong requests, ok, rejected, other, dropped, posts, puts, dup_posts, dup_puts;
+    atomic_ullong patches, dup_patches;
+    atomic_ullong idem_replays, idem_conflicts, idem_mismatches, idem_bad, post_resets;
+    atomic_ullong posts_processed; /* POSTs and PATCHes processed, for --fault-reset-post */
     atomic_ullong items;
     atomic_ullong arrivals; /* requests that reached admission, for --fault-drop */
     /* timer heap of suspended requests */
@@ -103,6 +142,12 @@ static struct {
     pthread_mutex_t ids_mu;
     uint64_t *ids;
     size_t nids, capids;
+    /* --idempotency: the key table */
+    pthread_mutex_t idem_mu;
+    struct idem_entry *idem;
+    long *idem_buckets;
+    size_t nidem_buckets;   /* a power of two */
+    uint64_t idem_next_seq; /* 1, 2, ...: entry (seq - 1) % idempotency_keys */
     /* --log */
     pthread_mutex_t log_mu;
     FILE *log;
@@ -266,8 +311,8 @@ static void *timer_main(void *arg)
 /* Records one processing of (method, id); returns 1 when it was seen before. */
 static int id_seen(enum method m, const char *id)
 {
-    uint64_t key = bo_fnv1a64(BO_FNV_OFFSET, m == SRV_METHOD_POST ? "POST " : "PUT ",
-                              m == SRV_METHOD_POST ? 5 : 4);
+    const char *name = m == SRV_METHOD_POST ? "POST " : m == SRV_METHOD_PUT ? "PUT " : "PATCH ";
+    uint64_t key = bo_fnv1a64(BO_FNV_OFFSET, name, strlen(name));
     key = bo_fnv1a64(key, id, strlen(id));
     if (key == 0)
         key = 1;
@@ -302,6 +347,186 @@ static int id_seen(enum method m, const char *id)
 out:
     pthread_mutex_unlock(&g.ids_mu);
     return seen;
+}
+
+/* ---- idempotency keys (--idempotency) ------------------------------------------ */
+
+/* The Idempotency-Key header lines of a request: how many, and the first value. */
+struct key_scan {
+    const char *value;
+    int count;
+};
+
+static enum MHD_Result scan_key(void *cls, enum MHD_ValueKind kind, const char *key,
+                                const char *value)
+{
+    struct key_scan *k = cls;
+    (void)kind;
+    if (strcasecmp(key, "Idempotency-Key") == 0 && k->count++ == 0)
+        k->value = value != NULL ? value : "";
+    return MHD_YES;
+}
+
+static enum MHD_Result hash_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                const char *value)
+{
+    uint64_t *h = cls;
+    (void)kind;
+    *h = bo_fnv1a64(*h, key, strlen(key) + 1);
+    *h = value != NULL ? bo_fnv1a64(*h, value, strlen(value) + 1) : bo_fnv1a64(*h, "\1", 1);
+    return MHD_YES;
+}
+
+/* What a repeat of a key must match: method, path, query arguments and body. */
+static uint64_t fingerprint(const struct req *r, const char *url)
+{
+    uint64_t h = bo_fnv1a64(BO_FNV_OFFSET, &r->method_hash, sizeof r->method_hash);
+    h = bo_fnv1a64(h, url, strlen(url) + 1);
+    MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, hash_arg, &h);
+    h = bo_fnv1a64(h, &r->hash, sizeof r->hash);
+    return bo_fnv1a64(h, &r->body_len, sizeof r->body_len);
+}
+
+/* The entry of key (idem_mu held), or -1. */
+static long idem_find(const char *key, uint64_t hash)
+{
+    long i = g.idem_buckets[hash & (g.nidem_buckets - 1)];
+    while (i >= 0 && (g.idem[i].hash != hash || strcmp(g.idem[i].key, key) != 0))
+        i = g.idem[i].next;
+    return i;
+}
+
+/* Frees entry i (idem_mu held): its key is forgotten. */
+static void idem_drop(long i)
+{
+    struct idem_entry *e = &g.idem[i];
+    if (e->state == SRV_IDEM_FREE)
+        return;
+    long *link = &g.idem_buckets[e->hash & (g.nidem_buckets - 1)];
+    while (*link != i)
+        link = &g.idem[*link].next;
+    *link = e->next;
+    e->state = SRV_IDEM_FREE;
+}
+
+/* Takes the next entry for key (idem_mu held), dropping the oldest key when
+ * the table is full: the entry used longest ago. */
+static long idem_take(const char *key, uint64_t hash)
+{
+    uint64_t seq = ++g.idem_next_seq;
+    long i = (long)((seq - 1) % (uint64_t)g.cfg.idempotency_keys);
+    struct idem_entry *e = &g.idem[i];
+    idem_drop(i);
+    memset(e, 0, sizeof *e);
+    e->state = SRV_IDEM_RUNNING;
+    e->seq = seq;
+    e->hash = hash;
+    snprintf(e->key, sizeof e->key, "%s", key);
+    long *head = &g.idem_buckets[hash & (g.nidem_buckets - 1)];
+    e->next = *head;
+    *head = i;
+    return i;
+}
+
+/* Answers r with an error of the key protocol (not stored, not processed). */
+static void idem_refuse(struct req *r, int status, const char *text, atomic_ullong *counter)
+{
+    r->kind = SRV_KIND_TEXT;
+    r->status = status;
+    r->text = text;
+    atomic_fetch_add(counter, 1);
+}
+
+/*
+ * The key's gate, for an admitted request before it is processed: returns
+ * 0 when r is to be processed (a new key is then RUNNING under r until its
+ * answer is stored, idem_finish), 1 when r is answered without processing:
+ * the key's stored answer (a repeat with the same fingerprint), 409 (the
+ * key's first request is still being processed), 422 (the key came with
+ * another request), 400 (a key that is empty, longer than IDEM_KEY_MAX or
+ * given twice; or none on a POST or PATCH under --idempotency-required).
+ */
+static int idem_gate(struct req *r, const char *url)
+{
+    struct key_scan k = {NULL, 0};
+    if (!g.cfg.idempotency)
+        return 0;
+    MHD_get_connection_values(r->conn, MHD_HEADER_KIND, scan_key, &k);
+    if (k.count == 0) {
+        if (g.cfg.idempotency_required &&
+            (r->method == SRV_METHOD_POST || r->method == SRV_METHOD_PATCH)) {
+            idem_refuse(r, MHD_HTTP_BAD_REQUEST, "Idempotency-Key is missing\n", &g.idem_bad);
+            return 1;
+        }
+        return 0;
+    }
+    size_t len = strlen(k.value);
+    if (k.count > 1 || len == 0 || len > IDEM_KEY_MAX) {
+        idem_refuse(r, MHD_HTTP_BAD_REQUEST,
+                    "Idempotency-Key is not valid: one value of 1 to 255 bytes\n", &g.idem_bad);
+        return 1;
+    }
+    uint64_t hash = bo_fnv1a64(BO_FNV_OFFSET, k.value, len);
+    uint64_t fp = fingerprint(r, url);
+    pthread_mutex_lock(&g.idem_mu);
+    long i = idem_find(k.value, hash);
+    if (i < 0) {
+        i = idem_take(k.value, hash);
+        g.idem[i].fingerprint = fp;
+        r->idem = i + 1;
+        r->idem_seq = g.idem[i].seq;
+        pthread_mutex_unlock(&g.idem_mu);
+        return 0;
+    }
+    const struct idem_entry e = g.idem[i];
+    pthread_mutex_unlock(&g.idem_mu);
+    if (e.fingerprint != fp) {
+        idem_refuse(r, 422 /* Unprocessable Content */,
+                    "Idempotency-Key was used with another request\n", &g.idem_mismatches);
+    } else if (e.state == SRV_IDEM_RUNNING) {
+        idem_refuse(r, MHD_HTTP_CONFLICT,
+                    "a request with this Idempotency-Key is still being processed\n",
+                    &g.idem_conflicts);
+    } else {
+        r->status = e.status;
+        r->kind = e.kind;
+        r->text = e.text;
+        r->hash = e.digest_hash;
+        r->body_len = e.digest_len;
+        r->item_n = e.item_n;
+        r->item_size = e.item_size;
+        r->replay = 1;
+        atomic_fetch_add(&g.idem_replays, 1);
+    }
+    return 1;
+}
+
+/*
+ * Stores the answer of the request that processed a key, once: from now on
+ * a repeat is replayed it.  A file (--serve-dir) is not stored: its key is
+ * let go, and a repeat is processed again.  Nothing when the key was
+ * dropped from the table meanwhile.
+ */
+static void idem_finish(struct req *r)
+{
+    if (r->idem == 0)
+        return;
+    pthread_mutex_lock(&g.idem_mu);
+    struct idem_entry *e = &g.idem[r->idem - 1];
+    if (e->seq == r->idem_seq && e->state == SRV_IDEM_RUNNING && r->kind == SRV_KIND_FILE) {
+        idem_drop(r->idem - 1);
+    } else if (e->seq == r->idem_seq && e->state == SRV_IDEM_RUNNING) {
+        e->state = SRV_IDEM_DONE;
+        e->status = r->status;
+        e->kind = r->kind;
+        e->text = r->text;
+        e->digest_hash = r->hash;
+        e->digest_len = r->body_len;
+        e->item_n = r->item_n;
+        e->item_size = r->item_size;
+    }
+    pthread_mutex_unlock(&g.idem_mu);
+    r->idem = 0;
 }
 
 /* ---- admission ------------------------------------------------------------- */
@@ -368,12 +593,19 @@ static void choose_content(struct req *r, const char *url)
             return;
         }
     }
-    if (r->method == SRV_METHOD_POST || r->method == SRV_METHOD_PUT) {
+    if (r->method == SRV_METHOD_POST || r->method == SRV_METHOD_PUT ||
+        r->method == SRV_METHOD_PATCH) {
         r->kind = SRV_KIND_DIGEST;
         const char *id = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Request-Id");
-        atomic_fetch_add(r->method == SRV_METHOD_POST ? &g.posts : &g.puts, 1);
+        atomic_fetch_add(r->method == SRV_METHOD_POST  ? &g.posts
+                         : r->method == SRV_METHOD_PUT ? &g.puts
+                                                       : &g.patches,
+                         1);
         if (id && id_seen(r->method, id))
-            atomic_fetch_add(r->method == SRV_METHOD_POST ? &g.dup_posts : &g.dup_puts, 1);
+            atomic_fetch_add(r->method == SRV_METHOD_POST  ? &g.dup_posts
+                             : r->method == SRV_METHOD_PUT ? &g.dup_puts
+                                                           : &g.dup_patches,
+                             1);
         return;
     }
     if ((r->method == SRV_METHOD_GET || r->method == SRV_METHOD_HEAD) && g.cfg.serve_dir != NULL &&
@@ -511,10 +743,10 @@ static uint64_t admit(struct req *r, uint64_t t, const char *url)
         r->slot = 1;
     }
     pthread_mutex_unlock(&g.adm_mu);
-    if (admitted)
-        choose_content(r, url);
-    else
+    if (!admitted)
         r->kind = SRV_KIND_REJECT;
+    else if (!idem_gate(r, url))
+        choose_content(r, url);
     return hold;
 }
 
@@ -647,11 +879,42 @@ static void add_ratelimit_headers(struct MHD_Response *resp, const struct req *r
     }
 }
 
+/*
+ * --fault-reset-post: is r (a POST or PATCH just processed, not a replay) the
+ * Nth since the last reset?
+ */
+static int post_reset_due(const struct req *r)
+{
+    if (g.cfg.fault_reset_post_every <= 0 || r->kind != SRV_KIND_DIGEST || r->replay ||
+        (r->method != SRV_METHOD_POST && r->method != SRV_METHOD_PATCH))
+        return 0;
+    unsigned long long n = atomic_fetch_add(&g.posts_processed, 1) + 1;
+    return n % (unsigned long long)g.cfg.fault_reset_post_every == 0;
+}
+
+/* Makes MHD's close of r's connection send RST instead of FIN (linger 0). */
+static void reset_on_close(struct req *r)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    struct linger lg = {1, 0};
+    if (ci)
+        setsockopt(ci->connect_fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+}
+
 /* Queues r's answer and does its accounting; returns MHD's verdict. */
 static enum MHD_Result respond(struct req *r, const char *method, const char *url)
 {
     struct MHD_Response *resp = NULL;
     char line[BO_DIGEST_LINE_MAX];
+    int reset = post_reset_due(r);
+    idem_finish(r); /* processed: from now on the key's repeats are replayed this answer */
+    if (reset) {
+        /* processed and stored, then the connection is lost before any answer byte */
+        reset_on_close(r);
+        atomic_fetch_add(&g.post_resets, 1);
+        return MHD_NO;
+    }
     switch (r->kind) {
     case SRV_KIND_REJECT:
         resp = MHD_create_response_from_buffer(9, (void *)"rejected\n", MHD_RESPMEM_PERSISTENT);
@@ -683,6 +946,8 @@ static enum MHD_Result respond(struct req *r, const char *method, const char *ur
         add_num_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, r->retry_after);
     if (r->rl)
         add_ratelimit_headers(resp, r);
+    if (r->replay)
+        MHD_add_response_header(resp, "Idempotent-Replayed", "true");
     enum MHD_Result ret = MHD_queue_response(r->conn, (unsigned)r->status, resp);
     MHD_destroy_response(resp);
     r->answered = 1;
@@ -716,6 +981,8 @@ static enum method classify(const char *m)
         return SRV_METHOD_POST;
     if (strcmp(m, "PUT") == 0)
         return SRV_METHOD_PUT;
+    if (strcmp(m, "PATCH") == 0)
+        return SRV_METHOD_PATCH;
     return SRV_METHOD_OTHER;
 }
 
@@ -776,7 +1043,8 @@ static enum MHD_Result advance(struct req *r, const char *method, const char *ur
             }
             r->phase = SRV_PHASE_RESPOND;
             long extra = g.cfg.delay_ms;
-            if (r->method == SRV_METHOD_POST || r->method == SRV_METHOD_PUT)
+            if (r->method == SRV_METHOD_POST || r->method == SRV_METHOD_PUT ||
+                r->method == SRV_METHOD_PATCH)
                 extra += g.cfg.post_delay_ms;
             if (extra > 0 && suspend_until(r, now_ms() + (uint64_t)extra))
                 return MHD_YES;
@@ -807,6 +1075,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             return MHD_NO;
         r->conn = conn;
         r->method = classify(method);
+        r->method_hash = bo_fnv1a64(BO_FNV_OFFSET, method, strlen(method));
         r->arrive_ms = now_ms();
         r->hash = BO_FNV_OFFSET;
         r->retry_after = -1;
@@ -837,6 +1106,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         return;
     if (r->file_fd1 > 0)
         close(r->file_fd1 - 1);
+    idem_finish(r); /* processed but never answered (client gone): stored all the same */
     if (r->slot)
         atomic_fetch_sub(&g.busy, 1);
     if (r->inflight)
@@ -953,12 +1223,19 @@ static void print_stats_line(uint64_t t)
 
 static void print_summary(void)
 {
+    /* Columns are read by name, but only ever appended: never reorder them. */
     printf("requests\tok\trejected\tmax_concurrency\tduplicate_posts\tposts\tputs\t"
-           "duplicate_puts\tdropped\tstatus_other\n");
-    printf("%llu\t%llu\t%llu\t%ld\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\n", atomic_load(&g.requests),
-           atomic_load(&g.ok), atomic_load(&g.rejected), atomic_load(&g.max_inflight),
-           atomic_load(&g.dup_posts), atomic_load(&g.posts), atomic_load(&g.puts),
-           atomic_load(&g.dup_puts), atomic_load(&g.dropped), atomic_load(&g.other));
+           "duplicate_puts\tdropped\tstatus_other\tpatches\tduplicate_patches\t"
+           "idem_replays\tidem_conflicts\tidem_mismatches\tidem_bad\tpost_resets\n");
+    printf("%llu\t%llu\t%llu\t%ld\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t"
+           "%llu\t%llu\t%llu\n",
+           atomic_load(&g.requests), atomic_load(&g.ok), atomic_load(&g.rejected),
+           atomic_load(&g.max_inflight), atomic_load(&g.dup_posts), atomic_load(&g.posts),
+           atomic_load(&g.puts), atomic_load(&g.dup_puts), atomic_load(&g.dropped),
+           atomic_load(&g.other), atomic_load(&g.patches), atomic_load(&g.dup_patches),
+           atomic_load(&g.idem_replays), atomic_load(&g.idem_conflicts),
+           atomic_load(&g.idem_mismatches), atomic_load(&g.idem_bad),
+           atomic_load(&g.post_resets));
     fflush(stdout);
 }
 
@@ -1012,6 +1289,19 @@ int main(int argc, char **argv)
     pthread_mutex_init(&g.adm_mu, NULL);
     pthread_mutex_init(&g.heap_mu, NULL);
     pthread_mutex_init(&g.ids_mu, NULL);
+    pthread_mutex_init(&g.idem_mu, NULL);
+    if (g.cfg.idempotency) {
+        size_t n = (size_t)g.cfg.idempotency_keys;
+        g.nidem_buckets = 16;
+        while (g.nidem_buckets < 2 * n)
+            g.nidem_buckets *= 2;
+        g.idem = calloc(n, sizeof *g.idem);
+        g.idem_buckets = malloc(g.nidem_buckets * sizeof *g.idem_buckets);
+        if (!g.idem || !g.idem_buckets)
+            goto fail_sys;
+        for (size_t i = 0; i < g.nidem_buckets; i++)
+            g.idem_buckets[i] = -1;
+    }
     pthread_mutex_init(&g.log_mu, NULL);
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

@@ -53,6 +53,12 @@ struct bo_srv_config {
     long idle_timeout_s;   /* idle keep-alive connections are closed after this */
     long fault_drop_every; /* every Nth request is closed without any response, 0: never */
     long fault_reset_every;/* every Nth item body is reset half way, 0: never */
+    long fault_reset_post_every; /* every Nth POST or PATCH processed is reset before any
+                                    answer byte (its answer stored under its key), 0: never */
+    int idempotency;       /* --idempotency: a request with an Idempotency-Key is processed
+                              once per key, its answer replayed (issue 35) */
+    int idempotency_required; /* --idempotency-required: POST/PATCH without a key: 400 */
+    long idempotency_keys; /* --idempotency-keys: keys kept, the oldest dropped (4096) */
     const char *retry_after_raw; /* Retry-After sent verbatim on rejections, NULL: numeric */
     enum bo_srv_rl_dialect rl_dialect; /* headers of the bucket and the fixed window */
     long window_requests;  /* fixed window: N requests per window, 0: off */

@@ -5,9 +5,11 @@
  *   - never RETRY once a body byte was delivered;
  *   - never RETRY an upload that cannot be rewound;
  *   - never RETRY a non-idempotent request that may have reached the server
- *     unless unsafe_retry, except for 429, 503 and connect failures (the
- *     server said "later", or nothing was sent);
- *   - never RETRY what BACKOFF_RETRY_ON does not list, nor a 2xx/3xx;
+ *     unless unsafe_retry or it carries an Idempotency-Key, except for 429,
+ *     503 and connect failures (the server said "later", or nothing was sent);
+ *   - never RETRY what BACKOFF_RETRY_ON does not list, nor a 2xx/3xx; a 409
+ *     is retried (signal KEY_BUSY) exactly when the request carries a key and
+ *     nothing else forbids it; 400 and 422 never;
  *   - SUCCESS only for a completed transfer below 400;
  *   - the verdict and signal are in range.
  */
@@ -77,12 +79,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         (sel & 0x10) ? errnos[fuzz_u8(&in) % (sizeof errnos / sizeof errnos[0])] : 0;
     a.connect_unix = (sel >> 5) & 1;
     a.connect_unknown = (sel >> 6) & 1;
+    a.idempotency_key = fuzz_bool(&in);
 
     bo_outcome o = bo_classify(&cfg, &a);
     if (o.verdict != BO_VERDICT_SUCCESS && o.verdict != BO_VERDICT_RETRY &&
         o.verdict != BO_VERDICT_FINAL)
         abort();
-    if (o.signal != BO_SIGNAL_NONE && o.signal != BO_SIGNAL_THROTTLE && o.signal != BO_SIGNAL_LOSS)
+    if (o.signal != BO_SIGNAL_NONE && o.signal != BO_SIGNAL_THROTTLE &&
+        o.signal != BO_SIGNAL_LOSS && o.signal != BO_SIGNAL_KEY_BUSY)
+        abort();
+    int http = a.connect_errno == 0 &&
+               (a.curl_code == 0 || (a.curl_code == 22 && a.http_status != 0));
+    /* A busy key is a 409 answer to a request that carries one, and nothing else. */
+    if ((o.signal == BO_SIGNAL_KEY_BUSY) != (http && a.http_status == 409 && a.idempotency_key))
+        abort();
+    if (o.signal == BO_SIGNAL_KEY_BUSY &&
+        (o.verdict == BO_VERDICT_RETRY) != (a.body_delivered == 0 &&
+                                            (!a.has_upload || a.upload_rewindable)))
         abort();
     if (o.verdict == BO_VERDICT_SUCCESS &&
         (a.curl_code != 0 || a.connect_errno != 0 || a.http_status >= 400))
@@ -92,9 +105,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         if (a.has_upload && !a.upload_rewindable)
             abort();
-        if (cfg.retry_on == 0)
+        if (cfg.retry_on == 0 && o.signal != BO_SIGNAL_KEY_BUSY)
             abort();
-        if (a.request_sent && !bo_method_idempotent(a.method) && !cfg.unsafe_retry && !exempt(&a))
+        if (a.request_sent && !bo_method_idempotent(a.method) && !cfg.unsafe_retry &&
+            !a.idempotency_key && !exempt(&a))
+            abort();
+        if (http && (a.http_status == 400 || a.http_status == 422 ||
+                     (a.http_status == 409 && !a.idempotency_key)))
             abort();
         if (a.connect_errno == 0 && a.curl_code == 0 && a.http_status >= 200 && a.http_status < 400)
             abort();
@@ -111,7 +128,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         /* A non-idempotent request whose 5xx/408 answer came back (sent, by
          * definition) is retried only under unsafe_retry (503 aside). */
         if (a.connect_errno == 0 && a.curl_code == 0 && a.http_status != 429 &&
-            a.http_status != 503 && !bo_method_idempotent(a.method) && !cfg.unsafe_retry)
+            a.http_status != 503 && !bo_method_idempotent(a.method) && !cfg.unsafe_retry &&
+            !a.idempotency_key)
             abort();
     }
     /* A throttle signal comes only from an HTTP answer. */

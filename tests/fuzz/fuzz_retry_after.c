@@ -30,7 +30,7 @@ static const bo_outcome outcomes[] = {
     {BO_VERDICT_SUCCESS, BO_SIGNAL_NONE, false}, {BO_VERDICT_RETRY, BO_SIGNAL_THROTTLE, false},
     {BO_VERDICT_RETRY, BO_SIGNAL_LOSS, false},   {BO_VERDICT_RETRY, BO_SIGNAL_NONE, false},
     {BO_VERDICT_FINAL, BO_SIGNAL_NONE, false},   {BO_VERDICT_FINAL, BO_SIGNAL_THROTTLE, false},
-    {BO_VERDICT_FINAL, BO_SIGNAL_LOSS, false},   {BO_VERDICT_RETRY, BO_SIGNAL_THROTTLE, false}};
+    {BO_VERDICT_FINAL, BO_SIGNAL_LOSS, false},   {BO_VERDICT_RETRY, BO_SIGNAL_KEY_BUSY, false}};
 
 /* A Retry-After in ns: mostly plausible, sometimes absurd. */
 static int64_t retry_after(fuzz_in *in)

@@ -5,6 +5,7 @@
  */
 #include <check.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "bo_budget.h"
@@ -113,6 +114,29 @@ START_TEST(test_lineage_find_expire_forget)
 }
 END_TEST
 
+/*
+ * Issue 35: the Idempotency-Key sent with a logical request and its body's
+ * fingerprint come back to the program's next try, and a new failure of
+ * that request stores the (same or new) key in place.
+ */
+START_TEST(test_lineage_keeps_the_key)
+{
+    static bo_lineages t;
+    bo_lineage l = {.key = 9, .start_ns = 0, .attempts = 2, .idem_body = 77}, out;
+    snprintf(l.idem, sizeof l.idem, "%s", "\"8e03978e-40d5-43e8-bc93-6894a57f9324\"");
+    bo_lineage_failed(&t, &l, 1 * S);
+    ck_assert(bo_lineage_find(&t, 9, 2 * S, &out));
+    ck_assert_str_eq(out.idem, l.idem);
+    ck_assert(out.idem_body == 77);
+    l.idem[0] = '\0';
+    l.idem_body = 0;
+    bo_lineage_failed(&t, &l, 3 * S);
+    ck_assert(bo_lineage_find(&t, 9, 3 * S, &out));
+    ck_assert_str_eq(out.idem, "");
+    ck_assert(out.idem_body == 0);
+}
+END_TEST
+
 /* Full: the oldest failure makes room; the table never grows. */
 START_TEST(test_lineage_full)
 {
@@ -141,6 +165,7 @@ static Suite *budget_suite(void)
     tcase_add_test(tc, test_window_slides);
     tcase_add_test(tc, test_keys);
     tcase_add_test(tc, test_lineage_find_expire_forget);
+    tcase_add_test(tc, test_lineage_keeps_the_key);
     tcase_add_test(tc, test_lineage_full);
     suite_add_tcase(s, tc);
     return s;

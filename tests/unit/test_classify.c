@@ -16,7 +16,12 @@
 #define ALL 0x7ffu
 
 enum { S = BO_VERDICT_SUCCESS, R = BO_VERDICT_RETRY, F = BO_VERDICT_FINAL };
-enum { NONE = BO_SIGNAL_NONE, THR = BO_SIGNAL_THROTTLE, LOSS = BO_SIGNAL_LOSS };
+enum {
+    NONE = BO_SIGNAL_NONE,
+    THR = BO_SIGNAL_THROTTLE,
+    LOSS = BO_SIGNAL_LOSS,
+    BUSY = BO_SIGNAL_KEY_BUSY
+};
 
 typedef struct row {
     const char *what;
@@ -134,6 +139,108 @@ static const row rows[] = {
     {"write error final",         ALL,            1, "GET",       200, 23, 0,  0, 1, 0,            F, NONE},
 };
 /* clang-format on */
+
+/*
+ * Issue 35: the same facts for a request that carries an Idempotency-Key (the
+ * program's own or the shim's).  What may have reached the server is retried
+ * as for an idempotent method, under BACKOFF_RETRY_ON as before; a 409 is
+ * the key's "still processing" (retried after a wait, whatever RETRY_ON
+ * lists); 422 and 400 stay final; a delivered body or an upload that cannot
+ * be rewound still ends the call.  Each row's twin without a key is in
+ * rows[] above or checked in test_key_rows (without a key nothing changes).
+ */
+/* clang-format off */
+static const row key_rows[] = {
+    /* what                       retry_on        unsafe method     status code body up sent errno  verdict sig */
+    {"key POST 502",              DEF,            0, "POST",      502, 0,  0,  1, 1, 0,            R, NONE},
+    {"key PATCH 502",             DEF,            0, "PATCH",     502, 0,  0,  1, 1, 0,            R, NONE},
+    {"key post 502 lower case",   DEF,            0, "post",      502, 0,  0,  1, 1, 0,            R, NONE},
+    {"key POST 502 not listed",   BO_RETRY_429,   0, "POST",      502, 0,  0,  1, 1, 0,            F, NONE},
+    {"key POST 502 body delivered", DEF,          0, "POST",      502, 0,  1,  1, 1, 0,            F, NONE},
+    {"key POST 502 no rewind",    DEF,            0, "POST",      502, 0,  0,  2, 1, 0,            F, NONE},
+    {"key POST 504",              DEF,            0, "POST",      504, 0,  0,  1, 1, 0,            R, THR},
+    {"key POST 500 not in default", DEF,          0, "POST",      500, 0,  0,  1, 1, 0,            F, NONE},
+    {"key POST 500 with 500",     BO_RETRY_500,   0, "POST",      500, 0,  0,  1, 1, 0,            R, NONE},
+    {"key POST 501 with 5xx",     BO_RETRY_5XX,   0, "POST",      501, 0,  0,  1, 1, 0,            R, NONE},
+    {"key POST 408",              DEF,            0, "POST",      408, 0,  0,  1, 1, 0,            R, NONE},
+    {"key POST 429",              DEF,            0, "POST",      429, 0,  0,  1, 1, 0,            R, THR},
+    {"key POST got nothing",      DEF,            0, "POST",      0,   52, 0,  1, 1, 0,            R, NONE},
+    {"key POST recv error (reset)", DEF,          0, "POST",      0,   56, 0,  1, 1, 0,            R, NONE},
+    {"key POST reset not listed", BO_RETRY_TIMEOUT, 0, "POST",    0,   56, 0,  1, 1, 0,            F, NONE},
+    {"key POST reset no rewind",  DEF,            0, "POST",      0,   56, 0,  2, 1, 0,            F, NONE},
+    {"key POST timeout sent",     DEF,            0, "POST",      0,   28, 0,  1, 1, 0,            R, LOSS},
+    {"key POST -f 502",           DEF,            0, "POST",      502, 22, 0,  1, 1, 0,            R, NONE},
+    {"key POST 409 busy",         DEF,            0, "POST",      409, 0,  0,  1, 1, 0,            R, BUSY},
+    {"key PATCH 409 busy",        DEF,            0, "PATCH",     409, 0,  0,  0, 1, 0,            R, BUSY},
+    {"key POST 409 any retry_on", BO_RETRY_429,   0, "POST",      409, 0,  0,  1, 1, 0,            R, BUSY},
+    {"key POST -f 409",           DEF,            0, "POST",      409, 22, 0,  1, 1, 0,            R, BUSY},
+    {"key GET 409",               DEF,            0, "GET",       409, 0,  0,  0, 1, 0,            R, BUSY},
+    {"key POST 409 body delivered", DEF,          0, "POST",      409, 0,  9,  1, 1, 0,            F, BUSY},
+    {"key POST 409 no rewind",    DEF,            0, "POST",      409, 0,  0,  2, 1, 0,            F, BUSY},
+    {"key POST 422 final",        ALL,            0, "POST",      422, 0,  0,  1, 1, 0,            F, NONE},
+    {"key POST 422 unsafe final", ALL,            1, "POST",      422, 0,  0,  1, 1, 0,            F, NONE},
+    {"key POST 400 final",        ALL,            1, "POST",      400, 0,  0,  1, 1, 0,            F, NONE},
+    {"key POST 404 final",        ALL,            0, "POST",      404, 0,  0,  1, 1, 0,            F, NONE},
+    {"key POST 201",              DEF,            0, "POST",      201, 0,  0,  1, 1, 0,            S, NONE},
+    {"key POST connect failed",   DEF,            0, "POST",      0,   7,  0,  1, 0, 0,            R, LOSS},
+};
+/* clang-format on */
+
+/* Without a key: a 409 is final for every method, whatever is configured. */
+/* clang-format off */
+static const row no_key_rows[] = {
+    {"POST 409 final",            ALL,            1, "POST",      409, 0,  0,  1, 1, 0,            F, NONE},
+    {"GET 409 final",             ALL,            1, "GET",       409, 0,  0,  0, 1, 0,            F, NONE},
+    {"POST 422 final",            ALL,            1, "POST",      422, 0,  0,  1, 1, 0,            F, NONE},
+};
+/* clang-format on */
+
+static void check_row(const row *w, int i, bool key)
+{
+    bo_config c;
+    bo_attempt a = {0};
+    bo_config_defaults(&c);
+    c.retry_on = w->retry_on;
+    c.unsafe_retry = w->unsafe != 0;
+    a.curl_code = w->code;
+    a.http_status = w->status;
+    a.method = w->method;
+    a.body_delivered = w->body;
+    a.has_upload = w->upload != 0;
+    a.upload_rewindable = w->upload == 1;
+    a.request_sent = w->sent != 0;
+    a.connect_errno = w->err;
+    a.idempotency_key = key;
+    bo_outcome o = bo_classify(&c, &a);
+    ck_assert_msg((int)o.verdict == w->verdict && (int)o.signal == w->signal,
+                  "row %d \"%s\" (key %d): got verdict %d signal %d, want verdict %d signal %d",
+                  i, w->what, key, o.verdict, o.signal, w->verdict, w->signal);
+    bool http = w->err == 0 && (w->code == BO_CURLE_OK || w->code == BO_CURLE_HTTP_RETURNED_ERROR);
+    ck_assert(o.rate_limited == (http && w->status == 429));
+}
+
+START_TEST(test_key_rows)
+{
+    check_row(&key_rows[_i], _i, true);
+    /* The same request without a key: what an idempotent method gets, or
+     * what it got before issue 35 (a 409 is then final). */
+    row plain = key_rows[_i];
+    bool idem = bo_method_idempotent(plain.method);
+    if (plain.status == 409) {
+        plain.verdict = F;
+        plain.signal = NONE;
+    } else if (!idem && plain.verdict == R && plain.status != 429 && plain.code != 7) {
+        plain.verdict = F; /* it may have reached the server */
+    }
+    check_row(&plain, _i, false);
+}
+END_TEST
+
+START_TEST(test_no_key_rows)
+{
+    check_row(&no_key_rows[_i], _i, false);
+}
+END_TEST
 
 START_TEST(test_table)
 {
@@ -313,6 +420,9 @@ static Suite *classify_suite(void)
     Suite *s = suite_create("classify");
     TCase *tc = tcase_create("core");
     tcase_add_loop_test(tc, test_table, 0, (int)(sizeof rows / sizeof rows[0]));
+    tcase_add_loop_test(tc, test_key_rows, 0, (int)(sizeof key_rows / sizeof key_rows[0]));
+    tcase_add_loop_test(tc, test_no_key_rows, 0,
+                        (int)(sizeof no_key_rows / sizeof no_key_rows[0]));
     tcase_add_test(tc, test_method_idempotent);
     tcase_add_test(tc, test_default_retry_on);
     tcase_add_loop_test(tc, test_connect_rule, 0, (int)(sizeof conn_rows / sizeof conn_rows[0]));

@@ -47,7 +47,8 @@ static void env_set(env *e, const char *name, const char *value)
 static const char *const all_vars[] = {
     "BACKOFF_POLICY",     "BACKOFF_MAX_ATTEMPTS", "BACKOFF_MAX_TIME_MS", "BACKOFF_BASE_MS",
     "BACKOFF_CAP_MS",     "BACKOFF_FACTOR",       "BACKOFF_JITTER",      "BACKOFF_RETRY_ON",
-    "BACKOFF_UNSAFE_RETRY", "BACKOFF_WINDOW",     "BACKOFF_WINDOW_MAX",  "BACKOFF_BETA",
+    "BACKOFF_UNSAFE_RETRY", "BACKOFF_IDEMPOTENCY_KEY", "BACKOFF_WINDOW", "BACKOFF_WINDOW_MAX",
+    "BACKOFF_BETA",
     "BACKOFF_AIMD_MODE",  "BACKOFF_UP",           "BACKOFF_DOWN",        "BACKOFF_DOWN_AFTER",
     "BACKOFF_CONNECT",    "BACKOFF_HOSTS",        "BACKOFF_STATS",       "BACKOFF_TRACE",
     "BACKOFF_VERBOSE",    "BACKOFF_SEED",         "BACKOFF_STRICT",       "BACKOFF_PACING",
@@ -217,6 +218,15 @@ static const vcase cases[] = {
     BAD("BACKOFF_UNSAFE_RETRY", "", R_BOOL),
     BAD("BACKOFF_UNSAFE_RETRY", "-1", R_BOOL),
     BAD("BACKOFF_UNSAFE_RETRY", OVER, R_BOOL),
+
+    OK("BACKOFF_IDEMPOTENCY_KEY", "0", "0"),
+    OK("BACKOFF_IDEMPOTENCY_KEY", "1", "1"),
+    BAD("BACKOFF_IDEMPOTENCY_KEY", "yes", R_BOOL),
+    BAD("BACKOFF_IDEMPOTENCY_KEY", "true", R_BOOL),
+    BAD("BACKOFF_IDEMPOTENCY_KEY", "", R_BOOL),
+    BAD("BACKOFF_IDEMPOTENCY_KEY", "2", R_BOOL),
+    BAD("BACKOFF_IDEMPOTENCY_KEY", "-1", R_BOOL),
+    BAD("BACKOFF_IDEMPOTENCY_KEY", OVER, R_BOOL),
 
     OK("BACKOFF_WINDOW", "1", "1"),
     OK("BACKOFF_WINDOW", "1024", "1024"),
@@ -791,6 +801,7 @@ START_TEST(test_format_round_trip)
     env_set(&e, "BACKOFF_JITTER", "0.3333333333333333");
     env_set(&e, "BACKOFF_RETRY_ON", "dns,reset,500,5xx");
     env_set(&e, "BACKOFF_UNSAFE_RETRY", "1");
+    env_set(&e, "BACKOFF_IDEMPOTENCY_KEY", "1");
     env_set(&e, "BACKOFF_WINDOW", "7");
     env_set(&e, "BACKOFF_WINDOW_MAX", "7");
     env_set(&e, "BACKOFF_BETA", "0.1");

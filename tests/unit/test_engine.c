@@ -9,6 +9,7 @@
 #include <check.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bo_config.h"
 #include "bo_engine.h"
@@ -21,6 +22,7 @@ static const bo_outcome LOST = {BO_VERDICT_RETRY, BO_SIGNAL_LOSS, false};
 static const bo_outcome RETRY_NOSIG = {BO_VERDICT_RETRY, BO_SIGNAL_NONE, false};
 static const bo_outcome FINAL = {BO_VERDICT_FINAL, BO_SIGNAL_NONE, false};
 static const bo_outcome RATE_LIMITED = {BO_VERDICT_RETRY, BO_SIGNAL_THROTTLE, true};
+static const bo_outcome KEY_BUSY = {BO_VERDICT_RETRY, BO_SIGNAL_KEY_BUSY, false};
 
 static bo_config cfg_for(bo_policy_kind p)
 {
@@ -452,6 +454,68 @@ START_TEST(test_aimd_throttle_waits_an_rto)
 }
 END_TEST
 
+/*
+ * Issue 35: a 409 to a request with an Idempotency-Key (the server is still
+ * processing the key) says nothing about capacity: the window neither
+ * shrinks nor learns, nothing holds the destination; but the retry waits the
+ * throttle's RTO (doubling) under aimd, BACKOFF_PACING=0 included, and
+ * under responsive; the delay policies wait their schedule.
+ */
+START_TEST(test_key_busy_waits_without_a_cut)
+{
+    bo_config c = cfg_for(BO_POLICY_AIMD);
+    c.max_attempts = 0;
+    c.retry_budget = 0;
+    bo_dest d;
+    bo_call call, other;
+    bo_rng rng;
+    int64_t until = 0, t = 0;
+    bo_rng_seed(&rng, 1);
+    for (int pacing = 1; pacing >= 0; pacing--) {
+        c.pacing = pacing != 0;
+        bo_dest_init(&d, &c, 0);
+        double cwnd = d.window.cwnd;
+        bo_call_begin(&call, 0);
+        ck_assert_int_eq(one_attempt(&d, &c, &call, 0, KEY_BUSY, -1, &rng, &until),
+                         BO_NEXT_RETRY);
+        ck_assert_int_ge(until, 100 * MS);
+        ck_assert_int_lt(until, 150 * MS);
+        ck_assert_double_eq(d.window.cwnd, cwnd);
+        ck_assert_uint_eq(d.window.inflight, 0);
+        ck_assert_uint_eq(d.window.cuts_in_row, 0);
+        /* Another call to the destination goes at once. */
+        bo_call_begin(&other, 1 * MS);
+        ck_assert_int_eq(bo_dest_admit(&d, &c, &other, 1 * MS, &t), BO_ADMIT_GO);
+        ck_assert_int_eq(bo_dest_complete(&d, &c, &other, OK, -1, 2 * MS, &rng, &t),
+                         BO_NEXT_DONE);
+        /* The retry asked early waits for its time; the next busy answer doubles. */
+        ck_assert_int_eq(bo_dest_admit(&d, &c, &call, 50 * MS, &t), BO_ADMIT_WAIT);
+        ck_assert_int_eq(t, until);
+        t = until;
+        ck_assert_int_eq(bo_dest_admit(&d, &c, &call, t, &until), BO_ADMIT_GO);
+        ck_assert_int_eq(bo_dest_complete(&d, &c, &call, KEY_BUSY, -1, t, &rng, &until),
+                         BO_NEXT_RETRY);
+        ck_assert_int_ge(until - t, 200 * MS);
+        ck_assert_int_lt(until - t, 300 * MS);
+        ck_assert_uint_eq(d.window.cuts_in_row, 0);
+        ck_assert_int_le(d.next_send_ns, 2 * MS); /* never a hold of the destination */
+    }
+    /* responsive: no failure streak, yet the retry waits. */
+    c = cfg_for(BO_POLICY_RESPONSIVE);
+    bo_dest_init(&d, &c, 0);
+    bo_call_begin(&call, 0);
+    ck_assert_int_eq(one_attempt(&d, &c, &call, 0, KEY_BUSY, -1, &rng, &until), BO_NEXT_RETRY);
+    ck_assert_int_ge(until, 100 * MS);
+    ck_assert_int_eq(bo_responsive_interval_ns(&d.pacing), 0);
+    /* exponential: its schedule's first delay, the base. */
+    c = cfg_for(BO_POLICY_EXPONENTIAL);
+    bo_dest_init(&d, &c, 0);
+    bo_call_begin(&call, 0);
+    ck_assert_int_eq(one_attempt(&d, &c, &call, 0, KEY_BUSY, -1, &rng, &until), BO_NEXT_RETRY);
+    ck_assert_int_eq(until, 100 * MS);
+}
+END_TEST
+
 START_TEST(test_aimd_probe_spacing_after_loss)
 {
     bo_config c = cfg_for(BO_POLICY_AIMD);
@@ -637,10 +701,14 @@ START_TEST(test_continued_call_shares_the_budget)
     ck_assert_int_eq(one_attempt(&d, &c, &call, now, THROTTLED, -1, &rng, &until), BO_NEXT_RETRY);
     now = until;
     ck_assert_int_eq(one_attempt(&d, &c, &call, now, THROTTLED, -1, &rng, &until), BO_NEXT_RETRY);
+    memset(&l, 0x55, sizeof l); /* bo_call_lineage sets every field */
     bo_call_lineage(&call, 42, &l);
     ck_assert_uint_eq(l.attempts, 2);
     ck_assert_uint_eq(l.throttles, 2);
     ck_assert_int_eq(l.start_ns, 0);
+    ck_assert_int_eq(l.failed_ns, 0);
+    ck_assert_str_eq(l.idem, ""); /* the shim's to fill */
+    ck_assert(l.idem_body == 0);
     /* the program tries again 1 s later: 3 attempts left in all */
     now += 1000 * MS;
     bo_call_begin(&call, now);
@@ -690,6 +758,7 @@ static Suite *engine_suite(void)
     tcase_add_test(tc, test_aimd_throttle_waits_an_rto);
     tcase_add_test(tc, test_aimd_probe_spacing_after_loss);
     tcase_add_test(tc, test_responsive_gap_before_every_attempt);
+    tcase_add_test(tc, test_key_busy_waits_without_a_cut);
     tcase_add_test(tc, test_counters);
     tcase_add_test(tc, test_quota_holds_admission);
     tcase_add_test(tc, test_retry_budget_bounds_a_failing_destination);

@@ -1,0 +1,82 @@
+/*
+ * bo_idem: fresh Idempotency-Key values (UUID v4 from the caller's
+ * generator) and the reading of header lines that may carry one.
+ */
+#include "bo_idem.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <strings.h>
+
+void bo_idem_key_new(bo_rng *rng, char out[BO_IDEM_VALUE_SIZE])
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char b[16];
+    uint64_t hi = bo_rng_next(rng);
+    uint64_t lo = bo_rng_next(rng);
+    size_t o = 0;
+
+    for (int i = 0; i < 8; i++) {
+        b[i] = (unsigned char)(hi >> (56 - 8 * i));
+        b[8 + i] = (unsigned char)(lo >> (56 - 8 * i));
+    }
+    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* version 4 (RFC 9562, 5.4) */
+    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80); /* variant 10 */
+    out[o++] = '"';
+    for (int i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10)
+            out[o++] = '-';
+        out[o++] = hex[b[i] >> 4];
+        out[o++] = hex[b[i] & 15];
+    }
+    out[o++] = '"';
+    out[o] = '\0';
+}
+
+size_t bo_idem_header_line(const char *value, char *buf, size_t len)
+{
+    int n = snprintf(buf, len, "%s: %s", BO_IDEM_NAME, value);
+    return n < 0 ? 0 : (size_t)n;
+}
+
+static bool blank(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+bo_idem_line bo_idem_header_kind(const char *line, size_t len)
+{
+    size_t i = BO_IDEM_NAME_LEN;
+
+    if (line == NULL || len <= BO_IDEM_NAME_LEN ||
+        strncasecmp(line, BO_IDEM_NAME, BO_IDEM_NAME_LEN) != 0)
+        return BO_IDEM_LINE_OTHER; /* (a NUL in line's first bytes differs from the name) */
+    char sep = line[i++];
+    if (sep != ':' && sep != ';')
+        return BO_IDEM_LINE_OTHER;
+    while (i < len && line[i] != '\0' && blank(line[i]))
+        i++;
+    bool empty = i >= len || line[i] == '\0';
+    if (sep == ';')
+        return empty ? BO_IDEM_LINE_EMPTY : BO_IDEM_LINE_OTHER;
+    return empty ? BO_IDEM_LINE_EMPTY : BO_IDEM_LINE_KEY;
+}
+
+uint64_t bo_idem_body_fp(const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    uint64_t h = 0xcbf29ce484222325ULL;
+
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ p[i]) * 0x100000001b3ULL;
+    for (int i = 0; i < 8; i++)
+        h = (h ^ ((uint64_t)len >> (8 * i) & 0xff)) * 0x100000001b3ULL;
+    return h != 0 ? h : 1;
+}
+
+bool bo_idem_key_reusable(const char *stored, uint64_t stored_body, uint64_t body)
+{
+    if (stored == NULL || stored[0] == '\0')
+        return false;
+    return stored_body == 0 || body == 0 || stored_body == body;
+}
