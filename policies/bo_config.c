@@ -630,8 +630,8 @@ static const bo_var vars[] = {
      "1: every POST and PATCH that carries no Idempotency-Key gets one (a fresh UUID v4, "
      "the IETF draft's header), the same on every attempt and on the program's own retries, "
      "so that it is retried like an idempotent request where the server honours the key (a "
-     "request that carries its own key always is); under BACKOFF_SEED the keys repeat from "
-     "run to run: for tests only",
+     "request that carries its own key always is); keys never repeat across processes, "
+     "BACKOFF_SEED or not",
      NULL},
     {"BACKOFF_WINDOW", BO_VAR_UINT, F(window), 1, COUNT_MAX, 0, NULL, "20", "20",
      "aimd: initial window of requests in flight per destination", NULL},

@@ -144,13 +144,17 @@ uint64_t bo_run_call_id(void);
  * process.  bo_lineage_call_begin: when `key` (method and URL, or a
  * connect() destination) failed retryably within BO_LINEAGE_WINDOW_NS,
  * the call continues that logical request (bo_call_continue) and true is
- * returned.  bo_lineage_call_end: the call ended; failed_retryable records
- * it for the program's next try, anything else forgets the key.  Both cost
+ * returned, and the request's record copied to *found (NULL: not wanted).
+ * bo_lineage_call_end: the call ended; failed_retryable records it for the
+ * program's next try, with the Idempotency-Key it was sent with (idem, ""
+ * or NULL: none) and its body's fingerprint, anything else forgets the
+ * key.  Both cost
  * one atomic load while no logical request is pending
  * (bo_lineage_pending: a call needs its key at begin only then).
  */
-bool bo_lineage_call_begin(uint64_t key, bo_call *call);
-void bo_lineage_call_end(uint64_t key, const bo_call *call, bool failed_retryable);
+bool bo_lineage_call_begin(uint64_t key, bo_call *call, bo_lineage *found);
+void bo_lineage_call_end(uint64_t key, const bo_call *call, bool failed_retryable,
+                         const char *idem, uint64_t idem_body);
 bool bo_lineage_pending(void);
 
 /*

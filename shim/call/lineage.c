@@ -5,6 +5,7 @@
  * One table per process; its lock is a leaf.
  */
 #include <pthread.h>
+#include <stdio.h>
 
 #include "call/call.h"
 #include "core/core.h"
@@ -20,23 +21,27 @@ bool bo_lineage_pending(void)
     return __atomic_load_n(&g_used, __ATOMIC_RELAXED) != 0;
 }
 
-bool bo_lineage_call_begin(uint64_t key, bo_call *call)
+bool bo_lineage_call_begin(uint64_t key, bo_call *call, bo_lineage *found)
 {
     bo_lineage l;
-    bool found;
+    bool continues;
 
     if (key == 0 || __atomic_load_n(&g_used, __ATOMIC_RELAXED) == 0)
         return false;
     pthread_mutex_lock(&g_lock);
-    found = bo_lineage_find(&g_lineages, key, call->start_ns, &l);
+    continues = bo_lineage_find(&g_lineages, key, call->start_ns, &l);
     __atomic_store_n(&g_used, g_lineages.used, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&g_lock);
-    if (found)
+    if (continues) {
         bo_call_continue(call, &l);
-    return found;
+        if (found != NULL)
+            *found = l;
+    }
+    return continues;
 }
 
-void bo_lineage_call_end(uint64_t key, const bo_call *call, bool failed_retryable)
+void bo_lineage_call_end(uint64_t key, const bo_call *call, bool failed_retryable,
+                         const char *idem, uint64_t idem_body)
 {
     bo_lineage l;
 
@@ -45,6 +50,9 @@ void bo_lineage_call_end(uint64_t key, const bo_call *call, bool failed_retryabl
     if (!failed_retryable && __atomic_load_n(&g_used, __ATOMIC_RELAXED) == 0)
         return;
     bo_call_lineage(call, key, &l);
+    if (idem != NULL)
+        snprintf(l.idem, sizeof l.idem, "%s", idem);
+    l.idem_body = idem_body;
     pthread_mutex_lock(&g_lock);
     if (failed_retryable)
         bo_lineage_failed(&g_lineages, &l, bo_core_now_ns());

@@ -234,7 +234,7 @@ static void conn_begin(conn_call *c, bo_block *sd, int fd, const struct sockaddr
                      .known = known, .start = bo_core_now_ns(), .deadline = INT64_MAX, .rc = -1,
                      .key = known ? bo_key_add(bo_key_add(BO_KEY_INIT, "connect"), sd->key) : 0};
     bo_call_begin(&c->call, c->start);
-    (void)bo_lineage_call_begin(c->key, &c->call);
+    (void)bo_lineage_call_begin(c->key, &c->call, NULL);
     if (c->known) /* the first admission may wait (an outage): bound it too */
         c->deadline = connect_deadline(c->cfg, fd, sa->sa_family, c->start);
 }
@@ -339,7 +339,8 @@ static bool conn_done(conn_call *c, int e, int64_t *until_ns)
 
 static int conn_end(conn_call *c, int *err)
 {
-    bo_lineage_call_end(c->key, &c->call, c->rc != 0 && bo_call_failed_retryable(&c->call));
+    bo_lineage_call_end(c->key, &c->call, c->rc != 0 && bo_call_failed_retryable(&c->call),
+                        NULL, 0);
     *err = c->err;
     return c->rc;
 }

@@ -19,8 +19,8 @@ static uint64_t g_seed;
 static uint64_t g_thread_counter;
 static uint64_t g_forks; /* forks so far, counted under the fork handlers' locks */
 
-static BO_TLS bo_rng tl_rng;
-static BO_TLS bool tl_rng_ready;
+static BO_TLS bo_rng tl_rng, tl_unique;
+static BO_TLS bool tl_rng_ready, tl_unique_ready;
 
 static const char *env_get(void *ctx, const char *name)
 {
@@ -89,6 +89,17 @@ bo_rng *bo_core_rng(void)
     return &tl_rng;
 }
 
+bo_rng *bo_core_rng_unique(void)
+{
+    if (!tl_unique_ready) {
+        uint64_t n = __atomic_add_fetch(&g_thread_counter, 1, __ATOMIC_RELAXED);
+        bo_rng_seed(&tl_unique, g_seed ^ ((uint64_t)getpid() << 32) ^
+                                    (uint64_t)bo_core_wall_ns() ^ (n * 0x9e3779b97f4a7c15ULL));
+        tl_unique_ready = true;
+    }
+    return &tl_unique;
+}
+
 void bo_core_rng_prepare_fork(void)
 {
     g_forks++;
@@ -101,5 +112,5 @@ void bo_core_rng_child_fork(void)
     bo_rng mix;
     bo_rng_seed(&mix, g_seed ^ (g_forks * 0x9e3779b97f4a7c15ULL));
     g_seed = bo_rng_next(&mix);
-    tl_rng_ready = false;
+    tl_rng_ready = tl_unique_ready = false;
 }

@@ -61,6 +61,14 @@ int64_t bo_core_wall_ns(void);
 bo_rng *bo_core_rng(void);
 
 /*
+ * The calling thread's generator of values that must never repeat across
+ * processes (an Idempotency-Key: a repeat would be answered with another
+ * request's stored result): seeded with BACKOFF_SEED, the process id, its
+ * start and the thread, so BACKOFF_SEED does not make these repeat.
+ */
+bo_rng *bo_core_rng_unique(void);
+
+/*
  * A fork-safe once: fn runs at most once, under the shim's init lock, which
  * the fork handlers hold across fork() so that a child never inherits an
  * initialization half done.  (pthread_once is not enough: ThreadSanitizer's

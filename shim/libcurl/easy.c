@@ -49,8 +49,8 @@ static CURLcode shim_setopt(const bo_curl_real *real, CURL *h, CURLoption opt, v
         return r ? bo_curl_opt_set(r, opt, v) : real->setopt(h, opt, v.f);
     }
     if (opt < CURLOPTTYPE_BLOB) {
-        curl_off_t o = va_arg(ap, curl_off_t);
-        return real->setopt(h, opt, o);
+        v.o = va_arg(ap, curl_off_t);
+        return r ? bo_curl_opt_set(r, opt, v) : real->setopt(h, opt, v.o);
     }
     struct curl_blob *b = va_arg(ap, struct curl_blob *);
     return real->setopt(h, opt, b);

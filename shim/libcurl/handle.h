@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bo_idem.h"
 #include "bo_ratelimit.h"
 #include "libcurl/real.h"
 #include "dest/dest.h"
@@ -45,6 +46,10 @@ typedef struct bo_curl_rec {
     bool custom_set;
     char custom[32];
     bool postfields;            /* POSTFIELDS / COPYPOSTFIELDS: in memory */
+    const char *post_data;      /* POSTFIELDS: libcurl reads it at perform time */
+    long long post_size;        /* POSTFIELDSIZE(_LARGE); -1: strlen(post_data) */
+    uint64_t post_fp;           /* COPYPOSTFIELDS: the copy's fingerprint (bo_idem_body_fp) */
+    struct curl_slist *headers; /* CURLOPT_HTTPHEADER as the program set it */
     bool follow;                /* FOLLOWLOCATION */
     bool include_header;        /* CURLOPT_HEADER: headers in the write stream */
     /* the program's callbacks and their data */
@@ -73,6 +78,13 @@ typedef struct bo_curl_rec {
     char *held;
     size_t held_len, held_cap;
     bo_rl_headers rl;           /* rate-limit headers of the last header block */
+    /* Idempotency-Key: the call's request carries one (the program's, or the
+     * shim's under BACKOFF_IDEMPOTENCY_KEY: it is then retried like an
+     * idempotent one); the shim's is a node put in front of the program's
+     * header list for the call (idem_added), the list set back after. */
+    bool idem_key, idem_added;
+    struct curl_slist idem_node;
+    char idem_line[BO_IDEM_LINE_SIZE];
 } bo_curl_rec;
 
 /* The request's method as the classification reads it. */

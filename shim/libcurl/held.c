@@ -111,7 +111,8 @@ static bool status_may_retry(const bo_curl_rec *r, int status)
                     .has_upload = bo_curl_has_upload(r),
                     .upload_rewindable = true,
                     .request_sent = true,
-                    .connect_errno = 0};
+                    .connect_errno = 0,
+                    .idempotency_key = r->idem_key};
     return bo_classify(cfg, &a).verdict == BO_VERDICT_RETRY;
 }
 

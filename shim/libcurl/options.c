@@ -120,6 +120,7 @@ static void rec_defaults(bo_curl_rec *r)
     r->write_data = stdout;   /* libcurl: fwrite() to stdout */
     r->read_data = stdin;     /* libcurl: fread() from stdin */
     r->noprogress = true;
+    r->post_size = -1;        /* libcurl: strlen of the post data */
 }
 
 /* The record of `h`, created (callbacks installed) on first sight. */
@@ -369,6 +370,34 @@ static void rec_postfields(bo_curl_rec *r, bo_curl_optval v)
 {
     r->method = BO_METHOD_POST;
     r->postfields = v.p != NULL;
+    r->post_data = v.p;
+    r->post_fp = 0;
+}
+
+/* libcurl copies the data now, of the size set before (or up to a NUL):
+ * its fingerprint is taken now. */
+static void rec_copypostfields(bo_curl_rec *r, bo_curl_optval v)
+{
+    rec_postfields(r, v);
+    r->post_data = NULL;
+    if (v.p != NULL)
+        r->post_fp = bo_idem_body_fp(v.p, r->post_size >= 0 ? (size_t)r->post_size
+                                                            : strlen((const char *)v.p));
+}
+
+static void rec_postfieldsize(bo_curl_rec *r, bo_curl_optval v)
+{
+    r->post_size = v.l;
+}
+
+static void rec_postfieldsize_large(bo_curl_rec *r, bo_curl_optval v)
+{
+    r->post_size = (long long)v.o;
+}
+
+static void rec_httpheader(bo_curl_rec *r, bo_curl_optval v)
+{
+    r->headers = v.p;
 }
 
 static void rec_mime(bo_curl_rec *r, bo_curl_optval v)
@@ -452,7 +481,10 @@ static const tracked_opt k_tracked[512] = {
     T(CURLOPT_URL, rec_url, 0),
     T(CURLOPT_CURLU, rec_curlu, 0),
     T(CURLOPT_POSTFIELDS, rec_postfields, OPT_RULES),
-    T(CURLOPT_COPYPOSTFIELDS, rec_postfields, OPT_RULES),
+    T(CURLOPT_COPYPOSTFIELDS, rec_copypostfields, OPT_RULES),
+    T(CURLOPT_POSTFIELDSIZE, rec_postfieldsize, 0),
+    T(CURLOPT_POSTFIELDSIZE_LARGE, rec_postfieldsize_large, 0),
+    T(CURLOPT_HTTPHEADER, rec_httpheader, OPT_RULES), /* an Idempotency-Key changes the rules */
     T(CURLOPT_MIMEPOST, rec_mime, OPT_RULES),
     T(CURLOPT_HTTPPOST, rec_mime, OPT_RULES),
     T(CURLOPT_CUSTOMREQUEST, rec_custom, OPT_RULES),
@@ -494,7 +526,9 @@ CURLcode bo_curl_opt_set(bo_curl_rec *r, CURLoption opt, bo_curl_optval v)
         return r->real->setopt(r->h, opt, v.l);
     if (opt < CURLOPTTYPE_FUNCTIONPOINT)
         return r->real->setopt(r->h, opt, v.p);
-    return r->real->setopt(r->h, opt, v.f);
+    if (opt < CURLOPTTYPE_OFF_T)
+        return r->real->setopt(r->h, opt, v.f);
+    return r->real->setopt(r->h, opt, v.o);
 }
 
 /* ---- the records -------------------------------------------------------- */
@@ -519,6 +553,7 @@ bo_curl_rec *bo_curl_rec_dup(const bo_curl_rec *r, CURL *dup)
     c->held_cap = 0;
     c->held_len = 0;
     c->mode = BO_HOLD_PASS;
+    c->idem_added = false; /* the copy gets the program's list (libcurl copies it) */
     bo_block_ref(c->dest); /* the copy holds its own references */
     bo_block_ref(c->origin_dest);
     install_callbacks(c);

@@ -35,6 +35,7 @@ typedef union bo_curl_optval {
     long l;
     void *p;
     void (*f)(void);
+    curl_off_t o;
 } bo_curl_optval;
 
 /* The option is one the record mirrors. */

@@ -7,6 +7,8 @@
 #include "libcurl/xfer.h"
 
 #include <stdio.h>
+#include <string.h>
+#include <strings.h>
 
 #include "bo_budget.h"
 #include "call/call.h"
@@ -100,9 +102,78 @@ static uint64_t xfer_key(const bo_curl_rec *r)
     return r->url_key != 0 ? bo_key_add(r->url_key, bo_curl_method_name(r)) : 0;
 }
 
+/* The request body's fingerprint, when it is known before it is sent. */
+static uint64_t body_fp(const bo_curl_rec *r)
+{
+    if (r->post_fp != 0)
+        return r->post_fp;
+    if (r->post_data == NULL)
+        return 0;
+    return bo_idem_body_fp(r->post_data, r->post_size >= 0 ? (size_t)r->post_size
+                                                           : strlen(r->post_data));
+}
+
 /*
- * Begin one managed call: its destination, its upload's start, and the
- * program's CURLOPT_TIMEOUT(_MS) as the deadline of the whole call.
+ * The request's Idempotency-Key.  A request that may not be repeated (not
+ * an idempotent method) carries one when the program's header list has one
+ * (the program's own is never replaced) or, under BACKOFF_IDEMPOTENCY_KEY,
+ * when it is a POST or PATCH whose list does not speak of one: then the
+ * shim puts its own in front of the program's list for the call, the same
+ * key on every attempt and on the program's own next try of the logical
+ * request (`prev`, when it continues one, for the same body), and sets the
+ * program's list back at the end (idem_restore).  Either way the request
+ * is then retried like an idempotent one.
+ */
+static void idem_begin(bo_curl_xfer *x, bo_curl_rec *r, const bo_lineage *prev)
+{
+    const char *m = bo_curl_method_name(r);
+    bool had = r->idem_key;
+
+    r->idem_key = r->idem_added = false;
+    if (!bo_method_idempotent(m)) {
+        bo_idem_line own = BO_IDEM_LINE_OTHER; /* a key wins over an empty mention */
+        for (const struct curl_slist *l = r->headers; l != NULL; l = l->next) {
+            bo_idem_line k = l->data != NULL ? bo_idem_header_kind(l->data, strlen(l->data))
+                                             : BO_IDEM_LINE_OTHER;
+            if (k == BO_IDEM_LINE_KEY) {
+                own = k;
+                break;
+            }
+            if (k == BO_IDEM_LINE_EMPTY)
+                own = k;
+        }
+        r->idem_key = own == BO_IDEM_LINE_KEY;
+        if (own == BO_IDEM_LINE_OTHER && bo_core_config()->idempotency_key &&
+            (strcasecmp(m, "POST") == 0 || strcasecmp(m, "PATCH") == 0)) {
+            x->idem_body = body_fp(r);
+            if (prev != NULL && bo_idem_key_reusable(prev->idem, prev->idem_body, x->idem_body))
+                memcpy(x->idem, prev->idem, sizeof x->idem);
+            else
+                bo_idem_key_new(bo_core_rng_unique(), x->idem);
+            bo_idem_header_line(x->idem, r->idem_line, sizeof r->idem_line);
+            r->idem_node.data = r->idem_line;
+            r->idem_node.next = r->headers; /* in front: no copy, the program's nodes untouched */
+            r->real->setopt(r->h, CURLOPT_HTTPHEADER, &r->idem_node);
+            r->idem_added = r->idem_key = true;
+        }
+    }
+    if (r->idem_key != had)
+        r->cached_status = 0; /* what is retried depends on it */
+}
+
+/* The program's header list back as it set it. */
+static void idem_restore(bo_curl_rec *r)
+{
+    if (r->idem_added) {
+        r->real->setopt(r->h, CURLOPT_HTTPHEADER, r->headers);
+        r->idem_added = false;
+    }
+}
+
+/*
+ * Begin one managed call: its destination, its upload's start, the
+ * program's CURLOPT_TIMEOUT(_MS) as the deadline of the whole call, and
+ * its Idempotency-Key.
  */
 void bo_curl_xfer_begin(bo_curl_xfer *x, bo_curl_rec *r)
 {
@@ -119,7 +190,10 @@ void bo_curl_xfer_begin(bo_curl_xfer *x, bo_curl_rec *r)
      * only when some logical request is remembered (else bo_curl_xfer_end makes
      * it, if this call ends in a failure to remember). */
     x->key = bo_lineage_pending() ? xfer_key(r) : 0;
-    (void)bo_lineage_call_begin(x->key, &x->call);
+    bo_lineage prev;
+    bool continues = bo_lineage_call_begin(x->key, &x->call, &prev);
+    if (r->idem_key || bo_curl_has_upload(r) || r->custom_set)
+        idem_begin(x, r, continues ? &prev : NULL);
     if (r->timeout_ms > 0) {
         x->deadline = (int64_t)r->timeout_ms < (INT64_MAX - now) / 1000000
                           ? now + (int64_t)r->timeout_ms * 1000000
@@ -168,7 +242,8 @@ bool bo_curl_xfer_done(bo_curl_xfer *x, int code_, int64_t *until_ns)
                     .has_upload = bo_curl_has_upload(r),
                     .upload_rewindable = x->rewindable,
                     .request_sent = req_size > 0,
-                    .connect_errno = 0};
+                    .connect_errno = 0,
+                    .idempotency_key = r->idem_key};
     bo_run_result res = {.outcome = bo_classify(cfg, &a),
                           .retry_after_ns = -1,
                           .status = (int)status,
@@ -197,11 +272,12 @@ int bo_curl_xfer_end(bo_curl_xfer *x, int code)
     if (r->mode == BO_HOLD_HOLD && bo_curl_commit(r) != 0 && code == CURLE_OK)
         code = CURLE_WRITE_ERROR;
     r->mode = BO_HOLD_PASS;
+    idem_restore(r);
     if (code != CURLE_ABORTED_BY_CALLBACK) {
         bool failed = bo_call_failed_retryable(&x->call);
         if (x->key == 0 && failed)
             x->key = xfer_key(r);
-        bo_lineage_call_end(x->key, &x->call, failed);
+        bo_lineage_call_end(x->key, &x->call, failed, x->idem, x->idem_body);
     }
     return code;
 }
@@ -213,6 +289,7 @@ void bo_curl_xfer_drop(bo_curl_xfer *x)
         r->real->setopt(r->h, CURLOPT_TIMEOUT_MS, r->timeout_ms);
     r->held_len = 0;
     r->mode = BO_HOLD_PASS;
+    idem_restore(r);
 }
 
 int bo_curl_xfer_tick(bo_curl_xfer *x)
