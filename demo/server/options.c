@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "server.h"
 #include "../cli_parse.h"
@@ -66,6 +67,10 @@ static const char usage[] =
     "  --retry-after-raw S  rejections carry \"Retry-After: S\" verbatim (absurd or\n"
     "                       garbage values; overrides --retry-after)\n"
     "  --idle-timeout S     close idle keep-alive connections after S s (default 30)\n"
+    "tls:\n"
+    "  --tls-cert FILE --tls-key FILE\n"
+    "                       speak https only on the port: FILE holds the PEM certificate\n"
+    "                       (chain) and its private key (libmicrohttpd's TLS, GnuTLS)\n"
     "output:\n"
     "  --log FILE           CSV per request: t_ms,method,path,status,concurrency,latency_ms\n"
     "\n"
@@ -283,6 +288,13 @@ int bo_srv_parse_args(int argc, char **argv, struct bo_srv_config *cfg)
             if (strpbrk(val, "\r\n"))
                 return bad(name, val, "a header value without CR or LF");
             cfg->retry_after_raw = val;
+        } else if (strcmp(name, "--tls-cert") == 0 || strcmp(name, "--tls-key") == 0) {
+            if (val[0] == '\0' || access(val, R_OK) != 0)
+                return bad(name, val, "a readable PEM file");
+            if (name[6] == 'c')
+                cfg->tls_cert = val;
+            else
+                cfg->tls_key = val;
         } else if (strcmp(name, "--log") == 0) {
             if (val[0] == '\0')
                 return bad(name, val, "a file path");
@@ -304,6 +316,10 @@ int bo_srv_parse_args(int argc, char **argv, struct bo_srv_config *cfg)
     }
     if ((cfg->window_requests > 0) != (cfg->window_s > 0)) {
         fprintf(stderr, "ratelimit-server: --window-requests and --window-s go together\n");
+        return 2;
+    }
+    if ((cfg->tls_cert != NULL) != (cfg->tls_key != NULL)) {
+        fprintf(stderr, "ratelimit-server: --tls-cert and --tls-key go together\n");
         return 2;
     }
     if (cfg->outage_for_s > 0 && cfg->outage_mode == BO_OUTAGE_NONE) {
