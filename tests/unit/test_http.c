@@ -241,7 +241,8 @@ START_TEST(test_request_content_length)
     ck_assert_int_eq(bo_http_eof(&r.m), BO_HTTP_NOT_HTTP);
     ck_assert_int_eq(r.m.err, BO_HTTP_ERR_TRUNCATED);
     /* a list of one value repeated is that value (RFC 9110 section 8.6) */
-    static const char l[] = "PUT / HTTP/1.1\r\nContent-Length: 3, 3\r\nContent-Length: 3\r\n\r\nabc";
+    static const char l[] = "PUT / HTTP/1.1\r\nContent-Length: 3, 3\r\n"
+                            "Content-Length: 3\r\n\r\nabc";
     r = request_split(l, LEN(l));
     ck_assert_int_eq(r.rc, BO_HTTP_DONE);
     ck_assert_uint_eq(r.m.content_length, 3);
@@ -314,7 +315,8 @@ static void not_kept(const char *s, size_t len, bo_http_keep why)
 
 START_TEST(test_request_not_kept)
 {
-    static const char connect[] = "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n";
+    static const char connect[] = "CONNECT example.com:443 HTTP/1.1\r\n"
+                                  "Host: example.com:443\r\n\r\n";
     not_kept(connect, LEN(connect), BO_HTTP_KEEP_CONNECT);
     static const char ws[] = "GET /chat HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\n"
                              "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n\r\n";
@@ -394,7 +396,8 @@ END_TEST
 
 START_TEST(test_request_pipelined)
 {
-    static const char two[] = "GET /a HTTP/1.1\r\nHost: h\r\n\r\nGET /b HTTP/1.1\r\nHost: h\r\n\r\n";
+    static const char two[] = "GET /a HTTP/1.1\r\nHost: h\r\n\r\n"
+                              "GET /b HTTP/1.1\r\nHost: h\r\n\r\n";
     size_t first = LEN(two) / 2;
     reading r = request_split(two, LEN(two));
     ck_assert_int_eq(r.rc, BO_HTTP_DONE);
@@ -413,7 +416,8 @@ START_TEST(test_request_pipelined)
     ck_assert_int_eq(bo_http_feed(&r.m, two, 0, &u), BO_HTTP_DONE);
     ck_assert_int_eq(r.m.keep, BO_HTTP_KEEP_OK);
     /* a POST body followed by the next request */
-    static const char post[] = "POST / HTTP/1.1\r\nContent-Length: 2\r\n\r\nokGET / HTTP/1.1\r\n\r\n";
+    static const char post[] = "POST / HTTP/1.1\r\nContent-Length: 2\r\n\r\n"
+                               "okGET / HTTP/1.1\r\n\r\n";
     r = request_split(post, LEN(post));
     ck_assert_uint_eq(r.used, LEN(post) - LEN("GET / HTTP/1.1\r\n\r\n"));
     ck_assert_int_eq(r.m.keep, BO_HTTP_KEEP_PIPELINED);
@@ -494,7 +498,8 @@ START_TEST(test_request_not_http)
     not_http(te_empty, LEN(te_empty), BO_HTTP_ERR_TRANSFER_ENCODING);
     static const char cl_abc[] = "POST / HTTP/1.1\r\nContent-Length: abc\r\n\r\n";
     not_http(cl_abc, LEN(cl_abc), BO_HTTP_ERR_CONTENT_LENGTH);
-    static const char cl_two[] = "POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n";
+    static const char cl_two[] = "POST / HTTP/1.1\r\nContent-Length: 5\r\n"
+                                 "Content-Length: 6\r\n\r\n";
     not_http(cl_two, LEN(cl_two), BO_HTTP_ERR_CONTENT_LENGTH);
     static const char cl_list[] = "POST / HTTP/1.1\r\nContent-Length: 5, 6\r\n\r\n";
     not_http(cl_list, LEN(cl_list), BO_HTTP_ERR_CONTENT_LENGTH);
@@ -814,7 +819,8 @@ START_TEST(test_response_framing)
     m = framing_of(h10, LEN(h10), BO_HTTP_METHOD_GET, BO_HTTP_DONE);
     ck_assert_uint_eq(m.minor, 0);
     ck_assert(!m.keep_alive);
-    static const char h10k[] = "HTTP/1.0 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\n";
+    static const char h10k[] = "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n"
+                               "Connection: keep-alive\r\n\r\n";
     m = framing_of(h10k, LEN(h10k), BO_HTTP_METHOD_GET, BO_HTTP_DONE);
     ck_assert(m.keep_alive);
     /* unsafe framing: left alone */
