@@ -68,6 +68,7 @@ struct req {
     const char *rl_name;
     const char *text;
     int file_fd1;       /* SRV_KIND_FILE: the open file's descriptor + 1 (0: none) */
+    int file_html;      /* ... a .html file: Content-Type text/html (pip reads no other) */
     uint64_t file_size;
 };
 
@@ -325,8 +326,9 @@ static long ceil_secs(double s)
 
 /*
  * --serve-dir: the file at url under the directory (the query is not part
- * of url), or 404.  A path with a ".." component, or naming anything but a
- * regular file, is not found.
+ * of url), or 404; a url ending in '/' names its index.html (a PEP 503
+ * package index: pip asks for /simple/NAME/).  A path with a ".."
+ * component, or naming anything but a regular file, is not found.
  */
 static void choose_file(struct req *r, const char *url)
 {
@@ -339,7 +341,8 @@ static void choose_file(struct req *r, const char *url)
     if (strstr(url, "/../") != NULL ||
         (strlen(url) >= 3 && strcmp(url + strlen(url) - 3, "/..") == 0))
         return;
-    if (snprintf(path, sizeof path, "%s%s", g.cfg.serve_dir, url) >= (int)sizeof path)
+    const char *index = url[0] != '\0' && url[strlen(url) - 1] == '/' ? "index.html" : "";
+    if (snprintf(path, sizeof path, "%s%s%s", g.cfg.serve_dir, url, index) >= (int)sizeof path)
         return;
     if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
         return;
@@ -351,6 +354,7 @@ static void choose_file(struct req *r, const char *url)
     r->kind = SRV_KIND_FILE;
     r->file_fd1 = fd + 1;
     r->file_size = (uint64_t)st.st_size;
+    r->file_html = strlen(path) >= 5 && strcmp(path + strlen(path) - 5, ".html") == 0;
 }
 
 /* Decides what the admitted request gets: the item body, a digest, a status. */
@@ -676,7 +680,8 @@ static enum MHD_Result respond(struct req *r, const char *method, const char *ur
     }
     if (!resp)
         return MHD_NO;
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            r->kind == SRV_KIND_FILE && r->file_html ? "text/html" : "text/plain");
     if (r->kind == SRV_KIND_REJECT && g.cfg.retry_after_raw)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, g.cfg.retry_after_raw);
     else if (r->kind == SRV_KIND_REJECT && r->retry_after >= 0)

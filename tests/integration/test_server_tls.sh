@@ -1,7 +1,7 @@
 #!/bin/sh
 # ratelimit-server over TLS (--tls-cert/--tls-key, libmicrohttpd's GnuTLS):
 # curl over https gets the right bodies (GET, a POST's digest, a --serve-dir
-# file) and the same token-bucket throttling as over http (the same
+# file, a directory's index.html as text/html) and the same token-bucket throttling as over http (the same
 # statuses, a 429 with Retry-After and the RateLimit-* headers); python3's
 # urllib.request verifies the generated certificate through SSL_CERT_FILE
 # (and refuses it without); plain http to the TLS port fails at once and
@@ -39,6 +39,8 @@ bad_flag 'ratelimit-server: --tls-cert "' --tls-cert "$CERT" --tls-key "$TMP/oth
 # The same token bucket over http and over https: 3 from the burst, then 429s.
 mkdir -p "$TMP/files/simple"
 head -c 100000 /dev/urandom >"$TMP/files/simple/blob.bin"
+echo '<a href="blob.bin">blob.bin</a>' >"$TMP/files/simple/index.html"
+mkdir -p "$TMP/files/nothing"
 statuses() { # URL-base [curl args]: the statuses of 6 GETs in a row
     _b=$1; shift
     for i in 1 2 3 4 5 6; do
@@ -81,6 +83,13 @@ got=$(curl -sf --cacert "$CERT" --data-binary @"$TMP/up.bin" "$U/item/8") || fai
 [ "$got" = "$(fnv1a64 "$TMP/up.bin")" ] || fail "POST over https: '$got', expected '$(fnv1a64 "$TMP/up.bin")'"
 curl -sf --cacert "$CERT" "$U/simple/blob.bin" -o "$TMP/blob" || fail "--serve-dir over https failed"
 cmp -s "$TMP/blob" "$TMP/files/simple/blob.bin" || fail "--serve-dir over https: wrong bytes"
+# a path ending in / is its index.html, sent as text/html (a PEP 503 index for pip)
+ctype=$(curl -sf --cacert "$CERT" -o "$TMP/index" -w '%{content_type}' "$U/simple/") ||
+    fail "--serve-dir index over https failed"
+cmp -s "$TMP/index" "$TMP/files/simple/index.html" && [ "$ctype" = text/html ] ||
+    fail "GET /simple/: content type '$ctype', body $(head -c 80 "$TMP/index")"
+[ "$(curl -s --cacert "$CERT" -o /dev/null -w '%{http_code}' "$U/nothing/")" = 404 ] ||
+    fail "a directory without index.html is not 404"
 # localhost is in the certificate too
 curl -sf --cacert "$CERT" "https://localhost:$PORT/item/1" >/dev/null || fail "https://localhost failed"
 # without the certificate, curl refuses the server (a real verification)
@@ -112,6 +121,6 @@ kill -TERM "$TLS_PID"
 rc=0; wait "$TLS_PID" || rc=$?
 [ "$rc" = 0 ] || fail "the TLS server exited $rc"
 cat "$TMP/tls2.out"
-[ "$(summary_field "$TMP/tls2.out" ok)" = 6 ] || fail "ok $(summary_field "$TMP/tls2.out" ok), expected 6"
+[ "$(summary_field "$TMP/tls2.out" ok)" = 7 ] || fail "ok $(summary_field "$TMP/tls2.out" ok), expected 7"
 [ "$(summary_field "$TMP/tls2.out" posts)" = 1 ] || fail "posts: $(summary_field "$TMP/tls2.out" posts)"
 note "https: same throttling as http, bodies right (item, POST digest, file), curl and urllib verify the test certificate, plain http refused at once, clean exit"
