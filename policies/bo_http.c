@@ -10,6 +10,7 @@
  * Content-Length or a chunk's data is skipped in one step.
  */
 #include "bo_http.h"
+#include "bo_time.h"
 
 #include <string.h>
 
@@ -519,6 +520,16 @@ int64_t bo_http_retry_after_s(const bo_http_msg *m, int64_t wall_s)
     if (m->retry_after_date >= 0)
         return m->retry_after_date > wall_s ? m->retry_after_date - wall_s : 0;
     return -1;
+}
+
+int64_t bo_http_retry_after_ns(const bo_http_msg *m, int64_t wall_s)
+{
+    int64_t s = bo_http_retry_after_s(m, wall_s);
+    if (s <= 0)
+        return -1;
+    if (s >= INT64_MAX / BO_NS_PER_S)
+        return INT64_MAX;
+    return s * BO_NS_PER_S;
 }
 
 /* ---- the head ------------------------------------------------------------ */

@@ -287,6 +287,14 @@ bo_http_rc bo_http_parse_response(const char *buf, size_t len, bo_http_method re
  */
 int64_t bo_http_retry_after_s(const bo_http_msg *m, int64_t wall_s);
 
+/*
+ * The same as the engine's retry_after_ns, as the libcurl hooks make it
+ * from CURLINFO_RETRY_AFTER: -1 (no hint) for none, 0 or a date passed;
+ * else the seconds in nanoseconds, saturating at INT64_MAX (the engine
+ * bounds every wait by BACKOFF_CAP_MS).
+ */
+int64_t bo_http_retry_after_ns(const bo_http_msg *m, int64_t wall_s);
+
 /* The method token's enum (case-sensitive, as RFC 9110 says methods are). */
 bo_http_method bo_http_method_of(const char *token, size_t len);
 

@@ -194,6 +194,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (l.count > 0)
                 check(copy[l.next] == '\r' || copy[l.next] == '\n');
             check(bo_http_retry_after_s(&m, (int64_t)cut * 1000000) >= -1);
+            int64_t ns = bo_http_retry_after_ns(&m, (int64_t)cut * 1000000);
+            check(ns == -1 || ns > 0);
         } else {
             check(l.count == 0);
             check(rc == head.rc && m.err == head.m.err);

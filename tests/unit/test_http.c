@@ -923,6 +923,23 @@ START_TEST(test_retry_after)
     ck_assert_int_eq(retry_after("Sun, 09 Sep 2001 25:47:10 GMT"), -1);
     ck_assert_int_eq(retry_after("Sun, 09 Foo 2001 01:47:10 GMT"), -1);
     ck_assert_int_eq(retry_after("Sun, 06 Nov 1994"), -1);
+    /* as the engine takes it: no hint for 0 and past dates, saturated */
+    static const struct {
+        const char *v;
+        int64_t ns;
+    } ns[] = {{"3", 3000000000LL},
+              {"0", -1},
+              {"Thu, 01 Jan 1970 00:00:00 GMT", -1},
+              {"9223372036", INT64_MAX},
+              {"9223372035", 9223372035000000000LL},
+              {"abc", -1}};
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+        char buf[256];
+        bo_http_msg m;
+        int n = snprintf(buf, sizeof buf, "HTTP/1.1 429 x\r\nRetry-After: %s\r\n\r\n", ns[i].v);
+        bo_http_parse_response(buf, (size_t)n, BO_HTTP_METHOD_GET, &m, NULL, NULL);
+        ck_assert_int_eq(bo_http_retry_after_ns(&m, 1000000000), ns[i].ns);
+    }
     /* none, and the first of two */
     static const char none[] = "HTTP/1.1 429 x\r\n\r\n";
     bo_http_msg m;
