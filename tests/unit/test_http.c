@@ -41,11 +41,14 @@ static reading read_cut(const char *s, size_t len, bool response, bo_http_method
         size_t end = k < ncuts ? cuts[k] : len;
         size_t u = 99999;
         r.rc = bo_http_feed(&r.m, s + at, end - at, &u);
-        ck_assert_uint_le(u, end - at);
+        /* (plain ifs: every ck_assert is a write(2) of check's, and these
+         * run millions of times) */
+        if (u > end - at)
+            ck_abort_msg("took %zu of %zu bytes", u, end - at);
         if (r.rc == BO_HTTP_DONE || r.rc == BO_HTTP_NEED_MORE)
             r.used += u;
-        else
-            ck_assert_uint_eq(u, 0);
+        else if (u != 0)
+            ck_abort_msg("took %zu bytes and failed", u);
         at = end;
     }
     return r;
@@ -61,10 +64,38 @@ static reading request(const char *s, size_t len)
     return read_whole(s, len, false, BO_HTTP_METHOD_OTHER);
 }
 
-/* Everything public two readings must agree on. */
+/* The public fields of two readings are equal (the quick check). */
+static bool equal(const reading *a, const reading *b)
+{
+    const bo_http_msg *x = &a->m, *y = &b->m;
+    bool ok = a->rc == b->rc && x->err == y->err && x->head_done == y->head_done &&
+              x->done == y->done && x->head_len == y->head_len && x->minor == y->minor &&
+              x->framing == y->framing && x->content_length == y->content_length &&
+              x->chunked == y->chunked && x->keep_alive == y->keep_alive &&
+              x->conn_close == y->conn_close && x->conn_keep_alive == y->conn_keep_alive &&
+              x->conn_upgrade == y->conn_upgrade && x->method == y->method &&
+              strcmp(x->method_text, y->method_text) == 0 && x->target_hash == y->target_hash &&
+              x->target_len == y->target_len && strcmp(x->host, y->host) == 0 &&
+              x->host_long == y->host_long && x->upgrade == y->upgrade &&
+              x->upgrade_websocket == y->upgrade_websocket && x->upgrade_h2c == y->upgrade_h2c &&
+              x->expect == y->expect && x->expect_continue == y->expect_continue &&
+              x->idempotency_key == y->idempotency_key && x->keep == y->keep &&
+              x->status == y->status && x->interim == y->interim &&
+              x->retry_after_delta == y->retry_after_delta &&
+              x->retry_after_date == y->retry_after_date;
+    if (a->rc == BO_HTTP_DONE || a->rc == BO_HTTP_NEED_MORE)
+        ok = ok && a->used == b->used && x->total == y->total && x->total == a->used &&
+             x->body.wire == y->body.wire && x->body.data == y->body.data &&
+             x->body.chunks == y->body.chunks;
+    return ok;
+}
+
+/* Everything public two readings must agree on: which field differs. */
 static void same(const reading *a, const reading *b, const char *how)
 {
     const bo_http_msg *x = &a->m, *y = &b->m;
+    if (equal(a, b))
+        return;
     ck_assert_msg(a->rc == b->rc, "%s: rc %d, whole %d", how, b->rc, a->rc);
     ck_assert_msg(x->err == y->err, "%s: err %s, whole %s", how, bo_http_err_name(y->err),
                   bo_http_err_name(x->err));
@@ -108,11 +139,12 @@ static void same(const reading *a, const reading *b, const char *how)
         ck_assert_uint_eq(x->body.data, y->body.data);
         ck_assert_uint_eq(x->body.chunks, y->body.chunks);
     }
+    ck_abort_msg("%s: the readings differ", how);
 }
 
 /*
  * The reading of s whole, then one byte at a time, then in two pieces at
- * every offset, then three pieces at every pair of offsets for short
+ * every offset, then in three pieces at every pair of offsets for short
  * messages: every reading must be the same, then the same after the peer
  * closes.
  */
@@ -128,9 +160,11 @@ static reading any_split(const char *s, size_t len, bool response, bo_http_metho
     for (size_t c = 0; c <= len; c++) {
         cuts[0] = c;
         r = read_cut(s, len, response, rm, cuts, 1);
-        char how[64];
-        snprintf(how, sizeof how, "cut at %zu", c);
-        same(&whole, &r, how);
+        if (!equal(&whole, &r)) {
+            char how[64];
+            snprintf(how, sizeof how, "cut at %zu", c);
+            same(&whole, &r, how);
+        }
     }
     if (len <= 300) {
         for (size_t c = 0; c <= len; c++) {
