@@ -958,7 +958,8 @@ static char *read_pem(const char *flag, const char *path)
     }
     buf[n] = '\0';
     fclose(f);
-    return buf;
+    char *fit = realloc(buf, n + 1);
+    return fit != NULL ? fit : buf;
 fail:
     fprintf(stderr, "ratelimit-server: %s \"%s\" cannot be read: %s (expected a PEM file "
                     "under 1 MiB)\n", flag, path, strerror(errno));
@@ -1090,8 +1091,10 @@ int main(int argc, char **argv)
         }
         cert = read_pem("--tls-cert", g.cfg.tls_cert);
         key = cert != NULL ? read_pem("--tls-key", g.cfg.tls_key) : NULL;
-        if (key == NULL)
+        if (key == NULL) {
+            free(cert);
             return 2;
+        }
         flags |= MHD_USE_TLS;
     }
     g.ndaemons = g.cfg.threads;
@@ -1118,7 +1121,12 @@ int main(int argc, char **argv)
                                 "matching PEM private key\n", g.cfg.tls_cert, g.cfg.tls_key);
             else
                 fprintf(stderr, "ratelimit-server: libmicrohttpd daemon %d did not start\n", i);
-            return cert != NULL ? 2 : 1;
+            int status = cert != NULL ? 2 : 1;
+            for (int k = 0; k < i; k++)
+                MHD_stop_daemon(g.daemons[k]);
+            free(cert);
+            free(key);
+            return status;
         }
     }
     if (pthread_create(&timer_thr, NULL, timer_main, NULL) != 0 ||
