@@ -10,10 +10,11 @@ pkgs="gcc make pkg-config libc6-dev libcurl4-openssl-dev check libmicrohttpd-dev
 if [ "$what" = test ]; then
     # The real programs the tests run under the library: PHP (curl.so is
     # loaded RTLD_DEEPBIND), git, perl, the GnuTLS libcurl beside the OpenSSL
-    # one, and python3's own regression tests (the package of the python3
-    # that is installed; bookworm's when there is none yet).
+    # one, python3's own regression tests (the package of the python3
+    # that is installed; bookworm's when there is none yet), and the openssl
+    # command that makes the TLS tests' certificates.
     pyver=$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || echo 3.11)
-    pkgs="$pkgs php-cli php-curl git perl libcurl3-gnutls libpython$pyver-testsuite"
+    pkgs="$pkgs php-cli php-curl git perl libcurl3-gnutls libpython$pyver-testsuite openssl"
     # R's curl package drives every request through a multi handle; R's
     # recommends (compilers, TeX, X11: some 670 packages) are not needed.
     lean="r-cran-curl"

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "server.h"
 #include "../cli_parse.h"
@@ -58,8 +59,10 @@ static const char usage[] =
     "  --delay-ms MS        every answer comes MS ms later (holds no slot)\n"
     "  --post-delay-ms MS   POST/PUT answers come MS ms after the body was processed\n"
     "  --serve-dir DIR      GET/HEAD of any path but /item/N (and /status/NNN) answers\n"
-    "                       the regular file at DIR/PATH, or 404 (a git repository\n"
-    "                       prepared with `git update-server-info` clones over it)\n"
+    "                       the regular file at DIR/PATH (DIR/PATH/index.html for a\n"
+    "                       PATH ending in /), or 404 (a git repository prepared with\n"
+    "                       `git update-server-info` clones over it; a PEP 503 index\n"
+    "                       serves pip: .html files go as text/html)\n"
     "  --corrupt-every N    test only: every Nth /item body has one byte altered\n"
     "  --fault-drop N       every Nth request is closed without any response\n"
     "  --fault-reset N      every Nth /item body is cut half way by a TCP reset (RST)\n"
@@ -82,6 +85,10 @@ static const char usage[] =
     "                       also 400 for a POST or PATCH without a key (implies\n"
     "                       --idempotency)\n"
     "  --idempotency-keys N keys kept (default 4096); past N the oldest is dropped\n"
+    "tls:\n"
+    "  --tls-cert FILE --tls-key FILE\n"
+    "                       speak https only on the port: FILE holds the PEM certificate\n"
+    "                       (chain) and its private key (libmicrohttpd's TLS, GnuTLS)\n"
     "output:\n"
     "  --log FILE           CSV per request: t_ms,method,path,status,concurrency,latency_ms\n"
     "\n"
@@ -324,6 +331,13 @@ int bo_srv_parse_args(int argc, char **argv, struct bo_srv_config *cfg)
             if (strpbrk(val, "\r\n"))
                 return bad(name, val, "a header value without CR or LF");
             cfg->retry_after_raw = val;
+        } else if (strcmp(name, "--tls-cert") == 0 || strcmp(name, "--tls-key") == 0) {
+            if (val[0] == '\0' || access(val, R_OK) != 0)
+                return bad(name, val, "a readable PEM file");
+            if (name[6] == 'c')
+                cfg->tls_cert = val;
+            else
+                cfg->tls_key = val;
         } else if (strcmp(name, "--log") == 0) {
             if (val[0] == '\0')
                 return bad(name, val, "a file path");
@@ -345,6 +359,10 @@ int bo_srv_parse_args(int argc, char **argv, struct bo_srv_config *cfg)
     }
     if ((cfg->window_requests > 0) != (cfg->window_s > 0)) {
         fprintf(stderr, "ratelimit-server: --window-requests and --window-s go together\n");
+        return 2;
+    }
+    if ((cfg->tls_cert != NULL) != (cfg->tls_key != NULL)) {
+        fprintf(stderr, "ratelimit-server: --tls-cert and --tls-key go together\n");
         return 2;
     }
     if (cfg->outage_for_s > 0 && cfg->outage_mode == BO_OUTAGE_NONE) {

@@ -79,6 +79,7 @@ struct req {
     const char *rl_name;
     const char *text;
     int file_fd1;       /* SRV_KIND_FILE: the open file's descriptor + 1 (0: none) */
+    int file_html;      /* ... a .html file: Content-Type text/html (pip reads no other) */
     uint64_t file_size;
     long idem;          /* --idempotency: the key entry this request processes, + 1 (0: none) */
     uint64_t idem_seq;  /* ...and that entry's sequence number (dropped meanwhile: differs) */
@@ -550,8 +551,9 @@ static long ceil_secs(double s)
 
 /*
  * --serve-dir: the file at url under the directory (the query is not part
- * of url), or 404.  A path with a ".." component, or naming anything but a
- * regular file, is not found.
+ * of url), or 404; a url ending in '/' names its index.html (a PEP 503
+ * package index: pip asks for /simple/NAME/).  A path with a ".."
+ * component, or naming anything but a regular file, is not found.
  */
 static void choose_file(struct req *r, const char *url)
 {
@@ -564,7 +566,8 @@ static void choose_file(struct req *r, const char *url)
     if (strstr(url, "/../") != NULL ||
         (strlen(url) >= 3 && strcmp(url + strlen(url) - 3, "/..") == 0))
         return;
-    if (snprintf(path, sizeof path, "%s%s", g.cfg.serve_dir, url) >= (int)sizeof path)
+    const char *index = url[0] != '\0' && url[strlen(url) - 1] == '/' ? "index.html" : "";
+    if (snprintf(path, sizeof path, "%s%s%s", g.cfg.serve_dir, url, index) >= (int)sizeof path)
         return;
     if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
         return;
@@ -576,6 +579,7 @@ static void choose_file(struct req *r, const char *url)
     r->kind = SRV_KIND_FILE;
     r->file_fd1 = fd + 1;
     r->file_size = (uint64_t)st.st_size;
+    r->file_html = strlen(path) >= 5 && strcmp(path + strlen(path) - 5, ".html") == 0;
 }
 
 /* Decides what the admitted request gets: the item body, a digest, a status. */
@@ -939,7 +943,8 @@ static enum MHD_Result respond(struct req *r, const char *method, const char *ur
     }
     if (!resp)
         return MHD_NO;
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            r->kind == SRV_KIND_FILE && r->file_html ? "text/html" : "text/plain");
     if (r->kind == SRV_KIND_REJECT && g.cfg.retry_after_raw)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, g.cfg.retry_after_raw);
     else if (r->kind == SRV_KIND_REJECT && r->retry_after >= 0)
@@ -1202,6 +1207,38 @@ static void *accept_main(void *arg)
 
 /* ---- main -------------------------------------------------------------------- */
 
+/*
+ * Reads a PEM file of at most 1 MiB into a NUL-terminated string (what
+ * MHD_OPTION_HTTPS_MEM_CERT/KEY take); NULL after one line naming the flag.
+ */
+static char *read_pem(const char *flag, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    char *buf = NULL;
+    size_t n = 0;
+    if (f == NULL)
+        goto fail;
+    buf = malloc(1 << 20);
+    if (buf == NULL)
+        goto fail;
+    n = fread(buf, 1, (1 << 20) - 1, f);
+    if (ferror(f) || !feof(f) || n == 0) {
+        errno = ferror(f) ? EIO : !feof(f) ? EFBIG : ENODATA;
+        goto fail;
+    }
+    buf[n] = '\0';
+    fclose(f);
+    char *fit = realloc(buf, n + 1);
+    return fit != NULL ? fit : buf;
+fail:
+    fprintf(stderr, "ratelimit-server: %s \"%s\" cannot be read: %s (expected a PEM file "
+                    "under 1 MiB)\n", flag, path, strerror(errno));
+    free(buf);
+    if (f != NULL)
+        fclose(f);
+    return NULL;
+}
+
 /* Lifts the descriptor limit to the hard limit so 1,000s of connections fit. */
 static void raise_nofile(void)
 {
@@ -1330,23 +1367,56 @@ int main(int argc, char **argv)
         goto fail_sys;
     g.port = ntohs(sa.sin_port);
 
+    /* --tls-cert/--tls-key: every daemon speaks TLS on the connections it is
+     * handed (MHD_add_connection), so the port is https only. */
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+                         MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_TURBO;
+    char *cert = NULL, *key = NULL;
+    if (g.cfg.tls_cert != NULL) {
+        if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+            fprintf(stderr, "ratelimit-server: --tls-cert \"%s\" needs TLS, and this "
+                            "libmicrohttpd (%s) was built without it\n", g.cfg.tls_cert,
+                    MHD_get_version());
+            return 2;
+        }
+        cert = read_pem("--tls-cert", g.cfg.tls_cert);
+        key = cert != NULL ? read_pem("--tls-key", g.cfg.tls_key) : NULL;
+        if (key == NULL) {
+            free(cert);
+            return 2;
+        }
+        flags |= MHD_USE_TLS;
+    }
     g.ndaemons = g.cfg.threads;
     g.daemons = calloc((size_t)g.ndaemons, sizeof *g.daemons);
     if (!g.daemons)
         goto fail_sys;
     for (int i = 0; i < g.ndaemons; i++) {
+        struct MHD_OptionItem tls[] = {
+            {cert != NULL ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, cert},
+            {MHD_OPTION_HTTPS_MEM_KEY, 0, key},
+            {MHD_OPTION_END, 0, NULL}};
         g.daemons[i] = MHD_start_daemon(
-            MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
-                MHD_USE_NO_LISTEN_SOCKET | MHD_USE_TURBO,
-            0, NULL, NULL, on_request, NULL,
+            flags, 0, NULL, NULL, on_request, NULL,
             MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
             MHD_OPTION_CONNECTION_LIMIT, (unsigned int)100000,
             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)g.cfg.idle_timeout_s,
             MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024),
+            MHD_OPTION_ARRAY, tls,
             MHD_OPTION_END);
         if (!g.daemons[i]) {
-            fprintf(stderr, "ratelimit-server: libmicrohttpd daemon %d did not start\n", i);
-            return 1;
+            if (cert != NULL)
+                fprintf(stderr, "ratelimit-server: --tls-cert \"%s\" and --tls-key \"%s\" "
+                                "were not accepted: expected a PEM certificate and its "
+                                "matching PEM private key\n", g.cfg.tls_cert, g.cfg.tls_key);
+            else
+                fprintf(stderr, "ratelimit-server: libmicrohttpd daemon %d did not start\n", i);
+            int status = cert != NULL ? 2 : 1;
+            for (int k = 0; k < i; k++)
+                MHD_stop_daemon(g.daemons[k]);
+            free(cert);
+            free(key);
+            return status;
         }
     }
     if (pthread_create(&timer_thr, NULL, timer_main, NULL) != 0 ||
@@ -1372,6 +1442,8 @@ int main(int argc, char **argv)
         poll(NULL, 0, 10);
     for (int i = 0; i < g.ndaemons; i++)
         MHD_stop_daemon(g.daemons[i]);
+    free(cert); /* MHD keeps pointers to them until its daemons stop */
+    free(key);
     print_stats_line(now_ms());
     print_summary();
     if (g.log)

@@ -64,6 +64,8 @@ struct bo_srv_config {
     long window_requests;  /* fixed window: N requests per window, 0: off */
     long window_s;         /* fixed window length, windows aligned to the epoch */
     const char *serve_dir; /* GET/HEAD of other paths than /item/ serve its files, NULL: off */
+    const char *tls_cert;  /* PEM certificate (chain) file: https, NULL: plain http */
+    const char *tls_key;   /* PEM private key file, with tls_cert */
 };
 
 /* Fills cfg from argv.  Returns 0 to run, 1 when --help was printed, 2 after

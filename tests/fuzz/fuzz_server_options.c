@@ -58,6 +58,8 @@ static void check(const struct bo_srv_config *c)
         abort();
     if (c->retry_after_raw && strpbrk(c->retry_after_raw, "\r\n"))
         abort();
+    if ((c->tls_cert == NULL) != (c->tls_key == NULL))
+        abort();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

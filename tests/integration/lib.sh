@@ -209,6 +209,22 @@ program_case() {
     note "$_name: plain $(cat "$TMP/$_name.plain"); under the shim $(cat "$TMP/$_name.shim"), $(stats_sum "$TMP/$_name.stats" retries) retries, no POST twice"
 }
 
+# make_test_cert DIR: a self-signed certificate for 127.0.0.1 and localhost
+# (subjectAltName; EC P-256, valid one day) in DIR/cert.pem, its key in
+# DIR/key.pem, made now with the openssl command (never committed).  The
+# certificate is its own CA: point clients at DIR/cert.pem (curl --cacert,
+# SSL_CERT_FILE and REQUESTS_CA_BUNDLE for Python, wget --ca-certificate,
+# PERL_LWP_SSL_CA_FILE, ruby's SSL_CERT_FILE).  Serve it with
+# start_server NAME --tls-cert DIR/cert.pem --tls-key DIR/key.pem.
+make_test_cert() {
+    command -v openssl >/dev/null || fail "openssl is not installed (Debian: openssl)"
+    mkdir -p "$1"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
+        -subj "/CN=127.0.0.1" -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" \
+        -keyout "$1/key.pem" -out "$1/cert.pem" >"$1/openssl.log" 2>&1 ||
+        fail "openssl could not make a test certificate: $(cat "$1/openssl.log")"
+}
+
 # item_body N [SIZE]: the body ratelimit-server sends for GET /item/N ("item=N;" repeated to SIZE, 64 by default).
 item_body() {
     yes "item=$1;" | tr -d '\n' | head -c "${2:-64}"
