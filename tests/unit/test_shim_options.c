@@ -145,8 +145,15 @@ START_TEST(test_kept_and_forwarded)
     ck_assert(!r->noprogress);
     /* the tracked options and only those */
     ck_assert(bo_curl_opt_tracked(CURLOPT_URL) && bo_curl_opt_tracked(CURLOPT_XFERINFOFUNCTION));
-    ck_assert(!bo_curl_opt_tracked(CURLOPT_VERBOSE) && !bo_curl_opt_tracked(CURLOPT_HTTPHEADER));
+    ck_assert(!bo_curl_opt_tracked(CURLOPT_VERBOSE) && !bo_curl_opt_tracked(CURLOPT_USERAGENT));
     ck_assert(!bo_curl_opt_tracked(CURLOPT_INFILESIZE_LARGE));
+    /* the header list and the post size are recorded, and reach libcurl as set */
+    g_nlog = 0;
+    bo_curl_opt_set(r, CURLOPT_HTTPHEADER, p(sink));
+    bo_curl_opt_set(r, CURLOPT_POSTFIELDSIZE_LARGE, (bo_curl_optval){.o = 12});
+    ck_assert_int_eq(g_nlog, 2);
+    ck_assert_ptr_eq(r->headers, sink);
+    ck_assert_int_eq(r->post_size, 12);
     bo_curl_rec_free(bo_curl_rec_take((CURL *)g_handle[2]));
 }
 END_TEST
