@@ -222,7 +222,7 @@ shim_d_us=$(median <"$TMP/shim_d.us")
 # IR_DESTS timed calls after the warm-up, with and without the shim; the
 # differences of the two run lengths give the cost of one call to a known
 # destination (start-up and the first call to each cancel out): the shim's
-# own code, the destination table's part of it (shim_table.c, inclusive),
+# own code, the destination table's part of it (shim/dest/table.c, inclusive),
 # and all of the difference.
 IR_DESTS=${IR_DESTS:-10000}
 ir_d_total=nan
@@ -241,7 +241,7 @@ cg_run() { # OUT PRELOAD CALLS
 cg_table() {
     callgrind_annotate --inclusive=yes --threshold=100 "$1" 2>/dev/null | awk '
         { v = $1; gsub(",", "", v) }
-        /shim_table.c:bo_shim_dest_(get|put|ref) / { total += v }
+        /dest\/table.c:bo_block_(get|put|ref) / { total += v }
         END { printf "%.0f", total }'
 }
 if [ $HAVE_CG = yes ]; then

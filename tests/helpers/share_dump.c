@@ -1,6 +1,6 @@
 /*
  * share_dump: the entries of one destination's slot in the host-wide state
- * file (shim_share.h), read under the slot's lock and without reaping
+ * file (shim/dest/share.h), read under the slot's lock and without reaping
  * anything (`backoff --status` reaps dead processes first, so it cannot
  * tell an entry left behind from none).
  *

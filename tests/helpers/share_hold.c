@@ -1,5 +1,5 @@
 /*
- * share_hold: holds a lock of the host-wide state file (shim_share.h) until
+ * share_hold: holds a lock of the host-wide state file (shim/dest/share.h) until
  * it is killed, so that a test can SIGKILL a process that holds it.
  *
  *   share_hold slot KEY   the lock of KEY's slot (the first one with KEY)
