@@ -256,8 +256,10 @@ static void record_url_string(bo_curl_rec *r, const char *url)
 {
     size_t n = r->origin_len;
 
-    /* the last origin, then the end of an authority: the same origin */
-    if (url != NULL && n > 0 && memcmp(url, r->origin, n) == 0 &&
+    /* the last origin, then the end of an authority: the same origin (strncmp:
+     * the URL may be shorter than the last origin, and nothing past its end
+     * is read; the origin holds no NUL) */
+    if (url != NULL && n > 0 && strncmp(url, r->origin, n) == 0 &&
         (url[n] == '\0' || url[n] == '/' || url[n] == '?' || url[n] == '#')) {
         if (r->dest != r->origin_dest)
             rec_set_dest(&r->dest, bo_block_ref(r->origin_dest));
