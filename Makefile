@@ -95,7 +95,7 @@ $(BUILD)/backoff: shim/wrapper.c shim/shim_share.c $(BUILD)/libpolicies.a $(wild
 	$(CC) $(ALL_CFLAGS) -Ishim -o $@ shim/wrapper.c shim/shim_share.c $(BUILD)/libpolicies.a \
 	    $(ALL_LDFLAGS) -lm
 
-$(BUILD)/backoff-sim: $(SIM_SRC) $(BUILD)/libpolicies.a $(wildcard policies/*.h demo/sim/*.h)
+$(BUILD)/backoff-sim: $(SIM_SRC) $(BUILD)/libpolicies.a $(wildcard policies/*.h demo/sim/*.h demo/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $(SIM_SRC) $(BUILD)/libpolicies.a $(ALL_LDFLAGS) -lm
 
