@@ -57,7 +57,7 @@ void bo_rl_headers_reset(bo_rl_headers *h)
     h->npol = 0;
     h->ra_ms_ns = h->ms_ra_ns = h->ra_s = -1;
     date_reset(&h->ra_date);
-    date_reset(&h->date);
+    h->date_len = 0;
     h->from_cache = false;
     h->seen = false;
 }
@@ -798,7 +798,13 @@ bool bo_rl_header_line(bo_rl_headers *h, const char *line, size_t len)
     if (c == 'd') {
         if (!name_is(line, nlen, "date"))
             return false;
-        set_date(&h->date, v, vn);
+        trim(&v, &vn);
+        if (h->date_len == 0 && vn > 0 && vn < BO_RL_DATE_MAX) {
+            memcpy(h->date, v, vn);
+            h->date_len = (uint8_t)vn;
+        } else if (h->date_len != vn || memcmp(h->date, v, vn) != 0) {
+            h->date_len = BO_RL_DATE_BAD;
+        }
         return true;
     }
     if (c == 'x')
@@ -987,7 +993,11 @@ int64_t bo_rl_headers_retry_after(const bo_rl_headers *h, int64_t wall_ns)
     else if (h->ra_date.year >= 0) {
         int64_t wall_s = wall_ns / BO_NS_PER_S, at, now;
         int64_t ref = wall_s;
-        if (date_epoch(&h->date, wall_s, &now)) {
+        bo_rl_date date;
+        date_reset(&date);
+        if (h->date_len != BO_RL_DATE_BAD && h->date_len > 0)
+            set_date(&date, h->date, h->date_len);
+        if (date_epoch(&date, wall_s, &now)) {
             ref = now;
             if (!date_epoch(&h->ra_date, ref, &at))
                 return -1;
@@ -1055,8 +1065,9 @@ static int64_t refill_gap(const bo_quota_slot *s)
  *
  * `fresh`: the answer's request was sent after the mark's answer came, so
  * the server counted it after the mark's.  Only fresh answers prove that
- * tokens came back: an answer that waited in a descheduled thread may show
- * a remaining from long before.
+ * tokens came back, and only by their values, not their order: answers to
+ * requests under way together overtake one another, and one that waited in
+ * a descheduled thread may show a remaining from long before.
  */
 static void measure_refill(bo_quota_slot *s, const bo_rl_quota *rl, int64_t sent_ns,
                            bool spent, int64_t now_ns)
@@ -1067,22 +1078,31 @@ static void measure_refill(bo_quota_slot *s, const bo_rl_quota *rl, int64_t sent
         s->mark_remaining = rl->remaining;
         s->mark_reset_at_ns = now_ns + rl->reset_ns;
         s->mark_answers = 0;
-        s->mark_fresh_answers = 0;
+        memset(s->mark_seen, 0, sizeof s->mark_seen);
         return;
     }
     bool fresh = sent_ns > s->mark_ns;
     s->mark_answers += spent;
-    s->mark_fresh_answers += fresh && spent;
     /* Tokens back before the window the mark saw has ended: a bucket, even
      * when it is spent exactly as fast as it refills, so that remaining
-     * never rises between two answers.  Counting only fresh answers can
-     * miss tokens, never invent them.  A reset announced more than the
-     * headers' one-second rounding later is a new window: a fixed window
-     * that has just reset. */
-    if (fresh && now_ns < s->mark_reset_at_ns &&
-        now_ns + rl->reset_ns <= s->mark_reset_at_ns + BO_NS_PER_S &&
-        rl->remaining - s->mark_remaining + s->mark_fresh_answers > 1)
-        s->refills = true;
+     * never rises between two answers.  In a fixed window every request
+     * counted after the mark has a remaining below the mark's, each its
+     * own.  The window ends at the tighter of the mark's reset and the
+     * known one; a reset announced more than the headers' one-second
+     * rounding later is a new window: a fixed window that has just reset. */
+    int64_t end = s->mark_reset_at_ns < s->reset_at_ns ? s->mark_reset_at_ns : s->reset_at_ns;
+    if (fresh && spent && now_ns < end &&
+        now_ns + rl->reset_ns <= s->mark_reset_at_ns + BO_NS_PER_S) {
+        int64_t k = s->mark_remaining - rl->remaining;
+        if (k <= 0) {
+            s->refills = true;
+        } else if (k < 256) {
+            uint64_t bit = 1ULL << (k % 64);
+            if (s->mark_seen[k / 64] & bit)
+                s->refills = true;
+            s->mark_seen[k / 64] |= bit;
+        }
+    }
     int64_t span = now_ns - s->mark_ns;
     if (span < BO_QUOTA_RATE_SPAN_NS)
         return;
@@ -1097,7 +1117,7 @@ static void measure_refill(bo_quota_slot *s, const bo_rl_quota *rl, int64_t sent
     s->mark_remaining = rl->remaining;
     s->mark_reset_at_ns = now_ns + rl->reset_ns;
     s->mark_answers = 0;
-    s->mark_fresh_answers = 0;
+    memset(s->mark_seen, 0, sizeof s->mark_seen);
 }
 
 void bo_quota_note(bo_quota *q, const bo_rl_quota *rl, unsigned inflight, int64_t now_ns,

@@ -44,6 +44,10 @@
 #define BO_RL_MAX_COUNT 1000000000LL
 #define BO_RL_MAX_RESET_S (31LL * 86400)
 #define BO_RL_POLICIES 4
+/* Room for a Date value: the longest HTTP-date form (RFC 850's with
+ * "Wednesday") is 33 bytes. */
+#define BO_RL_DATE_MAX 40
+#define BO_RL_DATE_BAD 255
 
 /* An HTTP-date as read (RFC 9110 section 5.6.7); a two-digit year (RFC 850)
  * is placed in its century against the clock when it is used. */
@@ -84,7 +88,11 @@ typedef struct bo_rl_headers {
     int64_t ms_ra_ns;                              /* x-ms-retry-after-ms */
     int64_t ra_s;                                  /* Retry-After: delta-seconds */
     bo_rl_date ra_date;                            /* Retry-After: HTTP-date */
-    bo_rl_date date;                               /* Date */
+    /* Date, as sent (it comes on every answer: parsed only when a date-form
+     * Retry-After needs it); date_len 0: absent, BO_RL_DATE_BAD: too long or
+     * given twice differently */
+    char date[BO_RL_DATE_MAX];
+    uint8_t date_len;
     bool from_cache;                               /* Age > 0 */
     bool seen;                                     /* any quota field seen */
 } bo_rl_headers;
@@ -179,7 +187,11 @@ typedef struct bo_quota_slot {
     int64_t mark_remaining;
     int64_t mark_reset_at_ns; /* the reset the mark's answer announced */
     int64_t mark_answers;    /* answers with headers since the mark */
-    int64_t mark_fresh_answers; /* of those, to requests sent after the mark */
+    /* remaining values of the answers to requests sent after the mark (bit
+     * k: mark_remaining - k was seen): in a fixed window each request the
+     * server counts gets its own value, whatever order the answers come in;
+     * one seen twice (or at or above the mark's) means tokens came back */
+    uint64_t mark_seen[4];
     int64_t refill_gap_ns;   /* measured time per token; 0 = not yet known */
     /* Spend, then wait */
     int64_t avail;           /* sends this window still allows by our own count: the

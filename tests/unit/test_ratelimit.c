@@ -815,6 +815,47 @@ START_TEST(test_window_reset_is_not_a_bucket)
 }
 END_TEST
 
+/*
+ * Eight threads spend a fixed window at once and their answers overtake one
+ * another: remaining 18, 16, 15, 14, 12, 17, 13 (each request the server
+ * counted has its own value).  Not a bucket: spent, it waits for the reset.
+ * A value seen twice among them is one: tokens came back.
+ */
+START_TEST(test_reordered_answers_are_not_a_bucket)
+{
+    static const int64_t order[] = {18, 16, 15, 14, 12, 17, 13, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1,
+                                    0};
+    bo_quota q;
+    bo_rng rng;
+    bo_rng_seed(&rng, 8);
+    bo_quota_init(&q);
+    bo_rl_quota rl = mk(20, 19, 2 * S);
+    rl.window_ns = 2 * S;
+    bo_quota_note_answer(&q, &rl, 7, 0, true, 1000000LL, &rng); /* the mark */
+    int64_t t = 1000000LL;
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+        t += 100000LL;
+        rl = mk(20, order[i], 2 * S - t);
+        rl.window_ns = 2 * S;
+        /* each sent after the mark's answer came, answered out of order */
+        bo_quota_note_answer(&q, &rl, 3, 1000000LL + 50000LL, true, t, &rng);
+        ck_assert_msg(!q.slot[0].refills, "taken for a bucket at remaining %lld",
+                      (long long)order[i]);
+    }
+    ck_assert(bo_quota_next_send(&q, t, 0) >= 2 * S);
+
+    bo_quota_init(&q);
+    rl = mk(20, 19, 2 * S);
+    bo_quota_note_answer(&q, &rl, 0, 0, true, 1000000LL, &rng);
+    rl = mk(20, 17, 2 * S);
+    bo_quota_note_answer(&q, &rl, 0, 1100000LL, true, 2000000LL, &rng);
+    ck_assert(!q.slot[0].refills);
+    rl = mk(20, 17, 2 * S); /* counted after the first 17, and 17 again */
+    bo_quota_note_answer(&q, &rl, 0, 1200000LL, true, 3000000LL, &rng);
+    ck_assert(q.slot[0].refills);
+}
+END_TEST
+
 START_TEST(test_inflight_counted)
 {
     bo_quota q;
@@ -899,6 +940,7 @@ static Suite *ratelimit_suite(void)
     tcase_add_test(tp, test_bucket_refill_paces_not_waits);
     tcase_add_test(tp, test_bucket_steady_remaining_is_a_bucket);
     tcase_add_test(tp, test_window_reset_is_not_a_bucket);
+    tcase_add_test(tp, test_reordered_answers_are_not_a_bucket);
     tcase_add_test(tp, test_absent_headers_do_not_freeze);
     tcase_add_test(tp, test_reset_bound_tightens);
     suite_add_tcase(s, tp);
