@@ -750,7 +750,9 @@ static bool status_may_retry(const handle_rec *r, int status)
                     .has_upload = has_upload(r),
                     .upload_rewindable = true,
                     .request_sent = true,
-                    .connect_errno = 0};
+                    .connect_errno = 0,
+                    .quota_exhausted = true}; /* a 403 may be a spent quota: its
+                                                 headers, still to come, tell */
     return bo_classify(cfg, &a).verdict == BO_VERDICT_RETRY;
 }
 
@@ -796,6 +798,8 @@ static size_t shim_write(char *p, size_t size, size_t nmemb, void *ud)
     if (r->mode == MODE_HOLD) {
         if (r->include_header)
             note_status_line(r, p, n);
+        if (r->block_hold && r->block_status == 403 && !bo_rl_headers_exhausted(&r->rl))
+            r->block_hold = false; /* headers done: a 403 that is not a spent quota is final */
         if (r->block_hold && hold(r, SEG_BODY, p, n) == 0)
             return n;
         if (commit(r) != 0)
@@ -809,13 +813,14 @@ static size_t shim_write(char *p, size_t size, size_t nmemb, void *ud)
 
 /*
  * Could the header line starting with c be one bo_rl_header_line reads?
- * Its own first test (x-ratelimit-*, RateLimit*, Age), made here so that
- * the other lines (Date, Content-Type, ...) cost no call.
+ * Its own first test (bo_rl_first_letter: x-ratelimit-*, x-rate-limit-*,
+ * x-ms-retry-after-ms, RateLimit*, Retry-After*, Age, Date), made here so
+ * that the other lines (Content-Type, ...) cost no call.
  */
 static bool rl_first_letter(char c)
 {
-    c = (char)(c | 0x20); /* 'X' and 'x' alike; no other byte becomes x, r or a */
-    return c == 'x' || c == 'r' || c == 'a';
+    c = (char)(c | 0x20); /* 'X' and 'x' alike; no other byte becomes x, r, a or d */
+    return c == 'x' || c == 'r' || c == 'a' || c == 'd'; /* d: Date, for Retry-After dates */
 }
 
 /* The shim's header callback: notes each status line, holds or delivers. */
@@ -1081,7 +1086,8 @@ bool bo_curl_xfer_done(bo_curl_xfer *x, int code_, int64_t *until_ns)
                     .has_upload = has_upload(r),
                     .upload_rewindable = x->rewindable,
                     .request_sent = req_size > 0,
-                    .connect_errno = 0};
+                    .connect_errno = 0,
+                    .quota_exhausted = bo_rl_headers_exhausted(&r->rl)};
     bo_shim_result res = {.outcome = bo_classify(cfg, &a),
                           .retry_after_ns = -1,
                           .status = (int)status,

@@ -799,20 +799,33 @@ bool bo_shim_complete(bo_shim_dest *sd, bo_call *call, const bo_shim_result *r,
     bo_next next;
 
     /* The server's quota, unless the answer came from a cache (Age > 0, or
-     * 304 Not Modified: a cache revalidated, the quota is the cache's). */
+     * 304 Not Modified: a cache revalidated, the quota is the cache's); and
+     * the wait a failed answer's own header lines ask for, which wins over
+     * libcurl's whole seconds (milliseconds, a date against the answer's
+     * Date) when they carry one (issue 33). */
     bo_rl_quota quota;
     bool have_quota = false;
-    if (cfg->ratelimit_headers && r->ratelimit != NULL && r->ratelimit->seen && r->status != 304) {
+    int64_t retry_after = r->retry_after_ns;
+    bool want_quota = cfg->ratelimit_headers && r->ratelimit != NULL && r->ratelimit->seen &&
+                      r->status != 304;
+    bool want_hint = r->ratelimit != NULL && r->outcome.verdict != BO_VERDICT_SUCCESS;
+    if (want_quota || want_hint) {
         struct timespec wall;
         clock_gettime(CLOCK_REALTIME, &wall);
-        have_quota = bo_rl_headers_quota(
-            r->ratelimit, (int64_t)wall.tv_sec * 1000000000LL + wall.tv_nsec, &quota);
+        int64_t wall_ns = (int64_t)wall.tv_sec * 1000000000LL + wall.tv_nsec;
+        if (want_quota)
+            have_quota = bo_rl_headers_quota(r->ratelimit, wall_ns, &quota);
+        if (want_hint) {
+            int64_t hint = bo_rl_headers_retry_after(r->ratelimit, wall_ns);
+            if (hint >= 0)
+                retry_after = hint;
+        }
     }
 
     bo_dest *d = dest_lock(sd);
     if (have_quota)
-        bo_dest_note_quota(d, cfg, call, &quota, r->outcome, r->retry_after_ns, now, rng);
-    next = bo_dest_complete(d, cfg, call, r->outcome, r->retry_after_ns, now, rng, &until);
+        bo_dest_note_quota(d, cfg, call, &quota, r->outcome, retry_after, now, rng);
+    next = bo_dest_complete(d, cfg, call, r->outcome, retry_after, now, rng, &until);
     bool retry = next == BO_NEXT_RETRY;
     bool success = r->outcome.verdict == BO_VERDICT_SUCCESS;
     bool gave_up = !retry && r->outcome.verdict == BO_VERDICT_RETRY;
