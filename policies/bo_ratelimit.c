@@ -1241,16 +1241,17 @@ void bo_quota_note_answer(bo_quota *q, const bo_rl_quota *rl, unsigned inflight,
     q->last_pk = rl->pk;
     note_evidence(s, rl, inflight, new_window, fresh, now_ns);
 
-    /* What the window still allows by our own count.  A stale answer can
-     * only lower it (the server counted it before requests already
-     * answered). */
+    /* What the window still allows by our own count: the lowest remaining
+     * of this window (the mark: the server's count after the latest of our
+     * requests it answered), less what is in flight now (perhaps counted
+     * after it).  A stale answer was counted before the mark: it only
+     * leaves the in-flight count. */
     int64_t left = s->reset_at_ns - now_ns;
-    int64_t budget = rl->remaining - (int64_t)inflight;
+    int64_t budget = s->ev_remaining - (int64_t)inflight;
     bool bucket = is_bucket(s);
     if (bucket)
         budget -= BO_QUOTA_BUCKET_RESERVE;
-    if (new_window || fresh || !s->avail_answered || budget < s->avail)
-        s->avail = budget;
+    s->avail = budget;
     s->avail_answered = true;
     s->rolled = false;
 
