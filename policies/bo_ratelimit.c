@@ -1001,7 +1001,10 @@ int64_t bo_rl_headers_retry_after(const bo_rl_headers *h, int64_t wall_ns)
             ref = now;
             if (!date_epoch(&h->ra_date, ref, &at))
                 return -1;
-            ns = (at - now) * BO_NS_PER_S; /* as the server's clock tells it */
+            /* as the server's clock tells it (saturated: the year 9999) */
+            if (at <= now)
+                return -1;
+            ns = at - now > RL_MAX_HINT_S ? INT64_MAX : (at - now) * BO_NS_PER_S;
         } else {
             if (wall_ns <= 0 || !date_epoch(&h->ra_date, ref, &at))
                 return -1;
