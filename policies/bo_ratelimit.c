@@ -959,18 +959,24 @@ bool bo_rl_headers_quota(const bo_rl_headers *h, int64_t wall_ns, bo_rl_quota *q
         return true;
     }
     /* GitHub, Discord: Reset-After (exact) wins over the epoch */
+    bool exact = true;
     if (h->x_reset_after_ns >= 0) {
         reset = h->x_reset_after_ns;
-    } else if (!epoch_reset(h->x_reset_ms, wall_ns, &reset)) {
+    } else if (epoch_reset(h->x_reset_ms, wall_ns, &reset)) {
+        exact = h->x_reset_ms % 1000 != 0; /* decimals: Discord's */
+    } else {
         reset = -1;
     }
     if (reset >= 0 && counts(h->x_limit, h->x_remaining, q)) {
         q->reset_ns = reset;
         q->pk = h->x_bucket;
+        q->reset_exact = exact;
         return true;
     }
-    if (openai_quota(h, q))
+    if (openai_quota(h, q)) {
+        q->reset_exact = true; /* durations, to the millisecond */
         return true;
+    }
     if (epoch_reset(h->t_reset_ms, wall_ns, &reset) && counts(h->t_limit, h->t_remaining, q)) {
         q->reset_ns = reset;
         return true;
@@ -1081,6 +1087,7 @@ static void measure_refill(bo_quota_slot *s, const bo_rl_quota *rl, int64_t sent
         s->mark_remaining = rl->remaining;
         s->mark_reset_at_ns = now_ns + rl->reset_ns;
         s->mark_answers = 0;
+        s->mark_exact = rl->reset_exact;
         memset(s->mark_seen, 0, sizeof s->mark_seen);
         return;
     }
@@ -1094,6 +1101,17 @@ static void measure_refill(bo_quota_slot *s, const bo_rl_quota *rl, int64_t sent
      * known one; a reset announced more than the headers' one-second
      * rounding later is a new window: a fixed window that has just reset. */
     int64_t end = s->mark_reset_at_ns < s->reset_at_ns ? s->mark_reset_at_ns : s->reset_at_ns;
+    /* Told to the millisecond, a fixed window's end stays put, while a
+     * bucket's "full at" moves one refill time later for each token spent
+     * (time to full = tokens missing / rate): the refill time is known from
+     * the second answer on, before any token came back. */
+    int64_t shift = now_ns + rl->reset_ns - s->mark_reset_at_ns;
+    if (rl->reset_exact && s->mark_exact && fresh && spent && now_ns < s->mark_reset_at_ns &&
+        shift > BO_QUOTA_EXACT_SLACK_NS && s->mark_answers > 0) {
+        s->refills = true;
+        if (s->refill_gap_ns == 0)
+            s->refill_gap_ns = shift / s->mark_answers;
+    }
     if (fresh && spent && now_ns < end &&
         now_ns + rl->reset_ns <= s->mark_reset_at_ns + BO_NS_PER_S) {
         int64_t k = s->mark_remaining - rl->remaining;
@@ -1120,6 +1138,7 @@ static void measure_refill(bo_quota_slot *s, const bo_rl_quota *rl, int64_t sent
     s->mark_remaining = rl->remaining;
     s->mark_reset_at_ns = now_ns + rl->reset_ns;
     s->mark_answers = 0;
+    s->mark_exact = rl->reset_exact;
     memset(s->mark_seen, 0, sizeof s->mark_seen);
 }
 

@@ -104,6 +104,8 @@ typedef struct bo_rl_quota {
     int64_t reset_ns;     /* time until the window resets (>= 0) */
     int64_t window_ns;    /* window length; -1 unknown */
     uint64_t pk;          /* partition key hash; 0 = none */
+    bool reset_exact;     /* the reset is told to the millisecond (Discord's decimals,
+                             OpenAI's durations), not rounded to a whole second */
 } bo_rl_quota;
 
 void bo_rl_headers_reset(bo_rl_headers *h);
@@ -155,6 +157,10 @@ bool bo_rl_headers_exhausted(const bo_rl_headers *h);
  * is taken for others spending the quota (a server's own count may be off
  * by one: a request counted twice, a retry of ours it saw first). */
 #define BO_QUOTA_SHARED_SLACK 1
+/* An exact reset instant moving later by more than this within one window
+ * is a token bucket's "full at" (a fixed window's instant stays put but for
+ * the answers' own latency jitter). */
+#define BO_QUOTA_EXACT_SLACK_NS (50LL * 1000000LL)
 
 /*
  * Spend, then wait: while the server says requests remain, admissions go at
@@ -187,6 +193,7 @@ typedef struct bo_quota_slot {
     int64_t mark_remaining;
     int64_t mark_reset_at_ns; /* the reset the mark's answer announced */
     int64_t mark_answers;    /* answers with headers since the mark */
+    bool mark_exact;         /* the mark's reset was told to the millisecond */
     /* remaining values of the answers to requests sent after the mark (bit
      * k: mark_remaining - k was seen): in a fixed window each request the
      * server counts gets its own value, whatever order the answers come in;

@@ -546,7 +546,7 @@ static int64_t admit_after_quota(bo_policy_kind p, bool on, int64_t ra, int64_t 
     bo_call call;
     bo_rng rng;
     int64_t until = 0;
-    bo_rl_quota q = {100, 0, 3000 * MS, -1, 0};
+    bo_rl_quota q = {100, 0, 3000 * MS, -1, 0, false};
     c.ratelimit_headers = on;
     c.cap_ms = cap_ms;
     bo_rng_seed(&rng, 1);
@@ -588,8 +588,8 @@ static bool shared_after_429(bool with_headers)
     bo_call call;
     bo_rng rng;
     int64_t until = 0, t = 0;
-    bo_rl_quota q = {100, 4, 10000 * MS, -1, 0}; /* a drop to 0 by our 3 sends: slack */
-    bo_rl_quota none_left = {100, 0, 9000 * MS, -1, 0};
+    bo_rl_quota q = {100, 4, 10000 * MS, -1, 0, false}; /* a drop to 0 by our 3 sends: slack */
+    bo_rl_quota none_left = {100, 0, 9000 * MS, -1, 0, false};
     c.ratelimit_headers = true;
     bo_rng_seed(&rng, 1);
     bo_dest_init(&d, &c, 0);

@@ -491,7 +491,7 @@ END_TEST
 
 static bo_rl_quota mk(int64_t limit, int64_t remaining, int64_t reset_ns)
 {
-    bo_rl_quota q = {limit, remaining, reset_ns, -1, 0};
+    bo_rl_quota q = {limit, remaining, reset_ns, -1, 0, false};
     return q;
 }
 
@@ -856,6 +856,51 @@ START_TEST(test_reordered_answers_are_not_a_bucket)
 }
 END_TEST
 
+/*
+ * Told to the millisecond, a token bucket's "full at" moves one refill time
+ * later with each token spent, where a fixed window's end stays put: a
+ * bucket of 10/s spent one request every 8 ms is known from its second
+ * answer, with its 100 ms refill time, and once spent it paces at that
+ * instead of waiting until it is full.  The same with whole seconds, or a
+ * fixed window told exactly, is no bucket.
+ */
+static bo_quota bucket_answers(bool exact, bool window)
+{
+    bo_quota q;
+    bo_rng rng;
+    bo_rng_seed(&rng, 9);
+    bo_quota_init(&q);
+    int64_t t = 0;
+    for (int i = 0; i < 10; i++, t += 8000000LL) {
+        double tokens = 10 - (i + 1) + 0.08 * i; /* after this request */
+        int64_t ttf = window ? 1 * S - t : (int64_t)((10 - tokens) / 10 * 1e9);
+        bo_rl_quota rl = mk(10, (int64_t)tokens, ttf);
+        rl.reset_exact = exact;
+        if (!exact)
+            rl.reset_ns = (ttf + S - 1) / S * S;
+        bo_quota_note(&q, &rl, 0, t, &rng);
+        bo_quota_on_send(&q, t + 1);
+    }
+    return q;
+}
+
+START_TEST(test_exact_reset_tells_a_bucket)
+{
+    bo_quota q = bucket_answers(true, false);
+    ck_assert(q.slot[0].refills);
+    ck_assert_msg(q.slot[0].refill_gap_ns >= 90000000LL && q.slot[0].refill_gap_ns <= 110000000LL,
+                  "refill gap %lld", (long long)q.slot[0].refill_gap_ns);
+    int64_t now = 80000000LL;
+    int64_t next = bo_quota_next_send(&q, now, 0);
+    ck_assert_msg(next - now < 200000000LL, "spent: waited %lld ns, not a refill time",
+                  (long long)(next - now));
+    q = bucket_answers(false, false); /* whole seconds: the rounding hides the move */
+    ck_assert(q.slot[0].refill_gap_ns == 0);
+    q = bucket_answers(true, true); /* a window told exactly: its end stays put */
+    ck_assert(!q.slot[0].refills);
+}
+END_TEST
+
 START_TEST(test_inflight_counted)
 {
     bo_quota q;
@@ -941,6 +986,7 @@ static Suite *ratelimit_suite(void)
     tcase_add_test(tp, test_bucket_steady_remaining_is_a_bucket);
     tcase_add_test(tp, test_window_reset_is_not_a_bucket);
     tcase_add_test(tp, test_reordered_answers_are_not_a_bucket);
+    tcase_add_test(tp, test_exact_reset_tells_a_bucket);
     tcase_add_test(tp, test_absent_headers_do_not_freeze);
     tcase_add_test(tp, test_reset_bound_tightens);
     suite_add_tcase(s, tp);
