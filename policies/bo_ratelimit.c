@@ -1113,7 +1113,7 @@ static void measure_refill(bo_quota_slot *s, const bo_rl_quota *rl, int64_t sent
             s->refill_gap_ns = shift / s->mark_answers;
     }
     if (fresh && spent && now_ns < end &&
-        now_ns + rl->reset_ns <= s->mark_reset_at_ns + BO_NS_PER_S) {
+        now_ns + rl->reset_ns <= s->mark_reset_at_ns + BO_QUOTA_ROUNDING_NS) {
         int64_t k = s->mark_remaining - rl->remaining;
         if (k <= 0) {
             s->refills = true;
@@ -1234,11 +1234,12 @@ void bo_quota_note_answer(bo_quota *q, const bo_rl_quota *rl, unsigned inflight,
      * it later); a reset announced more than the headers' one-second
      * rounding past the known one is a fixed window that has just reset. */
     if (s->last_remaining >= 0 && fresh && rl->remaining > s->last_remaining &&
-        now_ns < s->reset_at_ns && at <= s->reset_at_ns + BO_NS_PER_S)
+        now_ns < s->reset_at_ns && at <= s->reset_at_ns + BO_QUOTA_ROUNDING_NS)
         s->refills = true;
     s->last_remaining = rl->remaining;
     measure_refill(s, rl, sent_ns, spent, now_ns);
-    bool new_window = s->reset_at_ns <= now_ns || at > s->reset_at_ns + BO_NS_PER_S || at < now_ns;
+    bool new_window =
+        s->reset_at_ns <= now_ns || at > s->reset_at_ns + BO_QUOTA_ROUNDING_NS || at < now_ns;
     if (new_window || at < s->reset_at_ns)
         s->reset_at_ns = at;
     s->noted_ns = now_ns;
@@ -1275,6 +1276,12 @@ void bo_quota_note_answer(bo_quota *q, const bo_rl_quota *rl, unsigned inflight,
         budget -= BO_QUOTA_BUCKET_RESERVE;
     s->avail = budget;
     s->avail_answered = true;
+    /* The one send after a spent window's known reset, answered: a fixed
+     * window has its whole limit back (others' spending shows as evidence
+     * above), a token bucket only what came back while we waited. */
+    if (s->rolled && fresh && spent && rl->limit > 0 && rl->remaining + 1 < rl->limit &&
+        !spreading(s, now_ns))
+        s->refills = true;
     s->rolled = false;
 
     if (!spreading(s, now_ns)) {

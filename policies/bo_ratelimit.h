@@ -150,6 +150,12 @@ bool bo_rl_headers_exhausted(const bo_rl_headers *h);
 #define BO_QUOTA_SLOTS 4
 
 #define BO_QUOTA_RATE_SPAN_NS (2LL * 1000000000LL)
+/* How far later one answer's reset instant may lie than another's within
+ * one window: the headers' one-second rounding, and 10 ms more for the
+ * instants an epoch reset gives through two clocks (wall and monotonic,
+ * read apart): a bucket's epoch "full at" moving one second on is the same
+ * window, not a coin flip. */
+#define BO_QUOTA_ROUNDING_NS (1000000000LL + 10000000LL)
 /* Tokens a bucket's pace leaves unspent: a send made early by the pace's
  * jitter (+-10%) then finds one instead of a 429. */
 #define BO_QUOTA_BUCKET_RESERVE 1

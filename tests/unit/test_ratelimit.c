@@ -901,6 +901,44 @@ START_TEST(test_exact_reset_tells_a_bucket)
 }
 END_TEST
 
+/*
+ * A bucket of 20/s told in whole epoch seconds and spent in a millisecond:
+ * its "full at" is rounded to a second boundary that moves one second on
+ * mid-burst (the clocks' microseconds must not make that a new window), so
+ * the earliest bound is kept; the one send at it finds 9 back, not the 19 a
+ * fixed window would have: a bucket, paced at its refill time from then on.
+ */
+static bool probe_finds(int64_t remaining)
+{
+    bo_quota q;
+    bo_rng rng;
+    bo_rng_seed(&rng, 10);
+    bo_quota_init(&q);
+    int64_t t = 500000000LL; /* 0.5 s into an epoch second */
+    for (int i = 0; i < 20; i++, t += 50000LL) {
+        /* full at t + (i + 1) / 20 s, rounded up to the second, a few us off */
+        int64_t full = t + (i + 1) * 50000000LL;
+        int64_t at = (full + S - 1) / S * S + (i % 2 ? 3000 : -3000);
+        bo_rl_quota rl = mk(20, 19 - i, at - t);
+        bo_quota_note(&q, &rl, 0, t, &rng);
+        bo_quota_on_send(&q, t);
+    }
+    int64_t next = bo_quota_next_send(&q, t, 0);
+    ck_assert_msg(next >= 1 * S - 5000 && next < 1 * S + 30000000LL, "held until %lld",
+                  (long long)next);
+    bo_quota_on_send(&q, next);
+    bo_rl_quota rl = mk(20, remaining, 1 * S);
+    bo_quota_note(&q, &rl, 0, next + 1000000LL, &rng);
+    return q.slot[0].refills;
+}
+
+START_TEST(test_probe_after_reset_tells_a_bucket)
+{
+    ck_assert(probe_finds(9));   /* half a second's tokens: a bucket */
+    ck_assert(!probe_finds(19)); /* the whole limit back: a fixed window */
+}
+END_TEST
+
 START_TEST(test_inflight_counted)
 {
     bo_quota q;
@@ -987,6 +1025,7 @@ static Suite *ratelimit_suite(void)
     tcase_add_test(tp, test_window_reset_is_not_a_bucket);
     tcase_add_test(tp, test_reordered_answers_are_not_a_bucket);
     tcase_add_test(tp, test_exact_reset_tells_a_bucket);
+    tcase_add_test(tp, test_probe_after_reset_tells_a_bucket);
     tcase_add_test(tp, test_absent_headers_do_not_freeze);
     tcase_add_test(tp, test_reset_bound_tightens);
     suite_add_tcase(s, tp);
