@@ -293,8 +293,8 @@ static const char *published(const char *sc)
     if (!strcmp(sc, "pacing"))
         return "002: token bucket; optimum = ops / rate";
     if (!strcmp(sc, "headers"))
-        return "issue 13: pacing from rate-limit headers; optimum = ops / advertised rate (bucket: "
-               "burst first)";
+        return "issues 13, 33: the quota from rate-limit headers, spent, then waited for; optimum: "
+               "the quota's own (window: requests at each window's start; bucket: burst first)";
     return "beyond the articles: Jain's index of the clients' throughputs (1 = fair)";
 }
 
