@@ -104,7 +104,7 @@ $(BUILD)/backoff: $(WRAPPER_SRC) $(BUILD)/libpolicies.a $(wildcard policies/*.h 
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Ishim -o $@ $(WRAPPER_SRC) $(BUILD)/libpolicies.a $(ALL_LDFLAGS) -lm
 
-$(BUILD)/backoff-sim: $(SIM_SRC) $(BUILD)/libpolicies.a $(wildcard policies/*.h demo/sim/*.h)
+$(BUILD)/backoff-sim: $(SIM_SRC) $(BUILD)/libpolicies.a $(wildcard policies/*.h demo/sim/*.h demo/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $(SIM_SRC) $(BUILD)/libpolicies.a $(ALL_LDFLAGS) -lm
 

@@ -62,8 +62,29 @@
 #             and 8 one-thread processes sharing host-wide (p8), against a
 #             token bucket 20/s burst 20 (220 requests, 216 for p8, optimum
 #             (N - 20) / 20 s) and a fixed window of 100 per 5 s (200
-#             requests started at a window's start, optimum 10 s), for each
-#             --ratelimit-headers dialect (none: no headers, the window alone)
+#             requests started at a window's start, optimum 5 s: issue 33's
+#             spend, then wait; 10 s before it, when the quota was spread),
+#             for each --ratelimit-headers dialect (none: no headers, the
+#             window alone)
+#   quota     issue 33 (not in the default list): real APIs' quota dialects,
+#             scaled down (a fixed window of 20 per 2 s, a token bucket of 10/s
+#             burst 10, a fixed window of 10 per 1 s), a fresh server per run,
+#             windows started at their start (they are aligned to the epoch):
+#             a shell loop of QUOTA_CALLS (40) fresh `curl -sf --retry 10`
+#             beside `backoff -- curl -sf` (defaults) per dialect (GitHub's
+#             403 and 429 shapes, X, OpenAI, Discord, Azure Cosmos DB's
+#             x-ms-retry-after-ms, S3's 503 without a hint, Retry-After as an
+#             HTTP-date); the quota's own optimum from the loop's own pace
+#             (the same loop against a server without a limit): a window's
+#             last request goes at its window's start plus its share of the
+#             loop, a bucket's when its token is back; then loadgen 8 threads
+#             x 100 under `backoff -n 0` (GitHub's 403, OpenAI, Discord), and
+#             two loadgen processes sharing the GitHub quota with
+#             BACKOFF_SHARE=process.  Targets (extra: met=yes|no): a loop:
+#             0 failed, at most 42 requests (44 with no hint at all), within
+#             1.10x the optimum and 1.05x plain curl (when plain curl failed
+#             none: GitHub's 403 fails it); loadgen: at most 2
+#             rejected, within 1.10x; two processes: at most 5% rejected
 #
 # BENCH_SCENARIOS and BENCH_POLICIES narrow a run.
 set -eu
@@ -255,12 +276,12 @@ bench_headers() {
                 if [ $t = p8 ]; then
                     procs=8 threads=1 req=$((req / 8 * 8))
                 fi
-                # optimum: the bucket's burst at once, then its refill rate; the
-                # window's 100 per 5 s
+                # optimum, the quota's own: the bucket's burst at once, then its
+                # refill rate; the window's 100 at each window's start
                 if [ $lim = bucket ]; then
                     opt=$(awk -v n=$req 'BEGIN { printf "%.2f", (n - 20) / 20 }')
                 else
-                    opt=$(awk -v n=$req 'BEGIN { printf "%.2f", n / 20 }')
+                    opt=$(quota_optimum window 100 5 $req 0)
                 fi
                 # shellcheck disable=SC2086
                 start_server "$WORK/hdr-server.tsv" $flags --ratelimit-headers $d
@@ -301,6 +322,169 @@ bench_headers() {
             done
         done
     done
+}
+
+# --- quota (issue 33) -------------------------------------------------------------
+QUOTA_CALLS=${QUOTA_CALLS:-40}
+
+# quota_flags DIALECT: the server's flags for it, then ":" and the quota's
+# shape (window W P, or bucket B R) for the optimum.
+quota_flags() {
+    case $1 in
+    github-403) echo "--window-requests 20 --window-s 2 --ratelimit-headers x-ratelimit --reject-status 403 --retry-after-form none:window 20 2" ;;
+    github-429) echo "--window-requests 20 --window-s 2 --ratelimit-headers x-ratelimit --retry-after-form none:window 20 2" ;;
+    x) echo "--window-requests 10 --window-s 1 --ratelimit-headers x-rate-limit --retry-after-form none:window 10 1" ;;
+    openai) echo "--window-requests 10 --window-s 1 --ratelimit-headers openai:window 10 1" ;;
+    discord) echo "--rate 10 --burst 10 --ratelimit-headers discord:bucket 10 10" ;;
+    azure) echo "--rate 10 --burst 10 --retry-after-form ms-azure:bucket 10 10" ;;
+    s3) echo "--rate 10 --burst 10 --reject-status 503 --bucket-hints none:bucket 10 10" ;;
+    date) echo "--rate 10 --burst 10 --retry-after-form date:bucket 10 10" ;;
+    *) return 1 ;;
+    esac
+}
+
+# quota_optimum SHAPE A B N C: when the last of N requests made one after
+# another, each taking C s, can end: a window of A per B s (the first at a
+# window's start) admits request i at floor(i / A) x B; a bucket of A tokens
+# refilled at B/s at (i - A + 1) / B.
+quota_optimum() {
+    awk -v shape="$1" -v a="$2" -v b="$3" -v n="$4" -v c="$5" 'BEGIN {
+        end = 0
+        for (i = 0; i < n; i++) {
+            if (shape == "window") at = int(i / a) * b
+            else at = (i < a) ? 0 : (i - a + 1) / b
+            end = (end > at ? end : at) + c
+        }
+        printf "%.2f", end }'
+}
+
+# quota_wait_window P: sleep until 20 ms past the start of a P-second window
+# of the epoch (the server's windows are aligned to it).
+quota_wait_window() {
+    _ms=$(date +%s%3N)
+    _p=$(($1 * 1000))
+    _left=$(( (_p - _ms % _p + 20) % _p ))
+    sleep "$(awk -v m="$_left" 'BEGIN { printf "%.3f", m / 1000 }')"
+}
+
+# quota_loop NAME KIND URL: QUOTA_CALLS fresh curl processes one after
+# another, KIND plain (curl --retry 10) or backoff (backoff -- curl), their
+# state in a directory of their own; writes "elapsed_s failed" to NAME.res.
+quota_loop() {
+    mkdir -m 700 "$WORK/$1.xdg"
+    _t0=$(date +%s%3N) _f=0 _i=1
+    while [ $_i -le "$QUOTA_CALLS" ]; do
+        if [ "$2" = plain ]; then
+            curl -sf --retry 10 -o /dev/null "$3/$_i" || _f=$((_f + 1))
+        else
+            XDG_RUNTIME_DIR="$WORK/$1.xdg" "$BUILD/backoff" -- curl -sf -o /dev/null "$3/$_i" ||
+                _f=$((_f + 1))
+        fi
+        _i=$((_i + 1))
+    done
+    _t1=$(date +%s%3N)
+    echo "$(awk -v t=$((_t1 - _t0)) 'BEGIN { printf "%.2f", t / 1000 }') $_f" >"$WORK/$1.res"
+}
+
+bench_quota() {
+    command -v curl >/dev/null 2>&1 || { echo "# quota: no curl command, skipped"; return 0; }
+    qn=$QUOTA_CALLS
+    # the loops' own pace, against a server without a limit
+    for kind in plain backoff; do
+        start_server "$WORK/quota-pace-$kind.tsv"
+        quota_loop "quota-pace-$kind" $kind "http://127.0.0.1:$PORT/item"
+        stop_server
+    done
+    c_plain=$(awk -v n="$qn" '{ printf "%.4f", $1 / n }' "$WORK/quota-pace-plain.res")
+    cb=$(awk -v n="$qn" '{ printf "%.4f", $1 / n }' "$WORK/quota-pace-backoff.res")
+    echo "# quota: $qn fresh curl processes in a loop; unthrottled, one takes $c_plain s (plain curl), $cb s (backoff -- curl): the optimum counts that pace"
+    for d in github-403 github-429 x openai discord azure s3 date; do
+        spec=$(quota_flags $d)
+        flags=${spec%%:*}
+        set -- ${spec#*:}
+        shape=$1 qa=$2 qb=$3
+        opt=$(quota_optimum "$shape" "$qa" "$qb" "$qn" "$cb")
+        maxreq=$((qn + 2))
+        [ $d = s3 ] && maxreq=$((qn + 4)) # no hint at all
+        for kind in plain backoff; do
+            name="quota-$d-$kind"
+            # shellcheck disable=SC2086
+            start_server "$WORK/$name-server.tsv" $flags
+            [ "$shape" = window ] && quota_wait_window "$qb"
+            quota_loop "$name" $kind "http://127.0.0.1:$PORT/item"
+            stop_server
+        done
+        pl=$(cut -d' ' -f1 "$WORK/quota-$d-plain.res")
+        plfail=$(cut -d' ' -f2 "$WORK/quota-$d-plain.res") # plain curl failed some: no time to beat
+        for kind in plain backoff; do
+            name="quota-$d-$kind"
+            set -- $(cat "$WORK/$name.res")
+            att=$(col "$WORK/$name-server.tsv" requests)
+            rej=$(col "$WORK/$name-server.tsv" rejected)
+            ratio=$(awk -v c="$1" -v o="$opt" 'BEGIN { printf "%.2f", c / o }')
+            vs=$(awk -v c="$1" -v p="$pl" 'BEGIN { printf "%.2f", c / p }')
+            met=-
+            [ $kind = backoff ] && met=$(awk -v f="$2" -v a="$att" -v m="$maxreq" -v r="$ratio" -v v="$vs" \
+                -v pf="$plfail" 'BEGIN { print (f == 0 && a <= m && r <= 1.10 && (v <= 1.05 || pf > 0)) ? "yes" : "no" }')
+            row "quota-$d-loop" "$([ $kind = plain ] && echo curl-retry-10 || echo backoff)" "$1" "$opt" \
+                "$ratio" "$qn" "$((qn - $2))" "$att" \
+                "$(awk -v a="$att" -v r="$rej" 'BEGIN { printf "%.1f", a ? 100 * r / a : 0 }')" - - - - - \
+                "failed=$2 requests=$att rejected=$rej vs_plain=$vs target=failed=0,requests<=$maxreq,ratio<=1.10,vs_plain<=1.05 met=$met"
+            sleep 0.5
+        done
+    done
+    # loadgen 8 threads x 100 under backoff -n 0, started at a window's start
+    for d in github-403 openai discord; do
+        spec=$(quota_flags $d)
+        flags=${spec%%:*}
+        set -- ${spec#*:}
+        shape=$1 qa=$2 qb=$3
+        opt=$(quota_optimum "$shape" "$qa" "$qb" 100 0)
+        name="quota-$d-loadgen"
+        mkdir -m 700 "$WORK/$name.xdg"
+        # shellcheck disable=SC2086
+        start_server "$WORK/$name-server.tsv" $flags
+        at=$(( $(date +%s%3N) + 1500 ))
+        [ "$shape" = window ] && at=$(( (at + qb * 1000 - 1) / (qb * 1000) * qb * 1000 + 20 ))
+        XDG_RUNTIME_DIR="$WORK/$name.xdg" "$BUILD/backoff" -n 0 -- "$BUILD/loadgen" \
+            --url "http://127.0.0.1:$PORT/item/{n}" --requests 100 --threads 8 --verify \
+            --start-at-ms $at >"$WORK/$name.tsv"
+        stop_server
+        comp=$(col "$WORK/$name.tsv" completion_s)
+        att=$(col "$WORK/$name-server.tsv" requests)
+        rej=$(col "$WORK/$name-server.tsv" rejected)
+        ratio=$(awk -v c="$comp" -v o="$opt" 'BEGIN { printf "%.2f", c / o }')
+        row "quota-$d-loadgen" backoff "$comp" "$opt" "$ratio" 100 "$(col "$WORK/$name.tsv" ok)" "$att" \
+            "$(awk -v a="$att" -v r="$rej" 'BEGIN { printf "%.1f", a ? 100 * r / a : 0 }')" \
+            "$(col "$WORK/$name.tsv" p99_ms)" - - - - \
+            "rejected=$rej threads=8 target=rejected<=2,ratio<=1.10 met=$(awk -v r="$rej" -v q="$ratio" 'BEGIN { print (r <= 2 && q <= 1.10) ? "yes" : "no" }')"
+        sleep 0.5
+    done
+    # two processes sharing the GitHub quota, each its own state
+    spec=$(quota_flags github-429)
+    name="quota-github-429-2proc"
+    # shellcheck disable=SC2086
+    start_server "$WORK/$name-server.tsv" ${spec%%:*}
+    at=$(( ($(date +%s%3N) + 1500 + 1999) / 2000 * 2000 + 20 ))
+    for k in 1 2; do
+        mkdir -m 700 "$WORK/$name.$k.xdg"
+        XDG_RUNTIME_DIR="$WORK/$name.$k.xdg" BACKOFF_SHARE=process "$BUILD/backoff" -n 0 -- \
+            "$BUILD/loadgen" --url "http://127.0.0.1:$PORT/item/{n}" --requests 50 --threads 4 \
+            --verify --start-at-ms $at >"$WORK/$name.$k.tsv" &
+        LOADGEN_PIDS="$LOADGEN_PIDS $!"
+    done
+    for p in $LOADGEN_PIDS; do wait "$p" || true; done
+    LOADGEN_PIDS=""
+    stop_server
+    comp=$(cat "$WORK/$name".[12].tsv | awk -F'\t' '$1 != "requests" && $4 > m { m = $4 } END { printf "%.2f", m }')
+    ok=$(cat "$WORK/$name".[12].tsv | awk -F'\t' '$1 != "requests" { s += $2 } END { print s + 0 }')
+    att=$(col "$WORK/$name-server.tsv" requests)
+    rej=$(col "$WORK/$name-server.tsv" rejected)
+    opt=$(quota_optimum window 20 2 100 0)
+    pct=$(awk -v a="$att" -v r="$rej" 'BEGIN { printf "%.1f", a ? 100 * r / a : 0 }')
+    row "quota-github-429-2proc" backoff-process "$comp" "$opt" \
+        "$(awk -v c="$comp" -v o="$opt" 'BEGIN { printf "%.2f", c / o }')" 100 "$ok" "$att" "$pct" - - - - - \
+        "rejected=$rej processes=2 threads=4 share=process target=rejected<=5% met=$(awk -v p="$pct" 'BEGIN { print (p <= 5) ? "yes" : "no" }')"
 }
 
 # --- fairness ------------------------------------------------------------------
@@ -567,9 +751,10 @@ for s in $SCENARIOS; do
     real) bench_real ;;
     own) bench_own ;;
     headers) bench_headers ;;
+    quota) bench_quota ;;
     share) bench_share ;;
     share-threads) bench_share_threads ;;
     fleet) bench_fleet ;;
-    *) echo "backoff bench: unknown scenario \"$s\": expected burst, outage, pacing, fairness, multi, share, share-threads, fleet, overhead, real, own or headers" >&2; exit 2 ;;
+    *) echo "backoff bench: unknown scenario \"$s\": expected burst, outage, pacing, fairness, multi, share, share-threads, fleet, overhead, real, own, headers or quota" >&2; exit 2 ;;
     esac
 done

@@ -76,15 +76,18 @@ bo_connect_verdict bo_connect_judge(int err, const bo_connect_facts *f)
 /*
  * Sort an HTTP error status into its retry class: the RETRY_ON bits that
  * list it, its signal and its safety.  Returns false for statuses that are
- * never retried (every 4xx but 408 and 429, and anything below 500 or above
- * 599 otherwise).
+ * never retried (every 4xx but 408, 429 and a 403 of a spent quota, and
+ * anything below 500 or above 599 otherwise).
  */
-static bool status_class(int status, unsigned *bits, bo_signal *sig, safety *saf)
+static bool status_class(int status, bool quota_exhausted, unsigned *bits, bo_signal *sig,
+                         safety *saf)
 {
     unsigned five = (status >= 500 && status <= 599) ? BO_RETRY_5XX : 0;
 
     *sig = BO_SIGNAL_NONE;
     *saf = SAFE_IF_IDEMPOTENT;
+    if (status == 403 && quota_exhausted)
+        status = 429; /* GitHub's primary rate limit: the server's "later" */
     switch (status) {
     case 429:
         *bits = BO_RETRY_429;
@@ -189,11 +192,13 @@ bo_outcome bo_classify(const bo_config *cfg, const bo_attempt *a)
             out.verdict = a->curl_code == BO_CURLE_OK ? BO_VERDICT_SUCCESS : BO_VERDICT_FINAL;
             return out;
         }
-        out.rate_limited = a->http_status == 429;
+        out.rate_limited =
+            a->http_status == 429 || (a->http_status == 403 && a->quota_exhausted);
         key_busy = a->http_status == 409 && a->idempotency_key;
         if (key_busy)
             out.signal = BO_SIGNAL_KEY_BUSY; /* SAFE_ALWAYS: this attempt was not processed */
-        known = key_busy || status_class(a->http_status, &bits, &out.signal, &saf);
+        known = key_busy ||
+                status_class(a->http_status, a->quota_exhausted, &bits, &out.signal, &saf);
     } else {
         known = failure_class(a, &bits, &out.signal, &saf);
     }

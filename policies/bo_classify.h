@@ -1,7 +1,9 @@
 /*
  * bo_classify: what one finished attempt means.  Pure function of the
  * attempt's facts and the configuration, following docs/DESIGN.md's safety rules:
- *   - 429, 503 and connect failures are retried for any method;
+ *   - 429, 503 and connect failures are retried for any method, and so is a
+ *     403 whose rate-limit headers say the quota is spent (GitHub's primary
+ *     rate limit: it counts as a 429 for BACKOFF_RETRY_ON);
  *   - a request that may have reached the server (read timeout, reset after
  *     sending, 502/504/500/408) is retried only for idempotent methods, or
  *     when it carries an Idempotency-Key (the server processes a key once),
@@ -77,6 +79,10 @@ typedef struct bo_attempt {
     bool idempotency_key;     /* the request carries an Idempotency-Key, the program's own
                                  or the shim's (bo_idem.h): it may be repeated like an
                                  idempotent one, and a 409 means "still processing" */
+    bool quota_exhausted;     /* the answer's rate-limit headers say no request is left
+                                 (x-ratelimit-remaining: 0 and its kin,
+                                 bo_rl_headers_exhausted): a 403 with it is GitHub's
+                                 primary rate limit, a throttle; without it a 403 is final */
 } bo_attempt;
 
 /*

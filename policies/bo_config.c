@@ -675,8 +675,10 @@ static const bo_var vars[] = {
      "delivery rate; 0 runs article 000's algorithm exactly",
      NULL},
     {"BACKOFF_RATELIMIT_HEADERS", BO_VAR_BOOL, F(ratelimit_headers), 0, 1, 0, NULL, "1", "1",
-     "1: pace from the server's rate-limit headers (x-ratelimit-*, RateLimit-*, the IETF "
-     "draft's RateLimit and RateLimit-Policy); 0: ignore them",
+     "1: pace from the server's rate-limit headers (x-ratelimit-* of GitHub and Discord, "
+     "x-rate-limit-*, OpenAI's x-ratelimit-*-requests/-tokens, RateLimit-*, the IETF draft's "
+     "RateLimit and RateLimit-Policy): spend the quota at the program's pace, then wait for "
+     "its reset; 0: ignore them",
      NULL},
     {"BACKOFF_RETRY_BUDGET", BO_VAR_UINT, F(retry_budget), 0, 1000, 0,
      "a percentage of first attempts from 0 (no budget) to 1000", "20", "20",

@@ -180,6 +180,7 @@ bo_admit bo_dest_admit(bo_dest *d, const bo_config *cfg, bo_call *c,
     bo_window_on_send(&d->window, now_ns, &c->ticket);
     if (cfg->ratelimit_headers)
         bo_quota_on_send(&d->quota, now_ns);
+    c->quota_noted = false;
     c->phase = BO_PHASE_ATTEMPT;
     bo_budget_on_attempt(&d->budget, c->attempts == 0 && c->inherited == 0, now_ns);
     c->attempts++;
@@ -320,6 +321,9 @@ static bo_next complete(bo_dest *d, const bo_config *cfg, bo_call *c, bo_outcome
         hint = cap > 0 && retry_after_ns > cap ? cap : retry_after_ns;
     if (outcome.signal == BO_SIGNAL_THROTTLE)
         bo_window_on_hint(&d->window, hint);
+    if (outcome.rate_limited && cfg->ratelimit_headers && cfg->policy != BO_POLICY_NONE &&
+        c->phase == BO_PHASE_ATTEMPT && !c->quota_noted)
+        bo_quota_note_throttle(&d->quota, now_ns); /* a throttle without quota headers */
     if (hint >= 0 && cfg->policy == BO_POLICY_RESPONSIVE)
         hold_dest(d, now_ns + hint);
     if (aimd && outcome.signal == BO_SIGNAL_LOSS && d->probe_failures > 0)
@@ -367,11 +371,16 @@ bo_next bo_dest_complete(bo_dest *d, const bo_config *cfg, bo_call *c,
     return n;
 }
 
-void bo_dest_note_quota(bo_dest *d, const bo_config *cfg, const bo_call *c,
+void bo_dest_note_quota(bo_dest *d, const bo_config *cfg, bo_call *c,
                         const bo_rl_quota *rl, bo_outcome outcome, int64_t retry_after_ns,
                         int64_t now_ns, bo_rng *rng)
 {
-    if (!cfg->ratelimit_headers || cfg->policy == BO_POLICY_NONE || retry_after_ns >= 0)
+    if (!cfg->ratelimit_headers || cfg->policy == BO_POLICY_NONE)
+        return;
+    if (outcome.rate_limited && !c->quota_noted)
+        bo_quota_note_throttle(&d->quota, now_ns);
+    c->quota_noted = true;
+    if (retry_after_ns >= 0)
         return;
     unsigned others = d->window.inflight;
     if (c->phase == BO_PHASE_ATTEMPT && others > 0)

@@ -92,6 +92,7 @@ typedef struct bo_call {
                                 attempt in flight; 0: none.  The engine never reads it. */
     uint64_t fleet_ticket;   /* the caller's: its place in the fleet's queue while the
                                 fleet says wait; 0: none.  The engine never reads it. */
+    bool quota_noted;        /* the attempt's answer went through bo_dest_note_quota */
 } bo_call;
 
 typedef enum bo_admit {
@@ -172,10 +173,13 @@ bo_next bo_dest_complete(bo_dest *d, const bo_config *cfg, bo_call *c,
  * The attempt admitted last was answered with rate-limit headers giving
  * `rl` (call before bo_dest_complete).  With BACKOFF_RATELIMIT_HEADERS on
  * and no Retry-After on the same answer (Retry-After wins), later
- * admissions are paced so that the remaining quota lasts until its reset.
- * `outcome`: the answer's; one answered 429 spent no quota.
+ * admissions are paced from the quota: spent at the program's pace while
+ * requests remain, then held until the reset; spread evenly until the
+ * reset while others are known to share it (bo_ratelimit.h).  `outcome`:
+ * the answer's; one answered 429 spent no quota, and a throttle is judged
+ * (bo_quota_note_throttle) before its own headers are noted.
  */
-void bo_dest_note_quota(bo_dest *d, const bo_config *cfg, const bo_call *c,
+void bo_dest_note_quota(bo_dest *d, const bo_config *cfg, bo_call *c,
                         const bo_rl_quota *rl, bo_outcome outcome, int64_t retry_after_ns,
                         int64_t now_ns, bo_rng *rng);
 

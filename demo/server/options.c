@@ -13,6 +13,7 @@
 
 #include "server.h"
 #include "../cli_parse.h"
+#include "../rl_lines.h"
 
 static const char usage[] =
     "usage: ratelimit-server [flags]\n"
@@ -26,12 +27,18 @@ static const char usage[] =
     "                       0 rejects everything)\n"
     "  --service-ms MS      an admitted request holds its slot MS ms (default 0)\n"
     "  --error-ms MS        a rejected request holds a slot MS ms, then answers (default 0)\n"
-    "  --reject-status S    429 or 503 (default 429)\n"
+    "  --reject-status S    429, 503 or 403 (default 429): the status of every\n"
+    "                       limiter's rejections (cap, bucket, window; 403 with\n"
+    "                       --ratelimit-headers x-ratelimit is GitHub's primary limit)\n"
     "  --retry-after S      Retry-After seconds on cap and outage rejections\n"
+    "  --retry-after-form F how a rejection's wait is written: seconds (default:\n"
+    "                       Retry-After: N), date (Retry-After: an IMF-fixdate, and\n"
+    "                       every answer carries its Date), ms (retry-after-ms: N),\n"
+    "                       ms-azure (x-ms-retry-after-ms: N) or none\n"
     "  --capacity LIST      max-busy over time: \"SEC:N,SEC:N,...\", seconds ascending\n"
     "token bucket:\n"
     "  --rate R --burst B   R tokens/s, B at most (default B = max(1, R)); when empty:\n"
-    "                       429 with Retry-After\n"
+    "                       the rejection status, waiting until the next token\n"
     "  --bucket-hints H     accurate (default: Retry-After as above), fixed\n"
     "                       (Retry-After: --retry-after, 1 if unset, whatever the\n"
     "                       state) or none (no Retry-After); accurate alone sends\n"
@@ -39,13 +46,19 @@ static const char usage[] =
     "fixed window (GitHub's form):\n"
     "  --window-requests N --window-s W\n"
     "                       N requests per window of W s, windows aligned to the\n"
-    "                       epoch; past N: 429 with Retry-After until the window ends\n"
-    "  --ratelimit-headers none|x-ratelimit|ratelimit|draft\n"
+    "                       epoch; past N: the rejection status, waiting until the\n"
+    "                       window ends\n"
+    "  --ratelimit-headers D\n"
     "                       the quota headers both limiters send on every answer:\n"
-    "                       x-ratelimit-limit/-remaining/-reset (epoch seconds),\n"
-    "                       RateLimit-Limit/-Remaining/-Reset (seconds), none (default),\n"
-    "                       or the draft's RateLimit-Policy: \"NAME\";q=N;w=W and\n"
-    "                       RateLimit: \"NAME\";r=LEFT;t=SECONDS\n"
+    "                       none (default); x-ratelimit: x-ratelimit-limit/-remaining/\n"
+    "                       -reset (epoch seconds, GitHub); ratelimit: RateLimit-Limit/\n"
+    "                       -Remaining/-Reset (seconds); draft: RateLimit-Policy:\n"
+    "                       \"NAME\";q=N;w=W and RateLimit: \"NAME\";r=LEFT;t=SECONDS;\n"
+    "                       x-rate-limit: x-rate-limit-* (epoch seconds, X); openai:\n"
+    "                       x-ratelimit-{limit,remaining,reset}-{requests,tokens}\n"
+    "                       (resets as durations: 850ms, 1.5s, 6m0s); discord:\n"
+    "                       X-RateLimit-Limit/-Remaining, -Reset (epoch, 3 decimals),\n"
+    "                       -Reset-After (seconds, 3 decimals), -Bucket\n"
     "latency model:\n"
     "  --latency-limit L --latency-factor F --latency-k K\n"
     "                       past L concurrent requests the hold time is\n"
@@ -99,7 +112,8 @@ static const char usage[] =
     "any other path answers \"ok\". Rejections carry the body \"rejected\".\n"
     "The first stdout line is \"listening on 127.0.0.1:PORT\"; one stderr line per second;\n"
     "at exit a TSV summary on stdout (header row + one row): requests (answered),\n"
-    "ok (2xx), rejected (429/503 from the cap, the bucket or a 503 outage),\n"
+    "ok (2xx), rejected (the cap's, the bucket's or the window's rejections, a 503\n"
+    "outage),\n"
     "max_concurrency (most requests in the server at once, held ones included),\n"
     "duplicate_posts (POSTs whose X-Request-Id was already processed), posts, puts,\n"
     "duplicate_puts, dropped (closed unanswered: client gone, refuse outage, exit, the\n"
@@ -227,9 +241,14 @@ int bo_srv_parse_args(int argc, char **argv, struct bo_srv_config *cfg)
             else
                 cfg->post_delay_ms = l;
         } else if (strcmp(name, "--reject-status") == 0) {
-            if (strcmp(val, "429") != 0 && strcmp(val, "503") != 0)
-                return bad(name, val, "429 or 503");
+            if (strcmp(val, "429") != 0 && strcmp(val, "503") != 0 && strcmp(val, "403") != 0)
+                return bad(name, val, "429, 503 or 403");
             cfg->reject_status = atoi(val);
+        } else if (strcmp(name, "--retry-after-form") == 0) {
+            int f = rl_lookup(rl_wait_names, RL_WAIT_COUNT, val);
+            if (f < 0)
+                return bad(name, val, RL_WAIT_LIST);
+            cfg->wait_form = f;
         } else if (strcmp(name, "--retry-after") == 0) {
             if (cli_parse_long(val, 0, 86400, &l))
                 return bad(name, val, "seconds, an integer from 0 to 86400");
@@ -252,16 +271,10 @@ int bo_srv_parse_args(int argc, char **argv, struct bo_srv_config *cfg)
                 return bad(name, val, "seconds, an integer from 1 to 86400");
             cfg->window_s = l;
         } else if (strcmp(name, "--ratelimit-headers") == 0) {
-            if (strcmp(val, "none") == 0)
-                cfg->rl_dialect = BO_RL_NONE;
-            else if (strcmp(val, "x-ratelimit") == 0)
-                cfg->rl_dialect = BO_RL_X;
-            else if (strcmp(val, "ratelimit") == 0)
-                cfg->rl_dialect = BO_RL_RATELIMIT;
-            else if (strcmp(val, "draft") == 0)
-                cfg->rl_dialect = BO_RL_DRAFT;
-            else
-                return bad(name, val, "none, x-ratelimit, ratelimit or draft");
+            int dialect = rl_lookup(rl_dialect_names, RL_DIALECT_COUNT, val);
+            if (dialect < 0)
+                return bad(name, val, RL_DIALECT_LIST);
+            cfg->rl_dialect = dialect;
         } else if (strcmp(name, "--bucket-hints") == 0) {
             if (strcmp(val, "accurate") == 0)
                 cfg->bucket_hints = BO_HINTS_ACCURATE;

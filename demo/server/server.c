@@ -33,6 +33,7 @@
 #include <microhttpd.h>
 
 #include "../item_body.h"
+#include "../rl_lines.h"
 #include "server.h"
 
 #define MAX_HOLD_MS 3600000.0
@@ -69,13 +70,13 @@ struct req {
     uint64_t body_len;
     uint64_t item_n;
     uint64_t item_size;
-    long retry_after;   /* -1: none */
+    double retry_after; /* the rejection's wait, seconds (exact); < 0: none */
+    int64_t wall_ms;    /* wall clock at admission: the quota's and the wait's instant */
     int rl;             /* rate-limit headers (--ratelimit-headers) */
     long rl_limit;
     long rl_remaining;
-    long rl_reset;      /* seconds */
+    double rl_reset;    /* seconds until the window resets or the bucket is full (exact) */
     long rl_window;     /* seconds, the draft's w */
-    int64_t rl_reset_epoch; /* x-ratelimit-reset */
     const char *rl_name;
     const char *text;
     int file_fd1;       /* SRV_KIND_FILE: the open file's descriptor + 1 (0: none) */
@@ -549,6 +550,12 @@ static long ceil_secs(double s)
     return c > 86400 ? 86400 : (long)c;
 }
 
+/* The configured Retry-After (--retry-after) as a wait; < 0: none. */
+static double cfg_retry_after(void)
+{
+    return g.cfg.retry_after >= 0 ? (double)g.cfg.retry_after : -1.0;
+}
+
 /*
  * --serve-dir: the file at url under the directory (the query is not part
  * of url), or 404; a url ending in '/' names its index.html (a PEP 503
@@ -640,12 +647,13 @@ static int64_t wall_ms(void)
 /*
  * The fixed window (under adm_mu): window_requests per window_s seconds,
  * windows aligned to the epoch so that x-ratelimit-reset is exact.  Counts
- * r when there is room; else r is rejected 429 with Retry-After until the
- * window ends.  Fills r's quota headers.  Returns 0 when r was rejected.
+ * r when there is room; else r is rejected (--reject-status) with a wait
+ * until the window ends.  Fills r's quota headers.  Returns 0 when r was
+ * rejected.
  */
 static int window_admit(struct req *r)
 {
-    int64_t now = wall_ms(), w_ms = (int64_t)g.cfg.window_s * 1000;
+    int64_t now = r->wall_ms, w_ms = (int64_t)g.cfg.window_s * 1000;
     int64_t index = now / w_ms, end_ms = (index + 1) * w_ms;
     if (index != g.win_index) {
         g.win_index = index;
@@ -658,28 +666,25 @@ static int window_admit(struct req *r)
     r->rl_name = "window";
     r->rl_limit = g.cfg.window_requests;
     r->rl_remaining = g.cfg.window_requests - g.win_used;
-    r->rl_reset = (long)((end_ms - now + 999) / 1000);
+    r->rl_reset = (double)(end_ms - now) / 1000.0;
     r->rl_window = g.cfg.window_s;
-    r->rl_reset_epoch = end_ms / 1000;
     if (!ok) {
-        r->status = 429;
-        r->retry_after = r->rl_reset > 0 ? r->rl_reset : 1;
+        r->status = g.cfg.reject_status;
+        r->retry_after = r->rl_reset;
     }
     return ok;
 }
 
 /*
  * The bucket's quota as headers give it: burst per burst/rate s, full again
- * after `reset` whole seconds (exact_s exactly; the epoch form rounds the
- * exact instant up, not the whole seconds again).
+ * after exact_s (each dialect rounds it its own way, rl_lines.h).
  */
-static void bucket_quota(struct req *r, long reset, double exact_s)
+static void bucket_quota(struct req *r, double exact_s)
 {
     r->rl_name = "bucket";
     r->rl_limit = (long)g.cfg.burst;
-    r->rl_reset = reset;
+    r->rl_reset = exact_s;
     r->rl_window = ceil_secs(g.cfg.burst / g.cfg.rate);
-    r->rl_reset_epoch = (int64_t)ceil(((double)wall_ms() + exact_s * 1000.0) / 1000.0);
 }
 
 /*
@@ -693,6 +698,7 @@ static uint64_t admit(struct req *r, uint64_t t, const char *url)
     uint64_t hold;
     int admitted = 1;
     pthread_mutex_lock(&g.adm_mu);
+    r->wall_ms = wall_ms();
     if (g.cfg.window_requests > 0 && !window_admit(r))
         admitted = 0;
     if (admitted && g.cfg.rate > 0) {
@@ -708,12 +714,12 @@ static uint64_t admit(struct req *r, uint64_t t, const char *url)
             r->rl = 1; /* its quota headers (those --ratelimit-headers names) */
         if (g.tokens < 1.0) {
             admitted = 0;
-            r->status = 429;
-            r->retry_after = ceil_secs((1.0 - g.tokens) / g.cfg.rate);
+            r->status = g.cfg.reject_status;
+            r->retry_after = (1.0 - g.tokens) / g.cfg.rate;
             r->rl_remaining = 0;
-            bucket_quota(r, r->retry_after, (g.cfg.burst - g.tokens) / g.cfg.rate);
+            bucket_quota(r, (g.cfg.burst - g.tokens) / g.cfg.rate);
             if (g.cfg.bucket_hints == BO_HINTS_FIXED)
-                r->retry_after = g.cfg.retry_after >= 0 ? g.cfg.retry_after : 1;
+                r->retry_after = g.cfg.retry_after >= 0 ? (double)g.cfg.retry_after : 1.0;
             else if (g.cfg.bucket_hints == BO_HINTS_NONE)
                 r->retry_after = -1;
         }
@@ -723,21 +729,17 @@ static uint64_t admit(struct req *r, uint64_t t, const char *url)
         if (cap >= 0 && atomic_load(&g.busy) >= cap) {
             admitted = 0;
             r->status = g.cfg.reject_status;
-            r->retry_after = g.cfg.retry_after;
+            r->retry_after = cfg_retry_after();
             if (r->rl && g.cfg.rate > 0) {
                 r->rl_remaining = (long)floor(g.tokens);
-                bucket_quota(
-                    r,
-                    g.tokens >= g.cfg.burst ? 0 : ceil_secs((g.cfg.burst - g.tokens) / g.cfg.rate),
-                    (g.cfg.burst - g.tokens) / g.cfg.rate);
+                bucket_quota(r, (g.cfg.burst - g.tokens) / g.cfg.rate);
             }
         } else if (g.cfg.rate > 0) {
             g.tokens -= 1.0;
             /* the stricter limiter's quota is the one told */
             if (g.cfg.window_requests == 0 || (long)floor(g.tokens) < r->rl_remaining) {
                 r->rl_remaining = (long)floor(g.tokens);
-                bucket_quota(r, ceil_secs((g.cfg.burst - g.tokens) / g.cfg.rate),
-                             (g.cfg.burst - g.tokens) / g.cfg.rate);
+                bucket_quota(r, (g.cfg.burst - g.tokens) / g.cfg.rate);
             }
         }
     }
@@ -849,38 +851,19 @@ static void log_row(uint64_t t, const char *method, const char *url, int status,
     pthread_mutex_unlock(&g.log_mu);
 }
 
-static void add_num_header(struct MHD_Response *resp, const char *name, long v)
+static void add_lines(struct MHD_Response *resp, const rl_line *l, int n)
 {
-    char buf[32];
-    snprintf(buf, sizeof buf, "%ld", v);
-    MHD_add_response_header(resp, name, buf);
+    for (int i = 0; i < n; i++)
+        MHD_add_response_header(resp, l[i].name, l[i].value);
 }
 
-/* The quota headers of r in the configured dialect. */
+/* The quota headers of r in the configured dialect (rl_lines.h). */
 static void add_ratelimit_headers(struct MHD_Response *resp, const struct req *r)
 {
-    char buf[128];
-    switch (g.cfg.rl_dialect) {
-    case BO_RL_NONE:
-        break;
-    case BO_RL_X:
-        add_num_header(resp, "x-ratelimit-limit", r->rl_limit);
-        add_num_header(resp, "x-ratelimit-remaining", r->rl_remaining);
-        snprintf(buf, sizeof buf, "%lld", (long long)r->rl_reset_epoch);
-        MHD_add_response_header(resp, "x-ratelimit-reset", buf);
-        break;
-    case BO_RL_RATELIMIT:
-        add_num_header(resp, "RateLimit-Limit", r->rl_limit);
-        add_num_header(resp, "RateLimit-Remaining", r->rl_remaining);
-        add_num_header(resp, "RateLimit-Reset", r->rl_reset);
-        break;
-    case BO_RL_DRAFT:
-        snprintf(buf, sizeof buf, "\"%s\";q=%ld;w=%ld", r->rl_name, r->rl_limit, r->rl_window);
-        MHD_add_response_header(resp, "RateLimit-Policy", buf);
-        snprintf(buf, sizeof buf, "\"%s\";r=%ld;t=%ld", r->rl_name, r->rl_remaining, r->rl_reset);
-        MHD_add_response_header(resp, "RateLimit", buf);
-        break;
-    }
+    rl_line l[RL_LINES_MAX];
+    rl_quota_state st = {r->rl_limit, r->rl_remaining, r->rl_reset, r->rl_window,
+                         r->rl_name, r->wall_ms};
+    add_lines(resp, l, rl_quota_lines(g.cfg.rl_dialect, &st, l));
 }
 
 /*
@@ -945,10 +928,17 @@ static enum MHD_Result respond(struct req *r, const char *method, const char *ur
         return MHD_NO;
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
                             r->kind == SRV_KIND_FILE && r->file_html ? "text/html" : "text/plain");
-    if (r->kind == SRV_KIND_REJECT && g.cfg.retry_after_raw)
+    if (r->kind == SRV_KIND_REJECT && g.cfg.retry_after_raw) {
         MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, g.cfg.retry_after_raw);
-    else if (r->kind == SRV_KIND_REJECT && r->retry_after >= 0)
-        add_num_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, r->retry_after);
+    } else if (r->kind == SRV_KIND_REJECT && r->retry_after >= 0) {
+        rl_line l[RL_LINES_MAX]; /* the date form brings the answer's Date along */
+        add_lines(resp, l, rl_wait_lines(g.cfg.wait_form, r->retry_after, r->wall_ms, l));
+    }
+    if (g.cfg.wait_form == RL_WAIT_DATE && MHD_get_response_header(resp, "Date") == NULL) {
+        char date[40];
+        rl_http_date(date, sizeof date, wall_ms() / 1000);
+        MHD_add_response_header(resp, "Date", date);
+    }
     if (r->rl)
         add_ratelimit_headers(resp, r);
     if (r->replay)
@@ -1013,7 +1003,8 @@ static enum MHD_Result advance(struct req *r, const char *method, const char *ur
             if (atomic_load(&g.stopping)) {
                 r->kind = SRV_KIND_REJECT;
                 r->status = MHD_HTTP_SERVICE_UNAVAILABLE;
-                r->retry_after = g.cfg.retry_after;
+                r->retry_after = cfg_retry_after();
+                r->wall_ms = wall_ms();
                 break;
             }
             if (g.cfg.fault_drop_every > 0 && (atomic_fetch_add(&g.arrivals, 1) + 1) %
@@ -1026,7 +1017,8 @@ static enum MHD_Result advance(struct req *r, const char *method, const char *ur
             case BO_OUTAGE_503:
                 r->kind = SRV_KIND_REJECT;
                 r->status = MHD_HTTP_SERVICE_UNAVAILABLE;
-                r->retry_after = g.cfg.retry_after;
+                r->retry_after = cfg_retry_after();
+                r->wall_ms = wall_ms();
                 continue;
             case BO_OUTAGE_STALL:
                 r->phase = SRV_PHASE_ADMIT;

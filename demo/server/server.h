@@ -9,9 +9,6 @@
 
 #define BO_SRV_MAX_CAPACITY 64
 
-/* Which rate-limit headers the limiters send (--ratelimit-headers). */
-enum bo_srv_rl_dialect { BO_RL_NONE = 0, BO_RL_RATELIMIT, BO_RL_X, BO_RL_DRAFT };
-
 enum bo_srv_outage { BO_OUTAGE_NONE, BO_OUTAGE_REFUSE, BO_OUTAGE_503, BO_OUTAGE_STALL };
 
 struct bo_srv_capacity {
@@ -33,8 +30,9 @@ struct bo_srv_config {
     long max_busy;         /* -1: no cap */
     long service_ms;       /* hold time of an admitted request */
     long error_ms;         /* hold time of a rejected request */
-    int reject_status;     /* 429 or 503 for cap rejections */
+    int reject_status;     /* 429, 503 or 403 for every limiter's rejections */
     long retry_after;      /* -1: no Retry-After on cap/outage rejections */
+    int wait_form;         /* how a rejection's wait is written (RL_WAIT_*, rl_lines.h) */
     double rate;           /* token bucket refill per second, 0: off */
     double burst;          /* token bucket size */
     enum bo_srv_hints bucket_hints; /* what a bucket rejection says (issue 10) */
@@ -60,7 +58,8 @@ struct bo_srv_config {
     int idempotency_required; /* --idempotency-required: POST/PATCH without a key: 400 */
     long idempotency_keys; /* --idempotency-keys: keys kept, the oldest dropped (4096) */
     const char *retry_after_raw; /* Retry-After sent verbatim on rejections, NULL: numeric */
-    enum bo_srv_rl_dialect rl_dialect; /* headers of the bucket and the fixed window */
+    int rl_dialect;        /* headers of the bucket and the fixed window (RL_DIALECT_*,
+                              rl_lines.h) */
     long window_requests;  /* fixed window: N requests per window, 0: off */
     long window_s;         /* fixed window length, windows aligned to the epoch */
     const char *serve_dir; /* GET/HEAD of other paths than /item/ serve its files, NULL: off */

@@ -5,6 +5,7 @@
  */
 #include "sim.h"
 #include "../cli_parse.h"
+#include "../rl_lines.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -29,8 +30,9 @@ static void usage(FILE *f)
           "  --travel-ms MS (one way) --clients N --duration-s S --outage-at-s S\n"
           "  --outage-for-s S --timeout-ms MS --think-ms MS --bucket-rate PER_S\n"
           "  --bucket-burst N --net-mean-ms MS --net-sd-ms MS --backlog N\n"
-          "  headers: --limiter bucket|window --dialect none|x-ratelimit|ratelimit|draft\n"
-          "  --window-requests N --window-s S\n"
+          "  headers: --limiter bucket|window --window-requests N --window-s S\n"
+          "  --dialect none|x-ratelimit|ratelimit|draft|x-rate-limit|openai|discord\n"
+          "  --retry-after-form seconds|date|ms|ms-azure|none --reject-status 429|403|503\n"
           "matrix (see demo/sim/matrix.c): filters --server NAME --hint NAME\n"
           "  --client NAME; default policies: all but none and aimd-000.\n",
           f);
@@ -101,7 +103,8 @@ static void defaults(sim_params *p)
         p->service_ms = 0;
         p->window_requests = 100;
         p->window_s = 5;
-        p->dialect = SIM_DIALECT_X;
+        p->dialect = RL_DIALECT_X;
+        p->reject_status = 429;
     } else if (strcmp(sc, "pacing") == 0) {
         p->ops = 600;
         p->travel_ms = 5;
@@ -206,8 +209,9 @@ static const char *published(const char *sc)
     if (!strcmp(sc, "pacing"))
         return "002: token bucket; optimum = ops / rate";
     if (!strcmp(sc, "headers"))
-        return "beyond the articles: pacing from rate-limit headers; optimum = ops / advertised "
-               "rate (bucket: burst first)";
+        return "beyond the articles: the quota from rate-limit headers, spent, then waited "
+               "for; optimum: the quota's own (window: requests at each window's start; "
+               "bucket: burst first)";
     return "beyond the articles: Jain's index of the clients' throughputs (1 = fair)";
 }
 
@@ -232,14 +236,11 @@ static void settings_line(const char *sc, const sim_params *p, char *buf, size_t
                  p->outage_at_s, p->duration_s, p->independent ? "independent" : "shared state");
     else if (!strcmp(p->scenario, "headers"))
         snprintf(buf, len,
-                 "ops=%ld clients=%d %s, dialect %s, travel=%gms each way, headers and Retry-After "
-                 "whole seconds",
-                 p->ops, p->clients,
+                 "ops=%ld clients=%d (%s) %s, dialect %s, rejections %d with the wait as %s, "
+                 "travel=%gms each way",
+                 p->ops, p->clients, p->independent ? "independent" : "shared state",
                  p->limiter == SIM_LIMITER_WINDOW ? "fixed window" : "token bucket",
-                 p->dialect == SIM_DIALECT_X           ? "x-ratelimit"
-                 : p->dialect == SIM_DIALECT_RATELIMIT ? "ratelimit"
-                 : p->dialect == SIM_DIALECT_DRAFT     ? "draft"
-                                                       : "none",
+                 rl_dialect_names[p->dialect], p->reject_status, rl_wait_names[p->wait_form],
                  p->travel_ms);
     else
         snprintf(buf, len,
@@ -489,15 +490,23 @@ int main(int argc, char **argv)
             }
             p.limiter = strcmp(v, "window") == 0 ? SIM_LIMITER_WINDOW : SIM_LIMITER_BUCKET;
         } else if (!strcmp(f, "--dialect")) {
-            static const char *const names[] = {"none", "x-ratelimit", "ratelimit", "draft"};
-            p.dialect = -1;
-            for (int k = 0; k < 4; k++)
-                if (strcmp(v, names[k]) == 0)
-                    p.dialect = k;
+            p.dialect = rl_lookup(rl_dialect_names, RL_DIALECT_COUNT, v);
             if (p.dialect < 0) {
-                bad_flag(f, v, "none, x-ratelimit, ratelimit or draft");
+                bad_flag(f, v, RL_DIALECT_LIST);
                 return 2;
             }
+        } else if (!strcmp(f, "--retry-after-form")) {
+            p.wait_form = rl_lookup(rl_wait_names, RL_WAIT_COUNT, v);
+            if (p.wait_form < 0) {
+                bad_flag(f, v, RL_WAIT_LIST);
+                return 2;
+            }
+        } else if (!strcmp(f, "--reject-status")) {
+            if (strcmp(v, "429") != 0 && strcmp(v, "403") != 0 && strcmp(v, "503") != 0) {
+                bad_flag(f, v, "429, 403 or 503");
+                return 2;
+            }
+            p.reject_status = atoi(v);
         } else if (!strcmp(f, "--window-requests")) {
             rc = parse_num(f, v, 1, 1e7, &p.window_requests);
         } else if (!strcmp(f, "--window-s")) {

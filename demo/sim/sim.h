@@ -52,7 +52,9 @@ typedef struct sim_params {
     double net_mean_ms, net_sd_ms;
     long backlog;          /* outage: requests a stopped server holds */
     int limiter;           /* headers: SIM_LIMITER_* */
-    int dialect;           /* headers: SIM_DIALECT_* */
+    int dialect;           /* headers: RL_DIALECT_* (demo/rl_lines.h) */
+    int wait_form;         /* headers: how a rejection's wait is written (RL_WAIT_*) */
+    int reject_status;     /* headers: 429, 403 or 503 */
     double window_requests, window_s; /* headers: the fixed window */
     int program_retries;   /* the program itself retries a call handed back failed this
                               many times, after 1, 2, 4... s (curl --retry), continuing
@@ -60,7 +62,6 @@ typedef struct sim_params {
 } sim_params;
 
 enum { SIM_LIMITER_BUCKET = 0, SIM_LIMITER_WINDOW };
-enum { SIM_DIALECT_NONE = 0, SIM_DIALECT_X, SIM_DIALECT_RATELIMIT, SIM_DIALECT_DRAFT };
 
 /* ---- one policy's results (one TSV row) ---- */
 

@@ -13,16 +13,33 @@
 #include "core/core.h"
 
 /*
- * The server's quota from the answer's rate-limit headers, unless it came
- * from a cache (Age > 0, or 304 Not Modified: a cache revalidated, the
- * quota is the cache's).
+ * What the answer's own header lines say: the server's quota from its
+ * rate-limit headers, unless it came from a cache (Age > 0, or 304 Not
+ * Modified: a cache revalidated, the quota is the cache's); and, for a
+ * failed answer, the wait its lines ask for, which wins over libcurl's
+ * whole seconds (milliseconds, a date against the answer's Date) when they
+ * carry one.  One wall-clock read, only when there is something to read.
  */
-static bool answer_quota(const bo_config *cfg, const bo_run_result *r, bo_rl_quota *quota)
+static bool answer_lines(const bo_config *cfg, const bo_run_result *r, bo_rl_quota *quota,
+                         int64_t *retry_after)
 {
-    if (!cfg->ratelimit_headers || r->ratelimit == NULL || !r->ratelimit->seen ||
-        r->status == 304)
+    bool want_quota = cfg->ratelimit_headers && r->ratelimit != NULL && r->ratelimit->seen &&
+                      r->status != 304;
+    bool want_hint = r->ratelimit != NULL && r->outcome.verdict != BO_VERDICT_SUCCESS;
+    bool have_quota = false;
+
+    *retry_after = r->retry_after_ns;
+    if (!want_quota && !want_hint)
         return false;
-    return bo_rl_headers_quota(r->ratelimit, bo_core_wall_ns(), quota);
+    int64_t wall_ns = bo_core_wall_ns();
+    if (want_quota)
+        have_quota = bo_rl_headers_quota(r->ratelimit, wall_ns, quota);
+    if (want_hint) {
+        int64_t hint = bo_rl_headers_retry_after(r->ratelimit, wall_ns);
+        if (hint >= 0)
+            *retry_after = hint;
+    }
+    return have_quota;
 }
 
 bool bo_run_complete(bo_block *b, bo_call *call, const bo_run_result *r, uint64_t call_id,
@@ -34,12 +51,13 @@ bool bo_run_complete(bo_block *b, bo_call *call, const bo_run_result *r, uint64_
     double cwnd, ssthresh;
     bo_next next;
     bo_rl_quota quota;
-    bool have_quota = answer_quota(cfg, r, &quota);
+    int64_t retry_after;
+    bool have_quota = answer_lines(cfg, r, &quota, &retry_after);
 
     bo_dest *d = bo_block_lock(b);
     if (have_quota)
-        bo_dest_note_quota(d, cfg, call, &quota, r->outcome, r->retry_after_ns, now, rng);
-    next = bo_dest_complete(d, cfg, call, r->outcome, r->retry_after_ns, now, rng, &until);
+        bo_dest_note_quota(d, cfg, call, &quota, r->outcome, retry_after, now, rng);
+    next = bo_dest_complete(d, cfg, call, r->outcome, retry_after, now, rng, &until);
     bool retry = next == BO_NEXT_RETRY;
     bool success = r->outcome.verdict == BO_VERDICT_SUCCESS;
     bool gave_up = !retry && r->outcome.verdict == BO_VERDICT_RETRY;

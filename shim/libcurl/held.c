@@ -112,7 +112,9 @@ static bool status_may_retry(const bo_curl_rec *r, int status)
                     .upload_rewindable = true,
                     .request_sent = true,
                     .connect_errno = 0,
-                    .idempotency_key = r->idem_key};
+                    .idempotency_key = r->idem_key,
+                    .quota_exhausted = true}; /* a 403 may be a spent quota: its
+                                                 headers, still to come, tell */
     return bo_classify(cfg, &a).verdict == BO_VERDICT_RETRY;
 }
 
@@ -167,6 +169,8 @@ size_t bo_curl_held_write(char *p, size_t size, size_t nmemb, void *ud)
     if (r->mode == BO_HOLD_HOLD) {
         if (r->include_header)
             note_status_line(r, p, n);
+        if (r->block_hold && r->block_status == 403 && !bo_rl_headers_exhausted(&r->rl))
+            r->block_hold = false; /* headers done: a 403 that is not a spent quota is final */
         if (r->block_hold && bo_curl_hold(r, BO_SEG_BODY, p, n) == 0)
             return n;
         if (bo_curl_commit(r) != 0)
@@ -180,13 +184,14 @@ size_t bo_curl_held_write(char *p, size_t size, size_t nmemb, void *ud)
 
 /*
  * Could the header line starting with c be one bo_rl_header_line reads?
- * Its own first test (x-ratelimit-*, RateLimit*, Age), made here so that
- * the other lines (Date, Content-Type, ...) cost no call.
+ * Its own first test (x-ratelimit-*, x-rate-limit-*, x-ms-retry-after-ms,
+ * RateLimit*, Retry-After*, Age, Date), made here so that the other lines
+ * (Content-Type, ...) cost no call.
  */
 static bool rl_first_letter(char c)
 {
-    c = (char)(c | 0x20); /* 'X' and 'x' alike; no other byte becomes x, r or a */
-    return c == 'x' || c == 'r' || c == 'a';
+    c = (char)(c | 0x20); /* 'X' and 'x' alike; no other byte becomes x, r, a or d */
+    return c == 'x' || c == 'r' || c == 'a' || c == 'd'; /* d: Date, for Retry-After dates */
 }
 
 /* The shim's header callback: notes each status line, holds or delivers. */

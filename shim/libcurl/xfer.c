@@ -243,7 +243,8 @@ bool bo_curl_xfer_done(bo_curl_xfer *x, int code_, int64_t *until_ns)
                     .upload_rewindable = x->rewindable,
                     .request_sent = req_size > 0,
                     .connect_errno = 0,
-                    .idempotency_key = r->idem_key};
+                    .idempotency_key = r->idem_key,
+                    .quota_exhausted = bo_rl_headers_exhausted(&r->rl)};
     bo_run_result res = {.outcome = bo_classify(cfg, &a),
                           .retry_after_ns = -1,
                           .status = (int)status,

@@ -4,6 +4,8 @@
  * Promises checked (ASan and UBSan catch overruns and overflow on the way):
  *   - a quota, when given, has 0 <= remaining <= BO_RL_MAX_COUNT, remaining
  *     <= limit when the limit is known, 0 <= reset <= 31 days;
+ *   - the wait the lines ask for (bo_rl_headers_retry_after) is -1 or above
+ *     0, whatever the dates, durations and numbers;
  *   - the pacing's next admission lies between now and now + cap, whatever
  *     the headers said and however the clock moved.
  */
@@ -37,6 +39,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t n = nl != NULL ? (size_t)(nl - p) + 1 : (size_t)(end - p);
         if (n > 1 && p[0] == '#') { /* "#": one response ends, the clock moves */
             bo_rl_quota q;
+            int64_t hint = bo_rl_headers_retry_after(&h, wall + now);
+            if (hint < -1 || hint == 0)
+                abort();
+            (void)bo_rl_headers_exhausted(&h);
+            /* P & 2: the answer was a throttle, judged before its headers */
+            if (n > 4 && (p[4] & 2))
+                bo_quota_note_throttle(&quota, now);
             if (bo_rl_headers_quota(&h, wall + now, &q)) {
                 if (q.remaining < 0 || q.remaining > BO_RL_MAX_COUNT)
                     abort();

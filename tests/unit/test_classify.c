@@ -269,6 +269,53 @@ START_TEST(test_table)
 }
 END_TEST
 
+/*
+ * GitHub's primary rate limit answers 403 with x-ratelimit-remaining: 0: a
+ * throttle, retried for any method, counted as a 429 for BACKOFF_RETRY_ON
+ * and the retry budget; a 403 whose headers do not say the quota is spent
+ * stays final (a refusal: no permission).
+ */
+START_TEST(test_403_quota_spent)
+{
+    static const struct {
+        const char *what;
+        unsigned retry_on;
+        const char *method;
+        int status, exhausted, body, upload;
+        int verdict, signal, rate_limited;
+    } t[] = {
+        {"GET 403 spent", DEF, "GET", 403, 1, 0, 0, R, THR, 1},
+        {"POST 403 spent, any method", DEF, "POST", 403, 1, 0, 1, R, THR, 1},
+        {"GET 403 not spent", DEF, "GET", 403, 0, 0, 0, F, NONE, 0},
+        {"GET 403 spent, 429 not listed", BO_RETRY_503, "GET", 403, 1, 0, 0, F, THR, 1},
+        {"GET 403 spent, body delivered", DEF, "GET", 403, 1, 10, 0, F, THR, 1},
+        {"POST 403 spent, upload not rewindable", DEF, "POST", 403, 1, 0, 2, F, THR, 1},
+        {"GET 404 with remaining 0", DEF, "GET", 404, 1, 0, 0, F, NONE, 0},
+        {"GET 200 with remaining 0", DEF, "GET", 200, 1, 0, 0, S, NONE, 0},
+        {"GET 429 with remaining 0", DEF, "GET", 429, 1, 0, 0, R, THR, 1},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        bo_config c;
+        bo_attempt a = {0};
+        bo_config_defaults(&c);
+        c.retry_on = t[i].retry_on;
+        a.curl_code = t[i].status >= 400 ? BO_CURLE_HTTP_RETURNED_ERROR : BO_CURLE_OK;
+        a.http_status = t[i].status;
+        a.method = t[i].method;
+        a.body_delivered = (uint64_t)t[i].body;
+        a.has_upload = t[i].upload != 0;
+        a.upload_rewindable = t[i].upload == 1;
+        a.request_sent = true;
+        a.quota_exhausted = t[i].exhausted != 0;
+        bo_outcome o = bo_classify(&c, &a);
+        ck_assert_msg((int)o.verdict == t[i].verdict && (int)o.signal == t[i].signal &&
+                          (int)o.rate_limited == t[i].rate_limited,
+                      "\"%s\": verdict %d signal %d rate_limited %d", t[i].what, o.verdict,
+                      o.signal, o.rate_limited);
+    }
+}
+END_TEST
+
 START_TEST(test_method_idempotent)
 {
     static const char *const yes[] = {"GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE",
@@ -423,6 +470,7 @@ static Suite *classify_suite(void)
     tcase_add_loop_test(tc, test_key_rows, 0, (int)(sizeof key_rows / sizeof key_rows[0]));
     tcase_add_loop_test(tc, test_no_key_rows, 0,
                         (int)(sizeof no_key_rows / sizeof no_key_rows[0]));
+    tcase_add_test(tc, test_403_quota_spent);
     tcase_add_test(tc, test_method_idempotent);
     tcase_add_test(tc, test_default_retry_on);
     tcase_add_loop_test(tc, test_connect_rule, 0, (int)(sizeof conn_rows / sizeof conn_rows[0]));

@@ -610,7 +610,7 @@ static int64_t admit_after_quota(bo_policy_kind p, bool on, int64_t ra, int64_t 
     bo_call call;
     bo_rng rng;
     int64_t until = 0;
-    bo_rl_quota q = {100, 0, 3000 * MS, -1, 0};
+    bo_rl_quota q = {100, 0, 3000 * MS, -1, 0, false};
     c.ratelimit_headers = on;
     c.cap_ms = cap_ms;
     bo_rng_seed(&rng, 1);
@@ -635,6 +635,50 @@ START_TEST(test_quota_holds_admission)
     ck_assert_int_eq(admit_after_quota(BO_POLICY_AIMD, false, -1, 20000), 10 * MS);
     ck_assert_int_eq(admit_after_quota(BO_POLICY_AIMD, true, 1000 * MS, 20000), 10 * MS);
     ck_assert_int_eq(admit_after_quota(BO_POLICY_NONE, true, -1, 20000), 10 * MS);
+}
+END_TEST
+
+/*
+ * Spend, then wait, through the engine: 4 left go at once; a 429 (no quota
+ * headers, its own Retry-After) while our count still had requests left is
+ * evidence of others, and from then on the quota is spread; a 429 that
+ * carries the headers (remaining 0) is judged on the count before them, so
+ * it is the same evidence, not "0 left, our own fault".
+ */
+static bool shared_after_429(bool with_headers)
+{
+    bo_config c = cfg_for(BO_POLICY_AIMD);
+    bo_dest d;
+    bo_call call;
+    bo_rng rng;
+    int64_t until = 0, t = 0;
+    bo_rl_quota q = {100, 4, 10000 * MS, -1, 0, false}; /* a drop to 0 by our 3 sends: slack */
+    bo_rl_quota none_left = {100, 0, 9000 * MS, -1, 0, false};
+    c.ratelimit_headers = true;
+    bo_rng_seed(&rng, 1);
+    bo_dest_init(&d, &c, 0);
+    bo_call_begin(&call, 0);
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &call, 0, &until), BO_ADMIT_GO);
+    bo_dest_note_quota(&d, &c, &call, &q, OK, -1, 1 * MS, &rng);
+    bo_dest_complete(&d, &c, &call, OK, -1, 1 * MS, &rng, &until);
+    for (int i = 0; i < 2; i++) { /* two of the four left, at once, then the third */
+        t = (2 + i) * MS;
+        bo_call_begin(&call, t);
+        ck_assert_int_eq(bo_dest_admit(&d, &c, &call, t, &until), BO_ADMIT_GO);
+        bo_dest_complete(&d, &c, &call, OK, -1, t, &rng, &until);
+    }
+    bo_call_begin(&call, 5 * MS);
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &call, 5 * MS, &until), BO_ADMIT_GO);
+    if (with_headers)
+        bo_dest_note_quota(&d, &c, &call, &none_left, RATE_LIMITED, -1, 6 * MS, &rng);
+    bo_dest_complete(&d, &c, &call, RATE_LIMITED, 1000 * MS, 6 * MS, &rng, &until);
+    return d.quota.slot[0].shared_until_ns > 6 * MS;
+}
+
+START_TEST(test_quota_shared_on_throttle)
+{
+    ck_assert(shared_after_429(false));
+    ck_assert(shared_after_429(true));
 }
 END_TEST
 
@@ -761,6 +805,7 @@ static Suite *engine_suite(void)
     tcase_add_test(tc, test_key_busy_waits_without_a_cut);
     tcase_add_test(tc, test_counters);
     tcase_add_test(tc, test_quota_holds_admission);
+    tcase_add_test(tc, test_quota_shared_on_throttle);
     tcase_add_test(tc, test_retry_budget_bounds_a_failing_destination);
     tcase_add_test(tc, test_continued_call_shares_the_budget);
     suite_add_tcase(s, tc);
