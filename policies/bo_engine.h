@@ -92,6 +92,9 @@ typedef struct bo_call {
                                 attempt in flight; 0: none.  The engine never reads it. */
     uint64_t fleet_ticket;   /* the caller's: its place in the fleet's queue while the
                                 fleet says wait; 0: none.  The engine never reads it. */
+    bool budget_refused;     /* the last bo_dest_complete said DONE to a failure it would
+                                have retried because the destination's retry budget was
+                                spent (the counters' budget refusals) */
 } bo_call;
 
 typedef enum bo_admit {

@@ -300,7 +300,7 @@ static bool conn_done(conn_call *c, int e, int64_t *until_ns)
         (void)real_connect(c->fd, &unspec, sizeof unspec);
     }
     if (v.cls == BO_CONNECT_STALE) {
-        bo_run_result gone = {.outcome = {BO_VERDICT_FINAL, BO_SIGNAL_NONE, false},
+        bo_run_result gone = {.outcome = {BO_VERDICT_FINAL, BO_SIGNAL_NONE, false, BO_CAUSE_NONE},
                                .retry_after_ns = -1, .status = 0, .code = v.err,
                                .ratelimit = NULL};
         bool stood = c->call.retryable;
