@@ -28,9 +28,10 @@ static uint64_t g_wait_ns, g_call_ids;
 static int g_trace_opened;
 static int g_trace_fd = -1;
 
-void bo_report_waited(int64_t ns)
+void bo_report_waited(bo_block *b, int64_t ns)
 {
     __atomic_add_fetch(&g_wait_ns, (uint64_t)ns, __ATOMIC_RELAXED);
+    bo_block_waited(b, ns);
 }
 
 uint64_t bo_run_call_id(void)
@@ -97,11 +98,11 @@ static void write_stats(const bo_config *cfg, int64_t until_ns)
                  "{\"pid\":%d,\"calls\":%" PRIu64 ",\"attempts\":%" PRIu64
                  ",\"retries\":%" PRIu64 ",\"throttled\":%" PRIu64 ",\"failed\":%" PRIu64
                  ",\"gave_up\":%" PRIu64 ",\"wait_ms\":%" PRIu64
-                 ",\"window\":%.2f,\"window_max\":%.2f}\n",
+                 ",\"window\":%.2f,\"window_max\":%.2f,\"budget_refused\":%" PRIu64 "}\n",
                  (int)getpid(), t.counts.calls, t.counts.attempts, t.counts.retries,
                  t.counts.throttled, t.counts.failed, t.counts.gave_up,
                  __atomic_load_n(&g_wait_ns, __ATOMIC_RELAXED) / (uint64_t)BO_NS_PER_MS,
-                 t.window, t.window_max);
+                 t.window, t.window_max, t.counts.budget_refused);
     if (n <= 0 || (size_t)n >= sizeof buf)
         return;
     if (strcmp(cfg->stats_path, "stderr") == 0) {
@@ -131,8 +132,10 @@ __attribute__((destructor)) static void at_exit(void)
     if (cfg == NULL)
         return;
     write_stats(cfg, until);
-    if (cfg->share != BO_SHARE_PROCESS)
+    if (cfg->share != BO_SHARE_PROCESS) {
         bo_block_table_exit(until);
+        bo_metrics_exit(bo_core_now_ns());
+    }
     errno = saved;
 }
 

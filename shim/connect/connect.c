@@ -391,7 +391,7 @@ static int managed_connect(bo_block *sd, int fd, const struct sockaddr *sa, sock
         }
         if (!conn_done(&c, conn_attempt(&c), &until))
             break;
-        if (bo_run_wait_until(until) == EINTR)
+        if (bo_run_wait_until(sd, until) == EINTR)
             goto interrupted;
     }
     return conn_end(&c, err);

@@ -14,7 +14,11 @@
  *   share.c    the host-wide backend: a shared-memory file of slots
  *              (share.h, also read by `backoff --status`);
  *   redis.c    the fleet backend: the destination's fleet window in Redis
- *              (redis.h; its script, fleet.lua).
+ *              (redis.h; its script, fleet.lua);
+ *   metrics.c  the host-wide counts and gauges in the forms monitoring
+ *              reads (metrics.h; also `backoff --status --format=...`);
+ *   metrics_file.c  BACKOFF_METRICS_FILE, rewritten at most once a second
+ *              (bo_metrics_tick below).
  *
  * The call room (call/) drives admissions and completions through the
  * functions below and never sees a backend.  Decisions are policies/'.
@@ -34,8 +38,26 @@
 /* What this process counted on a destination, for BACKOFF_STATS (guarded
  * by the block's lock: no shared atomics on the hot path). */
 typedef struct bo_block_counts {
-    uint64_t calls, attempts, retries, throttled, failed, gave_up;
+    uint64_t calls, attempts, retries, throttled, failed, gave_up, budget_refused;
 } bo_block_counts;
+
+/*
+ * What one step of a call adds to the counts: the process's (above) and,
+ * when the block is attached host-wide, the slot's (the same increments:
+ * the sum of the processes' BACKOFF_STATS is what `backoff --status
+ * --format=...` says).
+ */
+typedef struct bo_tally {
+    bool attempt;        /* an attempt completed */
+    bool retry;          /* ... and is retried */
+    bool throttle;       /* ... answered 429, 503 or 504 (BO_SIGNAL_THROTTLE) */
+    bo_cause cause;      /* ... the kind of its throttle or loss (BO_CAUSE_NONE: none) */
+    bool call_end;       /* the call ends */
+    bool failed;         /* ... without a success */
+    bool gave_up;        /* ... on a failure it would have retried: attempts, time or
+                            retry budget spent */
+    bool budget_refused; /* ... the retry budget it was (bo_call.budget_refused) */
+} bo_tally;
 
 /*
  * One destination's block.  It lives while someone holds a reference
@@ -104,8 +126,34 @@ void bo_block_waiting(bo_block *b, int64_t now_ns);
  * slot, its lease: bo_dest_cancel) and wake the calls waiting for one. */
 void bo_block_release(bo_block *b, bo_dest *d, bo_call *call);
 /* Under the lock: the admitted attempt ended (its lease goes back, the
- * news for `backoff --status`), and the waiting calls are woken. */
-void bo_block_completed(bo_block *b, bool success, bool throttle, int64_t now_ns);
+ * news for `backoff --status`, the tally counted), and the waiting calls
+ * are woken. */
+void bo_block_completed(bo_block *b, const bo_tally *t, bool success, int64_t now_ns);
+/* Under the lock: a call ends without a completion (it gave up waiting,
+ * was abandoned or cancelled): the tally counted. */
+void bo_block_count(bo_block *b, const bo_tally *t, int64_t now_ns);
+/* No lock: the call waited ns on the program's behalf (host-wide, one
+ * atomic add; the process's own total is the call room's). */
+void bo_block_waited(bo_block *b, int64_t ns);
+
+/*
+ * BACKOFF_METRICS_FILE (metrics_file.c): after the counts changed, with no lock
+ * held, the time the caller already read is compared with the next due
+ * rewrite; only a due one (at most once a second, for all the processes
+ * writing that file) goes further.  Without the variable the first call
+ * finds out and nothing is ever due again.
+ */
+extern __attribute__((visibility("hidden"))) int64_t bo_metrics_due_ns;
+void bo_metrics_write_due(int64_t now_ns);
+static inline void bo_metrics_tick(int64_t now_ns)
+{
+    if (__builtin_expect(now_ns >= __atomic_load_n(&bo_metrics_due_ns, __ATOMIC_RELAXED), 0))
+        bo_metrics_write_due(now_ns);
+}
+/* At exit, with no lock held: a process that counted something rewrites the
+ * file when a second has passed since the last rewrite (a quiet process's
+ * last changes otherwise wait for the next process's). */
+void bo_metrics_exit(int64_t now_ns);
 
 /*
  * The fleet (BACKOFF_SHARE=redis, aimd): after a host-wide admission, its
