@@ -18,6 +18,7 @@
 #include "bo_time.h"
 #include "call/report.h"
 #include "core/core.h"
+#include "dest/metrics_file.h"
 
 /* Longest single condition wait: admission is asked again at least this often. */
 #define ADMIT_RECHECK_NS (200 * BO_NS_PER_MS)

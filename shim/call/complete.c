@@ -12,6 +12,7 @@
 #include "bo_time.h"
 #include "call/report.h"
 #include "core/core.h"
+#include "dest/metrics_file.h"
 
 /*
  * The server's quota from the answer's rate-limit headers, unless it came

@@ -19,6 +19,7 @@
 #include "bo_time.h"
 #include "call/call.h"
 #include "core/core.h"
+#include "dest/metrics_file.h"
 
 /* Waiting time for BACKOFF_STATS (an atomic, touched only after a wait) and
  * the trace's call numbers; the other counts live in each destination. */

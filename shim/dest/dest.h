@@ -18,7 +18,8 @@
  *   metrics.c  the host-wide counts and gauges in the forms monitoring
  *              reads (metrics.h; also `backoff --status --format=...`);
  *   metrics_file.c  BACKOFF_METRICS_FILE, rewritten at most once a second
- *              (bo_metrics_tick below).
+ *              (metrics_file.h: what a completion calls after the counts
+ *              changed, bo_metrics_tick).
  *
  * The call room (call/) drives admissions and completions through the
  * functions below and never sees a backend.  Decisions are policies/'.
@@ -136,24 +137,6 @@ void bo_block_count(bo_block *b, const bo_tally *t, int64_t now_ns);
  * atomic add; the process's own total is the call room's). */
 void bo_block_waited(bo_block *b, int64_t ns);
 
-/*
- * BACKOFF_METRICS_FILE (metrics_file.c): after the counts changed, with no lock
- * held, the time the caller already read is compared with the next due
- * rewrite; only a due one (at most once a second, for all the processes
- * writing that file) goes further.  Without the variable the first call
- * finds out and nothing is ever due again.
- */
-extern __attribute__((visibility("hidden"))) int64_t bo_metrics_due_ns;
-void bo_metrics_write_due(int64_t now_ns);
-static inline void bo_metrics_tick(int64_t now_ns)
-{
-    if (__builtin_expect(now_ns >= __atomic_load_n(&bo_metrics_due_ns, __ATOMIC_RELAXED), 0))
-        bo_metrics_write_due(now_ns);
-}
-/* At exit, with no lock held: a process that counted something rewrites the
- * file when a second has passed since the last rewrite (a quiet process's
- * last changes otherwise wait for the next process's). */
-void bo_metrics_exit(int64_t now_ns);
 
 /*
  * The fleet (BACKOFF_SHARE=redis, aimd): after a host-wide admission, its

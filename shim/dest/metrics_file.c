@@ -1,5 +1,5 @@
 /*
- * metrics_file.c: BACKOFF_METRICS_FILE (dest.h: bo_metrics_tick), the
+ * metrics_file.c: BACKOFF_METRICS_FILE (metrics_file.h: bo_metrics_tick), the
  * host-wide counts and gauges in the Prometheus text format (metrics.c)
  * for node_exporter's textfile collector.
  *
@@ -19,7 +19,7 @@
  * second of a burst waits in the shared state for the next process's
  * change (`backoff --status --format=prometheus` always reads it all).
  */
-#include "dest/metrics.h"
+#include "dest/metrics_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,7 +32,7 @@
 
 #include "bo_time.h"
 #include "core/core.h"
-#include "dest/dest.h"
+#include "dest/metrics.h"
 
 /* At most one rewrite of a file this often, by all the processes. */
 #define WRITE_GAP_NS BO_NS_PER_S
