@@ -10,9 +10,10 @@
 
 /*
  * After the counts changed, with no lock held: the time the caller already
- * read is compared with the next due rewrite; only a due one (at most once a second, for all the processes
- * writing that file) goes further.  Without the variable the first call
- * finds out and nothing is ever due again.
+ * read is compared with the next due rewrite; only a due one (at most once
+ * a second, for all the processes writing that file) goes further.
+ * Without the variable the first call finds out and nothing is ever due
+ * again.
  */
 extern __attribute__((visibility("hidden"))) int64_t bo_metrics_due_ns;
 void bo_metrics_write_due(int64_t now_ns);
