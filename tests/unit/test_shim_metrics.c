@@ -147,8 +147,10 @@ START_TEST(test_families)
     ck_assert(strstr(t, "backoff_calls_total{destination=\"http://a:1\"} 5\n") <
               strstr(t, "backoff_calls_total{destination=\"http://b:1\"} 3\n"));
     ck_assert(strstr(t, "backoff_throttled_total{destination=\"http://b:1\",kind=\"429\"} 7\n"));
-    ck_assert(strstr(t, "backoff_throttled_total{destination=\"http://b:1\",kind=\"connect\"} 2\n"));
-    ck_assert(strstr(t, "backoff_throttled_total{destination=\"http://a:1\",kind=\"timeout\"} 0\n"));
+    ck_assert(strstr(t, "backoff_throttled_total{destination=\"http://b:1\",kind=\"connect\"} "
+                        "2\n"));
+    ck_assert(strstr(t, "backoff_throttled_total{destination=\"http://a:1\",kind=\"timeout\"} "
+                        "0\n"));
     ck_assert(strstr(t, "backoff_wait_seconds_total{destination=\"http://b:1\"} 1.234\n"));
     ck_assert(strstr(t, "backoff_processes{destination=\"http://b:1\",state=\"idle\"} 2\n"));
     /* paced and throttled: b; never: a has no sample */
@@ -192,16 +194,18 @@ START_TEST(test_merge)
     v[0].counts.last_throttle_ns = 999 * S;
     v[2].counts.last_throttle_ns = 500 * S;
     char *t = render(BO_METRICS_JSON, v, 3);
-    ck_assert_msg(strstr(t, "{\"destination\":\"http://x:1\",\"calls\":11,\"attempts\":22,") != NULL,
+    ck_assert_msg(strstr(t, "{\"destination\":\"http://x:1\",\"calls\":11,\"attempts\":22,") !=
+                      NULL,
                   "%s", t);
     ck_assert_msg(strstr(t, "\"throttled\":{\"429\":0,\"503\":6,\"504\":0,\"connect\":0,"
                             "\"timeout\":0},\"wait_ms\":3,\"window\":40,\"pace_per_s\":null,"
                             "\"in_flight\":3,\"processes\":{\"busy\":2,\"idle\":0},"
-                            "\"last_throttle_age_s\":1.000,\"last_throttle_unix\":1799999999.000}") !=
-                      NULL,
+                            "\"last_throttle_age_s\":1.000,"
+                            "\"last_throttle_unix\":1799999999.000}") != NULL,
                   "%s", t);
     ck_assert_uint_eq(count(t, "\"destination\":"), 2);
-    ck_assert(strstr(t, "\"destination\":\"http://x:1\"") < strstr(t, "\"destination\":\"http://y:1\""));
+    ck_assert(strstr(t, "\"destination\":\"http://x:1\"") <
+              strstr(t, "\"destination\":\"http://y:1\""));
     ck_assert(strncmp(t, "{\"scope\":\"host\",", 16) == 0);
     ck_assert(strstr(t, "BACKOFF_SHARE=process") != NULL);
     free(t);
