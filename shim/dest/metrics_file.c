@@ -133,6 +133,7 @@ void bo_metrics_write_due(int64_t now)
     }
     bo_share_export *e = export_entry(f, cfg->metrics_path);
     int64_t *last = e != NULL ? &e->written_ns : &alone_ns;
+    now = bo_core_now_ns(); /* the claim's time is the write's, not the call's start */
     int64_t then = __atomic_load_n(last, __ATOMIC_ACQUIRE);
     /* a time ahead of now is from another clock's life: take it as due */
     if ((then <= now && now - then < WRITE_GAP_NS) ||
