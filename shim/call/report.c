@@ -2,7 +2,7 @@
  * report.c: the call room's reports: the trace file (one CSV row per
  * attempt), the call numbers, the time waited, and the stats at exit (one
  * JSON object per process), after which the process's idle host-wide
- * entries are let go.
+ * entries are let go and the metrics file gets its last rewrite.
  */
 #include "call/report.h"
 
@@ -120,7 +120,9 @@ static void write_stats(const bo_config *cfg, int64_t until_ns)
 /*
  * At exit (exit() or a return from main; not _exit, a crash or a kill,
  * whose entries are reaped): the stats, then the host-wide entries of the
- * destinations this process no longer uses are let go.
+ * destinations this process no longer uses are let go, then
+ * BACKOFF_METRICS_FILE is rewritten if a second has passed since its last
+ * rewrite and this process counted something.
  */
 __attribute__((destructor)) static void at_exit(void)
 {
