@@ -346,7 +346,6 @@ bo_next bo_dest_complete(bo_dest *d, const bo_config *cfg, bo_call *c,
                          bo_outcome outcome, int64_t retry_after_ns,
                          int64_t now_ns, bo_rng *rng, int64_t *until_ns)
 {
-    c->budget_refused = false;
     bo_next n = complete(d, cfg, c, outcome, retry_after_ns, now_ns, rng, until_ns);
 
     c->have_result = true;

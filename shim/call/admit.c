@@ -155,8 +155,9 @@ static int tick(const bo_waiter *w)
 /* Under the lock: the call gave up waiting (its time budget or deadline ran out). */
 static void count_gave_up(bo_block *b, int64_t now)
 {
-    static const bo_tally gave_up = {.call_end = true, .failed = true, .gave_up = true};
-    bo_block_count(b, &gave_up, now);
+    static const bo_tally gave_up = {.what = BO_TALLY_END | BO_TALLY_FAILED | BO_TALLY_GAVE_UP,
+                                     .cause = BO_CAUSE_NONE};
+    bo_block_count(b, gave_up, now);
 }
 
 /*

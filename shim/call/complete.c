@@ -50,15 +50,14 @@ bool bo_run_complete(bo_block *b, bo_call *call, const bo_run_result *r, uint64_
     ssthresh = d->window.ssthresh;
     if (cwnd > b->cwnd_max)
         b->cwnd_max = cwnd;
-    bo_tally t = {.attempt = true,
-                  .retry = retry,
-                  .throttle = throttle,
-                  .cause = r->outcome.cause,
-                  .call_end = !retry,
-                  .failed = !retry && !success,
-                  .gave_up = gave_up,
-                  .budget_refused = gave_up && call->budget_refused};
-    bo_block_completed(b, &t, success, now);
+    bo_tally t = {.what = BO_TALLY_ATTEMPT | (retry ? BO_TALLY_RETRY : BO_TALLY_END),
+                  .cause = r->outcome.cause};
+    if (throttle)
+        t.what |= BO_TALLY_THROTTLE;
+    if (!retry && !success)
+        t.what |= BO_TALLY_FAILED | (gave_up ? BO_TALLY_GAVE_UP : 0) |
+                  (gave_up && call->budget_refused ? BO_TALLY_BUDGET : 0);
+    bo_block_completed(b, t, success, now);
     bo_block_unlock(b);
     bo_metrics_tick(now);
 
@@ -85,7 +84,8 @@ bool bo_run_complete(bo_block *b, bo_call *call, const bo_run_result *r, uint64_
 }
 
 /* A call that ends failed without a completion of its own. */
-static const bo_tally ended_failed = {.call_end = true, .failed = true};
+static const bo_tally ended_failed = {.what = BO_TALLY_END | BO_TALLY_FAILED,
+                                      .cause = BO_CAUSE_NONE};
 
 void bo_run_cancel(bo_block *b, bo_call *call)
 {
@@ -94,7 +94,7 @@ void bo_run_cancel(bo_block *b, bo_call *call)
     bo_block_fleet_leave(b, call);
     bo_dest *d = bo_block_lock(b);
     bo_block_release(b, d, call);
-    bo_block_count(b, &ended_failed, now);
+    bo_block_count(b, ended_failed, now);
     bo_block_unlock(b);
     bo_metrics_tick(now);
 }
@@ -103,7 +103,7 @@ void bo_run_abandoned(bo_block *b)
 {
     int64_t now = bo_core_now_ns();
     bo_block_lock(b);
-    bo_block_count(b, &ended_failed, now);
+    bo_block_count(b, ended_failed, now);
     bo_block_unlock(b);
     bo_metrics_tick(now);
 }

@@ -146,46 +146,63 @@ void bo_block_release(bo_block *b, bo_dest *d, bo_call *call)
 
 /*
  * Under the lock: the process's counts and, attached, the slot's, by the
- * same increments (the slot's are plain stores under its lock but wait_ns).
+ * same increments (the slot's are plain stores under its lock but wait_ns),
+ * but for the counts of a call that ended with one attempt and no failure,
+ * the commonest by far, which take the short way.
  */
-static void tally(bo_block *b, const bo_tally *t, int64_t now_ns)
+static void tally_rest(bo_block *b, bo_tally t, int64_t now_ns)
 {
     bo_block_counts *c = &b->counts;
-    c->attempts += t->attempt;
-    c->retries += t->retry;
-    c->throttled += t->throttle;
-    c->calls += t->call_end;
-    c->failed += t->failed;
-    c->gave_up += t->gave_up;
-    c->budget_refused += t->budget_refused;
+    unsigned w = t.what;
+    c->attempts += (w & BO_TALLY_ATTEMPT) != 0;
+    c->retries += (w & BO_TALLY_RETRY) != 0;
+    c->throttled += (w & BO_TALLY_THROTTLE) != 0;
+    c->calls += (w & BO_TALLY_END) != 0;
+    c->failed += (w & BO_TALLY_FAILED) != 0;
+    c->gave_up += (w & BO_TALLY_GAVE_UP) != 0;
+    c->budget_refused += (w & BO_TALLY_BUDGET) != 0;
     if (b->shared == NULL)
         return;
     bo_share_counts *h = &b->shared->counts;
-    h->attempts += t->attempt;
-    h->retries += t->retry;
-    h->calls += t->call_end;
-    h->failed += t->failed;
-    h->gave_up += t->gave_up;
-    h->budget_refused += t->budget_refused;
-    if ((unsigned)t->cause < BO_CAUSE_COUNT) /* [BO_CAUSE_NONE]: attempts with neither */
-        h->throttled[t->cause] += t->attempt;
-    if (t->throttle)
+    h->attempts += (w & BO_TALLY_ATTEMPT) != 0;
+    h->retries += (w & BO_TALLY_RETRY) != 0;
+    h->calls += (w & BO_TALLY_END) != 0;
+    h->failed += (w & BO_TALLY_FAILED) != 0;
+    h->gave_up += (w & BO_TALLY_GAVE_UP) != 0;
+    h->budget_refused += (w & BO_TALLY_BUDGET) != 0;
+    if ((w & BO_TALLY_ATTEMPT) && t.cause > BO_CAUSE_NONE && t.cause < BO_CAUSE_COUNT)
+        h->throttled[t.cause]++;
+    if (w & BO_TALLY_THROTTLE)
         h->last_throttle_ns = now_ns;
 }
 
-void bo_block_completed(bo_block *b, const bo_tally *t, bool success, int64_t now_ns)
+static inline void tally(bo_block *b, bo_tally t, int64_t now_ns)
+{
+    if (t.what == (BO_TALLY_ATTEMPT | BO_TALLY_END) && t.cause == BO_CAUSE_NONE) {
+        b->counts.attempts++;
+        b->counts.calls++;
+        if (b->shared != NULL) {
+            b->shared->counts.attempts++;
+            b->shared->counts.calls++;
+        }
+        return;
+    }
+    tally_rest(b, t, now_ns);
+}
+
+void bo_block_completed(bo_block *b, bo_tally t, bool success, int64_t now_ns)
 {
     tally(b, t, now_ns);
     if (b->shared != NULL) {
         bo_share_lease_drop(b->shared, b->share_idx);
-        bo_share_note(b->shared, success, t->throttle, now_ns);
+        bo_share_note(b->shared, success, (t.what & BO_TALLY_THROTTLE) != 0, now_ns);
     }
     wake(b);
 }
 
-void bo_block_count(bo_block *b, const bo_tally *t, int64_t now_ns)
+void bo_block_count(bo_block *b, bo_tally t, int64_t now_ns)
 {
-    tally(b, t, now_ns);
+    tally_rest(b, t, now_ns);
 }
 
 void bo_block_waited(bo_block *b, int64_t ns)

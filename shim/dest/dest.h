@@ -46,18 +46,22 @@ typedef struct bo_block_counts {
  * What one step of a call adds to the counts: the process's (above) and,
  * when the block is attached host-wide, the slot's (the same increments:
  * the sum of the processes' BACKOFF_STATS is what `backoff --status
- * --format=...` says).
+ * --format=...` says).  Bits of bo_tally.what, and the attempt's kind of
+ * throttle or loss (BO_CAUSE_NONE: none); passed by value.
  */
+enum {
+    BO_TALLY_ATTEMPT = 1u << 0,  /* an attempt completed */
+    BO_TALLY_RETRY = 1u << 1,    /* ... and is retried */
+    BO_TALLY_THROTTLE = 1u << 2, /* ... answered 429, 503 or 504 (BO_SIGNAL_THROTTLE) */
+    BO_TALLY_END = 1u << 3,      /* the call ends */
+    BO_TALLY_FAILED = 1u << 4,   /* ... without a success */
+    BO_TALLY_GAVE_UP = 1u << 5,  /* ... on a failure it would have retried: attempts,
+                                    time or retry budget spent */
+    BO_TALLY_BUDGET = 1u << 6    /* ... the retry budget it was (bo_call.budget_refused) */
+};
 typedef struct bo_tally {
-    bool attempt;        /* an attempt completed */
-    bool retry;          /* ... and is retried */
-    bool throttle;       /* ... answered 429, 503 or 504 (BO_SIGNAL_THROTTLE) */
-    bo_cause cause;      /* ... the kind of its throttle or loss (BO_CAUSE_NONE: none) */
-    bool call_end;       /* the call ends */
-    bool failed;         /* ... without a success */
-    bool gave_up;        /* ... on a failure it would have retried: attempts, time or
-                            retry budget spent */
-    bool budget_refused; /* ... the retry budget it was (bo_call.budget_refused) */
+    unsigned what;
+    bo_cause cause;
 } bo_tally;
 
 /*
@@ -129,10 +133,10 @@ void bo_block_release(bo_block *b, bo_dest *d, bo_call *call);
 /* Under the lock: the admitted attempt ended (its lease goes back, the
  * news for `backoff --status`, the tally counted), and the waiting calls
  * are woken. */
-void bo_block_completed(bo_block *b, const bo_tally *t, bool success, int64_t now_ns);
+void bo_block_completed(bo_block *b, bo_tally t, bool success, int64_t now_ns);
 /* Under the lock: a call ends without a completion (it gave up waiting,
  * was abandoned or cancelled): the tally counted. */
-void bo_block_count(bo_block *b, const bo_tally *t, int64_t now_ns);
+void bo_block_count(bo_block *b, bo_tally t, int64_t now_ns);
 /* No lock: the call waited ns on the program's behalf (host-wide, one
  * atomic add; the process's own total is the call room's). */
 void bo_block_waited(bo_block *b, int64_t ns);
