@@ -274,17 +274,19 @@ static int64_t throttle_age(const bo_share_view *v, int64_t mono_ns)
     return t == 0 || t > mono_ns ? -1 : mono_ns - t;
 }
 
-/* One sample line's start: "name{destination="..."" (the caller closes it). */
-static void sample_head(FILE *out, const family *f, const bo_share_view *v)
+/* One sample line's start: "name{destination="..."" (the caller closes it);
+ * label is the destination's, escaped. */
+static void sample_head(FILE *out, const family *f, const char *label)
 {
-    fprintf(out, "%s%s{destination=\"", f->name, f->kind == FAM_COUNTER ? "_total" : "");
-    put_label(out, v->key, false);
+    fputs(f->name, out);
+    fputs(f->kind == FAM_COUNTER ? "_total{destination=\"" : "{destination=\"", out);
+    fputs(label, out);
     fputc('"', out);
 }
 
-/* The samples of family f for view v. */
-static void samples(FILE *out, const family *f, const bo_share_view *v, int64_t mono_ns,
-                    int64_t wall_ns)
+/* The samples of family f for view v, whose label is label (escaped). */
+static void samples(FILE *out, const family *f, const bo_share_view *v, const char *label,
+                    int64_t mono_ns, int64_t wall_ns)
 {
     const bo_share_counts *c = &v->counts;
     uint64_t count = 0;
@@ -293,19 +295,19 @@ static void samples(FILE *out, const family *f, const bo_share_view *v, int64_t 
     switch (f->value) {
     case V_THROTTLED:
         for (size_t i = 0; i < sizeof k_kinds / sizeof k_kinds[0]; i++) {
-            sample_head(out, f, v);
+            sample_head(out, f, label);
             fprintf(out, ",kind=\"%s\"} %" PRIu64 "\n", bo_cause_name(k_kinds[i]),
                     c->throttled[k_kinds[i]]);
         }
         return;
     case V_PROCESSES:
-        sample_head(out, f, v);
+        sample_head(out, f, label);
         fprintf(out, ",state=\"busy\"} %u\n", v->busy);
-        sample_head(out, f, v);
+        sample_head(out, f, label);
         fprintf(out, ",state=\"idle\"} %u\n", v->idle);
         return;
     case V_WAIT:
-        sample_head(out, f, v);
+        sample_head(out, f, label);
         fputs("} ", out);
         put_ns_as_s(out, (int64_t)(c->wait_ns > INT64_MAX ? INT64_MAX : c->wait_ns));
         fputc('\n', out);
@@ -314,7 +316,7 @@ static void samples(FILE *out, const family *f, const bo_share_view *v, int64_t 
     case V_PACE:
         if (f->value == V_PACE && !(v->pace_hz > 0))
             return;
-        sample_head(out, f, v);
+        sample_head(out, f, label);
         fputs("} ", out);
         put_double(out, f->value == V_PACE ? v->pace_hz : v->window);
         fputc('\n', out);
@@ -323,7 +325,7 @@ static void samples(FILE *out, const family *f, const bo_share_view *v, int64_t 
     case V_THROTTLE_TIME:
         if (age < 0)
             return;
-        sample_head(out, f, v);
+        sample_head(out, f, label);
         fputs("} ", out);
         put_ns_as_s(out, f->value == V_THROTTLE_AGE ? age : wall_ns - age);
         fputc('\n', out);
@@ -350,7 +352,7 @@ static void samples(FILE *out, const family *f, const bo_share_view *v, int64_t 
         count = c->budget_refused;
         break;
     }
-    sample_head(out, f, v);
+    sample_head(out, f, label);
     fprintf(out, "} %" PRIu64 "\n", count);
 }
 
@@ -367,9 +369,51 @@ static void put_help(FILE *out, const char *s)
     }
 }
 
-static void render_text(FILE *out, bool open_metrics, const bo_share_view *v, size_t n,
-                        int64_t mono_ns, int64_t wall_ns)
+/*
+ * Every destination's label, escaped once (a file of 10,000 destinations has
+ * 170,000 samples): the labels one after another in *buf, each ended by a
+ * NUL, their offsets in *off.  0, or -1 when memory ran out.
+ */
+static int escape_labels(const bo_share_view *v, size_t n, char **buf, size_t **off)
 {
+    size_t len = 0;
+    FILE *mem = open_memstream(buf, &len);
+
+    *off = malloc((n + 1) * sizeof **off);
+    if (mem == NULL || *off == NULL) {
+        if (mem != NULL)
+            fclose(mem);
+        free(*buf);
+        free(*off);
+        *buf = NULL;
+        *off = NULL;
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        (*off)[i] = (size_t)ftell(mem);
+        put_label(mem, v[i].key, false);
+        fputc('\0', mem);
+    }
+    if (fclose(mem) != 0) {
+        free(*buf);
+        free(*off);
+        *buf = NULL;
+        *off = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+static int render_text(FILE *out, bool open_metrics, const bo_share_view *v, size_t n,
+                       int64_t mono_ns, int64_t wall_ns)
+{
+    char *labels = NULL;
+    size_t *off = NULL;
+
+    if (escape_labels(v, n, &labels, &off) != 0) {
+        errno = ENOMEM;
+        return -1;
+    }
     for (size_t i = 0; i < sizeof k_families / sizeof k_families[0]; i++) {
         const family *f = &k_families[i];
         /* 0.0.4 names a counter by its sample; OpenMetrics by its family */
@@ -381,10 +425,13 @@ static void render_text(FILE *out, bool open_metrics, const bo_share_view *v, si
         if (open_metrics && f->unit != NULL)
             fprintf(out, "# UNIT %s %s\n", f->name, f->unit);
         for (size_t j = 0; j < n; j++)
-            samples(out, f, &v[j], mono_ns, wall_ns);
+            samples(out, f, &v[j], labels + off[j], mono_ns, wall_ns);
     }
     if (open_metrics)
         fputs("# EOF\n", out);
+    free(labels);
+    free(off);
+    return 0;
 }
 
 static void render_json(FILE *out, const bo_share_view *v, size_t n, int64_t mono_ns,
@@ -438,16 +485,17 @@ int bo_metrics_render(FILE *out, bo_metrics_format fmt, bo_share_view *views, si
     locale_t c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
     locale_t before = c_locale != (locale_t)0 ? uselocale(c_locale) : (locale_t)0;
 
+    int rc = 0;
     n = merge(views, n);
     if (fmt == BO_METRICS_JSON)
         render_json(out, views, n, mono_ns, wall_ns);
     else
-        render_text(out, fmt == BO_METRICS_OPENMETRICS, views, n, mono_ns, wall_ns);
+        rc = render_text(out, fmt == BO_METRICS_OPENMETRICS, views, n, mono_ns, wall_ns);
     if (c_locale != (locale_t)0) {
         uselocale(before);
         freelocale(c_locale);
     }
-    return ferror(out) ? -1 : 0;
+    return rc != 0 || ferror(out) ? -1 : 0;
 }
 
 int bo_metrics_status(FILE *out, FILE *err, bo_metrics_format fmt)
