@@ -1006,8 +1006,16 @@ static void view_of(const bo_share_slot *s, bo_share_view *v, int64_t now)
 {
     memcpy(v->key, s->key, sizeof v->key);
     v->key[sizeof v->key - 1] = '\0';
-    v->counts = s->counts;
-    v->counts.wait_ns = __atomic_load_n(&s->counts.wait_ns, __ATOMIC_RELAXED);
+    const bo_share_counts *c = &s->counts; /* field by field: wait_ns is added unlocked */
+    memcpy(v->counts.throttled, c->throttled, sizeof v->counts.throttled);
+    v->counts.calls = c->calls;
+    v->counts.attempts = c->attempts;
+    v->counts.retries = c->retries;
+    v->counts.failed = c->failed;
+    v->counts.gave_up = c->gave_up;
+    v->counts.budget_refused = c->budget_refused;
+    v->counts.last_throttle_ns = c->last_throttle_ns;
+    v->counts.wait_ns = __atomic_load_n(&c->wait_ns, __ATOMIC_RELAXED);
     v->busy = v->idle = 0;
     for (unsigned j = 0; j < BO_SHARE_PROCS; j++) {
         if (s->procs[j].pid == 0)
