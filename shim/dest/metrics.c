@@ -356,9 +356,13 @@ static void samples(FILE *out, const family *f, const bo_share_view *v, const ch
     fprintf(out, "} %" PRIu64 "\n", count);
 }
 
-/* HELP's text: backslash and newline escaped (there are none; kept safe). */
+/* HELP's text: backslash and newline escaped (the texts hold none: one fputs). */
 static void put_help(FILE *out, const char *s)
 {
+    if (strpbrk(s, "\\\n") == NULL) {
+        fputs(s, out);
+        return;
+    }
     for (; *s != '\0'; s++) {
         if (*s == '\\')
             fputs("\\\\", out);
