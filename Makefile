@@ -30,7 +30,7 @@ POLICY_OBJ := $(POLICY_SRC:%.c=$(BUILD)/obj/%.o)
 # shim/: one folder a room (docs/DESIGN.md); the wrapper is a program of its own.
 SHIM_SRC   := $(filter-out shim/wrapper/%,$(wildcard shim/*/*.c))
 SHIM_OBJ   := $(SHIM_SRC:%.c=$(BUILD)/obj/%.o)
-WRAPPER_SRC := $(wildcard shim/wrapper/*.c) shim/dest/share.c shim/core/core.c
+WRAPPER_SRC := $(wildcard shim/wrapper/*.c) shim/dest/share.c shim/dest/metrics.c shim/core/core.c
 SIM_SRC    := $(wildcard demo/sim/*.c)
 SERVER_SRC := $(wildcard demo/server/*.c)
 LOADGEN_SRC := $(wildcard demo/loadgen/*.c)

@@ -17,7 +17,11 @@ if [ "$what" = test ]; then
     pkgs="$pkgs php-cli php-curl git perl libcurl3-gnutls libpython$pyver-testsuite openssl"
     # R's curl package drives every request through a multi handle; R's
     # recommends (compilers, TeX, X11: some 670 packages) are not needed.
-    lean="r-cran-curl"
+    # test_metrics reads the metrics with promtool (in prometheus), the
+    # OpenMetrics parser of python3-prometheus-client and a real
+    # node_exporter; their recommends (node_exporter's collectors: ipmitool,
+    # smartmontools, nvme-cli...: 22 packages, 11 MB) are not needed either.
+    lean="r-cran-curl prometheus prometheus-node-exporter python3-prometheus-client"
 fi
 if [ "$what" = demo ]; then
     pkgs="$pkgs gnuplot-nox"

@@ -19,6 +19,15 @@ typedef enum safety {
     SAFE_IF_IDEMPOTENT
 } safety;
 
+const char *bo_cause_name(bo_cause c)
+{
+    static const char *const names[BO_CAUSE_COUNT] = {
+        [BO_CAUSE_NONE] = "",       [BO_CAUSE_429] = "429",         [BO_CAUSE_503] = "503",
+        [BO_CAUSE_504] = "504",     [BO_CAUSE_CONNECT] = "connect", [BO_CAUSE_TIMEOUT] = "timeout",
+    };
+    return (int)c >= 0 && c < BO_CAUSE_COUNT ? names[c] : "";
+}
+
 bool bo_method_idempotent(const char *method)
 {
     static const char *const idempotent[] = {"GET", "HEAD", "PUT", "DELETE", "OPTIONS",
@@ -159,6 +168,21 @@ static bool failure_class(const bo_attempt *a, unsigned *bits, bo_signal *sig, s
     }
 }
 
+/* The kind of a throttle or loss signal (bo_cause), from the facts that gave it. */
+static bo_cause cause_of(const bo_attempt *a, bool http, bo_signal sig)
+{
+    if (sig == BO_SIGNAL_NONE || sig == BO_SIGNAL_KEY_BUSY) /* a busy key is no throttle */
+        return BO_CAUSE_NONE;
+    if (http) /* THROTTLE comes from these statuses only (status_class); a 403 whose
+               * headers say the quota is spent is the server's 429 */
+        return a->http_status == 429 || a->http_status == 403 ? BO_CAUSE_429
+               : a->http_status == 503                         ? BO_CAUSE_503
+                                                               : BO_CAUSE_504;
+    return a->connect_errno == 0 && a->curl_code == BO_CURLE_OPERATION_TIMEDOUT
+               ? BO_CAUSE_TIMEOUT
+               : BO_CAUSE_CONNECT;
+}
+
 /*
  * Classify one attempt.  Success is a completed transfer with a 1xx-3xx
  * status (or none, for non-HTTP transfers and connect()).  An error status
@@ -177,7 +201,7 @@ static bool failure_class(const bo_attempt *a, unsigned *bits, bo_signal *sig, s
  */
 bo_outcome bo_classify(const bo_config *cfg, const bo_attempt *a)
 {
-    bo_outcome out = {BO_VERDICT_FINAL, BO_SIGNAL_NONE, false};
+    bo_outcome out = {BO_VERDICT_FINAL, BO_SIGNAL_NONE, false, BO_CAUSE_NONE};
     unsigned bits = 0;
     safety saf = SAFE_ALWAYS;
     bool known;
@@ -202,6 +226,7 @@ bo_outcome bo_classify(const bo_config *cfg, const bo_attempt *a)
     } else {
         known = failure_class(a, &bits, &out.signal, &saf);
     }
+    out.cause = cause_of(a, http, out.signal);
     if (!known || (!key_busy && (cfg->retry_on & bits) == 0))
         return out;
 

@@ -56,12 +56,35 @@ typedef enum bo_signal {
                                after a throttle (bo_engine.c) instead of going at once */
 } bo_signal;
 
+/*
+ * Which throttle or loss an attempt met, for the counters operators read
+ * (`backoff --status --format=...`, BACKOFF_METRICS_FILE): set exactly when
+ * the signal is not NONE.  The THROTTLE kinds are the statuses: 429, 503,
+ * 504 (their sum is BACKOFF_STATS' `throttled`); the LOSS kinds: no
+ * connection (a connect() refused, unreachable or timed out, libcurl's
+ * CURLE_COULDNT_CONNECT) and a transfer that timed out
+ * (CURLE_OPERATION_TIMEDOUT, in whatever phase).
+ */
+typedef enum bo_cause {
+    BO_CAUSE_NONE = 0,
+    BO_CAUSE_429,
+    BO_CAUSE_503,
+    BO_CAUSE_504,
+    BO_CAUSE_CONNECT,
+    BO_CAUSE_TIMEOUT,
+    BO_CAUSE_COUNT
+} bo_cause;
+
+/* "429", "503", "504", "connect", "timeout"; "" for BO_CAUSE_NONE or out of range. */
+const char *bo_cause_name(bo_cause c);
+
 typedef struct bo_outcome {
     bo_verdict verdict;
     bo_signal signal;
     bool rate_limited;        /* a 429: the server is up and limits this client's
                                  rate (retries after it are not refused by the
                                  destination's retry budget, bo_budget.h) */
+    bo_cause cause;           /* the signal's kind (BO_CAUSE_NONE: no signal) */
 } bo_outcome;
 
 typedef struct bo_attempt {

@@ -11,7 +11,9 @@
  *   WINDOW 1..1000000 and WINDOW_MAX 1..1000000, not below WINDOW;
  *   BETA 0 (the policy's own) or 0 < beta < 1; UP 1..100; DOWN 0 < d <= 1;
  *   DOWN_AFTER 1..1000000; RETRY_BUDGET 0..1000 (percent, 0 = off);
- *   booleans exactly "0" or "1".
+ *   booleans exactly "0" or "1"; METRICS_FILE an absolute path (a relative
+ *   one would be another file in each process's directory); METRICS_MODE
+ *   octal, at most 0777.
  */
 #include "bo_config.h"
 
@@ -371,16 +373,37 @@ static int get_hosts(const char *name, const char *v, bo_config *cfg, char *err,
     return 0;
 }
 
-static int get_path(const char *name, const char *v, char *out, char *err, size_t errlen)
+static int get_path(const bo_var *var, const char *v, char *out, char *err, size_t errlen)
 {
+    bool absolute = (var->flags & BO_VAR_ABSOLUTE) != 0;
     size_t n = strlen(v);
     if (n >= BO_PATH_LEN)
-        return bad(err, errlen, name, v, "a path shorter than %d bytes", BO_PATH_LEN);
+        return bad(err, errlen, var->name, v, "%s path shorter than %d bytes",
+                   absolute ? "an absolute" : "a", BO_PATH_LEN);
     for (size_t i = 0; i < n; i++) {
         if ((unsigned char)v[i] < 0x20)
-            return bad(err, errlen, name, v, "a path without control characters");
+            return bad(err, errlen, var->name, v, "a path without control characters");
     }
+    /* a relative path would name another file in every process's own directory */
+    if (absolute && n > 0 && v[0] != '/')
+        return bad(err, errlen, var->name, v, "an absolute path (starting with /)");
     memcpy(out, v, n + 1);
+    return 0;
+}
+
+/* An octal file mode: 1 to 4 octal digits, at most 0777 (no set-id or sticky bits). */
+static int parse_mode(const char *s, unsigned *out)
+{
+    unsigned m = 0;
+    size_t n = 0;
+    for (; s[n] != '\0'; n++) {
+        if (s[n] < '0' || s[n] > '7' || n >= 4)
+            return -1;
+        m = m * 8 + (unsigned)(s[n] - '0');
+    }
+    if (n == 0 || m > 0777)
+        return -1;
+    *out = m;
     return 0;
 }
 
@@ -595,7 +618,7 @@ static const char *const aimd_modes[] = {[BO_AIMD_RENO] = "reno", [BO_AIMD_TAHOE
  * the variable's own text (parsed by the same code as a user's value, so
  * the default cannot fall outside what is accepted); "" is the unset state
  * of the variables that have one (HOSTS: every destination, SEED: from the
- * clock, STATS and TRACE: off).
+ * clock, STATS, TRACE and METRICS_FILE: off).
  */
 static const bo_var vars[] = {
     {"BACKOFF_POLICY", BO_VAR_POLICY, F(policy), 0, 0, 0, NULL, "aimd", "aimd",
@@ -662,6 +685,17 @@ static const bo_var vars[] = {
      "stderr or a file: one JSON object per process at exit (appended)", NULL},
     {"BACKOFF_TRACE", BO_VAR_PATH, F(trace_path), 0, 0, 0, NULL, "", "off",
      "a file: one CSV row per attempt (appended)", NULL},
+    {"BACKOFF_METRICS_FILE", BO_VAR_PATH, F(metrics_path), 0, 0, BO_VAR_ABSOLUTE, NULL, "",
+     "off",
+     "a file rewritten at most once a second, atomically (a temporary in its directory, then "
+     "a rename), with every host-wide destination's counters and gauges in the Prometheus "
+     "text format, for node_exporter's textfile collector (README: Watching it); nothing "
+     "under BACKOFF_SHARE=process, whose destinations have no host-wide counters",
+     NULL},
+    {"BACKOFF_METRICS_MODE", BO_VAR_MODE, F(metrics_mode), 0, 0, 0, NULL, "0600", "0600",
+     "the mode of BACKOFF_METRICS_FILE (0644 lets a node_exporter run as another user read "
+     "it)",
+     NULL},
     {"BACKOFF_VERBOSE", BO_VAR_BOOL, F(verbose), 0, 1, 0, NULL, "0", "0",
      "1: one stderr line per retry decision", NULL},
     {"BACKOFF_SEED", BO_VAR_SEED, F(seed), 0, 0, 0, NULL, "", "from the clock",
@@ -746,7 +780,10 @@ size_t bo_var_accepted(const bo_var *v, char *buf, size_t len)
     case BO_VAR_HOSTS:
         return (size_t)snprintf(buf, len, "%s", HOSTS_LIST);
     case BO_VAR_PATH:
-        return (size_t)snprintf(buf, len, "a path shorter than %d bytes", BO_PATH_LEN);
+        return (size_t)snprintf(buf, len, "%s path shorter than %d bytes",
+                                (v->flags & BO_VAR_ABSOLUTE) ? "an absolute" : "a", BO_PATH_LEN);
+    case BO_VAR_MODE:
+        return (size_t)snprintf(buf, len, "an octal file mode from 0000 to 0777");
     case BO_VAR_SEED:
         return (size_t)snprintf(buf, len, "an integer from 0 to 18446744073709551615");
     case BO_VAR_SHARE:
@@ -814,7 +851,11 @@ static int set_var(bo_config *cfg, const bo_var *v, const char *s, char *err, si
         }
         return get_hosts(v->name, s, cfg, err, errlen);
     case BO_VAR_PATH:
-        return get_path(v->name, s, field, err, errlen);
+        return get_path(v, s, field, err, errlen);
+    case BO_VAR_MODE:
+        if (parse_mode(s, (unsigned *)(void *)field) != 0)
+            return bad(err, errlen, v->name, s, "%s", what);
+        return 0;
     case BO_VAR_SEED:
         if (s[0] == '\0') { /* the unset state: from the clock */
             cfg->seed = 0;
@@ -1007,6 +1048,9 @@ static void format_var(outbuf *o, const bo_config *cfg, const bo_var *v)
     case BO_VAR_PATH:
         out_add(o, "%s", field);
         break;
+    case BO_VAR_MODE:
+        out_add(o, "%04o", *(const unsigned *)(const void *)field);
+        break;
     case BO_VAR_SEED:
         if (cfg->seed_set)
             out_add(o, "%" PRIu64, cfg->seed);
@@ -1026,9 +1070,9 @@ static void format_var(outbuf *o, const bo_config *cfg, const bo_var *v)
 /*
  * One "BACKOFF_X=value" line per variable, every variable, in the table's
  * order.  A variable in its unset state (HOSTS: every destination, SEED:
- * from the clock, STATS and TRACE: off) prints with an empty value, which
- * those variables accept as that state: the text can be fed back as the
- * environment.
+ * from the clock, STATS, TRACE and METRICS_FILE: off) prints with an empty
+ * value, which those variables accept as that state: the text can be fed
+ * back as the environment.
  */
 size_t bo_config_format(const bo_config *cfg, char *buf, size_t len)
 {

@@ -97,6 +97,10 @@ typedef struct bo_config {
     bo_host hosts[BO_MAX_HOSTS];
     char stats_path[BO_PATH_LEN]; /* BACKOFF_STATS: "" off, "stderr", or a path */
     char trace_path[BO_PATH_LEN]; /* BACKOFF_TRACE: "" off */
+    char metrics_path[BO_PATH_LEN]; /* BACKOFF_METRICS_FILE: "" off, else an absolute path
+                                       rewritten at most once a second with the host-wide
+                                       counters (shim/dest/metrics.c) */
+    unsigned metrics_mode;    /* BACKOFF_METRICS_MODE: that file's mode, default 0600 */
     bool verbose;             /* BACKOFF_VERBOSE */
     bool seed_set;            /* BACKOFF_SEED given */
     uint64_t seed;
@@ -132,7 +136,8 @@ typedef enum bo_var_kind {
     BO_VAR_CHOICE,    /* one of `choices`, stored as its index in an int-sized enum */
     BO_VAR_RETRY_ON,  /* comma list of outcomes */
     BO_VAR_HOSTS,     /* comma list of destinations; "" = every destination */
-    BO_VAR_PATH,      /* a path; "" = off */
+    BO_VAR_PATH,      /* a path; "" = off (BO_VAR_ABSOLUTE: an absolute one) */
+    BO_VAR_MODE,      /* an octal file mode, 0 to 0777 */
     BO_VAR_SEED,      /* a 64-bit seed; "" = from the clock */
     BO_VAR_SHARE,     /* host, process or a redis:// URL (bo_redis_url) */
     BO_VAR_NAME       /* 1 to 63 of [A-Za-z0-9._-] */
@@ -141,7 +146,8 @@ typedef enum bo_var_kind {
 enum {
     BO_VAR_LO_OPEN = 1u << 0, /* the value must be above lo */
     BO_VAR_HI_OPEN = 1u << 1, /* the value must be below hi */
-    BO_VAR_ZERO_OK = 1u << 2  /* 0 is accepted besides the range (the policy's own) */
+    BO_VAR_ZERO_OK = 1u << 2, /* 0 is accepted besides the range (the policy's own) */
+    BO_VAR_ABSOLUTE = 1u << 3 /* BO_VAR_PATH: only an absolute path (or "": off) */
 };
 
 typedef struct bo_var {
@@ -176,7 +182,7 @@ void bo_config_defaults(bo_config *cfg);
  * values parsed so far, and writes one line (no newline) to `err`:
  *   backoff: BACKOFF_MAX_ATTEMPTS="abc" is not valid: expected an integer from 0 to 1000000
  * An empty value counts as bad, except for the variables that have an unset
- * state (HOSTS, STATS, TRACE, SEED), where it means that state.
+ * state (HOSTS, STATS, TRACE, METRICS_FILE, SEED), where it means that state.
  */
 int bo_config_load(bo_config *cfg, bo_getenv_fn get, void *ctx, char *err, size_t errlen);
 

@@ -333,8 +333,10 @@ static bo_next complete(bo_dest *d, const bo_config *cfg, bo_call *c, bo_outcome
         return BO_NEXT_DONE;
     if (cfg->max_attempts > 0 && c->inherited + c->attempts >= cfg->max_attempts)
         return BO_NEXT_DONE; /* the logical request's attempts, the program's included */
-    if (!outcome.rate_limited && !bo_budget_allows_retry(&d->budget, cfg->retry_budget, now_ns))
+    if (!outcome.rate_limited && !bo_budget_allows_retry(&d->budget, cfg->retry_budget, now_ns)) {
+        c->budget_refused = true;
         return BO_NEXT_DONE; /* the destination's retry budget is spent (a 429 draws none) */
+    }
     if (is_delay_policy(cfg->policy))
         delay = bo_schedule_next_ns(&c->schedule, cfg, rng);
     if (aimd && cfg->pacing && outcome.signal == BO_SIGNAL_THROTTLE)

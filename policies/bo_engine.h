@@ -93,6 +93,10 @@ typedef struct bo_call {
     uint64_t fleet_ticket;   /* the caller's: its place in the fleet's queue while the
                                 fleet says wait; 0: none.  The engine never reads it. */
     bool quota_noted;        /* the attempt's answer went through bo_dest_note_quota */
+    bool budget_refused;     /* set by the bo_dest_complete that said DONE to a failure it
+                                would have retried because the destination's retry budget
+                                was spent (the counters' budget refusals); false until then
+                                (bo_call_begin), and a DONE call completes no more */
 } bo_call;
 
 typedef enum bo_admit {

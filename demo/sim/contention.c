@@ -102,7 +102,7 @@ int sim_run_contention(const bo_config *cfg, const sim_params *p, sim_result *r)
             break;
         }
         case EV_WRITE_RSP: {
-            bo_outcome o = {BO_VERDICT_SUCCESS, BO_SIGNAL_NONE, false};
+            bo_outcome o = {BO_VERDICT_SUCCESS, BO_SIGNAL_NONE, false, BO_CAUSE_NONE};
             if (!v) {
                 o.verdict = BO_VERDICT_RETRY;
                 o.signal = BO_SIGNAL_THROTTLE;

@@ -18,6 +18,7 @@
 #include "bo_time.h"
 #include "call/report.h"
 #include "core/core.h"
+#include "dest/metrics_file.h"
 
 /* Longest single condition wait: admission is asked again at least this often. */
 #define ADMIT_RECHECK_NS (200 * BO_NS_PER_MS)
@@ -96,7 +97,7 @@ static int fleet_admit(bo_block *b, bo_call *call, const bo_waiter *w, int64_t d
         return 0;
     int64_t from = bo_core_now_ns();
     while (fleet_ask(b, call, from, bo_core_now_ns(), deadline_ns, &until)) {
-        int rc = bo_run_wait(until, w != NULL ? w : &plain);
+        int rc = bo_run_wait(b, until, w != NULL ? w : &plain);
         if (rc != 0) {
             bo_block_fleet_leave(b, call);
             fleet_undo(b, call);
@@ -152,11 +153,11 @@ static int tick(const bo_waiter *w)
 }
 
 /* Under the lock: the call gave up waiting (its time budget or deadline ran out). */
-static void count_gave_up(bo_block *b)
+static void count_gave_up(bo_block *b, int64_t now)
 {
-    b->counts.calls++;
-    b->counts.failed++;
-    b->counts.gave_up++;
+    static const bo_tally gave_up = {.what = BO_TALLY_END | BO_TALLY_FAILED | BO_TALLY_GAVE_UP,
+                                     .cause = BO_CAUSE_NONE};
+    bo_block_count(b, gave_up, now);
 }
 
 /*
@@ -179,7 +180,7 @@ admit_locked(bo_block *b, bo_dest *d, bo_call *call, int64_t now, unsigned *infl
         return BO_STEP_GO;
     }
     if (a == BO_ADMIT_GIVE_UP) {
-        count_gave_up(b);
+        count_gave_up(b, now);
         return BO_STEP_GIVE_UP;
     }
     bo_block_waiting(b, now);
@@ -195,6 +196,8 @@ static bo_step host_admit_step(bo_block *b, bo_call *call, int64_t now_ns, unsig
     bo_dest *d = bo_block_lock(b);
     bo_step s = admit_locked(b, d, call, now_ns, inflight, &until);
     bo_block_unlock(b);
+    if (s == BO_STEP_GIVE_UP)
+        bo_metrics_tick(now_ns);
     if (s == BO_STEP_WAIT) {
         if (until <= now_ns)
             until = now_ns + BO_NS_PER_MS / 10;
@@ -275,15 +278,20 @@ int bo_run_admit_wait(bo_block *b, bo_call *call, int64_t now_ns, unsigned *infl
     if (rc == 0)
         rc = fleet_admit(b, call, w, INT64_MAX);
 out:
-    if (waited_from != 0)
-        bo_report_waited(bo_core_now_ns() - waited_from);
+    if (waited_from != 0 || rc == -1) {
+        int64_t now = bo_core_now_ns();
+        if (waited_from != 0)
+            bo_report_waited(b, now - waited_from);
+        if (rc == -1) /* gave up: counted */
+            bo_metrics_tick(now);
+    }
     return rc;
 }
 
-int bo_run_wait_until(int64_t until_ns)
+int bo_run_wait_until(bo_block *b, int64_t until_ns)
 {
     static const bo_waiter resume = {.tick = NULL, .ud = NULL, .interruptible = true};
-    return bo_run_wait(until_ns, &resume);
+    return bo_run_wait(b, until_ns, &resume);
 }
 
 /*
@@ -306,7 +314,7 @@ static int wait_slice(int fd, int64_t until_ns)
     return 0;
 }
 
-int bo_run_wait(int64_t until_ns, const bo_waiter *w)
+int bo_run_wait(bo_block *b, int64_t until_ns, const bo_waiter *w)
 {
     int64_t from = bo_core_now_ns(), now = from;
     int rc = 0, saved = errno, fd;
@@ -327,7 +335,7 @@ int bo_run_wait(int64_t until_ns, const bo_waiter *w)
     }
     if (fd >= 0)
         close(fd);
-    bo_report_waited(bo_core_now_ns() - from);
+    bo_report_waited(b, bo_core_now_ns() - from);
     errno = saved;
     return rc;
 }
@@ -350,8 +358,9 @@ int bo_run_admit_intr(bo_block *b, bo_call *call, int64_t deadline_ns, unsigned 
         if (now >= deadline_ns) {
             if (call->attempts > 0) { /* else the caller runs its one attempt outside the window */
                 bo_block_lock(b);
-                count_gave_up(b);
+                count_gave_up(b, now);
                 bo_block_unlock(b);
+                bo_metrics_tick(now);
             }
             rc = -1;
             break;
@@ -363,7 +372,7 @@ int bo_run_admit_intr(bo_block *b, bo_call *call, int64_t deadline_ns, unsigned 
         }
         if (until > deadline_ns)
             until = deadline_ns;
-        bo_run_wait(until, &held);
+        bo_run_wait(b, until, &held);
         bool intr = held_signal_interrupts(&old);
         pthread_sigmask(SIG_SETMASK, &old, NULL); /* handlers run here */
         if (intr)

@@ -106,10 +106,11 @@ int bo_run_admit_wait(bo_block *b, bo_call *call, int64_t now_ns, unsigned *infl
 int bo_run_admit_intr(bo_block *b, bo_call *call, int64_t deadline_ns, unsigned *inflight);
 
 /*
- * Wait until the monotonic until_ns as the waiter says; counts wait_ms.
+ * Wait until the monotonic until_ns as the waiter says, for a call to b;
+ * counts wait_ms (the process's, and b's host-wide).
  * Returns 0 when the time came, EINTR or BO_WAIT_ABORTED.
  */
-int bo_run_wait(int64_t until_ns, const bo_waiter *w);
+int bo_run_wait(bo_block *b, int64_t until_ns, const bo_waiter *w);
 
 /*
  * Wait until the monotonic until_ns on behalf of the program's blocking
@@ -117,7 +118,7 @@ int bo_run_wait(int64_t until_ns, const bo_waiter *w);
  * with EINTR, as it would have interrupted the program's own call; with
  * SA_RESTART the wait resumes with the time that is left.
  */
-int bo_run_wait_until(int64_t until_ns);
+int bo_run_wait_until(bo_block *b, int64_t until_ns);
 
 /*
  * Report the admitted attempt's result.  Returns true when the caller must

@@ -1,8 +1,9 @@
 /*
  * complete.c: an admitted attempt's end (call.h): the engine's next step
- * under the destination's lock, the waiting calls woken, then, with no lock
- * held, the fleet told, the trace row and the verbose line; a call that
- * ends without its attempt (cancel) or without another one (abandoned).
+ * and the counts under the destination's lock, the waiting calls woken,
+ * then, with no lock held, the metrics file's due time compared, the fleet
+ * told, the trace row and the verbose line; a call that ends without its
+ * attempt (cancel) or without another one (abandoned).
  */
 #include "call/call.h"
 
@@ -11,6 +12,7 @@
 #include "bo_time.h"
 #include "call/report.h"
 #include "core/core.h"
+#include "dest/metrics_file.h"
 
 /*
  * What the answer's own header lines say: the server's quota from its
@@ -66,16 +68,16 @@ bool bo_run_complete(bo_block *b, bo_call *call, const bo_run_result *r, uint64_
     ssthresh = d->window.ssthresh;
     if (cwnd > b->cwnd_max)
         b->cwnd_max = cwnd;
-    b->counts.attempts++;
-    b->counts.retries += retry;
-    b->counts.throttled += throttle;
-    if (!retry) {
-        b->counts.calls++;
-        b->counts.failed += !success;
-        b->counts.gave_up += gave_up;
-    }
-    bo_block_completed(b, success, throttle, now);
+    bo_tally t = {.what = BO_TALLY_ATTEMPT | (retry ? BO_TALLY_RETRY : BO_TALLY_END),
+                  .cause = r->outcome.cause};
+    if (throttle)
+        t.what |= BO_TALLY_THROTTLE;
+    if (!retry && !success)
+        t.what |= BO_TALLY_FAILED | (gave_up ? BO_TALLY_GAVE_UP : 0) |
+                  (gave_up && call->budget_refused ? BO_TALLY_BUDGET : 0);
+    bo_block_completed(b, t, success, now);
     bo_block_unlock(b);
+    bo_metrics_tick(now);
 
     *until_ns = retry ? until : now;
     bo_block_fleet_complete(b, call, &r->outcome);
@@ -99,21 +101,27 @@ bool bo_run_complete(bo_block *b, bo_call *call, const bo_run_result *r, uint64_
     return retry;
 }
 
+/* A call that ends failed without a completion of its own. */
+static const bo_tally ended_failed = {.what = BO_TALLY_END | BO_TALLY_FAILED,
+                                      .cause = BO_CAUSE_NONE};
+
 void bo_run_cancel(bo_block *b, bo_call *call)
 {
+    int64_t now = bo_core_now_ns();
     bo_block_fleet_cancel(b, call);
     bo_block_fleet_leave(b, call);
     bo_dest *d = bo_block_lock(b);
     bo_block_release(b, d, call);
-    b->counts.calls++;
-    b->counts.failed++;
+    bo_block_count(b, ended_failed, now);
     bo_block_unlock(b);
+    bo_metrics_tick(now);
 }
 
 void bo_run_abandoned(bo_block *b)
 {
+    int64_t now = bo_core_now_ns();
     bo_block_lock(b);
-    b->counts.calls++;
-    b->counts.failed++;
+    bo_block_count(b, ended_failed, now);
     bo_block_unlock(b);
+    bo_metrics_tick(now);
 }

@@ -2,7 +2,7 @@
  * report.c: the call room's reports: the trace file (one CSV row per
  * attempt), the call numbers, the time waited, and the stats at exit (one
  * JSON object per process), after which the process's idle host-wide
- * entries are let go.
+ * entries are let go and the metrics file gets its last rewrite.
  */
 #include "call/report.h"
 
@@ -19,6 +19,7 @@
 #include "bo_time.h"
 #include "call/call.h"
 #include "core/core.h"
+#include "dest/metrics_file.h"
 
 /* Waiting time for BACKOFF_STATS (an atomic, touched only after a wait) and
  * the trace's call numbers; the other counts live in each destination. */
@@ -28,9 +29,10 @@ static uint64_t g_wait_ns, g_call_ids;
 static int g_trace_opened;
 static int g_trace_fd = -1;
 
-void bo_report_waited(int64_t ns)
+void bo_report_waited(bo_block *b, int64_t ns)
 {
     __atomic_add_fetch(&g_wait_ns, (uint64_t)ns, __ATOMIC_RELAXED);
+    bo_block_waited(b, ns);
 }
 
 uint64_t bo_run_call_id(void)
@@ -97,11 +99,11 @@ static void write_stats(const bo_config *cfg, int64_t until_ns)
                  "{\"pid\":%d,\"calls\":%" PRIu64 ",\"attempts\":%" PRIu64
                  ",\"retries\":%" PRIu64 ",\"throttled\":%" PRIu64 ",\"failed\":%" PRIu64
                  ",\"gave_up\":%" PRIu64 ",\"wait_ms\":%" PRIu64
-                 ",\"window\":%.2f,\"window_max\":%.2f}\n",
+                 ",\"window\":%.2f,\"window_max\":%.2f,\"budget_refused\":%" PRIu64 "}\n",
                  (int)getpid(), t.counts.calls, t.counts.attempts, t.counts.retries,
                  t.counts.throttled, t.counts.failed, t.counts.gave_up,
                  __atomic_load_n(&g_wait_ns, __ATOMIC_RELAXED) / (uint64_t)BO_NS_PER_MS,
-                 t.window, t.window_max);
+                 t.window, t.window_max, t.counts.budget_refused);
     if (n <= 0 || (size_t)n >= sizeof buf)
         return;
     if (strcmp(cfg->stats_path, "stderr") == 0) {
@@ -118,7 +120,9 @@ static void write_stats(const bo_config *cfg, int64_t until_ns)
 /*
  * At exit (exit() or a return from main; not _exit, a crash or a kill,
  * whose entries are reaped): the stats, then the host-wide entries of the
- * destinations this process no longer uses are let go.
+ * destinations this process no longer uses are let go, then
+ * BACKOFF_METRICS_FILE is rewritten if a second has passed since its last
+ * rewrite and this process counted something.
  */
 __attribute__((destructor)) static void at_exit(void)
 {
@@ -131,8 +135,10 @@ __attribute__((destructor)) static void at_exit(void)
     if (cfg == NULL)
         return;
     write_stats(cfg, until);
-    if (cfg->share != BO_SHARE_PROCESS)
+    if (cfg->share != BO_SHARE_PROCESS) {
         bo_block_table_exit(until);
+        bo_metrics_exit(bo_core_now_ns());
+    }
     errno = saved;
 }
 

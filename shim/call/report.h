@@ -8,8 +8,11 @@
 
 #include <stdint.h>
 
-/* Time waited on the program's behalf (BACKOFF_STATS' wait_ms). */
-void bo_report_waited(int64_t ns);
+#include "dest/dest.h"
+
+/* Time waited on the program's behalf for a call to b (BACKOFF_STATS'
+ * wait_ms, and b's host-wide count). */
+void bo_report_waited(bo_block *b, int64_t ns);
 
 /*
  * One trace row per attempt (BACKOFF_TRACE), written when it ends:

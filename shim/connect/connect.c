@@ -300,7 +300,7 @@ static bool conn_done(conn_call *c, int e, int64_t *until_ns)
         (void)real_connect(c->fd, &unspec, sizeof unspec);
     }
     if (v.cls == BO_CONNECT_STALE) {
-        bo_run_result gone = {.outcome = {BO_VERDICT_FINAL, BO_SIGNAL_NONE, false},
+        bo_run_result gone = {.outcome = {BO_VERDICT_FINAL, BO_SIGNAL_NONE, false, BO_CAUSE_NONE},
                                .retry_after_ns = -1, .status = 0, .code = v.err,
                                .ratelimit = NULL};
         bool stood = c->call.retryable;
@@ -392,7 +392,7 @@ static int managed_connect(bo_block *sd, int fd, const struct sockaddr *sa, sock
         }
         if (!conn_done(&c, conn_attempt(&c), &until))
             break;
-        if (bo_run_wait_until(until) == EINTR)
+        if (bo_run_wait_until(sd, until) == EINTR)
             goto interrupted;
     }
     return conn_end(&c, err);

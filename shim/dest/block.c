@@ -2,7 +2,8 @@
  * block.c: a destination block's state and its lock, whichever backend
  * holds it (dest.h): the block's own mutex and condition variable
  * (BACKOFF_SHARE=process), the host-wide slot it is attached to (share.c),
- * and the fleet's word through Redis (redis.c); and the process's counts.
+ * and the fleet's word through Redis (redis.c); and the counts: the
+ * process's, and the same host-wide in the slot (the metrics').
  */
 #include "dest/block.h"
 
@@ -61,6 +62,7 @@ void bo_block_retire(bo_block *b)
     add(&g_retired.throttled, b->counts.throttled);
     add(&g_retired.failed, b->counts.failed);
     add(&g_retired.gave_up, b->counts.gave_up);
+    add(&g_retired.budget_refused, b->counts.budget_refused);
     /* Shards evict concurrently: the largest value wins by compare-and-swap. */
     double seen;
     __atomic_load(&g_retired_window_max, &seen, __ATOMIC_RELAXED);
@@ -142,13 +144,71 @@ void bo_block_release(bo_block *b, bo_dest *d, bo_call *call)
     wake(b);
 }
 
-void bo_block_completed(bo_block *b, bool success, bool throttle, int64_t now_ns)
+/*
+ * Under the lock: the process's counts and, attached, the slot's, by the
+ * same increments (the slot's are plain stores under its lock but wait_ns),
+ * but for the counts of a call that ended with one attempt and no failure,
+ * the commonest by far, which take the short way.
+ */
+static void tally_rest(bo_block *b, bo_tally t, int64_t now_ns)
 {
+    bo_block_counts *c = &b->counts;
+    unsigned w = t.what;
+    c->attempts += (w & BO_TALLY_ATTEMPT) != 0;
+    c->retries += (w & BO_TALLY_RETRY) != 0;
+    c->throttled += (w & BO_TALLY_THROTTLE) != 0;
+    c->calls += (w & BO_TALLY_END) != 0;
+    c->failed += (w & BO_TALLY_FAILED) != 0;
+    c->gave_up += (w & BO_TALLY_GAVE_UP) != 0;
+    c->budget_refused += (w & BO_TALLY_BUDGET) != 0;
+    if (b->shared == NULL)
+        return;
+    bo_share_counts *h = &b->shared->counts;
+    h->attempts += (w & BO_TALLY_ATTEMPT) != 0;
+    h->retries += (w & BO_TALLY_RETRY) != 0;
+    h->calls += (w & BO_TALLY_END) != 0;
+    h->failed += (w & BO_TALLY_FAILED) != 0;
+    h->gave_up += (w & BO_TALLY_GAVE_UP) != 0;
+    h->budget_refused += (w & BO_TALLY_BUDGET) != 0;
+    if ((w & BO_TALLY_ATTEMPT) && t.cause > BO_CAUSE_NONE && t.cause < BO_CAUSE_COUNT)
+        h->throttled[t.cause]++;
+    if (w & BO_TALLY_THROTTLE)
+        h->last_throttle_ns = now_ns;
+}
+
+static inline void tally(bo_block *b, bo_tally t, int64_t now_ns)
+{
+    if (t.what == (BO_TALLY_ATTEMPT | BO_TALLY_END) && t.cause == BO_CAUSE_NONE) {
+        b->counts.attempts++;
+        b->counts.calls++;
+        if (b->shared != NULL) {
+            b->shared->counts.attempts++;
+            b->shared->counts.calls++;
+        }
+        return;
+    }
+    tally_rest(b, t, now_ns);
+}
+
+void bo_block_completed(bo_block *b, bo_tally t, bool success, int64_t now_ns)
+{
+    tally(b, t, now_ns);
     if (b->shared != NULL) {
         bo_share_lease_drop(b->shared, b->share_idx);
-        bo_share_note(b->shared, success, throttle, now_ns);
+        bo_share_note(b->shared, success, (t.what & BO_TALLY_THROTTLE) != 0, now_ns);
     }
     wake(b);
+}
+
+void bo_block_count(bo_block *b, bo_tally t, int64_t now_ns)
+{
+    tally_rest(b, t, now_ns);
+}
+
+void bo_block_waited(bo_block *b, int64_t ns)
+{
+    if (b != NULL && b->shared != NULL && ns > 0)
+        __atomic_add_fetch(&b->shared->counts.wait_ns, (uint64_t)ns, __ATOMIC_RELAXED);
 }
 
 /* ---- the fleet ---------------------------------------------------------- */
@@ -206,6 +266,7 @@ void bo_block_sum(bo_block *b, bo_block_totals *t, uint64_t *best, int64_t until
     t->counts.throttled += b->counts.throttled;
     t->counts.failed += b->counts.failed;
     t->counts.gave_up += b->counts.gave_up;
+    t->counts.budget_refused += b->counts.budget_refused;
     if (d != NULL)
         bo_block_unlock(b);
 }
@@ -227,4 +288,5 @@ void bo_block_sum_retired(bo_block_totals *t)
     t->counts.throttled += load(&g_retired.throttled);
     t->counts.failed += load(&g_retired.failed);
     t->counts.gave_up += load(&g_retired.gave_up);
+    t->counts.budget_refused += load(&g_retired.budget_refused);
 }

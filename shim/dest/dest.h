@@ -14,7 +14,12 @@
  *   share.c    the host-wide backend: a shared-memory file of slots
  *              (share.h, also read by `backoff --status`);
  *   redis.c    the fleet backend: the destination's fleet window in Redis
- *              (redis.h; its script, fleet.lua).
+ *              (redis.h; its script, fleet.lua);
+ *   metrics.c  the host-wide counts and gauges in the forms monitoring
+ *              reads (metrics.h; also `backoff --status --format=...`);
+ *   metrics_file.c  BACKOFF_METRICS_FILE, rewritten at most once a second
+ *              (metrics_file.h: what a completion calls after the counts
+ *              changed, bo_metrics_tick).
  *
  * The call room (call/) drives admissions and completions through the
  * functions below and never sees a backend.  Decisions are policies/'.
@@ -34,8 +39,30 @@
 /* What this process counted on a destination, for BACKOFF_STATS (guarded
  * by the block's lock: no shared atomics on the hot path). */
 typedef struct bo_block_counts {
-    uint64_t calls, attempts, retries, throttled, failed, gave_up;
+    uint64_t calls, attempts, retries, throttled, failed, gave_up, budget_refused;
 } bo_block_counts;
+
+/*
+ * What one step of a call adds to the counts: the process's (above) and,
+ * when the block is attached host-wide, the slot's (the same increments:
+ * the sum of the processes' BACKOFF_STATS is what `backoff --status
+ * --format=...` says).  Bits of bo_tally.what, and the attempt's kind of
+ * throttle or loss (BO_CAUSE_NONE: none); passed by value.
+ */
+enum {
+    BO_TALLY_ATTEMPT = 1u << 0,  /* an attempt completed */
+    BO_TALLY_RETRY = 1u << 1,    /* ... and is retried */
+    BO_TALLY_THROTTLE = 1u << 2, /* ... answered 429, 503 or 504 (BO_SIGNAL_THROTTLE) */
+    BO_TALLY_END = 1u << 3,      /* the call ends */
+    BO_TALLY_FAILED = 1u << 4,   /* ... without a success */
+    BO_TALLY_GAVE_UP = 1u << 5,  /* ... on a failure it would have retried: attempts,
+                                    time or retry budget spent */
+    BO_TALLY_BUDGET = 1u << 6    /* ... the retry budget it was (bo_call.budget_refused) */
+};
+typedef struct bo_tally {
+    unsigned what;
+    bo_cause cause;
+} bo_tally;
 
 /*
  * One destination's block.  It lives while someone holds a reference
@@ -104,8 +131,16 @@ void bo_block_waiting(bo_block *b, int64_t now_ns);
  * slot, its lease: bo_dest_cancel) and wake the calls waiting for one. */
 void bo_block_release(bo_block *b, bo_dest *d, bo_call *call);
 /* Under the lock: the admitted attempt ended (its lease goes back, the
- * news for `backoff --status`), and the waiting calls are woken. */
-void bo_block_completed(bo_block *b, bool success, bool throttle, int64_t now_ns);
+ * news for `backoff --status`, the tally counted), and the waiting calls
+ * are woken. */
+void bo_block_completed(bo_block *b, bo_tally t, bool success, int64_t now_ns);
+/* Under the lock: a call ends without a completion (it gave up waiting,
+ * was abandoned or cancelled): the tally counted. */
+void bo_block_count(bo_block *b, bo_tally t, int64_t now_ns);
+/* No lock: the call waited ns on the program's behalf (host-wide, one
+ * atomic add; the process's own total is the call room's). */
+void bo_block_waited(bo_block *b, int64_t ns);
+
 
 /*
  * The fleet (BACKOFF_SHARE=redis, aimd): after a host-wide admission, its

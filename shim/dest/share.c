@@ -415,7 +415,9 @@ static bo_share_file *create_file(const char *path, int *fdp, char *why, size_t 
     /* The file is sparse: the header's pages are allocated now, a slot's when it is
      * first handed out (take_slot), so a full tmpfs is an error, never a SIGBUS. */
     if (fchmod(fd, 0600) != 0 || ftruncate(fd, sizeof(bo_share_file)) != 0 ||
-        fallocate(fd, 0, 0, (off_t)offsetof(bo_share_file, slots)) != 0)
+        fallocate(fd, 0, 0, (off_t)offsetof(bo_share_file, slots)) != 0 ||
+        fallocate(fd, 0, (off_t)offsetof(bo_share_file, exports),
+                  (off_t)sizeof(((bo_share_file *)NULL)->exports)) != 0)
         goto fail;
     f = mmap(NULL, sizeof *f, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (f == MAP_FAILED) {
@@ -764,6 +766,17 @@ static bo_share_slot *take_slot(bo_share_file *f, int64_t now)
     return NULL;
 }
 
+/* Under the slot's lock: the counts start from zero (a new key, --reset);
+ * wait_ns is added to without the lock. */
+static void counts_clear(bo_share_slot *s)
+{
+    memset(s->counts.throttled, 0, sizeof s->counts.throttled);
+    s->counts.calls = s->counts.attempts = s->counts.retries = 0;
+    s->counts.failed = s->counts.gave_up = s->counts.budget_refused = 0;
+    s->counts.last_throttle_ns = 0;
+    __atomic_store_n(&s->counts.wait_ns, 0, __ATOMIC_RELAXED);
+}
+
 /* The state of a destination as new (leases, if any, stay counted). */
 static void fresh_state(bo_share_slot *s, const bo_config *cfg, int64_t now)
 {
@@ -827,6 +840,7 @@ bo_share_slot *bo_share_attach(const char *key, size_t len, uint64_t key_hash,
         memcpy(s->key, key, len + 1);
         chain_link(f, s);
         fresh_state(s, cfg, now);
+        counts_clear(s);
     } else {
         bo_share_reap(s, now, false);
         fresh_if_stale(s, cfg, now);
@@ -957,6 +971,11 @@ void bo_share_note(bo_share_slot *s, bool success, bool throttle, int64_t now)
     }
 }
 
+bo_share_file *bo_share_mapped(void)
+{
+    return __atomic_load_n(&g_opened, __ATOMIC_ACQUIRE) ? g_file : NULL;
+}
+
 void bo_share_child_fork(void)
 {
     self_identity(); /* a new pid; the nonce stays: the same image */
@@ -982,58 +1001,135 @@ bool bo_share_child_reattach(bo_share_slot *s, const char *key, uint32_t gen, un
 
 /* ---- backoff --status / --reset ---------------------------------------- */
 
-static void ago(char *buf, size_t len, int64_t then, int64_t now)
+/* Under the slot's lock: its view (see bo_share_view). */
+static void view_of(const bo_share_slot *s, bo_share_view *v, int64_t now)
 {
-    if (then == 0 || then > now)
+    memcpy(v->key, s->key, sizeof v->key);
+    v->key[sizeof v->key - 1] = '\0';
+    const bo_share_counts *c = &s->counts; /* field by field: wait_ns is added unlocked */
+    memcpy(v->counts.throttled, c->throttled, sizeof v->counts.throttled);
+    v->counts.calls = c->calls;
+    v->counts.attempts = c->attempts;
+    v->counts.retries = c->retries;
+    v->counts.failed = c->failed;
+    v->counts.gave_up = c->gave_up;
+    v->counts.budget_refused = c->budget_refused;
+    v->counts.last_throttle_ns = c->last_throttle_ns;
+    v->counts.wait_ns = __atomic_load_n(&c->wait_ns, __ATOMIC_RELAXED);
+    v->busy = v->idle = 0;
+    for (unsigned j = 0; j < BO_SHARE_PROCS; j++) {
+        if (s->procs[j].pid == 0)
+            continue;
+        if (entry_idle(&s->procs[j]))
+            v->idle++;
+        else
+            v->busy++;
+    }
+    v->window = s->d.window.cwnd;
+    v->pace_hz = s->d.window.rate_limit_hz;
+    if (v->pace_hz <= 0 && s->d.pacing.interval_ns > 0)
+        v->pace_hz = 1e9 / (double)s->d.pacing.interval_ns;
+    if (!(v->pace_hz > 0))
+        v->pace_hz = 0;
+    v->in_flight = s->d.window.inflight;
+    v->throttle_age_ns = s->last_throttle_ns == 0 || s->last_throttle_ns > now
+                             ? -1 : now - s->last_throttle_ns;
+    v->success_age_ns = s->last_success_ns == 0 || s->last_success_ns > now
+                            ? -1 : now - s->last_success_ns;
+}
+
+int bo_share_views(bo_share_file *f, bo_share_view **views, size_t *n, int64_t until_ns,
+                   char *why, size_t len)
+{
+    bool mine = f == NULL, replaced;
+    int rc = 0, fd_before = g_file_fd;
+    bo_share_view *v = NULL;
+    size_t k = 0;
+
+    *views = NULL;
+    *n = 0;
+    why[0] = '\0';
+    if (g_pid == 0)
+        self_identity();
+    if (mine && (f = map_file(false, why, len, &replaced)) == NULL)
+        return why[0] == '\0' ? 1 : 2;
+    unsigned hi = bo_share_hiwater(f);
+    if (hi > 0 && (v = calloc(hi, sizeof *v)) == NULL) {
+        WHY("no memory for %u destinations", hi);
+        rc = 2;
+        goto out;
+    }
+    int64_t now = bo_core_now_ns();
+    for (unsigned i = 0; i < hi; i++) {
+        bo_share_slot *s = &f->slots[i];
+        if (!__atomic_load_n(&s->used, __ATOMIC_ACQUIRE))
+            continue;
+        if (until_ns == 0) {
+            bo_share_lock(s);
+        } else if (!bo_share_lock_until(s, until_ns)) {
+            WHY("the lock of a destination was held too long (a process stopped in it?)");
+            free(v);
+            v = NULL;
+            k = 0;
+            rc = 2;
+            goto out;
+        }
+        if (s->used) {
+            /* the wrapper reaps now; a process writing its metrics file at
+             * most every 250 ms per slot, as its waiters do */
+            bo_share_reap(s, now, mine);
+            view_of(s, &v[k++], now);
+        }
+        bo_share_unlock(s);
+    }
+out:
+    if (mine) { /* the mapping and the descriptor (its shared flock) were this call's */
+        munmap(f, sizeof *f);
+        if (g_file_fd >= 0 && g_file_fd != fd_before)
+            close(g_file_fd);
+        g_file_fd = fd_before;
+    }
+    *views = v;
+    *n = k;
+    return rc;
+}
+
+static void ago(char *buf, size_t len, int64_t age_ns)
+{
+    if (age_ns < 0)
         snprintf(buf, len, "-");
     else
-        snprintf(buf, len, "%.1fs", (double)(now - then) / 1e9);
+        snprintf(buf, len, "%.1fs", (double)age_ns / 1e9);
 }
 
 int bo_share_status(FILE *out)
 {
     char why[PATH_MAX + 256], thr[32], suc[32], pace[32];
-    bool replaced;
-    int64_t now = bo_core_now_ns();
-    unsigned shown = 0;
+    bo_share_view *v;
+    size_t n;
 
-    if (g_pid == 0)
-        self_identity();
-    bo_share_file *f = map_file(false, why, sizeof why, &replaced);
-    if (f == NULL) {
-        if (why[0] == '\0') {
-            fprintf(out, "backoff: no shared state yet (no file)\n");
-            return 1;
-        }
+    int rc = bo_share_views(NULL, &v, &n, 0, why, sizeof why);
+    if (rc == 1) {
+        fprintf(out, "backoff: no shared state yet (no file)\n");
+        return 1;
+    }
+    if (rc != 0) {
         fprintf(out, "backoff: shared state not readable: %s\n", why);
         return 2;
     }
     fprintf(out, "# destination window pace_per_s in_flight processes last_throttle "
                  "last_success\n");
-    for (unsigned i = 0, n = bo_share_hiwater(f); i < n; i++) {
-        bo_share_slot *s = &f->slots[i];
-        if (!__atomic_load_n(&s->used, __ATOMIC_ACQUIRE))
-            continue;
-        bo_share_lock(s);
-        bo_share_reap(s, now, true);
-        unsigned procs = 0; /* using it now: idle entries are not counted */
-        for (unsigned j = 0; j < BO_SHARE_PROCS; j++)
-            procs += s->procs[j].pid != 0 && !entry_idle(&s->procs[j]);
-        double hz = s->d.window.rate_limit_hz;
-        if (hz <= 0 && s->d.pacing.interval_ns > 0)
-            hz = 1e9 / (double)s->d.pacing.interval_ns;
-        if (hz > 0)
-            snprintf(pace, sizeof pace, "%.1f", hz);
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].pace_hz > 0)
+            snprintf(pace, sizeof pace, "%.1f", v[i].pace_hz);
         else
             snprintf(pace, sizeof pace, "-");
-        ago(thr, sizeof thr, s->last_throttle_ns, now);
-        ago(suc, sizeof suc, s->last_success_ns, now);
-        fprintf(out, "%s %.1f %s %u %u %s %s\n", s->key, s->d.window.cwnd, pace,
-                s->d.window.inflight, procs, thr, suc);
-        bo_share_unlock(s);
-        shown++;
+        ago(thr, sizeof thr, v[i].throttle_age_ns);
+        ago(suc, sizeof suc, v[i].success_age_ns);
+        fprintf(out, "%s %.1f %s %u %u %s %s\n", v[i].key, v[i].window, pace, v[i].in_flight,
+                v[i].busy, thr, suc);
     }
-    munmap(f, sizeof *f);
+    free(v);
     return 0;
 }
 
@@ -1070,6 +1166,7 @@ int bo_share_reset(FILE *out, const bo_config *cfg)
             continue;
         bo_share_lock(s);
         bo_share_reap(s, now, true);
+        counts_clear(s);
         if (!slot_idle(s)) {
             fresh_state(s, cfg, now); /* its processes' leases stay counted */
             kept++;

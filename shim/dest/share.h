@@ -19,7 +19,9 @@
  *   lease_take/_drop  an attempt in flight, named after its process;
  *   wait/wake      wait (bounded, no spinning) for a completion anywhere;
  *   note           last throttle / last success for `backoff --status`;
- *   reap           give back the leases of dead processes.
+ *   reap           give back the leases of dead processes;
+ *   views          every destination's counts and gauges (dest/metrics.c).
+ * The counts (bo_share_counts) are written by dest/block.c under the lock.
  * The layout below is also read by `backoff --status`/`--reset`
  * (wrapper/wrapper.c) and by test helpers that holds a slot's lock to be killed.
  */
@@ -36,8 +38,9 @@
 #include "bo_engine.h"
 
 #define BO_SHARE_MAGIC 0x6873666f6b636162ULL /* "backofsh" */
-/* Bump with any change of the layout below that sizes do not show. */
-#define BO_SHARE_VERSION 7
+/* Bump with any change of the layout below that sizes do not show.
+ * 8: bo_share_counts appended to the slot, bo_share_export[] to the file. */
+#define BO_SHARE_VERSION 8
 /* Destinations per file, LRU evicted: a crawler's 10,000 hosts in rotation
  * fit (evicting on every call cost ~3,000 instructions per call).  The file
  * is 56 MB but sparse on tmpfs: a slot's pages are touched only once it is
@@ -69,6 +72,26 @@ typedef struct bo_share_proc {
     uint32_t waiters;           /* its threads waiting on the slot's futex */
 } bo_share_proc;
 
+/*
+ * What every process counted on one destination (issue 36: `backoff
+ * --status --format=...`, BACKOFF_METRICS_FILE), the same increments as
+ * each process's BACKOFF_STATS (dest/block.c makes both), so the sum of
+ * the processes' stats is what these say.  Written under the slot's lock on
+ * the paths that already hold it (a completion, an admission that gives up,
+ * a call abandoned or cancelled), but wait_ns, which a call adds after a
+ * wait with one atomic add and no lock.  They outlive the processes and
+ * the slot's staleness (the state starts fresh after 60 s unused, the
+ * counts do not); they start at zero when the slot is handed to a key and
+ * on `backoff --reset`.
+ */
+typedef struct bo_share_counts {
+    uint64_t calls, attempts, retries, failed, gave_up;
+    uint64_t budget_refused;    /* calls ended because the retry budget was spent */
+    uint64_t throttled[BO_CAUSE_COUNT]; /* attempts by kind (bo_cause); [0] unused */
+    uint64_t wait_ns;           /* waited on the programs' behalf; atomic */
+    int64_t last_throttle_ns;   /* CLOCK_MONOTONIC of the last 429/503/504; 0: never */
+} bo_share_counts;
+
 typedef struct bo_share_slot {
     pthread_mutex_t mu;         /* robust, process-shared; guards all below but key */
     uint32_t seq;               /* futex word, bumped on every completion */
@@ -96,7 +119,21 @@ typedef struct bo_share_slot {
     uint64_t attempts, throttled, successes;
     bo_dest d;
     bo_share_proc procs[BO_SHARE_PROCS];
+    bo_share_counts counts;     /* appended (version 8); guarded by mu but wait_ns */
 } bo_share_slot;
+
+/*
+ * One BACKOFF_METRICS_FILE's last rewrite, so that the processes writing it
+ * write it at most once a second between them: an entry is claimed for a
+ * path's hash by compare-and-swap from 0, its written_ns (CLOCK_MONOTONIC)
+ * moved forward by compare-and-swap by the process that rewrites the file
+ * (dest/metrics.c).  No lock.
+ */
+#define BO_SHARE_EXPORTS 8
+typedef struct bo_share_export {
+    uint64_t path_hash;         /* 0: free */
+    int64_t written_ns;
+} bo_share_export;
 
 typedef struct bo_share_file {
     uint64_t magic;
@@ -114,6 +151,7 @@ typedef struct bo_share_file {
     uint32_t cursor;
     uint32_t hiwater;
     bo_share_slot slots[BO_SHARE_SLOTS];
+    bo_share_export exports[BO_SHARE_EXPORTS]; /* appended (version 8); atomics, no lock */
 } bo_share_file;
 
 /*
@@ -189,6 +227,35 @@ void bo_share_child_fork(void);
  * the child inherited idle is forgotten instead, without touching the file:
  * the entry is the parent's. */
 bool bo_share_child_reattach(bo_share_slot *s, const char *key, uint32_t gen, unsigned *idx);
+
+/* This process's mapping of the file (NULL: none, or not opened yet). */
+bo_share_file *bo_share_mapped(void);
+
+/*
+ * One destination's figures for the metrics (dest/metrics.c), read under
+ * its slot's lock: the counts, and the gauges of the moment (the window,
+ * the pace in sends a second, 0: none; the attempts in flight; the
+ * processes using it now and those attached idle, dead ones reaped first;
+ * the last throttle's and success's age, -1: never).
+ */
+typedef struct bo_share_view {
+    char key[BO_SHARE_KEY_LEN];
+    bo_share_counts counts;
+    double window, pace_hz;
+    unsigned in_flight, busy, idle;
+    int64_t throttle_age_ns, success_age_ns;
+} bo_share_view;
+
+/*
+ * The used slots of f (NULL: the user's file, mapped for the call; the
+ * wrapper) as views, in slot order, in an array the caller frees (*views
+ * NULL and *n 0 when there are none).  Each slot's lock is waited for until
+ * until_ns (CLOCK_MONOTONIC; 0: no bound).  Returns 0; 1 when there is no
+ * file (f NULL); 2 with the reason in why when the file cannot be read, a
+ * lock was not taken in time or memory ran out (nothing returned).
+ */
+int bo_share_views(bo_share_file *f, bo_share_view **views, size_t *n, int64_t until_ns,
+                   char *why, size_t whylen);
 
 /* backoff --status / --reset (wrapper/wrapper.c): 0 ok, 1 nothing shared, 2 error. */
 int bo_share_status(FILE *out);

@@ -72,7 +72,7 @@ static int program_wait(bo_curl_rec *r, bo_block *sd, bo_call *call, int64_t unt
     if (!r->noprogress && (r->xferinfo_fn != NULL || r->progress_fn != NULL))
         w.tick = bo_curl_ask_progress;
     bo_core_busy = 0;
-    rc = admission ? bo_run_admit_wait(sd, call, until, inflight, &w) : bo_run_wait(until, &w);
+    rc = admission ? bo_run_admit_wait(sd, call, until, inflight, &w) : bo_run_wait(sd, until, &w);
     bo_core_busy = 1;
     return rc;
 }

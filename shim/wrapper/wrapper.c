@@ -4,7 +4,7 @@
  *   backoff [-p POLICY] [-n ATTEMPTS] [--stats FILE] [--trace FILE] [-v]
  *           [--check] [--print-config] [--variables] [--help] [--version]
  *           [--] CMD [ARGS]
- *   backoff --status | --reset
+ *   backoff --status [--format=table|openmetrics|prometheus|json] | --reset
  *
  * Options become BACKOFF_* variables, the whole configuration is checked
  * with the same parser the library uses (exit 2 on a bad value), the
@@ -16,7 +16,8 @@
  * will reach CMD's libcurl (check.c).
  *
  * `backoff --status` prints what this user's processes share about each
- * destination (BACKOFF_SHARE=host, dest/share.c), one line each;
+ * destination (BACKOFF_SHARE=host, dest/share.c), one line each, or with
+ * --format its counts and gauges as monitoring reads them (dest/metrics.c);
  * `backoff --reset` makes every destination start fresh.
  */
 #include <errno.h>
@@ -28,6 +29,7 @@
 #include <unistd.h>
 
 #include "bo_config.h"
+#include "dest/metrics.h"
 #include "dest/share.h"
 #include "wrapper/check.h"
 
@@ -40,7 +42,7 @@ static void usage(FILE *out)
     fputs("usage: backoff [-p POLICY] [-n ATTEMPTS] [--stats FILE] [--trace FILE] [-v]\n"
           "               [--check] [--print-config] [--variables] [--help] [--version]\n"
           "               [--] CMD [ARGS]\n"
-          "       backoff --status | --reset\n"
+          "       backoff --status [--format=FORMAT] | --reset\n"
           "\n"
           "Runs CMD with libbackoff.so preloaded: its libcurl transfers and blocking\n"
           "connect() calls are retried politely under the chosen policy.\n"
@@ -72,6 +74,9 @@ static void usage(FILE *out)
           "      --status          print what this user's processes share about each\n"
           "                        destination (BACKOFF_SHARE=host): destination, window,\n"
           "                        pace, in flight, processes, last throttle, last success\n"
+          "      --format FORMAT   with --status: table (the default), openmetrics,\n"
+          "                        prometheus (node_exporter's textfile format) or json:\n"
+          "                        every destination's counters and gauges\n"
           "      --reset           make every shared destination start fresh\n"
           "      --help, --version\n"
           "\n"
@@ -164,7 +169,7 @@ static int set_preload(const char *lib)
 int main(int argc, char **argv)
 {
     enum { OPT_STATS = 256, OPT_TRACE, OPT_CHECK, OPT_PRINT, OPT_VARIABLES, OPT_HELP, OPT_VERSION,
-           OPT_STATUS, OPT_RESET };
+           OPT_STATUS, OPT_RESET, OPT_FORMAT };
     static const struct option opts[] = {
         {"policy", required_argument, NULL, 'p'},
         {"attempts", required_argument, NULL, 'n'},
@@ -176,10 +181,13 @@ int main(int argc, char **argv)
         {"variables", no_argument, NULL, OPT_VARIABLES},
         {"status", no_argument, NULL, OPT_STATUS},
         {"reset", no_argument, NULL, OPT_RESET},
+        {"format", required_argument, NULL, OPT_FORMAT},
         {"help", no_argument, NULL, OPT_HELP},
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0}};
     bool check = false, print = false, status = false, reset = false;
+    const char *format = NULL;
+    bo_metrics_format fmt = BO_METRICS_TABLE;
     char err[BO_ERR_LEN], lib[PATH_MAX];
     bo_config cfg;
     int c;
@@ -216,6 +224,14 @@ int main(int argc, char **argv)
         case OPT_RESET:
             reset = true;
             break;
+        case OPT_FORMAT:
+            format = optarg;
+            if (bo_metrics_format_named(optarg, &fmt) != 0) {
+                fprintf(stderr, "backoff: --format=\"%s\" is not valid: expected %s\n", optarg,
+                        BO_METRICS_FORMATS);
+                return 2;
+            }
+            break;
         case OPT_HELP:
             usage(stdout);
             return 0;
@@ -235,8 +251,14 @@ int main(int argc, char **argv)
         return optind < argc ? bo_check_program(argv[optind]) : 0;
     if (reset)
         return bo_share_reset(stdout, &cfg);
+    if (format != NULL && !status) {
+        fprintf(stderr, "backoff: --format=\"%s\" goes with --status: expected backoff --status "
+                        "--format=%s\n",
+                format, format);
+        return 2;
+    }
     if (status)
-        return bo_share_status(stdout);
+        return bo_metrics_status(stdout, stderr, fmt);
     if (print) {
         size_t need = bo_config_format(&cfg, NULL, 0) + 1;
         char *buf = malloc(need);

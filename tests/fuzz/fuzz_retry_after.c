@@ -27,10 +27,14 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const bo_outcome outcomes[] = {
-    {BO_VERDICT_SUCCESS, BO_SIGNAL_NONE, false}, {BO_VERDICT_RETRY, BO_SIGNAL_THROTTLE, false},
-    {BO_VERDICT_RETRY, BO_SIGNAL_LOSS, false},   {BO_VERDICT_RETRY, BO_SIGNAL_NONE, false},
-    {BO_VERDICT_FINAL, BO_SIGNAL_NONE, false},   {BO_VERDICT_FINAL, BO_SIGNAL_THROTTLE, false},
-    {BO_VERDICT_FINAL, BO_SIGNAL_LOSS, false},   {BO_VERDICT_RETRY, BO_SIGNAL_KEY_BUSY, false}};
+    {BO_VERDICT_SUCCESS, BO_SIGNAL_NONE, false, BO_CAUSE_NONE},
+    {BO_VERDICT_RETRY, BO_SIGNAL_THROTTLE, false, BO_CAUSE_503},
+    {BO_VERDICT_RETRY, BO_SIGNAL_LOSS, false, BO_CAUSE_CONNECT},
+    {BO_VERDICT_RETRY, BO_SIGNAL_NONE, false, BO_CAUSE_NONE},
+    {BO_VERDICT_FINAL, BO_SIGNAL_NONE, false, BO_CAUSE_NONE},
+    {BO_VERDICT_FINAL, BO_SIGNAL_THROTTLE, false, BO_CAUSE_503},
+    {BO_VERDICT_FINAL, BO_SIGNAL_LOSS, false, BO_CAUSE_CONNECT},
+    {BO_VERDICT_RETRY, BO_SIGNAL_KEY_BUSY, false, BO_CAUSE_NONE}};
 
 /* A Retry-After in ns: mostly plausible, sometimes absurd. */
 static int64_t retry_after(fuzz_in *in)

@@ -6,6 +6,7 @@
 #include <check.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bo_classify.h"
 #include "bo_config.h"
@@ -262,10 +263,70 @@ START_TEST(test_table)
     ck_assert_msg((int)o.verdict == w->verdict && (int)o.signal == w->signal,
                   "row %d \"%s\": got verdict %d signal %d, want verdict %d signal %d", _i,
                   w->what, o.verdict, o.signal, w->verdict, w->signal);
-    /* only a 429 answer is the server's rate limit (issue 22's budget spares it) */
+    /* only a 429 answer is the server's rate limit (the retry budget spares it) */
     bool http = w->err == 0 && (w->code == BO_CURLE_OK || w->code == BO_CURLE_HTTP_RETURNED_ERROR);
     ck_assert_msg(o.rate_limited == (http && w->status == 429), "row %d \"%s\": rate_limited %d",
                   _i, w->what, o.rate_limited);
+    /* a kind exactly when there is a signal (the counters by kind add up to the
+     * signals); a busy Idempotency-Key is no throttle */
+    ck_assert_msg((o.cause != BO_CAUSE_NONE) ==
+                      (o.signal != BO_SIGNAL_NONE && o.signal != BO_SIGNAL_KEY_BUSY),
+                  "row %d \"%s\": cause %d with signal %d", _i, w->what, o.cause, o.signal);
+}
+END_TEST
+
+/* The kind of each throttle and loss, whatever the verdict (the host-wide counters). */
+typedef struct cause_row {
+    const char *what;
+    unsigned retry_on;
+    int status, code, err;
+    const char *name;
+} cause_row;
+
+/* clang-format off */
+static const cause_row cause_rows[] = {
+    {"429",                      DEF,          429, 0,  0,            "429"},
+    {"-f 429",                   DEF,          429, 22, 0,            "429"},
+    {"429 not retried",          BO_RETRY_503, 429, 0,  0,            "429"},
+    {"503",                      DEF,          503, 0,  0,            "503"},
+    {"504",                      DEF,          504, 0,  0,            "504"},
+    {"502: no signal",           DEF,          502, 0,  0,            ""},
+    {"200",                      DEF,          200, 0,  0,            ""},
+    {"couldn't connect",         DEF,          0,   7,  0,            "connect"},
+    {"connect() refused",        DEF,          0,   0,  ECONNREFUSED, "connect"},
+    {"connect() timed out",      DEF,          0,   0,  ETIMEDOUT,    "connect"},
+    {"connect() unreachable",    DEF,          0,   0,  EHOSTUNREACH, "connect"},
+    {"connect() EAGAIN on TCP",  DEF,          0,   0,  EAGAIN,       ""},
+    {"transfer timed out",       DEF,          0,   28, 0,            "timeout"},
+    {"timed out in the body",    DEF,          200, 28, 0,            "timeout"},
+    {"timeout not retried",      BO_RETRY_429, 0,   28, 0,            "timeout"},
+    {"reset: no signal",         DEF,          0,   56, 0,            ""},
+};
+/* clang-format on */
+
+START_TEST(test_cause)
+{
+    const cause_row *w = &cause_rows[_i];
+    bo_config c;
+    bo_attempt a = {.method = "GET", .request_sent = true};
+    bo_config_defaults(&c);
+    c.retry_on = w->retry_on;
+    a.http_status = w->status;
+    a.curl_code = w->code;
+    a.connect_errno = w->err;
+    bo_outcome o = bo_classify(&c, &a);
+    ck_assert_msg(strcmp(bo_cause_name(o.cause), w->name) == 0, "\"%s\": kind \"%s\", want \"%s\"",
+                  w->what, bo_cause_name(o.cause), w->name);
+}
+END_TEST
+
+START_TEST(test_cause_names)
+{
+    ck_assert_str_eq(bo_cause_name(BO_CAUSE_NONE), "");
+    ck_assert_str_eq(bo_cause_name(BO_CAUSE_COUNT), "");
+    ck_assert_str_eq(bo_cause_name((bo_cause)-1), "");
+    for (int k = BO_CAUSE_NONE + 1; k < BO_CAUSE_COUNT; k++)
+        ck_assert(bo_cause_name((bo_cause)k)[0] != '\0');
 }
 END_TEST
 
@@ -312,6 +373,8 @@ START_TEST(test_403_quota_spent)
                           (int)o.rate_limited == t[i].rate_limited,
                       "\"%s\": verdict %d signal %d rate_limited %d", t[i].what, o.verdict,
                       o.signal, o.rate_limited);
+        /* a spent quota's 403 counts as a 429 in the counters by kind */
+        ck_assert_str_eq(bo_cause_name(o.cause), t[i].signal == THR ? "429" : "");
     }
 }
 END_TEST
@@ -476,6 +539,8 @@ static Suite *classify_suite(void)
     tcase_add_loop_test(tc, test_connect_rule, 0, (int)(sizeof conn_rows / sizeof conn_rows[0]));
     tcase_add_loop_test(tc, test_connect_judge, 0, (int)(sizeof judge_rows / sizeof judge_rows[0]));
     tcase_add_test(tc, test_connect_managed);
+    tcase_add_loop_test(tc, test_cause, 0, (int)(sizeof cause_rows / sizeof cause_rows[0]));
+    tcase_add_test(tc, test_cause_names);
     suite_add_tcase(s, tc);
     return s;
 }

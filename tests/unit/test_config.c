@@ -51,6 +51,7 @@ static const char *const all_vars[] = {
     "BACKOFF_BETA",
     "BACKOFF_AIMD_MODE",  "BACKOFF_UP",           "BACKOFF_DOWN",        "BACKOFF_DOWN_AFTER",
     "BACKOFF_CONNECT",    "BACKOFF_HOSTS",        "BACKOFF_STATS",       "BACKOFF_TRACE",
+    "BACKOFF_METRICS_FILE", "BACKOFF_METRICS_MODE",
     "BACKOFF_VERBOSE",    "BACKOFF_SEED",         "BACKOFF_STRICT",       "BACKOFF_PACING",
     "BACKOFF_RATELIMIT_HEADERS", "BACKOFF_RETRY_BUDGET", "BACKOFF_SHARE",
     "BACKOFF_REDIS_NAMESPACE",
@@ -84,6 +85,8 @@ static const char *const all_vars[] = {
     "65535"
 #define R_PATH "a path shorter than 1024 bytes"
 #define R_PATHCHARS "a path without control characters"
+#define R_ABSPATH "an absolute path (starting with /)"
+#define R_OCTAL "an octal file mode from 0000 to 0777"
 
 typedef struct vcase {
     const char *var;
@@ -352,6 +355,29 @@ static const vcase cases[] = {
     OK("BACKOFF_TRACE", OVER, OVER),
     {"BACKOFF_TRACE", "x\ry", "backoff: BACKOFF_TRACE=\"x?y\" is not valid: expected " R_PATHCHARS, 0},
 
+    OK("BACKOFF_METRICS_FILE", "", ""),
+    OK("BACKOFF_METRICS_FILE", "/var/lib/node_exporter/backoff.prom", "/var/lib/node_exporter/backoff.prom"),
+    OK("BACKOFF_METRICS_FILE", "/" OVER, "/" OVER),
+    BAD("BACKOFF_METRICS_FILE", "-1", R_ABSPATH),
+    BAD("BACKOFF_METRICS_FILE", "backoff.prom", R_ABSPATH),
+    BAD("BACKOFF_METRICS_FILE", "./backoff.prom", R_ABSPATH),
+    BAD("BACKOFF_METRICS_FILE", OVER, R_ABSPATH),
+    {"BACKOFF_METRICS_FILE", "/a\nb", "backoff: BACKOFF_METRICS_FILE=\"/a?b\" is not valid: expected " R_PATHCHARS, 0},
+
+    OK("BACKOFF_METRICS_MODE", "0600", "0600"),
+    OK("BACKOFF_METRICS_MODE", "644", "0644"),
+    OK("BACKOFF_METRICS_MODE", "0", "0000"),
+    OK("BACKOFF_METRICS_MODE", "0777", "0777"),
+    BAD("BACKOFF_METRICS_MODE", "", R_OCTAL),
+    BAD("BACKOFF_METRICS_MODE", "-600", R_OCTAL),
+    BAD("BACKOFF_METRICS_MODE", "0800", R_OCTAL),
+    BAD("BACKOFF_METRICS_MODE", "1777", R_OCTAL),
+    BAD("BACKOFF_METRICS_MODE", "04755", R_OCTAL),
+    BAD("BACKOFF_METRICS_MODE", "0o644", R_OCTAL),
+    BAD("BACKOFF_METRICS_MODE", "rw-r--r--", R_OCTAL),
+    BAD("BACKOFF_METRICS_MODE", " 0644", R_OCTAL),
+    BAD("BACKOFF_METRICS_MODE", OVER, R_OCTAL),
+
     OK("BACKOFF_VERBOSE", "0", "0"),
     OK("BACKOFF_VERBOSE", "1", "1"),
     BAD("BACKOFF_VERBOSE", "true", R_BOOL),
@@ -478,6 +504,8 @@ START_TEST(test_defaults)
     ck_assert_uint_eq(c.n_hosts, 0);
     ck_assert_str_eq(c.stats_path, "");
     ck_assert_str_eq(c.trace_path, "");
+    ck_assert_str_eq(c.metrics_path, "");
+    ck_assert_uint_eq(c.metrics_mode, 0600);
     ck_assert(!c.verbose);
     ck_assert(!c.seed_set);
     ck_assert(!c.strict);
@@ -526,6 +554,8 @@ START_TEST(test_fields)
     env_set(&e, "BACKOFF_HOSTS", "API.example.com:443,[::1]");
     env_set(&e, "BACKOFF_STATS", "stderr");
     env_set(&e, "BACKOFF_TRACE", "/tmp/t.csv");
+    env_set(&e, "BACKOFF_METRICS_FILE", "/run/backoff.prom");
+    env_set(&e, "BACKOFF_METRICS_MODE", "0640");
     env_set(&e, "BACKOFF_VERBOSE", "1");
     env_set(&e, "BACKOFF_SEED", "12345678901234567890");
     env_set(&e, "BACKOFF_STRICT", "1");
@@ -555,6 +585,8 @@ START_TEST(test_fields)
     ck_assert_int_eq(c.hosts[1].port, 0);
     ck_assert_str_eq(c.stats_path, "stderr");
     ck_assert_str_eq(c.trace_path, "/tmp/t.csv");
+    ck_assert_str_eq(c.metrics_path, "/run/backoff.prom");
+    ck_assert_uint_eq(c.metrics_mode, 0640);
     ck_assert(c.verbose);
     ck_assert(c.seed_set);
     ck_assert(c.seed == 12345678901234567890ULL);
@@ -813,6 +845,8 @@ START_TEST(test_format_round_trip)
     env_set(&e, "BACKOFF_HOSTS", "A.b:1,[::FFFF:10.0.0.1]:443,::1,localhost");
     env_set(&e, "BACKOFF_STATS", "/tmp/s.json");
     env_set(&e, "BACKOFF_TRACE", "t.csv");
+    env_set(&e, "BACKOFF_METRICS_FILE", "/tmp/m.prom");
+    env_set(&e, "BACKOFF_METRICS_MODE", "7");
     env_set(&e, "BACKOFF_VERBOSE", "1");
     env_set(&e, "BACKOFF_SEED", "0");
     env_set(&e, "BACKOFF_STRICT", "1");

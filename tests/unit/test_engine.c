@@ -16,13 +16,13 @@
 
 #define MS 1000000LL
 
-static const bo_outcome OK = {BO_VERDICT_SUCCESS, BO_SIGNAL_NONE, false};
-static const bo_outcome THROTTLED = {BO_VERDICT_RETRY, BO_SIGNAL_THROTTLE, false};
-static const bo_outcome LOST = {BO_VERDICT_RETRY, BO_SIGNAL_LOSS, false};
-static const bo_outcome RETRY_NOSIG = {BO_VERDICT_RETRY, BO_SIGNAL_NONE, false};
-static const bo_outcome FINAL = {BO_VERDICT_FINAL, BO_SIGNAL_NONE, false};
-static const bo_outcome RATE_LIMITED = {BO_VERDICT_RETRY, BO_SIGNAL_THROTTLE, true};
-static const bo_outcome KEY_BUSY = {BO_VERDICT_RETRY, BO_SIGNAL_KEY_BUSY, false};
+static const bo_outcome OK = {BO_VERDICT_SUCCESS, BO_SIGNAL_NONE, false, BO_CAUSE_NONE};
+static const bo_outcome THROTTLED = {BO_VERDICT_RETRY, BO_SIGNAL_THROTTLE, false, BO_CAUSE_503};
+static const bo_outcome LOST = {BO_VERDICT_RETRY, BO_SIGNAL_LOSS, false, BO_CAUSE_CONNECT};
+static const bo_outcome RETRY_NOSIG = {BO_VERDICT_RETRY, BO_SIGNAL_NONE, false, BO_CAUSE_NONE};
+static const bo_outcome FINAL = {BO_VERDICT_FINAL, BO_SIGNAL_NONE, false, BO_CAUSE_NONE};
+static const bo_outcome RATE_LIMITED = {BO_VERDICT_RETRY, BO_SIGNAL_THROTTLE, true, BO_CAUSE_429};
+static const bo_outcome KEY_BUSY = {BO_VERDICT_RETRY, BO_SIGNAL_KEY_BUSY, false, BO_CAUSE_NONE};
 
 static bo_config cfg_for(bo_policy_kind p)
 {
@@ -702,8 +702,10 @@ START_TEST(test_retry_budget_bounds_a_failing_destination)
                          BO_NEXT_RETRY);
         now = until;
     }
+    ck_assert(!call.budget_refused);
     ck_assert_int_eq(one_attempt(&d, &c, &call, now, THROTTLED, -1, &rng, &until), BO_NEXT_DONE);
     ck_assert_uint_eq(call.attempts, BO_BUDGET_RESERVE + 1);
+    ck_assert(call.budget_refused); /* counted as a budget refusal */
     /* a 429 is the server's rate limit, not a failing server: not refused */
     bo_call_begin(&call, now);
     for (int i = 0; i < 7; i++) {
@@ -712,6 +714,7 @@ START_TEST(test_retry_budget_bounds_a_failing_destination)
         now = until;
     }
     ck_assert_int_eq(one_attempt(&d, &c, &call, now, RATE_LIMITED, -1, &rng, &until), BO_NEXT_DONE);
+    ck_assert(!call.budget_refused); /* max_attempts ended it, not the budget */
     c.retry_budget = 0;
     bo_call_begin(&call, now);
     for (int i = 0; i < 7; i++) {
@@ -720,6 +723,7 @@ START_TEST(test_retry_budget_bounds_a_failing_destination)
         now = until;
     }
     ck_assert_int_eq(one_attempt(&d, &c, &call, now, THROTTLED, -1, &rng, &until), BO_NEXT_DONE);
+    ck_assert(!call.budget_refused);
 }
 END_TEST
 
