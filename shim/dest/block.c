@@ -86,12 +86,18 @@ void bo_block_child_retired(void)
 
 bo_dest *bo_block_lock(bo_block *b)
 {
-    if (b->shared != NULL) {
-        bo_share_lock(b->shared);
-        return &b->shared->d;
+    bo_share_slot *s = __atomic_load_n(&b->shared, __ATOMIC_ACQUIRE);
+    if (s == NULL) {
+        pthread_mutex_lock(&b->mu);
+        /* A block waiting for an entry is attached under mu (share_retry):
+         * once it is, the slot's lock is the block's. */
+        s = __atomic_load_n(&b->shared, __ATOMIC_ACQUIRE);
+        if (s == NULL)
+            return &b->d;
+        pthread_mutex_unlock(&b->mu);
     }
-    pthread_mutex_lock(&b->mu);
-    return &b->d;
+    bo_share_lock(s);
+    return &s->d;
 }
 
 void bo_block_unlock(bo_block *b)
@@ -102,10 +108,20 @@ void bo_block_unlock(bo_block *b)
         pthread_mutex_unlock(&b->mu);
 }
 
+/* The window's room: requests it lets in flight now (a window below one
+ * still lets one out). */
+static double window_room(const bo_dest *d)
+{
+    double limit = d->window.cwnd < 1 ? 1 : d->window.cwnd;
+    return limit - (double)d->window.inflight;
+}
+
 void bo_block_wait(bo_block *b, int64_t until_ns)
 {
     if (b->shared != NULL) {
-        bo_share_wait(b->shared, b->share_idx, until_ns);
+        /* a call that waits for room in the window is what a completion
+         * wakes; one that waits for a time (a retry's, the pace's) wakes then */
+        bo_share_wait(b->shared, b->share_idx, until_ns, window_room(&b->shared->d) < 1);
         return;
     }
     struct timespec ts = {.tv_sec = (time_t)(until_ns / BO_NS_PER_S),
@@ -122,15 +138,64 @@ void bo_block_admitted(bo_block *b)
 void bo_block_waiting(bo_block *b, int64_t now_ns)
 {
     if (b->shared != NULL)
-        bo_share_reap(b->shared, now_ns, false);
+        bo_share_waiting(b->shared, b->share_idx, now_ns);
 }
 
+/*
+ * One attach of a block waiting for an entry, by one thread at a time and
+ * at most every BO_BLOCK_SHARE_RETRY_NS: under mu, which every thread that
+ * took it as the block's lock holds (bo_block_lock looks again once it has
+ * it), so the lock changes to the slot's with nobody inside the block's.
+ * True while the block still waits.
+ */
+static bool share_retry(bo_block *b, int64_t now_ns)
+{
+    const bo_config *cfg = bo_core_config();
+    bool waits = true;
+
+    if (cfg == NULL || pthread_mutex_trylock(&b->mu) != 0)
+        return true; /* another thread attaches or reads the block: ask later */
+    if (!__atomic_load_n(&b->share_wait, __ATOMIC_RELAXED)) {
+        waits = false;
+    } else if (now_ns >= b->share_retry_ns) {
+        unsigned idx = 0;
+        uint32_t gen = 0;
+        bool wait;
+        bo_share_slot *s = bo_share_attach(b->key, strlen(b->key), b->hash, cfg, &idx, &gen,
+                                           &wait);
+        if (s != NULL || !wait) { /* attached, or the file is gone: its own state */
+            b->share_idx = idx;
+            b->share_gen = gen;
+            __atomic_store_n(&b->shared, s, __ATOMIC_RELEASE);
+            __atomic_store_n(&b->share_wait, 0, __ATOMIC_RELEASE);
+            waits = false;
+        } else {
+            b->share_retry_ns = now_ns + BO_BLOCK_SHARE_RETRY_NS;
+        }
+    }
+    pthread_mutex_unlock(&b->mu);
+    return waits;
+}
+
+bool bo_block_share_waits(bo_block *b, int64_t now_ns)
+{
+    if (!__atomic_load_n(&b->share_wait, __ATOMIC_ACQUIRE))
+        return false;
+    return share_retry(b, now_ns);
+}
+
+/* A slot of the window came free.  Host-wide, only as many waiting calls
+ * wake as the window has room for (at least one; a woken call that cannot
+ * go waits again): with hundreds of processes waiting, waking them all on
+ * every completion cost more CPU than the calls themselves. */
 static void wake(bo_block *b)
 {
-    if (b->shared != NULL)
-        bo_share_wake(b->shared);
-    else
+    if (b->shared != NULL) {
+        double room = window_room(&b->shared->d);
+        bo_share_wake(b->shared, room < 1 ? 1 : room > 1e6 ? 1000000 : (unsigned)room);
+    } else {
         pthread_cond_broadcast(&b->cv);
+    }
 }
 
 void bo_block_release(bo_block *b, bo_dest *d, bo_call *call)
