@@ -163,6 +163,10 @@ static void attach(bo_block *blk, const char *key, size_t len, uint64_t h, const
     blk->shared = bo_share_attach(key, len, h, cfg, &blk->share_idx, &blk->share_gen, &wait);
     blk->share_retry_ns = 0;
     __atomic_store_n(&blk->share_wait, wait, __ATOMIC_RELEASE);
+    if (wait && cfg->verbose)
+        bo_core_line("backoff: BACKOFF_SHARE=host: %s: the shared state has no entry free for "
+                     "this process (its pool spent, or the tmpfs full); its calls wait for one",
+                     key);
 }
 
 bo_block *bo_block_get(const char *key)
