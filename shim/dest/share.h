@@ -46,7 +46,7 @@
 /* Destinations per file, LRU evicted: a crawler's 10,000 hosts in rotation
  * fit (evicting on every call cost ~3,000 instructions per call).  The file
  * is sparse on tmpfs: a slot's pages are touched only once it is used
- * (about 3.4 KB a destination), slots are handed out in order and every
+ * (about 4 KB a destination), slots are handed out in order and every
  * loop over them stops at the high-water mark. */
 #define BO_SHARE_SLOTS 16384
 /*
