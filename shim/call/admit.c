@@ -240,22 +240,34 @@ bo_step bo_run_admit_step(bo_block *b, bo_call *call, int64_t now_ns, unsigned *
     return s;
 }
 
-int bo_run_admit_wait(bo_block *b, bo_call *call, int64_t now_ns, unsigned *inflight,
-                      const bo_waiter *w)
+/* The blocking wait for an entry in the slot (bo_block_share_waits), with
+ * no lock held: 0 once the block has one (or its own state), -1 when the
+ * call gave up, else the wait's EINTR or BO_WAIT_ABORTED. */
+static int share_wait(bo_block *b, bo_call *call, int64_t now, const bo_waiter *w)
 {
     static const bo_waiter plain = {.tick = NULL, .ud = NULL, .interruptible = false};
-    int64_t waited_from = 0, until = 0;
-    int rc = 0;
 
-    /* No entry in the slot yet: wait for one, with no lock held. */
-    for (int64_t now = now_ns != 0 ? now_ns : bo_core_now_ns(); bo_block_share_waits(b, now);
-         now = bo_core_now_ns()) {
+    for (; bo_block_share_waits(b, now); now = bo_core_now_ns()) {
         if (share_wait_expired(b, call, now))
             return -1;
         int64_t next = now + BO_BLOCK_SHARE_RETRY_NS;
         if (next > call->deadline_ns)
             next = call->deadline_ns;
-        rc = bo_run_wait(next, w != NULL ? w : &plain);
+        int rc = bo_run_wait(next, w != NULL ? w : &plain);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+int bo_run_admit_wait(bo_block *b, bo_call *call, int64_t now_ns, unsigned *inflight,
+                      const bo_waiter *w)
+{
+    int64_t waited_from = 0, until = 0;
+    int rc = 0;
+
+    if (bo_block_share_pending(b)) {
+        rc = share_wait(b, call, now_ns != 0 ? now_ns : bo_core_now_ns(), w);
         if (rc != 0)
             return rc;
         now_ns = 0;

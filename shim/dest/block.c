@@ -84,20 +84,28 @@ void bo_block_child_retired(void)
     g_retired_window_max = 0;
 }
 
+/* The block's own lock, unless the block was attached while this thread
+ * waited for it: a block waiting for an entry is attached under mu
+ * (share_retry), and from then on the slot's lock is the block's. */
+__attribute__((noinline)) static bo_dest *lock_own(bo_block *b)
+{
+    pthread_mutex_lock(&b->mu);
+    bo_share_slot *s = __atomic_load_n(&b->shared, __ATOMIC_ACQUIRE);
+    if (s == NULL)
+        return &b->d;
+    pthread_mutex_unlock(&b->mu);
+    bo_share_lock(s);
+    return &s->d;
+}
+
 bo_dest *bo_block_lock(bo_block *b)
 {
     bo_share_slot *s = __atomic_load_n(&b->shared, __ATOMIC_ACQUIRE);
-    if (s == NULL) {
-        pthread_mutex_lock(&b->mu);
-        /* A block waiting for an entry is attached under mu (share_retry):
-         * once it is, the slot's lock is the block's. */
-        s = __atomic_load_n(&b->shared, __ATOMIC_ACQUIRE);
-        if (s == NULL)
-            return &b->d;
-        pthread_mutex_unlock(&b->mu);
+    if (s != NULL) {
+        bo_share_lock(s);
+        return &s->d;
     }
-    bo_share_lock(s);
-    return &s->d;
+    return lock_own(b);
 }
 
 void bo_block_unlock(bo_block *b)
@@ -108,20 +116,10 @@ void bo_block_unlock(bo_block *b)
         pthread_mutex_unlock(&b->mu);
 }
 
-/* The window's room: requests it lets in flight now (a window below one
- * still lets one out). */
-static double window_room(const bo_dest *d)
-{
-    double limit = d->window.cwnd < 1 ? 1 : d->window.cwnd;
-    return limit - (double)d->window.inflight;
-}
-
 void bo_block_wait(bo_block *b, int64_t until_ns)
 {
     if (b->shared != NULL) {
-        /* a call that waits for room in the window is what a completion
-         * wakes; one that waits for a time (a retry's, the pace's) wakes then */
-        bo_share_wait(b->shared, b->share_idx, until_ns, window_room(&b->shared->d) < 1);
+        bo_share_wait(b->shared, b->share_idx, until_ns);
         return;
     }
     struct timespec ts = {.tv_sec = (time_t)(until_ns / BO_NS_PER_S),
@@ -142,13 +140,13 @@ void bo_block_waiting(bo_block *b, int64_t now_ns)
 }
 
 /*
- * One attach of a block waiting for an entry, by one thread at a time and
- * at most every BO_BLOCK_SHARE_RETRY_NS: under mu, which every thread that
- * took it as the block's lock holds (bo_block_lock looks again once it has
- * it), so the lock changes to the slot's with nobody inside the block's.
- * True while the block still waits.
+ * One attach of a block waiting for an entry (bo_block_share_waits), by
+ * one thread at a time and at most every BO_BLOCK_SHARE_RETRY_NS: under
+ * mu, which every thread that took it as the block's lock holds
+ * (bo_block_lock looks again once it has it), so the lock changes to the
+ * slot's with nobody inside the block's.  True while the block still waits.
  */
-static bool share_retry(bo_block *b, int64_t now_ns)
+bool bo_block_share_retry(bo_block *b, int64_t now_ns)
 {
     const bo_config *cfg = bo_core_config();
     bool waits = true;
@@ -177,25 +175,14 @@ static bool share_retry(bo_block *b, int64_t now_ns)
     return waits;
 }
 
-bool bo_block_share_waits(bo_block *b, int64_t now_ns)
-{
-    if (!__atomic_load_n(&b->share_wait, __ATOMIC_ACQUIRE))
-        return false;
-    return share_retry(b, now_ns);
-}
-
-/* A slot of the window came free.  Host-wide, only as many waiting calls
- * wake as the window has room for (at least one; a woken call that cannot
- * go waits again): with hundreds of processes waiting, waking them all on
- * every completion cost more CPU than the calls themselves. */
+/* A slot of the window came free (host-wide, only as many waiting calls
+ * wake as the window has room for: bo_share_wake). */
 static void wake(bo_block *b)
 {
-    if (b->shared != NULL) {
-        double room = window_room(&b->shared->d);
-        bo_share_wake(b->shared, room < 1 ? 1 : room > 1e6 ? 1000000 : (unsigned)room);
-    } else {
+    if (b->shared != NULL)
+        bo_share_wake(b->shared);
+    else
         pthread_cond_broadcast(&b->cv);
-    }
 }
 
 void bo_block_release(bo_block *b, bo_dest *d, bo_call *call)

@@ -114,7 +114,16 @@ void bo_block_wait(bo_block *b, int64_t until_ns);
  * when the block is attached or its state its own.
  */
 #define BO_BLOCK_SHARE_RETRY_NS (20 * 1000000LL)
-bool bo_block_share_waits(bo_block *b, int64_t now_ns);
+bool bo_block_share_retry(bo_block *b, int64_t now_ns);
+/* The block waits for an entry (one load; bo_block_share_waits asks). */
+static inline bool bo_block_share_pending(const bo_block *b)
+{
+    return __atomic_load_n(&b->share_wait, __ATOMIC_ACQUIRE) != 0;
+}
+static inline bool bo_block_share_waits(bo_block *b, int64_t now_ns)
+{
+    return bo_block_share_pending(b) && bo_block_share_retry(b, now_ns);
+}
 /* Under the lock: an attempt was admitted (a lease of this process). */
 void bo_block_admitted(bo_block *b);
 /* Under the lock: a call waits for admission; dead processes' leases go back. */

@@ -1214,8 +1214,19 @@ void bo_share_waiting(bo_share_slot *s, unsigned idx, int64_t now)
 #define WAIT_ROOM 1u
 #define WAIT_TIME 2u
 
-void bo_share_wait(bo_share_slot *s, unsigned idx, int64_t until_ns, bool room)
+/* Requests the window lets in flight now (a window below one still lets
+ * one out). */
+static double window_room(const bo_dest *d)
 {
+    double limit = d->window.cwnd < 1 ? 1 : d->window.cwnd;
+    return limit - (double)d->window.inflight;
+}
+
+void bo_share_wait(bo_share_slot *s, unsigned idx, int64_t until_ns)
+{
+    /* a call that waits for room in the window is what a completion wakes;
+     * one that waits for a time (a retry's, the pace's) wakes then */
+    bool room = window_room(&s->d) < 1;
     uint32_t seq = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
     bo_share_proc *p = entry_at(s, idx);
     struct timespec ts = {.tv_sec = (time_t)(until_ns / 1000000000LL),
@@ -1236,13 +1247,20 @@ void bo_share_wait(bo_share_slot *s, unsigned idx, int64_t until_ns, bool room)
     errno = saved;
 }
 
-void bo_share_wake(bo_share_slot *s, unsigned n)
+/*
+ * Only as many calls waiting for room wake as the window has room for (at
+ * least one; a woken call that cannot go waits again): with hundreds of
+ * processes waiting, waking them all on every completion cost more CPU
+ * than the calls themselves.  The futex wakes them in the order they came.
+ */
+void bo_share_wake(bo_share_slot *s)
 {
     __atomic_add_fetch(&s->seq, 1, __ATOMIC_RELEASE);
     if (s->waiters > 0) {
         int saved = errno;
-        syscall(SYS_futex, &s->seq, FUTEX_WAKE_BITSET, n > INT_MAX ? INT_MAX : (int)n, NULL,
-                NULL, WAIT_ROOM);
+        double room = window_room(&s->d);
+        int n = room < 1 ? 1 : room >= INT_MAX ? INT_MAX : (int)room;
+        syscall(SYS_futex, &s->seq, FUTEX_WAKE_BITSET, n, NULL, NULL, WAIT_ROOM);
         errno = saved;
     }
 }

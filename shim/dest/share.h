@@ -270,12 +270,12 @@ void bo_share_lease_drop(bo_share_slot *s, unsigned idx);
  * (for --status); dead processes' leases are given back (rate-limited). */
 void bo_share_waiting(bo_share_slot *s, unsigned idx, int64_t now_ns);
 
-/* Under the lock: release it, wait for a completion (room: the call waits
- * for room in the window, which completions make) or until_ns, relock. */
-void bo_share_wait(bo_share_slot *s, unsigned idx, int64_t until_ns, bool room);
-/* Under the lock: wake n of the calls waiting for room, of every process
- * (first come, first woken: the futex's order). */
-void bo_share_wake(bo_share_slot *s, unsigned n);
+/* Under the lock: release it, wait for a completion (when the window has
+ * no room: completions make it) or until_ns, relock. */
+void bo_share_wait(bo_share_slot *s, unsigned idx, int64_t until_ns);
+/* Under the lock: wake as many of the calls waiting for room, of every
+ * process, as the window has room for (first come, first woken). */
+void bo_share_wake(bo_share_slot *s);
 /* Under the lock: a completed attempt's news for --status. */
 void bo_share_note(bo_share_slot *s, bool success, bool throttle, int64_t now_ns);
 /* Under the lock: give back dead processes' leases (force: now, else rate-limited). */

@@ -111,7 +111,7 @@ static void child(const bo_config *cfg, int leased, int up, int down)
         bo_share_lock(s);
         bo_share_lease_drop(s, idx);
         s->d.window.inflight--;
-        bo_share_wake(s, 1);
+        bo_share_wake(s);
         bo_share_unlock(s);
     }
     bo_share_idle(s, idx);
