@@ -45,9 +45,12 @@
 #             burst 20 without hints (optimum (calls - 20) / 20 s) and a
 #             concurrency cap of 10 x 100 ms (optimum calls x 0.1 / 10 s);
 #             targets: <= 1.15 attempts per request, <= 1.15 x the optimum,
-#             none failed; extra: the most processes --status showed using the
-#             destination at once (sampled every 0.5 s), holding and waiting
-#             among them, and the run's CPU time.  Bounded: each run under
+#             none failed; extra: the server's span (first arrival to last
+#             answer: the processes' start-up, which the optimum leaves out,
+#             excluded) and its ratio, the most processes --status showed using
+#             the destination at once (sampled every 0.5 s), holding and
+#             waiting among them, and the run's CPU time.  MANY_SERVERS
+#             ("bucket-nohints cap") narrows a run.  Bounded: each run under
 #             timeout (300 s), and an N the user's process limit (Max processes)
 #             cannot hold with room to spare is skipped with a note.
 #   fleet     issue 14: 4 "hosts" (each its own XDG_RUNTIME_DIR: its own
@@ -498,7 +501,7 @@ bench_many() {
     [ -x /usr/bin/time ] || { echo "# many: no /usr/bin/time, skipped"; return 0; }
     lim=$(awk '/^Max processes/ { print $3 }' /proc/self/limits 2>/dev/null || echo unlimited)
     echo "# many: xargs -P N of fresh backoff -- curl processes, $mc calls on one destination, host-wide; bucket 20/s burst 20 without hints, cap 10 x 100 ms"
-    for server in bucket-nohints cap; do
+    for server in ${MANY_SERVERS:-bucket-nohints cap}; do
         case $server in
         bucket-nohints) flags="--rate 20 --burst 20 --bucket-hints none"
                         opt=$(awk -v n="$mc" 'BEGIN { printf "%.2f", (n - 20) / 20 }') ;;
@@ -512,15 +515,16 @@ bench_many() {
             fi
             name="many-$server-$n"
             # shellcheck disable=SC2086
-            start_server "$WORK/$name-server.tsv" $flags
+            start_server "$WORK/$name-server.tsv" $flags --log "$WORK/$name.csv"
             many_run "$name" "$n" "$mc"
             stop_server
             set -- $(cat "$WORK/$name.res")
             att=$(col "$WORK/$name-server.tsv" requests)
+            span=$(server_span "$WORK/$name.csv")
             row "many-$server" "aimd-P$n" "$1" "$opt" \
                 "$(awk -v c="$1" -v o="$opt" 'BEGIN { printf "%.2f", c / o }')" "$mc" "$2" "$att" \
                 "$(awk -v a="$att" -v k="$2" 'BEGIN { printf "%.1f", a ? 100 * (a - k) / a : 0 }')" \
-                - - - - - "attempts_per_request=$(awk -v a="$att" -v n="$mc" 'BEGIN { printf "%.2f", a / n }') failed=$((mc - $2)) gave_up=$3 processes_max=$4 holding=$5 waiting=$6 cpu_s=$7"
+                - - - - - "attempts_per_request=$(awk -v a="$att" -v n="$mc" 'BEGIN { printf "%.2f", a / n }') failed=$((mc - $2)) gave_up=$3 server_span_s=$span span_ratio=$(awk -v c="$span" -v o="$opt" 'BEGIN { printf "%.2f", c / o }') processes_max=$4 holding=$5 waiting=$6 cpu_s=$7"
             sleep 1.2 # the next server is new; the machine settles
         done
     done
