@@ -485,7 +485,7 @@ many_run() {
     _most="0 0 0"
     while kill -0 "$_pid" 2>/dev/null; do
         _s=$("$BUILD/backoff" --status 2>/dev/null |
-            awk -v k="http://127.0.0.1:$PORT" '$1 == k { print $5, $8, $9 }')
+            awk -v k="http://127.0.0.1:$PORT" '$1 == k { print $5, (NF > 7 ? $8 : "-"), (NF > 8 ? $9 : "-") }')
         [ -n "$_s" ] && [ "${_s%% *}" -gt "${_most%% *}" ] && _most=$_s
         sleep 0.5
     done
