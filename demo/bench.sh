@@ -39,6 +39,20 @@
 #             and 8 loadgen processes of 25 threads (host-wide) beside one of
 #             200 threads against a cap of 50 slots x 100 ms (1000 requests,
 #             optimum 2 s): the issue asks the same figures of both
+#   many      issue 34: xargs -P N of fresh `backoff -- curl` processes, N =
+#             MANY_PARALLEL ("32 128 512"), over MANY_CALLS (1000) calls on one
+#             destination, host-wide (the default), against a token bucket 20/s
+#             burst 20 without hints (optimum (calls - 20) / 20 s) and a
+#             concurrency cap of 10 x 100 ms (optimum calls x 0.1 / 10 s);
+#             targets: <= 1.15 attempts per request, <= 1.15 x the optimum,
+#             none failed; extra: the server's span (first arrival to last
+#             answer: the processes' start-up, which the optimum leaves out,
+#             excluded) and its ratio, the most processes --status showed using
+#             the destination at once (sampled every 0.5 s), holding and
+#             waiting among them, and the run's CPU time.  MANY_SERVERS
+#             ("bucket-nohints cap") narrows a run.  Bounded: each run under
+#             timeout (300 s), and an N the user's process limit (Max processes)
+#             cannot hold with room to spare is skipped with a note.
 #   fleet     issue 14: 4 "hosts" (each its own XDG_RUNTIME_DIR: its own
 #             host-wide state) x 8 loadgen processes, BACKOFF_SHARE=redis://
 #             (one redis-server on 127.0.0.1, ?timeout_ms=FLEET_TIMEOUT_MS,
@@ -92,7 +106,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-build}
 case "$BUILD" in /*) ;; *) BUILD="$top/$BUILD" ;; esac
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/backoff-bench.XXXXXX")
-SCENARIOS=${BENCH_SCENARIOS:-"burst outage pacing fairness multi share fleet overhead"}
+SCENARIOS=${BENCH_SCENARIOS:-"burst outage pacing fairness multi share many fleet overhead"}
 # every policy of the library (aimd-000 is the simulator's alone)
 ALL_POLICIES=$("$BUILD/backoff-sim" --list-policies | grep -v '^aimd-000$' | tr '\n' ' ')
 POLICIES=${BENCH_POLICIES:-$ALL_POLICIES}
@@ -635,6 +649,71 @@ bench_share_threads() {
     done
 }
 
+# --- many (issue 34) ---------------------------------------------------------------
+# many_run NAME N CALLS: CALLS fresh `backoff -- curl` processes, N at once
+# (xargs -P N), host-wide, the state in a directory of its own; --status
+# sampled every 0.5 s meanwhile.  Writes "elapsed_s ok gave_up most holding
+# waiting cpu_s" to NAME.res (most: the most processes --status showed using
+# the destination, holding and waiting: that sample's).
+many_run() {
+    XDG_RUNTIME_DIR="$WORK/$1.xdg"
+    export XDG_RUNTIME_DIR
+    mkdir -m 700 "$XDG_RUNTIME_DIR"
+    _t0=$(date +%s%3N)
+    seq 1 "$3" | BACKOFF_STATS="$WORK/$1.json" setsid timeout -k 2 300 \
+        /usr/bin/time -f '%U %S' -o "$WORK/$1.cpu" xargs -P "$2" -I{} "$BUILD/backoff" -- \
+        curl -s -o /dev/null -w '%{http_code}\n' "http://127.0.0.1:$PORT/item/{}" \
+        >"$WORK/$1.codes" 2>"$WORK/$1.err" &
+    _pid=$!
+    LOADGEN_PIDS="$_pid"
+    _most="0 0 0"
+    while kill -0 "$_pid" 2>/dev/null; do
+        _s=$("$BUILD/backoff" --status 2>/dev/null |
+            awk -v k="http://127.0.0.1:$PORT" '$1 == k { print $5, (NF > 7 ? $8 : "-"), (NF > 8 ? $9 : "-") }')
+        [ -n "$_s" ] && [ "${_s%% *}" -gt "${_most%% *}" ] && _most=$_s
+        sleep 0.5
+    done
+    wait "$_pid" || true
+    LOADGEN_PIDS=""
+    _t1=$(date +%s%3N)
+    echo "$(awk -v t=$((_t1 - _t0)) 'BEGIN { printf "%.2f", t / 1000 }') $(grep -c '^200$' "$WORK/$1.codes") $(awk -F'"gave_up":' 'NF > 1 { s += $2 + 0 } END { print s + 0 }' "$WORK/$1.json") $_most $(awk '{ printf "%.1f", $1 + $2 }' "$WORK/$1.cpu" 2>/dev/null || echo -)" >"$WORK/$1.res"
+}
+
+bench_many() {
+    mc=${MANY_CALLS:-1000}
+    command -v curl >/dev/null 2>&1 || { echo "# many: no curl command, skipped"; return 0; }
+    [ -x /usr/bin/time ] || { echo "# many: no /usr/bin/time, skipped"; return 0; }
+    lim=$(awk '/^Max processes/ { print $3 }' /proc/self/limits 2>/dev/null || echo unlimited)
+    echo "# many: xargs -P N of fresh backoff -- curl processes, $mc calls on one destination, host-wide; bucket 20/s burst 20 without hints, cap 10 x 100 ms"
+    for server in ${MANY_SERVERS:-bucket-nohints cap}; do
+        case $server in
+        bucket-nohints) flags="--rate 20 --burst 20 --bucket-hints none"
+                        opt=$(awk -v n="$mc" 'BEGIN { printf "%.2f", (n - 20) / 20 }') ;;
+        cap) flags="--max-busy 10 --service-ms 100"
+             opt=$(awk -v n="$mc" 'BEGIN { printf "%.2f", n * 0.1 / 10 }') ;;
+        esac
+        for n in ${MANY_PARALLEL:-32 128 512}; do
+            if [ "$lim" != unlimited ] && [ $((n * 2 + 256)) -gt "$lim" ]; then
+                echo "# many: -P $n skipped: the process limit is $lim"
+                continue
+            fi
+            name="many-$server-$n"
+            # shellcheck disable=SC2086
+            start_server "$WORK/$name-server.tsv" $flags --log "$WORK/$name.csv"
+            many_run "$name" "$n" "$mc"
+            stop_server
+            set -- $(cat "$WORK/$name.res")
+            att=$(col "$WORK/$name-server.tsv" requests)
+            span=$(server_span "$WORK/$name.csv")
+            row "many-$server" "aimd-P$n" "$1" "$opt" \
+                "$(awk -v c="$1" -v o="$opt" 'BEGIN { printf "%.2f", c / o }')" "$mc" "$2" "$att" \
+                "$(awk -v a="$att" -v k="$2" 'BEGIN { printf "%.1f", a ? 100 * (a - k) / a : 0 }')" \
+                - - - - - "attempts_per_request=$(awk -v a="$att" -v n="$mc" 'BEGIN { printf "%.2f", a / n }') failed=$((mc - $2)) gave_up=$3 server_span_s=$span span_ratio=$(awk -v c="$span" -v o="$opt" 'BEGIN { printf "%.2f", c / o }') processes_max=$4 holding=$5 waiting=$6 cpu_s=$7"
+            sleep 1.2 # the next server is new; the machine settles
+        done
+    done
+}
+
 # --- fleet (issue 14) --------------------------------------------------------------
 # The fleet's bound on each Redis step: the 32 processes of the 4 "hosts" and
 # Redis share this machine's cores, which no fleet's hosts do; DESIGN.md's
@@ -754,7 +833,8 @@ for s in $SCENARIOS; do
     quota) bench_quota ;;
     share) bench_share ;;
     share-threads) bench_share_threads ;;
+    many) bench_many ;;
     fleet) bench_fleet ;;
-    *) echo "backoff bench: unknown scenario \"$s\": expected burst, outage, pacing, fairness, multi, share, share-threads, fleet, overhead, real, own, headers or quota" >&2; exit 2 ;;
+    *) echo "backoff bench: unknown scenario \"$s\": expected burst, outage, pacing, fairness, multi, share, share-threads, many, fleet, overhead, real, own, headers or quota" >&2; exit 2 ;;
     esac
 done

@@ -187,12 +187,39 @@ admit_locked(bo_block *b, bo_dest *d, bo_call *call, int64_t now, unsigned *infl
     return BO_STEP_WAIT;
 }
 
+/*
+ * The destination's host-wide slot has no entry for this process yet
+ * (bo_block_share_waits): no attempt may start, since none would count in
+ * the window all the processes share.  The call waits as for a slot of the
+ * window and gives up as admission would: at the program's deadline, or,
+ * once it has made attempts, at the end of its time budget.
+ */
+static bool share_wait_expired(bo_block *b, bo_call *call, int64_t now)
+{
+    if (now < call->deadline_ns &&
+        (call->attempts == 0 || bo_call_remaining_ns(bo_core_config(), call, now) > 0))
+        return false;
+    call->phase = BO_PHASE_DONE;
+    bo_block_lock(b);
+    count_gave_up(b, now);
+    bo_block_unlock(b);
+    return true;
+}
+
 /* The step with the lock taken around it: this host's admission only. */
 static bo_step host_admit_step(bo_block *b, bo_call *call, int64_t now_ns, unsigned *inflight,
                                int64_t max_wait_ns, int64_t *until_ns)
 {
     int64_t until = 0;
 
+    if (bo_block_share_waits(b, now_ns)) {
+        if (share_wait_expired(b, call, now_ns))
+            return BO_STEP_GIVE_UP;
+        if (max_wait_ns > BO_BLOCK_SHARE_RETRY_NS)
+            max_wait_ns = BO_BLOCK_SHARE_RETRY_NS;
+        *until_ns = now_ns + max_wait_ns;
+        return BO_STEP_WAIT;
+    }
     bo_dest *d = bo_block_lock(b);
     bo_step s = admit_locked(b, d, call, now_ns, inflight, &until);
     bo_block_unlock(b);
@@ -217,12 +244,38 @@ bo_step bo_run_admit_step(bo_block *b, bo_call *call, int64_t now_ns, unsigned *
     return s;
 }
 
+/* The blocking wait for an entry in the slot (bo_block_share_waits), with
+ * no lock held: 0 once the block has one (or its own state), -1 when the
+ * call gave up, else the wait's EINTR or BO_WAIT_ABORTED. */
+static int share_wait(bo_block *b, bo_call *call, int64_t now, const bo_waiter *w)
+{
+    static const bo_waiter plain = {.tick = NULL, .ud = NULL, .interruptible = false};
+
+    for (; bo_block_share_waits(b, now); now = bo_core_now_ns()) {
+        if (share_wait_expired(b, call, now))
+            return -1;
+        int64_t next = now + BO_BLOCK_SHARE_RETRY_NS;
+        if (next > call->deadline_ns)
+            next = call->deadline_ns;
+        int rc = bo_run_wait(b, next, w != NULL ? w : &plain);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
 int bo_run_admit_wait(bo_block *b, bo_call *call, int64_t now_ns, unsigned *inflight,
                       const bo_waiter *w)
 {
     int64_t waited_from = 0, until = 0;
     int rc = 0;
 
+    if (bo_block_share_pending(b)) {
+        rc = share_wait(b, call, now_ns != 0 ? now_ns : bo_core_now_ns(), w);
+        if (rc != 0)
+            return rc;
+        now_ns = 0;
+    }
     bo_dest *d = bo_block_lock(b);
     for (;;) {
         int64_t now = now_ns != 0 ? now_ns : bo_core_now_ns();

@@ -86,14 +86,28 @@ void bo_block_child_retired(void)
     g_retired_window_max = 0;
 }
 
+/* The block's own lock, unless the block was attached while this thread
+ * waited for it: a block waiting for an entry is attached under mu
+ * (share_retry), and from then on the slot's lock is the block's. */
+__attribute__((noinline)) static bo_dest *lock_own(bo_block *b)
+{
+    pthread_mutex_lock(&b->mu);
+    bo_share_slot *s = __atomic_load_n(&b->shared, __ATOMIC_ACQUIRE);
+    if (s == NULL)
+        return &b->d;
+    pthread_mutex_unlock(&b->mu);
+    bo_share_lock(s);
+    return &s->d;
+}
+
 bo_dest *bo_block_lock(bo_block *b)
 {
-    if (b->shared != NULL) {
-        bo_share_lock(b->shared);
-        return &b->shared->d;
+    bo_share_slot *s = __atomic_load_n(&b->shared, __ATOMIC_ACQUIRE);
+    if (s != NULL) {
+        bo_share_lock(s);
+        return &s->d;
     }
-    pthread_mutex_lock(&b->mu);
-    return &b->d;
+    return lock_own(b);
 }
 
 void bo_block_unlock(bo_block *b)
@@ -124,9 +138,47 @@ void bo_block_admitted(bo_block *b)
 void bo_block_waiting(bo_block *b, int64_t now_ns)
 {
     if (b->shared != NULL)
-        bo_share_reap(b->shared, now_ns, false);
+        bo_share_waiting(b->shared, b->share_idx, now_ns);
 }
 
+/*
+ * One attach of a block waiting for an entry (bo_block_share_waits), by
+ * one thread at a time and at most every BO_BLOCK_SHARE_RETRY_NS: under
+ * mu, which every thread that took it as the block's lock holds
+ * (bo_block_lock looks again once it has it), so the lock changes to the
+ * slot's with nobody inside the block's.  True while the block still waits.
+ */
+bool bo_block_share_retry(bo_block *b, int64_t now_ns)
+{
+    const bo_config *cfg = bo_core_config();
+    bool waits = true;
+
+    if (cfg == NULL || pthread_mutex_trylock(&b->mu) != 0)
+        return true; /* another thread attaches or reads the block: ask later */
+    if (!__atomic_load_n(&b->share_wait, __ATOMIC_RELAXED)) {
+        waits = false;
+    } else if (now_ns >= b->share_retry_ns) {
+        unsigned idx = 0;
+        uint32_t gen = 0;
+        bool wait;
+        bo_share_slot *s = bo_share_attach(b->key, strlen(b->key), b->hash, cfg, &idx, &gen,
+                                           &wait);
+        if (s != NULL || !wait) { /* attached, or the file is gone: its own state */
+            b->share_idx = idx;
+            b->share_gen = gen;
+            __atomic_store_n(&b->shared, s, __ATOMIC_RELEASE);
+            __atomic_store_n(&b->share_wait, 0, __ATOMIC_RELEASE);
+            waits = false;
+        } else {
+            b->share_retry_ns = now_ns + BO_BLOCK_SHARE_RETRY_NS;
+        }
+    }
+    pthread_mutex_unlock(&b->mu);
+    return waits;
+}
+
+/* A slot of the window came free (host-wide, only as many waiting calls
+ * wake as the window has room for: bo_share_wake). */
 static void wake(bo_block *b)
 {
     if (b->shared != NULL)

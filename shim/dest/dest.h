@@ -98,6 +98,15 @@ typedef struct bo_block {
     struct bo_share_slot *shared;
     unsigned share_idx;         /* this process's entry in the slot */
     uint32_t share_gen;         /* the slot's generation when attached */
+    /* BACKOFF_SHARE=host, shared NULL: the destination's slot had no entry
+     * for this process (the pool spent, a full tmpfs): its calls wait for
+     * one (bo_block_share_waits) and never send on the block's own state.
+     * Set where the table attaches (refs 0 to 1); cleared, and shared set,
+     * by the attach that finds an entry, under mu (so that a thread holding
+     * mu as the block's lock never sees the lock change under it);
+     * share_retry_ns (under mu): the next attach to try. */
+    int share_wait;
+    int64_t share_retry_ns;
 } bo_block;
 
 /*
@@ -123,6 +132,25 @@ void bo_block_unlock(bo_block *b);
 /* Under the lock: release it, wait for a completion on the destination or
  * until until_ns (CLOCK_MONOTONIC), take it again. */
 void bo_block_wait(bo_block *b, int64_t until_ns);
+/*
+ * BACKOFF_SHARE=host: true while the destination's slot has no entry for
+ * this process: the call waits (asks again at now + BO_BLOCK_SHARE_RETRY_NS
+ * at the latest) and no attempt of it may start, since none would be
+ * counted in the shared window.  Each call asks the file again, at most
+ * every BO_BLOCK_SHARE_RETRY_NS per block.  With no lock held; one load
+ * when the block is attached or its state its own.
+ */
+#define BO_BLOCK_SHARE_RETRY_NS (20 * 1000000LL)
+bool bo_block_share_retry(bo_block *b, int64_t now_ns);
+/* The block waits for an entry (one load; bo_block_share_waits asks). */
+static inline bool bo_block_share_pending(const bo_block *b)
+{
+    return __atomic_load_n(&b->share_wait, __ATOMIC_ACQUIRE) != 0;
+}
+static inline bool bo_block_share_waits(bo_block *b, int64_t now_ns)
+{
+    return bo_block_share_pending(b) && bo_block_share_retry(b, now_ns);
+}
 /* Under the lock: an attempt was admitted (a lease of this process). */
 void bo_block_admitted(bo_block *b);
 /* Under the lock: a call waits for admission; dead processes' leases go back. */

@@ -14,12 +14,20 @@
  *
  * Crash safety: the locks are robust (a holder's death is repaired: dead
  * processes' leases are given back and the in-flight count is summed anew
- * from the leases), attempts in flight are leases naming their process (pid,
- * start time, and a nonce of the library's image, since exec keeps both),
- * reaped when a waiter or a new process finds the process gone (checked at
- * most every BO_SHARE_REAP_NS per slot, and waiters wake at least every
- * 200 ms, so within a second).  Waiting is a futex on the slot's sequence
- * number, woken by completions, always bounded.
+ * from the leases; a death inside the file's lock rebuilds the hash chains
+ * and the pool's free list), attempts in flight are leases naming their
+ * process (pid, start time, and a nonce of the library's image, since exec
+ * keeps both), reaped when a waiter or a new process finds the process gone
+ * (checked at most every BO_SHARE_REAP_NS per slot, and waiters wake at
+ * least every 200 ms, so within a second).  Waiting is a futex on the
+ * slot's sequence number, woken by completions, always bounded.
+ *
+ * Process entries: a slot's own chunk of BO_SHARE_CHUNK_PROCS, then chunks
+ * of the file's pool chained to it, taken under the file's lock when a
+ * newcomer finds no free entry (and no dead process's to reap) and given
+ * back when the slot is dropped or two chunks' worth stand empty.  So the
+ * processes of one destination are bounded by the pool only; a process
+ * that finds none holds nothing here and asks again (block.c).
  *
  * Lock order: the file's lock, then a slot's; never the other way.
  */
@@ -146,9 +154,40 @@ static bool proc_alive(const bo_share_proc *p)
     return proc_start(p->pid, &start) && start == p->start;
 }
 
-static uint64_t entry_bit(const bo_share_slot *s, const bo_share_proc *p)
+/* ---- entries ------------------------------------------------------------ */
+
+#define CHUNK BO_SHARE_CHUNK_PROCS
+
+/* The chunks of s, its own first; n counts them (a chain never loops: it
+ * is walked at most once per chunk of the pool). */
+#define FOR_CHUNKS(s, c, n)                                                                   \
+    for ((c) = &(s)->m.own, (n) = 0; (c) != NULL && (n) <= BO_SHARE_POOL_CHUNKS;            \
+         (c) = bo_share_chunk_next(g_file, (s), (c)), (n)++)
+
+static uint32_t slot_ref(const bo_share_slot *s)
 {
-    return 1ULL << (p - s->procs);
+    return (uint32_t)(s - g_file->slots) + 1;
+}
+
+/* The chunk of entry idx of s (idx valid for an attachment of s). */
+static bo_share_chunk *chunk_of(bo_share_slot *s, unsigned idx)
+{
+    if (idx < CHUNK)
+        return &s->m.own;
+    return &g_file->pool[(idx - CHUNK) / CHUNK];
+}
+
+static bo_share_proc *entry_at(bo_share_slot *s, unsigned idx)
+{
+    if (idx < CHUNK)
+        return &s->m.own.procs[idx];
+    idx -= CHUNK;
+    return &g_file->pool[idx / CHUNK].procs[idx % CHUNK];
+}
+
+static uint64_t entry_bit(const bo_share_chunk *c, const bo_share_proc *p)
+{
+    return 1ULL << (p - c->procs);
 }
 
 static uint32_t entry_refs(const bo_share_proc *p)
@@ -163,42 +202,87 @@ static bool entry_idle(const bo_share_proc *p)
 }
 
 /* Under the slot's lock: one more block of the entry's process in use. */
-static void entry_ref(bo_share_slot *s, bo_share_proc *p)
+static void entry_ref(bo_share_chunk *c, bo_share_proc *p)
 {
     if (__atomic_fetch_add(&p->refs, 1, __ATOMIC_RELAXED) == 0)
-        __atomic_fetch_or(&s->busy, entry_bit(s, p), __ATOMIC_RELAXED);
+        __atomic_fetch_or(&c->busy, entry_bit(c, p), __ATOMIC_RELAXED);
+}
+
+/* Take a free entry of c for this process (under the slot's lock). */
+static void claim_entry(bo_share_slot *s, bo_share_chunk *c, bo_share_proc *p)
+{
+    __atomic_add_fetch(&s->m.nattached, 1, __ATOMIC_RELAXED);
+    c->nattached++;
+    __atomic_store_n(&p->refs, 0, __ATOMIC_RELAXED);
+    p->inflight = p->waiters = 0;
+    p->wait_ns = 0;
+    p->pid = g_pid;
+    p->start = g_start;
+    p->nonce = g_nonce;
 }
 
 /* Free an entry (under the slot's lock). */
-static void free_entry(bo_share_slot *s, bo_share_proc *p)
+static void free_entry(bo_share_slot *s, bo_share_chunk *c, bo_share_proc *p)
 {
-    if (p->pid != 0)
-        __atomic_sub_fetch(&s->nattached, 1, __ATOMIC_RELAXED);
-    __atomic_fetch_and(&s->busy, ~entry_bit(s, p), __ATOMIC_RELAXED);
+    if (p->pid != 0) {
+        __atomic_sub_fetch(&s->m.nattached, 1, __ATOMIC_RELAXED);
+        if (c->nattached > 0)
+            c->nattached--;
+    }
+    __atomic_fetch_and(&c->busy, ~entry_bit(c, p), __ATOMIC_RELAXED);
     __atomic_store_n(&p->refs, 0, __ATOMIC_RELAXED);
     p->pid = 0;
     p->start = p->nonce = 0;
     p->inflight = p->waiters = 0;
+    p->wait_ns = 0;
+}
+
+/* Some process uses the slot: a busy bit in one of its chunks.  Read
+ * without the slot's lock by the eviction's sampling, which holds the
+ * file's (the chain does not change); slot_idle tells under the slot's. */
+static bool slot_busy(bo_share_slot *s)
+{
+    bo_share_chunk *c;
+    unsigned n;
+    FOR_CHUNKS(s, c, n)
+        if (__atomic_load_n(&c->busy, __ATOMIC_ACQUIRE) != 0)
+            return true;
+    return false;
 }
 
 /* Under the slot's lock: no entry busy, nothing in flight (eviction, --reset). */
-static bool slot_idle(const bo_share_slot *s)
+static bool slot_idle(bo_share_slot *s)
 {
-    if (__atomic_load_n(&s->busy, __ATOMIC_ACQUIRE) != 0)
+    bo_share_chunk *c;
+    unsigned n;
+    if (slot_busy(s))
         return false;
-    for (unsigned i = 0; i < BO_SHARE_PROCS; i++)
-        if (s->procs[i].pid != 0 && !entry_idle(&s->procs[i]))
-            return false;
+    FOR_CHUNKS(s, c, n) {
+        for (unsigned i = 0, left = c->nattached; i < CHUNK && left > 0; i++) {
+            const bo_share_proc *p = &c->procs[i];
+            if (p->pid == 0)
+                continue;
+            left--;
+            if (!entry_idle(p))
+                return false;
+        }
+    }
     return true;
 }
 
-/* Under the slot's lock, slot_idle: drop the idle entries of processes
- * that may come back; their next reuse sees the new generation. */
+/* Under the slot's lock (and the file's, which the chunks go back to),
+ * slot_idle: drop the idle entries of processes that may come back; their
+ * next reuse sees the new generation. */
+static void release_chunks(bo_share_slot *s, bool all);
 static void drop_idle(bo_share_slot *s)
 {
-    for (unsigned i = 0; i < BO_SHARE_PROCS; i++)
-        if (s->procs[i].pid != 0)
-            free_entry(s, &s->procs[i]);
+    bo_share_chunk *c;
+    unsigned n;
+    FOR_CHUNKS(s, c, n)
+        for (unsigned i = 0; i < CHUNK; i++)
+            if (c->procs[i].pid != 0)
+                free_entry(s, c, &c->procs[i]);
+    release_chunks(s, true);
     s->gen++;
 }
 
@@ -208,30 +292,81 @@ static void set_used_ns(bo_share_slot *s, int64_t now)
 }
 
 /* Give back a dead process's leases and waiters; free its entry. */
-static void drop_proc(bo_share_slot *s, bo_share_proc *p)
+static void drop_proc(bo_share_slot *s, bo_share_chunk *c, bo_share_proc *p)
 {
     unsigned *in = &s->d.window.inflight;
     *in = *in > p->inflight ? *in - p->inflight : 0;
     s->waiters = s->waiters > p->waiters ? s->waiters - p->waiters : 0;
-    free_entry(s, p);
+    free_entry(s, c, p);
 }
 
+/* Gone for sure: no such process any more (kill's answer only: a zombie or
+ * a process whose pid was reused still looks alive; proc_alive tells). */
+static bool proc_gone(const bo_share_proc *p)
+{
+    if (p->pid == g_pid && p->start == g_start)
+        return p->nonce != g_nonce;
+    return p->pid <= 0 || (kill(p->pid, 0) != 0 && errno == ESRCH);
+}
+
+/*
+ * Dead processes' entries go, with their leases and waiters.  Forced (a
+ * newcomer, a repair, --status, eviction): every entry is checked fully
+ * (/proc: zombies and reused pids).  Else at most every BO_SHARE_REAP_NS
+ * (a waiting call): entries with leases fully, since their slots are what
+ * the others wait for, busy ones by kill() alone, idle ones not at all
+ * (they hold nothing; a newcomer takes them over), so that a slot of
+ * thousands of processes costs a waiter one system call per busy process.
+ */
 void bo_share_reap(bo_share_slot *s, int64_t now, bool force)
 {
     if (!force && now - s->reaped_ns < BO_SHARE_REAP_NS && now >= s->reaped_ns)
         return;
     s->reaped_ns = now;
     int saved = errno;
-    /* entries in use are counted: stop once all were seen (none: nothing to do) */
-    unsigned left = __atomic_load_n(&s->nattached, __ATOMIC_RELAXED);
-    for (unsigned i = 0; i < BO_SHARE_PROCS && left > 0; i++) {
-        bo_share_proc *p = &s->procs[i];
-        if (p->pid == 0)
-            continue;
-        left--;
-        if (!proc_alive(p))
-            drop_proc(s, p);
+    bo_share_chunk *c;
+    unsigned n;
+    FOR_CHUNKS(s, c, n) {
+        /* entries in use are counted: stop once all were seen */
+        for (unsigned i = 0, left = c->nattached; i < CHUNK && left > 0; i++) {
+            bo_share_proc *p = &c->procs[i];
+            if (p->pid == 0)
+                continue;
+            left--;
+            bool dead;
+            if (force || p->inflight > 0)
+                dead = !proc_alive(p);
+            else if (entry_refs(p) != 0 || p->waiters != 0)
+                dead = proc_gone(p);
+            else
+                continue;
+            if (dead)
+                drop_proc(s, c, p);
+        }
     }
+    errno = saved;
+}
+
+/* Under the slot's lock: a newcomer found no entry free.  Entries of
+ * processes gone (kill's answer) go, at most every BO_SHARE_REAP_NS: a
+ * slot of thousands costs one system call a process, not four. */
+static void reap_gone(bo_share_slot *s, int64_t now)
+{
+    if (now - s->reaped_ns < BO_SHARE_REAP_NS && now >= s->reaped_ns)
+        return;
+    s->reaped_ns = now;
+    int saved = errno;
+    bo_share_chunk *c;
+    unsigned n;
+    FOR_CHUNKS(s, c, n)
+        for (unsigned i = 0, left = c->nattached; i < CHUNK && left > 0; i++) {
+            bo_share_proc *p = &c->procs[i];
+            if (p->pid == 0)
+                continue;
+            left--;
+            if (proc_gone(p) || (p->inflight > 0 && !proc_alive(p)))
+                drop_proc(s, c, p);
+        }
     errno = saved;
 }
 
@@ -252,29 +387,39 @@ static void init_shared_mutex(pthread_mutex_t *mu)
  */
 static void repair_slot(bo_share_slot *s)
 {
-    unsigned inflight = 0, waiters = 0, attached = 0;
+    unsigned inflight = 0, waiters = 0, attached = 0, chunks = 0;
     const bo_config *cfg = __atomic_load_n(&g_cfg, __ATOMIC_RELAXED);
+    bo_share_chunk *c;
+    unsigned n;
 
-    /* the count of entries in use first: reap and self_entry rely on it;
+    /* the counts of entries in use first: reap and self_entry rely on them;
      * then the busy bits from the refs.  A process going idle meanwhile
      * (bo_share_idle, no lock) clears its refs, then its bit: a bit is set
      * first and the refs read again after, so neither order leaves it set. */
-    for (unsigned i = 0; i < BO_SHARE_PROCS; i++) {
-        bo_share_proc *p = &s->procs[i];
-        attached += p->pid != 0;
-        if (p->pid != 0 && entry_refs(p) != 0) {
-            __atomic_fetch_or(&s->busy, 1ULL << i, __ATOMIC_SEQ_CST);
-            if (__atomic_load_n(&p->refs, __ATOMIC_SEQ_CST) != 0)
-                continue;
+    FOR_CHUNKS(s, c, n) {
+        unsigned in_chunk = 0;
+        chunks += c != &s->m.own;
+        for (unsigned i = 0; i < CHUNK; i++) {
+            bo_share_proc *p = &c->procs[i];
+            in_chunk += p->pid != 0;
+            if (p->pid != 0 && entry_refs(p) != 0) {
+                __atomic_fetch_or(&c->busy, 1ULL << i, __ATOMIC_SEQ_CST);
+                if (__atomic_load_n(&p->refs, __ATOMIC_SEQ_CST) != 0)
+                    continue;
+            }
+            __atomic_fetch_and(&c->busy, ~(1ULL << i), __ATOMIC_SEQ_CST);
         }
-        __atomic_fetch_and(&s->busy, ~(1ULL << i), __ATOMIC_SEQ_CST);
+        c->nattached = in_chunk;
+        attached += in_chunk;
     }
-    __atomic_store_n(&s->nattached, attached, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->m.nattached, attached, __ATOMIC_RELAXED);
+    s->m.nchunks = chunks;
     bo_share_reap(s, bo_core_now_ns(), true);
-    for (unsigned i = 0; i < BO_SHARE_PROCS; i++) {
-        inflight += s->procs[i].inflight;
-        waiters += s->procs[i].waiters;
-    }
+    FOR_CHUNKS(s, c, n)
+        for (unsigned i = 0; i < CHUNK; i++) {
+            inflight += c->procs[i].inflight;
+            waiters += c->procs[i].waiters;
+        }
     s->waiters = waiters;
     if ((!isfinite(s->d.window.cwnd) || s->d.window.cwnd < 1.0) && cfg != NULL)
         bo_dest_init(&s->d, cfg, bo_core_now_ns());
@@ -316,12 +461,33 @@ static void chain_link(bo_share_file *f, bo_share_slot *s);
 static void repair_file_v(void *arg)
 {
     bo_share_file *f = arg;
-    /* A holder died inside: the chains are made anew from the slots. */
+    unsigned nchunks = bo_share_pool_hiwater(f);
+    uint64_t held[(BO_SHARE_POOL_CHUNKS + 63) / 64] = {0};
+
+    /* A holder died inside: the chains are made anew from the slots, and
+     * the pool's free list from the chunks: a chunk is a slot's when it is
+     * on the slot's chain and names it (bo_share_chunk_next), free when it
+     * names none.  One a holder left half taken or half given back (named
+     * but off its chain) is free again. */
     memset(f->heads, 0, sizeof f->heads);
     for (unsigned i = 0, n = bo_share_hiwater(f); i < n; i++) {
-        f->slots[i].key[BO_SHARE_KEY_LEN - 1] = '\0';
-        if (f->slots[i].used)
-            chain_link(f, &f->slots[i]);
+        bo_share_slot *s = &f->slots[i];
+        s->key[BO_SHARE_KEY_LEN - 1] = '\0';
+        if (s->used)
+            chain_link(f, s);
+        const bo_share_chunk *c = &s->m.own;
+        for (unsigned k = 0; k < nchunks && (c = bo_share_chunk_next(f, s, c)) != NULL; k++)
+            held[(c - f->pool) / 64] |= 1ULL << ((c - f->pool) % 64);
+    }
+    f->pool_free = 0;
+    for (unsigned k = nchunks; k-- > 0;) {
+        bo_share_chunk *c = &f->pool[k];
+        if (!(held[k / 64] & (1ULL << (k % 64))))
+            c->owner = 0;
+        if (c->owner == 0) {
+            c->next = f->pool_free;
+            f->pool_free = k + 1;
+        }
     }
 }
 
@@ -386,7 +552,8 @@ static const char *header_problem(const bo_share_file *f, char *why, size_t len)
         return "it is not a backoff state file (bad magic)";
     if (f->version != BO_SHARE_VERSION || f->dest_size != sizeof(bo_dest) ||
         f->slot_size != sizeof(bo_share_slot) || f->nslots != BO_SHARE_SLOTS ||
-        f->nprocs != BO_SHARE_PROCS || f->mutex_size != sizeof(pthread_mutex_t) ||
+        f->nprocs != BO_SHARE_CHUNK_PROCS || f->pool_chunks != BO_SHARE_POOL_CHUNKS ||
+        f->mutex_size != sizeof(pthread_mutex_t) ||
         f->ptr_size != sizeof(void *) || f->file_size != sizeof(bo_share_file)) {
         WHY(
                  "its layout (version %u, state %u bytes, %u-bit) is not this library's "
@@ -413,7 +580,8 @@ static bo_share_file *create_file(const char *path, int *fdp, char *why, size_t 
         return NULL;
     }
     /* The file is sparse: the header's pages are allocated now, a slot's when it is
-     * first handed out (take_slot), so a full tmpfs is an error, never a SIGBUS. */
+     * first handed out (take_slot), a pool chunk's likewise (grow), so a full
+     * tmpfs is an error, never a SIGBUS. */
     if (fchmod(fd, 0600) != 0 || ftruncate(fd, sizeof(bo_share_file)) != 0 ||
         fallocate(fd, 0, 0, (off_t)offsetof(bo_share_file, slots)) != 0 ||
         fallocate(fd, 0, (off_t)offsetof(bo_share_file, exports),
@@ -428,7 +596,8 @@ static bo_share_file *create_file(const char *path, int *fdp, char *why, size_t 
     f->dest_size = sizeof(bo_dest);
     f->slot_size = sizeof(bo_share_slot);
     f->nslots = BO_SHARE_SLOTS;
-    f->nprocs = BO_SHARE_PROCS;
+    f->nprocs = BO_SHARE_CHUNK_PROCS;
+    f->pool_chunks = BO_SHARE_POOL_CHUNKS;
     f->mutex_size = sizeof(pthread_mutex_t);
     f->ptr_size = sizeof(void *);
     f->file_size = sizeof(bo_share_file);
@@ -583,76 +752,184 @@ static void open_once(void)
 
 /* ---- slots ------------------------------------------------------------ */
 
-/* Under the slot's lock: an idle entry of another process, whose process
- * may come back to it (its reuse then finds the entry not its own and
- * attaches anew); its busy bit is clear, so its process is done with it. */
-static int idle_entry(bo_share_slot *s)
+/*
+ * A chunk of the pool for s, under the file's lock and s's: a free one,
+ * else one never handed out (its pages allocated first: on a full tmpfs,
+ * writing an unallocated page of a shared mapping raises SIGBUS in the
+ * program), linked at the head of s's chain; NULL when there is none.
+ */
+static bo_share_chunk *grow(bo_share_slot *s)
 {
-    uint64_t busy = __atomic_load_n(&s->busy, __ATOMIC_ACQUIRE);
-    for (unsigned i = 0; i < BO_SHARE_PROCS; i++) {
-        bo_share_proc *p = &s->procs[i];
-        if (p->pid != 0 && !(busy & (1ULL << i)) && entry_idle(p))
-            return (int)i;
+    bo_share_file *f = g_file;
+    bo_share_chunk *c = NULL;
+    uint32_t ref = f->pool_free;
+    unsigned fresh = bo_share_pool_hiwater(f);
+
+    if (ref != 0 && ref <= fresh && f->pool[ref - 1].owner == 0) {
+        c = &f->pool[ref - 1];
+        f->pool_free = c->next;
+    } else {
+        f->pool_free = 0; /* a list a death left wrong is made anew by repair_file_v */
+        if (fresh >= BO_SHARE_POOL_CHUNKS)
+            return NULL;
+        int saved = errno;
+        off_t at = (off_t)((char *)&f->pool[fresh] - (char *)f);
+        bool room = g_file_fd < 0 || fallocate(g_file_fd, 0, at, (off_t)sizeof *c) == 0 ||
+                    errno == EOPNOTSUPP || errno == ENOSYS;
+        errno = saved;
+        if (!room)
+            return NULL;
+        c = &f->pool[fresh];
+        ref = fresh + 1;
+        __atomic_store_n(&f->pool_hiwater, fresh + 1, __ATOMIC_RELEASE);
     }
-    return -1;
+    memset(c->procs, 0, sizeof c->procs);
+    c->busy = 0;
+    c->nattached = 0;
+    /* named first, then linked: a death between leaves it off the chain,
+     * which repair_file_v gives back */
+    __atomic_store_n(&c->owner, slot_ref(s), __ATOMIC_RELAXED);
+    c->next = s->m.own.next;
+    __atomic_store_n(&s->m.own.next, ref, __ATOMIC_RELEASE);
+    s->m.nchunks++;
+    return c;
 }
 
 /*
- * This process's entry in s (created), or -1 when every entry is taken:
- * by a live process that is using the destination (a dead one's is reaped,
- * an idle one's taken over).
+ * Under the file's lock and s's: s's pool chunks with no entry in use go
+ * back to the pool (all of them: the slot is dropped, its entries freed).
+ * Unlinked first, then named free: a death between leaves a chunk off
+ * every chain, which repair_file_v gives back.  A process whose idle
+ * attachment named an entry there finds it is not its own any more
+ * (own_entry checks the chunk's slot) and attaches anew.
  */
-static int self_entry(bo_share_slot *s, int64_t now)
+static void release_chunks(bo_share_slot *s, bool all)
 {
-    int free_i = -1;
-
-    for (int pass = 0; pass < 3; pass++) {
-        /* Entries in use are counted (nattached, under the slot's lock):
-         * once all of them were seen and a free one found, stop. */
-        unsigned left = __atomic_load_n(&s->nattached, __ATOMIC_RELAXED);
-        for (unsigned i = 0; i < BO_SHARE_PROCS; i++) {
-            bo_share_proc *p = &s->procs[i];
-            if (p->pid != 0) {
-                if (p->pid == g_pid) {
-                    if (is_self(p))
-                        return (int)i;
-                    if (p->start == g_start)
-                        drop_proc(s, p); /* our image before an exec: gone */
-                }
-                if (left > 0)
-                    left--;
-            }
-            if (p->pid == 0 && free_i < 0)
-                free_i = (int)i;
-            if (left == 0 && free_i >= 0)
-                break;
-        }
-        if (free_i >= 0) {
-            bo_share_proc *p = &s->procs[free_i];
-            __atomic_add_fetch(&s->nattached, 1, __ATOMIC_RELAXED);
-            __atomic_store_n(&p->refs, 0, __ATOMIC_RELAXED);
-            p->inflight = p->waiters = 0;
-            p->pid = g_pid;
-            p->start = g_start;
-            p->nonce = g_nonce;
-            return free_i;
-        }
-        if (pass == 0) {
-            bo_share_reap(s, now, true);
-        } else if ((free_i = idle_entry(s)) >= 0) {
-            free_entry(s, &s->procs[free_i]);
-            free_i = -1; /* found free on the next pass */
-        } else {
+    bo_share_file *f = g_file;
+    bo_share_chunk *prev = &s->m.own;
+    for (unsigned n = 0; n < BO_SHARE_POOL_CHUNKS; n++) {
+        bo_share_chunk *c = bo_share_chunk_next(f, s, prev);
+        if (c == NULL) {
+            prev->next = 0; /* a link that named no chunk of s */
             break;
         }
+        if (!all && c->nattached != 0) {
+            prev = c;
+            continue;
+        }
+        uint32_t ref = (uint32_t)(c - f->pool) + 1;
+        __atomic_store_n(&prev->next, c->next, __ATOMIC_RELEASE);
+        if (s->m.nchunks > 0)
+            s->m.nchunks--;
+        __atomic_store_n(&c->owner, 0, __ATOMIC_RELAXED);
+        c->busy = 0;
+        c->nattached = 0;
+        c->next = f->pool_free;
+        f->pool_free = ref;
     }
-    return -1;
 }
 
-/* Some process uses the slot (read without its lock; slot_idle tells under it). */
-static bool slot_busy(const bo_share_slot *s)
+/* Under the file's lock and s's: chunks emptied by processes gone go back
+ * while at least two chunks' worth of entries are free (not on every
+ * departure: a slot at a chunk's edge would take and give one each time). */
+static void trim_chunks(bo_share_slot *s)
 {
-    return __atomic_load_n(&s->busy, __ATOMIC_RELAXED) != 0;
+    unsigned room = CHUNK * (1 + s->m.nchunks);
+    if (s->m.nchunks > 0 && s->m.nattached + 2 * CHUNK <= room)
+        release_chunks(s, false);
+}
+
+/* Under the slot's lock: an idle entry of another process, whose process
+ * may come back to it (its reuse then finds the entry not its own and
+ * attaches anew); its busy bit is clear, so its process is done with it. */
+static bool idle_entry(bo_share_slot *s, bo_share_chunk **cp, bo_share_proc **pp)
+{
+    bo_share_chunk *c;
+    unsigned n;
+    FOR_CHUNKS(s, c, n) {
+        uint64_t busy = __atomic_load_n(&c->busy, __ATOMIC_ACQUIRE);
+        if ((unsigned)__builtin_popcountll(busy) >= c->nattached)
+            continue; /* every entry in use is busy */
+        for (unsigned i = 0; i < CHUNK; i++) {
+            bo_share_proc *p = &c->procs[i];
+            if (p->pid != 0 && !(busy & (1ULL << i)) && entry_idle(p)) {
+                *cp = c;
+                *pp = p;
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+/* A free entry of s (the chunks with one, first). */
+static bool free_entry_of(bo_share_slot *s, bo_share_chunk **cp, bo_share_proc **pp)
+{
+    bo_share_chunk *c;
+    unsigned n;
+    if (__atomic_load_n(&s->m.nattached, __ATOMIC_RELAXED) >= CHUNK * (1 + s->m.nchunks))
+        return false;
+    FOR_CHUNKS(s, c, n) {
+        if (c->nattached >= CHUNK)
+            continue;
+        for (unsigned i = 0; i < CHUNK; i++)
+            if (c->procs[i].pid == 0) {
+                *cp = c;
+                *pp = &c->procs[i];
+                return true;
+            }
+    }
+    return false;
+}
+
+/*
+ * This process's entry in s (created), or -1 when there is none to have:
+ * the slot's chunks all taken by live processes using the destination (a
+ * dead one's is reaped, an idle one's taken over) and, with the file's
+ * lock held (grow), no chunk left in the pool.  Our image before an exec
+ * (same pid and start, another nonce) is gone: its entries are dropped.
+ */
+static int self_entry(bo_share_slot *s, int64_t now, bool can_grow)
+{
+    bo_share_chunk *c, *fc = NULL;
+    bo_share_proc *fp = NULL;
+    unsigned n;
+
+    FOR_CHUNKS(s, c, n) {
+        /* Entries in use are counted: once all were seen and a free one
+         * found, stop. */
+        unsigned left = c->nattached;
+        for (unsigned i = 0; i < CHUNK && (left > 0 || fp == NULL); i++) {
+            bo_share_proc *p = &c->procs[i];
+            if (p->pid == 0) {
+                if (fp == NULL) {
+                    fc = c;
+                    fp = p;
+                }
+                continue;
+            }
+            if (left > 0)
+                left--;
+            if (p->pid == g_pid) {
+                if (is_self(p))
+                    return (int)bo_share_entry_index(g_file, s, c, i);
+                if (p->start == g_start)
+                    drop_proc(s, c, p); /* our image before an exec: gone */
+            }
+        }
+    }
+    if (fp == NULL) {
+        reap_gone(s, now);
+        free_entry_of(s, &fc, &fp);
+    }
+    if (fp == NULL && can_grow && (fc = grow(s)) != NULL)
+        fp = &fc->procs[0];
+    if (fp == NULL && idle_entry(s, &fc, &fp))
+        free_entry(s, fc, fp);
+    if (fp == NULL)
+        return -1;
+    claim_entry(s, fc, fp);
+    return (int)bo_share_entry_index(g_file, s, fc, (unsigned)(fp - fc->procs));
 }
 
 /* Hash chains, under the file's lock. */
@@ -781,8 +1058,11 @@ static void counts_clear(bo_share_slot *s)
 static void fresh_state(bo_share_slot *s, const bo_config *cfg, int64_t now)
 {
     unsigned inflight = 0;
-    for (unsigned i = 0; i < BO_SHARE_PROCS; i++)
-        inflight += s->procs[i].inflight;
+    bo_share_chunk *c;
+    unsigned n;
+    FOR_CHUNKS(s, c, n)
+        for (unsigned i = 0; i < CHUNK; i++)
+            inflight += c->procs[i].inflight;
     bo_dest_init(&s->d, cfg, now);
     s->d.window.inflight = inflight;
     s->last_throttle_ns = s->last_success_ns = 0;
@@ -807,13 +1087,14 @@ static void fresh_if_stale(bo_share_slot *s, const bo_config *cfg, int64_t now)
 }
 
 bo_share_slot *bo_share_attach(const char *key, size_t len, uint64_t key_hash,
-                               const bo_config *cfg, unsigned *idx, uint32_t *gen)
+                               const bo_config *cfg, unsigned *idx, uint32_t *gen, bool *wait)
 {
     bo_share_file *f;
     bo_share_slot *s = NULL;
     uint64_t ch, h;
     int64_t now;
 
+    *wait = false;
     if (cfg->share == BO_SHARE_PROCESS || len >= BO_SHARE_KEY_LEN ||
         !__atomic_load_n(&g_opened, __ATOMIC_ACQUIRE))
         return NULL;
@@ -845,13 +1126,15 @@ bo_share_slot *bo_share_attach(const char *key, size_t len, uint64_t key_hash,
         bo_share_reap(s, now, false);
         fresh_if_stale(s, cfg, now);
     }
-    int i = self_entry(s, now);
+    int i = self_entry(s, now, true);
     if (i < 0) {
         bo_share_unlock(s);
         s = NULL;
+        *wait = true; /* the slot is there, its entries are not: ask again */
         goto out;
     }
-    entry_ref(s, &s->procs[i]);
+    entry_ref(chunk_of(s, (unsigned)i), entry_at(s, (unsigned)i));
+    trim_chunks(s);
     set_used_ns(s, now);
     *idx = (unsigned)i;
     *gen = s->gen;
@@ -862,16 +1145,22 @@ out:
 }
 
 /* Our entry of the attachment (idx, gen), under the slot's lock; NULL:
- * it was dropped (eviction, --reset, taken over while idle). */
+ * it was dropped (eviction, --reset, taken over while idle, its chunk
+ * given back to the pool). */
 static bo_share_proc *own_entry(bo_share_slot *s, unsigned idx, uint32_t gen)
 {
-    bo_share_proc *p = &s->procs[idx];
-    return s->gen == gen && is_self(p) ? p : NULL;
+    if (s->gen != gen || idx >= BO_SHARE_MAX_ENTRIES)
+        return NULL;
+    if (idx >= CHUNK && __atomic_load_n(&chunk_of(s, idx)->owner, __ATOMIC_RELAXED) !=
+                            slot_ref(s))
+        return NULL;
+    bo_share_proc *p = entry_at(s, idx);
+    return is_self(p) ? p : NULL;
 }
 
 void bo_share_idle(bo_share_slot *s, unsigned idx)
 {
-    bo_share_proc *p = &s->procs[idx];
+    bo_share_proc *p = entry_at(s, idx);
     uint32_t n = __atomic_load_n(&p->refs, __ATOMIC_RELAXED);
 
     /* The entry is busy, so nobody else drops or changes it: the refs
@@ -879,8 +1168,10 @@ void bo_share_idle(bo_share_slot *s, unsigned idx)
     while (n > 0 && !__atomic_compare_exchange_n(&p->refs, &n, n - 1, false,
                                                  __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
     }
-    if (n == 1)
-        __atomic_fetch_and(&s->busy, ~entry_bit(s, p), __ATOMIC_SEQ_CST);
+    if (n == 1) {
+        bo_share_chunk *c = chunk_of(s, idx);
+        __atomic_fetch_and(&c->busy, ~entry_bit(c, p), __ATOMIC_SEQ_CST);
+    }
 }
 
 bool bo_share_reuse(bo_share_slot *s, unsigned idx, uint32_t gen, const bo_config *cfg)
@@ -892,7 +1183,7 @@ bool bo_share_reuse(bo_share_slot *s, unsigned idx, uint32_t gen, const bo_confi
     p = own_entry(s, idx, gen);
     if (p != NULL) {
         fresh_if_stale(s, cfg, now);
-        entry_ref(s, p);
+        entry_ref(chunk_of(s, idx), p);
         set_used_ns(s, now);
     }
     bo_share_unlock(s);
@@ -909,26 +1200,49 @@ void bo_share_detach(bo_share_slot *s, unsigned idx, uint32_t gen, int64_t until
         return; /* the entry names this process: reaped once it is gone */
     bo_share_proc *p = own_entry(s, idx, gen);
     if (p != NULL && entry_idle(p))
-        free_entry(s, p);
+        free_entry(s, chunk_of(s, idx), p);
     bo_share_unlock(s);
 }
 
 void bo_share_lease_take(bo_share_slot *s, unsigned idx)
 {
-    s->procs[idx].inflight++;
+    bo_share_proc *p = entry_at(s, idx);
+    p->inflight++;
+    p->wait_ns = 0;
 }
 
 void bo_share_lease_drop(bo_share_slot *s, unsigned idx)
 {
-    bo_share_proc *p = &s->procs[idx];
+    bo_share_proc *p = entry_at(s, idx);
     if (p->inflight > 0)
         p->inflight--;
 }
 
+void bo_share_waiting(bo_share_slot *s, unsigned idx, int64_t now)
+{
+    entry_at(s, idx)->wait_ns = now;
+    bo_share_reap(s, now, false);
+}
+
+/* The futex bits: calls waiting for room in the window, and for a time. */
+#define WAIT_ROOM 1u
+#define WAIT_TIME 2u
+
+/* Requests the window lets in flight now (a window below one still lets
+ * one out). */
+static double window_room(const bo_dest *d)
+{
+    double limit = d->window.cwnd < 1 ? 1 : d->window.cwnd;
+    return limit - (double)d->window.inflight;
+}
+
 void bo_share_wait(bo_share_slot *s, unsigned idx, int64_t until_ns)
 {
+    /* a call that waits for room in the window is what a completion wakes;
+     * one that waits for a time (a retry's, the pace's) wakes then */
+    bool room = window_room(&s->d) < 1;
     uint32_t seq = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
-    bo_share_proc *p = &s->procs[idx];
+    bo_share_proc *p = entry_at(s, idx);
     struct timespec ts = {.tv_sec = (time_t)(until_ns / 1000000000LL),
                           .tv_nsec = (long)(until_ns % 1000000000LL)};
     int saved = errno;
@@ -937,7 +1251,7 @@ void bo_share_wait(bo_share_slot *s, unsigned idx, int64_t until_ns)
     p->waiters++;
     bo_share_unlock(s);
     /* Absolute CLOCK_MONOTONIC deadline; shared (not private) futex. */
-    syscall(SYS_futex, &s->seq, FUTEX_WAIT_BITSET, seq, &ts, NULL, FUTEX_BITSET_MATCH_ANY);
+    syscall(SYS_futex, &s->seq, FUTEX_WAIT_BITSET, seq, &ts, NULL, room ? WAIT_ROOM : WAIT_TIME);
     bo_share_lock(s);
     if (is_self(p) && p->waiters > 0) {
         p->waiters--;
@@ -947,12 +1261,20 @@ void bo_share_wait(bo_share_slot *s, unsigned idx, int64_t until_ns)
     errno = saved;
 }
 
+/*
+ * Only as many calls waiting for room wake as the window has room for (at
+ * least one; a woken call that cannot go waits again): with hundreds of
+ * processes waiting, waking them all on every completion cost more CPU
+ * than the calls themselves.  The futex wakes them in the order they came.
+ */
 void bo_share_wake(bo_share_slot *s)
 {
     __atomic_add_fetch(&s->seq, 1, __ATOMIC_RELEASE);
     if (s->waiters > 0) {
         int saved = errno;
-        syscall(SYS_futex, &s->seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+        double room = window_room(&s->d);
+        int n = room < 1 ? 1 : room >= INT_MAX ? INT_MAX : (int)room;
+        syscall(SYS_futex, &s->seq, FUTEX_WAKE_BITSET, n, NULL, NULL, WAIT_ROOM);
         errno = saved;
     }
 }
@@ -987,11 +1309,12 @@ bool bo_share_child_reattach(bo_share_slot *s, const char *key, uint32_t gen, un
 
     bo_share_lock(s);
     /* The parent may have let the slot go since fork, and it may hold
-     * another destination now: then the child keeps its state to itself. */
+     * another destination now: then the child attaches anew.  No chunk of
+     * the pool without the file's lock: a child short of one, too. */
     if (s->used && s->gen == gen && strcmp(s->key, key) == 0)
-        i = self_entry(s, bo_core_now_ns());
+        i = self_entry(s, bo_core_now_ns(), false);
     if (i >= 0)
-        entry_ref(s, &s->procs[i]);
+        entry_ref(chunk_of(s, (unsigned)i), entry_at(s, (unsigned)i));
     bo_share_unlock(s);
     if (i < 0)
         return false;
@@ -1001,9 +1324,16 @@ bool bo_share_child_reattach(bo_share_slot *s, const char *key, uint32_t gen, un
 
 /* ---- backoff --status / --reset ---------------------------------------- */
 
-/* Under the slot's lock: its view (see bo_share_view). */
-static void view_of(const bo_share_slot *s, bo_share_view *v, int64_t now)
+/* Under the slot's lock: its view (see bo_share_view).  Processes: those
+ * using it now (busy entries) and those that used it and may come back
+ * (idle); of the busy, those with an attempt in flight (holding) and those
+ * with a call waiting for admission (on the slot's futex, or told to wait
+ * within BO_SHARE_WAIT_SEEN_NS and not admitted since). */
+static void view_of(bo_share_slot *s, bo_share_view *v, int64_t now)
 {
+    bo_share_chunk *ch;
+    unsigned nch;
+
     memcpy(v->key, s->key, sizeof v->key);
     v->key[sizeof v->key - 1] = '\0';
     const bo_share_counts *c = &s->counts; /* field by field: wait_ns is added unlocked */
@@ -1016,15 +1346,21 @@ static void view_of(const bo_share_slot *s, bo_share_view *v, int64_t now)
     v->counts.budget_refused = c->budget_refused;
     v->counts.last_throttle_ns = c->last_throttle_ns;
     v->counts.wait_ns = __atomic_load_n(&c->wait_ns, __ATOMIC_RELAXED);
-    v->busy = v->idle = 0;
-    for (unsigned j = 0; j < BO_SHARE_PROCS; j++) {
-        if (s->procs[j].pid == 0)
-            continue;
-        if (entry_idle(&s->procs[j]))
-            v->idle++;
-        else
-            v->busy++;
-    }
+    v->busy = v->idle = v->holding = v->waiting = 0;
+    FOR_CHUNKS(s, ch, nch)
+        for (unsigned i = 0, left = ch->nattached; i < CHUNK && left > 0; i++) {
+            const bo_share_proc *p = &ch->procs[i];
+            if (p->pid == 0)
+                continue;
+            left--;
+            if (entry_idle(p))
+                v->idle++;
+            else
+                v->busy++;
+            v->holding += p->inflight > 0;
+            v->waiting += p->waiters > 0 ||
+                          (p->wait_ns != 0 && now - p->wait_ns <= BO_SHARE_WAIT_SEEN_NS);
+        }
     v->window = s->d.window.cwnd;
     v->pace_hz = s->d.window.rate_limit_hz;
     if (v->pace_hz <= 0 && s->d.pacing.interval_ns > 0)
@@ -1053,6 +1389,11 @@ int bo_share_views(bo_share_file *f, bo_share_view **views, size_t *n, int64_t u
         self_identity();
     if (mine && (f = map_file(false, why, len, &replaced)) == NULL)
         return why[0] == '\0' ? 1 : 2;
+    /* A slot's pool chunks are found through g_file: a mapping of the
+     * wrapper's own (mine, one thread) stands in for it during the walk. */
+    bo_share_file *process_file = g_file;
+    if (mine)
+        g_file = f;
     unsigned hi = bo_share_hiwater(f);
     if (hi > 0 && (v = calloc(hi, sizeof *v)) == NULL) {
         WHY("no memory for %u destinations", hi);
@@ -1084,6 +1425,7 @@ int bo_share_views(bo_share_file *f, bo_share_view **views, size_t *n, int64_t u
     }
 out:
     if (mine) { /* the mapping and the descriptor (its shared flock) were this call's */
+        g_file = process_file;
         munmap(f, sizeof *f);
         if (g_file_fd >= 0 && g_file_fd != fd_before)
             close(g_file_fd);
@@ -1118,7 +1460,7 @@ int bo_share_status(FILE *out)
         return 2;
     }
     fprintf(out, "# destination window pace_per_s in_flight processes last_throttle "
-                 "last_success\n");
+                 "last_success holding waiting\n");
     for (size_t i = 0; i < n; i++) {
         if (v[i].pace_hz > 0)
             snprintf(pace, sizeof pace, "%.1f", v[i].pace_hz);
@@ -1126,8 +1468,8 @@ int bo_share_status(FILE *out)
             snprintf(pace, sizeof pace, "-");
         ago(thr, sizeof thr, v[i].throttle_age_ns);
         ago(suc, sizeof suc, v[i].success_age_ns);
-        fprintf(out, "%s %.1f %s %u %u %s %s\n", v[i].key, v[i].window, pace, v[i].in_flight,
-                v[i].busy, thr, suc);
+        fprintf(out, "%s %.1f %s %u %u %s %s %u %u\n", v[i].key, v[i].window, pace,
+                v[i].in_flight, v[i].busy, thr, suc, v[i].holding, v[i].waiting);
     }
     free(v);
     return 0;
@@ -1159,6 +1501,8 @@ int bo_share_reset(FILE *out, const bo_config *cfg)
         fprintf(out, "backoff: cannot reset: %s\n", why);
         return 2;
     }
+    bo_share_file *mine = g_file;
+    g_file = f; /* the slots are read through this mapping */
     lock_file(f);
     for (unsigned i = 0, n = bo_share_hiwater(f); i < n; i++) {
         bo_share_slot *s = &f->slots[i];
@@ -1169,6 +1513,7 @@ int bo_share_reset(FILE *out, const bo_config *cfg)
         counts_clear(s);
         if (!slot_idle(s)) {
             fresh_state(s, cfg, now); /* its processes' leases stay counted */
+            release_chunks(s, false);
             kept++;
         } else {
             drop_idle(s);
@@ -1180,6 +1525,7 @@ int bo_share_reset(FILE *out, const bo_config *cfg)
         bo_share_unlock(s);
     }
     pthread_mutex_unlock(&f->mu);
+    g_file = mine;
     munmap(f, sizeof *f);
     fprintf(out, "backoff: reset %u destination(s) (%u in use started fresh)\n", freed + kept,
             kept);

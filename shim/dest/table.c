@@ -154,6 +154,21 @@ static void evict(shard *s)
     }
 }
 
+/* The block's host-wide slot, from its first use or its return to use
+ * (refs 0 to 1, under its shard lock: no call uses it).  No entry for this
+ * process there: its calls wait for one (bo_block_share_waits). */
+static void attach(bo_block *blk, const char *key, size_t len, uint64_t h, const bo_config *cfg)
+{
+    bool wait;
+    blk->shared = bo_share_attach(key, len, h, cfg, &blk->share_idx, &blk->share_gen, &wait);
+    blk->share_retry_ns = 0;
+    __atomic_store_n(&blk->share_wait, wait, __ATOMIC_RELEASE);
+    if (wait && cfg->verbose)
+        bo_core_line("backoff: BACKOFF_SHARE=host: %s: the shared state has no entry free for "
+                     "this process (its pool spent, or the tmpfs full); its calls wait for one",
+                     key);
+}
+
 bo_block *bo_block_get(const char *key)
 {
     const bo_config *cfg = bo_core_config();
@@ -179,8 +194,7 @@ bo_block *bo_block_get(const char *key)
                     lru_unlink(s, blk);
                     if (blk->shared == NULL ||
                         !bo_share_reuse(blk->shared, blk->share_idx, blk->share_gen, cfg))
-                        blk->shared = bo_share_attach(key, len, h, cfg, &blk->share_idx,
-                                                     &blk->share_gen);
+                        attach(blk, key, len, h, cfg);
                 }
                 goto out;
             }
@@ -194,7 +208,7 @@ bo_block *bo_block_get(const char *key)
     blk->hash = h;
     __atomic_store_n(&blk->refs, 1, __ATOMIC_RELAXED);
     bo_block_init(blk, cfg);
-    blk->shared = bo_share_attach(key, len, h, cfg, &blk->share_idx, &blk->share_gen);
+    attach(blk, key, len, h, cfg);
     size_t b = bucket_of(s, h);
     blk->hnext = s->buckets[b];
     s->buckets[b] = blk;
@@ -312,9 +326,11 @@ void bo_block_table_parent_fork(void)
  * counts are forgotten, and the shard locks are made anew.  References the
  * parent's other threads held (a connect() in progress) are never released
  * here: those blocks stay pinned, which costs memory, never correctness.
- * A block in use attaches to its slot as the child; an idle one forgets its
- * slot without touching the file (the idle entry there is the parent's),
- * and attaches anew if the child uses it.
+ * A block in use attaches to its slot as the child (when the slot now
+ * holds another destination or has no entry free without a new chunk, the
+ * child's calls wait and it attaches anew through the file's lock); an
+ * idle one forgets its slot without touching the file (the idle entry
+ * there is the parent's), and attaches anew if the child uses it.
  */
 void bo_block_table_child_fork(void)
 {
@@ -324,11 +340,16 @@ void bo_block_table_child_fork(void)
         for (size_t b = 0; b < s->nbuckets; b++)
             for (bo_block *blk = s->buckets[b]; blk != NULL; blk = blk->hnext) {
                 bo_block_child(blk);
+                bool used = __atomic_load_n(&blk->refs, __ATOMIC_RELAXED) != 0;
+                /* in use, attached in the parent or waiting for an entry
+                 * there: the child's calls wait until it attaches as itself */
+                bool waits = used && (blk->shared != NULL || blk->share_wait);
                 if (blk->shared != NULL &&
-                    (__atomic_load_n(&blk->refs, __ATOMIC_RELAXED) == 0 ||
-                     !bo_share_child_reattach(blk->shared, blk->key, blk->share_gen,
-                                              &blk->share_idx)))
+                    (!used || !bo_share_child_reattach(blk->shared, blk->key, blk->share_gen,
+                                                       &blk->share_idx)))
                     blk->shared = NULL;
+                blk->share_wait = waits && blk->shared == NULL;
+                blk->share_retry_ns = 0;
             }
         pthread_mutex_init(&s->mu, NULL);
     }

@@ -48,7 +48,8 @@ static bo_share_slot *attach(const char *key, const bo_config *cfg, unsigned *id
 {
     size_t len;
     uint64_t h = bo_share_key_hash(key, &len);
-    return bo_share_attach(key, len, h, cfg, idx, gen);
+    bool wait;
+    return bo_share_attach(key, len, h, cfg, idx, gen, &wait);
 }
 
 /* The child: every free slot busy, the parent's idle one taken last. */
@@ -77,7 +78,7 @@ static int fill(const bo_config *cfg, bo_share_slot *parent, int to_parent, int 
     check(got == BO_SHARE_SLOTS, "the child attached as many destinations as the file has slots");
     check(last == parent && strcmp(parent->key, last_key) == 0,
           "the last one took the slot the parent left idle");
-    check(parent->nattached == 1 && parent->procs[idx].pid == (int32_t)getpid(),
+    check(parent->m.nattached == 1 && parent->m.own.procs[idx].pid == (int32_t)getpid(),
           "the parent's idle entry was dropped with it");
     check(attach("http://one-more.test:1", cfg, &idx, &gen) == NULL,
           "one more finds no room: busy slots are never taken");
@@ -118,7 +119,8 @@ int main(void)
     s->d.window.cwnd = MARK;
     bo_share_unlock(s);
     bo_share_idle(s, idx);
-    check(s->busy == 0 && s->procs[idx].pid == (int32_t)getpid() && s->nattached == 1,
+    check(s->m.own.busy == 0 && s->m.own.procs[idx].pid == (int32_t)getpid() &&
+              s->m.nattached == 1,
           "the parent's entry stays, idle");
     check(bo_share_reuse(s, idx, gen, &cfg), "an idle attachment nobody took is reused");
     bo_share_idle(s, idx);
@@ -145,13 +147,13 @@ int main(void)
         bo_share_lock(s2);
         check(strcmp(s2->key, KEY) == 0, "the new slot holds the parent's destination");
         check(s2->d.window.cwnd != MARK, "its state is fresh, not another's");
-        check(s2->nattached == 1 && s2->procs[idx2].pid == (int32_t)getpid() &&
-                  s2->procs[idx2].refs == 1 && s2->busy == 1ULL << idx2,
+        check(s2->m.nattached == 1 && s2->m.own.procs[idx2].pid == (int32_t)getpid() &&
+                  s2->m.own.procs[idx2].refs == 1 && s2->m.own.busy == 1ULL << idx2,
               "its only entry is the parent's, busy");
         bo_share_unlock(s2);
         bo_share_idle(s2, idx2);
         bo_share_detach(s2, idx2, gen2, 0);
-        check(s2->nattached == 0 && s2->busy == 0, "a detach leaves no entry");
+        check(s2->m.nattached == 0 && s2->m.own.busy == 0, "a detach leaves no entry");
     }
     if (write(down[1], "1", 1) != 1)
         return 2;
