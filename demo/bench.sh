@@ -16,7 +16,7 @@
 #             empty); optimum 200 / 20 = 10 s
 #   fairness  4 separate loadgen processes (no shared state), 500 requests
 #             each, on one max_busy 50 server; Jain's index of throughputs
-#   multi     issue 12: curl -Z --parallel-max 20 (libcurl's multi interface)
+#   multi     curl -Z --parallel-max 20 (libcurl's multi interface)
 #             over 200 URLs, one file each, under the default policy, against
 #             a token bucket 20/s burst 20 without Retry-After (optimum
 #             (200 - 20) / 20 = 9 s) and a concurrency cap of 4 with 100 ms
@@ -25,10 +25,10 @@
 #   overhead  demo/bench-overhead.sh (per-call cost, 8-thread throughput)
 #   real      demo/bench-real-programs.sh (shells, make, perl, python, git:
 #             median preloaded - plain ms; not in the default set)
-#   own       issue 22 (not in the default list): demo/bench-own-retries.sh,
+#   own       (not in the default list): demo/bench-own-retries.sh,
 #             programs that retry on their own (curl --retry, a pycurl loop),
 #             requests counted at the server and wall time, plain and preloaded
-#   share     issue 11: fresh `backoff -- curl` processes, SHARE_CALLS (100)
+#   share     fresh `backoff -- curl` processes, SHARE_CALLS (100)
 #             one after another (loop) and 8 at once (xargs -P 8), against a
 #             token bucket of 5/s burst 5 with and without Retry-After (slow
 #             enough that this machine's curl loop outruns it) and a
@@ -39,7 +39,7 @@
 #             and 8 loadgen processes of 25 threads (host-wide) beside one of
 #             200 threads against a cap of 50 slots x 100 ms (1000 requests,
 #             optimum 2 s): the issue asks the same figures of both
-#   many      issue 34: xargs -P N of fresh `backoff -- curl` processes, N =
+#   many      xargs -P N of fresh `backoff -- curl` processes, N =
 #             MANY_PARALLEL ("32 128 512"), over MANY_CALLS (1000) calls on one
 #             destination, host-wide (the default), against a token bucket 20/s
 #             burst 20 without hints (optimum (calls - 20) / 20 s) and a
@@ -53,7 +53,7 @@
 #             ("bucket-nohints cap") narrows a run.  Bounded: each run under
 #             timeout (300 s), and an N the user's process limit (Max processes)
 #             cannot hold with room to spare is skipped with a note.
-#   fleet     issue 14: 4 "hosts" (each its own XDG_RUNTIME_DIR: its own
+#   fleet     4 "hosts" (each its own XDG_RUNTIME_DIR: its own
 #             host-wide state) x 8 loadgen processes, BACKOFF_SHARE=redis://
 #             (one redis-server on 127.0.0.1, ?timeout_ms=FLEET_TIMEOUT_MS,
 #             100: 32 processes and Redis on a small machine's cores are hosts
@@ -71,16 +71,16 @@
 #             bucket-none bucket-fixed cap-fixed cap-10ms" adds servers that
 #             throttle otherwise (no hint, a constant Retry-After: 1, a 429
 #             that takes 10 ms)
-#   headers   issue 13 (not in the default list): the default policy paced
+#   headers   (not in the default list): the default policy paced
 #             from the server's rate-limit headers, loadgen 1 and 8 threads
 #             and 8 one-thread processes sharing host-wide (p8), against a
 #             token bucket 20/s burst 20 (220 requests, 216 for p8, optimum
 #             (N - 20) / 20 s) and a fixed window of 100 per 5 s (200
-#             requests started at a window's start, optimum 5 s: issue 33's
+#             requests started at a window's start, optimum 5 s: the quota's
 #             spend, then wait; 10 s before it, when the quota was spread),
 #             for each --ratelimit-headers dialect (none: no headers, the
 #             window alone)
-#   quota     issue 33 (not in the default list): real APIs' quota dialects,
+#   quota     (not in the default list): real APIs' quota dialects,
 #             scaled down (a fixed window of 20 per 2 s, a token bucket of 10/s
 #             burst 10, a fixed window of 10 per 1 s), a fresh server per run,
 #             windows started at their start (they are aligned to the epoch):
@@ -239,7 +239,7 @@ bench_pacing() {
     done
 }
 
-# --- multi (issue 12) -----------------------------------------------------------
+# --- multi -----------------------------------------------------------
 bench_multi() {
     for lim in bucket cap; do
         if [ $lim = bucket ]; then
@@ -273,7 +273,7 @@ bench_multi() {
     done
 }
 
-# --- headers (issue 13) ---------------------------------------------------------
+# --- headers ---------------------------------------------------------
 bench_headers() {
     for lim in bucket window; do
         for d in x-ratelimit ratelimit draft none; do
@@ -338,7 +338,7 @@ bench_headers() {
     done
 }
 
-# --- quota (issue 33) -------------------------------------------------------------
+# --- quota -------------------------------------------------------------
 QUOTA_CALLS=${QUOTA_CALLS:-40}
 
 # quota_flags DIALECT: the server's flags for it, then ":" and the quota's
@@ -532,7 +532,7 @@ bench_fairness() {
     done
 }
 
-# --- share (issue 11) -------------------------------------------------------------
+# --- share -------------------------------------------------------------
 # share_run NAME MODE CLIENTS CALLS: the calls as fresh curl processes, the
 # state in a directory of its own; writes "elapsed_s ok gave_up" to NAME.res.
 share_run() {
@@ -649,7 +649,7 @@ bench_share_threads() {
     done
 }
 
-# --- many (issue 34) ---------------------------------------------------------------
+# --- many ---------------------------------------------------------------
 # many_run NAME N CALLS: CALLS fresh `backoff -- curl` processes, N at once
 # (xargs -P N), host-wide, the state in a directory of its own; --status
 # sampled every 0.5 s meanwhile.  Writes "elapsed_s ok gave_up most holding
@@ -714,7 +714,7 @@ bench_many() {
     done
 }
 
-# --- fleet (issue 14) --------------------------------------------------------------
+# --- fleet  ----------------------------------------------------
 # The fleet's bound on each Redis step: the 32 processes of the 4 "hosts" and
 # Redis share this machine's cores, which no fleet's hosts do; DESIGN.md's
 # advice for hosts too busy to get an answer in the default 20 ms is to raise it.

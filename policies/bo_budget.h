@@ -71,7 +71,7 @@ typedef struct bo_lineage {
     int64_t failed_ns;      /* when the shim last handed back its failure */
     unsigned attempts;      /* attempts spent by every call so far */
     unsigned throttles;
-    /* issue 35: the Idempotency-Key the shim sent with it ("": none), for the
+    /* the Idempotency-Key the shim sent with it ("": none), for the
      * program's next try to send again, and the fingerprint of the body it was
      * made for (bo_idem_body_fp; 0: not known); bo_idem_key_reusable decides */
     char idem[BO_IDEM_VALUE_SIZE];

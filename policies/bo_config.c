@@ -411,7 +411,7 @@ static int parse_mode(const char *s, unsigned *out)
 
 #define F(field) offsetof(bo_config, field)
 
-/* --- BACKOFF_SHARE=redis://... (issue 14) ------------------------------------ */
+/* --- BACKOFF_SHARE=redis://... --------------------------------------------------- */
 
 #define SHARE_LIST                                                                       \
     "host, process or redis://[USER:PASS@]HOST:PORT[/DB][?namespace=NAME&lease_ms=N&" \

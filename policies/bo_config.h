@@ -44,7 +44,7 @@ enum {
 typedef enum bo_aimd_mode { BO_AIMD_RENO = 0, BO_AIMD_TAHOE } bo_aimd_mode;
 
 /* BACKOFF_SHARE: where the per-destination state lives (redis: host-wide,
- * plus the fleet's part in a Redis server, issue 14). */
+ * plus the fleet's part in a Redis server) */
 typedef enum bo_share_mode { BO_SHARE_HOST = 0, BO_SHARE_PROCESS, BO_SHARE_REDIS } bo_share_mode;
 
 #define BO_MAX_HOSTS 32

@@ -1,6 +1,6 @@
 /*
  * bo_http: an HTTP/1.x message reader for hooks that see a program's bytes
- * on a socket or a TLS object (issue 32): where a request or a response
+ * on a socket or a TLS object : where a request or a response
  * begins and ends, what its head says about framing and the connection,
  * and whether a request may be kept and sent again.  RFC 9112's syntax
  * (sections 2-7) and its rules for the body's length (section 6.3).

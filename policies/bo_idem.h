@@ -1,6 +1,6 @@
 /*
  * bo_idem: the Idempotency-Key request header (draft-ietf-httpapi-idempotency-
- * key-header, issue 35).  A server that honours it processes a key once and
+ * key-header).  A server that honours it processes a key once and
  * replays its stored answer to every repeat, so a POST or PATCH that carries
  * one may be retried like an idempotent request (bo_classify.h).
  *

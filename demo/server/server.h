@@ -35,7 +35,7 @@ struct bo_srv_config {
     int wait_form;         /* how a rejection's wait is written (RL_WAIT_*, rl_lines.h) */
     double rate;           /* token bucket refill per second, 0: off */
     double burst;          /* token bucket size */
-    enum bo_srv_hints bucket_hints; /* what a bucket rejection says (issue 10) */
+    enum bo_srv_hints bucket_hints; /* what a bucket rejection says */
     long latency_limit;    /* 0: latency model off */
     double latency_factor;
     double latency_k;
@@ -54,7 +54,7 @@ struct bo_srv_config {
     long fault_reset_post_every; /* every Nth POST or PATCH processed is reset before any
                                     answer byte (its answer stored under its key), 0: never */
     int idempotency;       /* --idempotency: a request with an Idempotency-Key is processed
-                              once per key, its answer replayed (issue 35) */
+                              once per key, its answer replayed */
     int idempotency_required; /* --idempotency-required: POST/PATCH without a key: 400 */
     long idempotency_keys; /* --idempotency-keys: keys kept, the oldest dropped (4096) */
     const char *retry_after_raw; /* Retry-After sent verbatim on rejections, NULL: numeric */

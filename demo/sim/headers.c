@@ -1,5 +1,5 @@
 /*
- * headers (issues 13, 33): `clients` sequential clients share `ops`
+ * headers: `clients` sequential clients share `ops`
  * requests (one destination's state, as threads or processes sharing it
  * host-wide; --independent: each its own, as processes with
  * BACKOFF_SHARE=process) to one server that meters them with a token bucket (bucket_rate

@@ -1,5 +1,5 @@
 #!/bin/sh
-# ratelimit-server --idempotency (issue 35, draft-ietf-httpapi-idempotency-key-header):
+# ratelimit-server --idempotency (draft-ietf-httpapi-idempotency-key-header):
 #  - a request with an Idempotency-Key is processed once per key: a repeat
 #    with the same method, path, query and body gets the stored answer
 #    (Idempotent-Replayed: true), for POST, PATCH and GET alike;

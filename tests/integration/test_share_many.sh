@@ -1,5 +1,5 @@
 #!/bin/sh
-# BACKOFF_SHARE=host without a cliff (issue 34): more processes on one
+# BACKOFF_SHARE=host without a cliff: more processes on one
 # destination than a slot's own chunk of entries (64) share its window.
 #   1. 150 `backoff -- curl` at once (xargs -P 150, 300 calls) against a
 #      token bucket without hints: --status shows more than 64 processes

@@ -1,6 +1,6 @@
 #!/bin/sh
 # BACKOFF_SHARE=host: a slot's process entries beyond its own chunk come
-# from the file's pool (issue 34), checked step by step by share_pool,
+# from the file's pool, checked step by step by share_pool,
 # which drives the file's own code (dest/share.c, linked in) in 150 forked
 # processes: each has an entry of its own and the slot takes chunks of the
 # pool past its 64; SIGKILLed ones' entries and leases are reaped, the

@@ -224,7 +224,7 @@ START_TEST(test_key_rows)
 {
     check_row(&key_rows[_i], _i, true);
     /* The same request without a key: what an idempotent method gets, or
-     * what it got before issue 35 (a 409 is then final). */
+     * what it got without a key rule (a 409 is then final). */
     row plain = key_rows[_i];
     bool idem = bo_method_idempotent(plain.method);
     if (plain.status == 409) {

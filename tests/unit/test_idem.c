@@ -1,5 +1,5 @@
 /*
- * Unit tests for bo_idem (issue 35): fresh keys are UUID v4 (RFC 9562's
+ * Unit tests for bo_idem: fresh keys are UUID v4 (RFC 9562's
  * version and variant bits) in an sf-string, drawn from the caller's
  * generator (a seed repeats them, two seeds or two draws differ); the header
  * line is written like snprintf; and a header line is recognised as an

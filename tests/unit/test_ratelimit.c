@@ -146,7 +146,7 @@ END_TEST
 
 /*
  * Discord: X-RateLimit-Reset is an epoch with decimals (the reader before
- * issue 33 took it for no value at all), X-RateLimit-Reset-After the time
+ * the reader once took it for no value at all), X-RateLimit-Reset-After the time
  * left with decimals, and wins; X-RateLimit-Bucket names the partition.
  */
 START_TEST(test_discord)
@@ -544,7 +544,7 @@ static int64_t spend_with_others(bo_quota *q, bo_rng *rng, int64_t remaining, in
 /*
  * Others spend the quota (remaining falls faster than our own sends
  * account for): from then on it is spread evenly until the reset, as
- * before issue 33: 100 left over ~10 s, about 100 ms apart.
+ * before spend-then-wait: 100 left over ~10 s, about 100 ms apart.
  */
 START_TEST(test_spread_when_others_spend)
 {
