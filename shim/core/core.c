@@ -105,11 +105,16 @@ void bo_core_parent_fork(void)
     pthread_mutex_unlock(&g_init_lock);
 }
 
-void bo_core_child_fork(void)
+void bo_core_mutex_init(pthread_mutex_t *mu, int type)
 {
     pthread_mutexattr_t ma;
     pthread_mutexattr_init(&ma);
-    pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
-    pthread_mutex_init(&g_init_lock, &ma);
+    pthread_mutexattr_settype(&ma, type);
+    pthread_mutex_init(mu, &ma);
     pthread_mutexattr_destroy(&ma);
+}
+
+void bo_core_child_fork(void)
+{
+    bo_core_mutex_init(&g_init_lock, PTHREAD_MUTEX_RECURSIVE);
 }

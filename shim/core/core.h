@@ -10,6 +10,7 @@
 #ifndef BO_CORE_H
 #define BO_CORE_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -78,6 +79,10 @@ bo_rng *bo_core_rng_unique(void);
  * while the prepare handlers run).
  */
 void bo_core_once(int *done, void (*fn)(void));
+
+/* A process-local mutex of the given type (PTHREAD_MUTEX_RECURSIVE, ...)
+ * as at its first initialization: a fork child makes its locks anew so. */
+void bo_core_mutex_init(pthread_mutex_t *mu, int type);
 
 /* Write the whole buffer to fd, retrying short writes and EINTR. */
 void bo_core_write_all(int fd, const char *buf, size_t len);

@@ -20,16 +20,6 @@
 static bo_block_counts g_retired;
 static double g_retired_window_max;
 
-/* A mutex as at its first initialization. */
-static void init_mutex(pthread_mutex_t *mu, int type)
-{
-    pthread_mutexattr_t ma;
-    pthread_mutexattr_init(&ma);
-    pthread_mutexattr_settype(&ma, type);
-    pthread_mutex_init(mu, &ma);
-    pthread_mutexattr_destroy(&ma);
-}
-
 static void init_cond(pthread_cond_t *cv)
 {
     pthread_condattr_t ca;
@@ -43,7 +33,7 @@ void bo_block_init(bo_block *b, const bo_config *cfg)
 {
     /* Adaptive: the critical sections are a few counter updates, so a
      * short spin beats a futex sleep when threads collide. */
-    init_mutex(&b->mu, PTHREAD_MUTEX_ADAPTIVE_NP);
+    bo_core_mutex_init(&b->mu, PTHREAD_MUTEX_ADAPTIVE_NP);
     init_cond(&b->cv);
     bo_dest_init(&b->d, cfg, bo_core_now_ns());
     b->cwnd_max = b->d.window.cwnd;
@@ -77,7 +67,7 @@ void bo_block_child(bo_block *b)
     b->d.window.inflight = 0;
     memset(&b->counts, 0, sizeof b->counts);
     init_cond(&b->cv);
-    init_mutex(&b->mu, PTHREAD_MUTEX_ADAPTIVE_NP);
+    bo_core_mutex_init(&b->mu, PTHREAD_MUTEX_ADAPTIVE_NP);
 }
 
 void bo_block_child_retired(void)

@@ -282,9 +282,5 @@ void bo_dl_walk_parent_fork(void)
 
 void bo_dl_walk_child_fork(void)
 {
-    pthread_mutexattr_t ma;
-    pthread_mutexattr_init(&ma);
-    pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
-    pthread_mutex_init(&g_walk_lock, &ma);
-    pthread_mutexattr_destroy(&ma);
+    bo_core_mutex_init(&g_walk_lock, PTHREAD_MUTEX_RECURSIVE);
 }
