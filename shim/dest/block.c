@@ -167,8 +167,8 @@ bool bo_block_share_retry(bo_block *b, int64_t now_ns)
     return waits;
 }
 
-/* A slot of the window came free (host-wide, only as many waiting calls
- * wake as the window has room for: bo_share_wake). */
+/* A slot of the window came free: the calls waiting for room wake (host-wide,
+ * not those waiting for a time: bo_share_wake). */
 static void wake(bo_block *b)
 {
     if (b->shared != NULL)

@@ -1262,19 +1262,21 @@ void bo_share_wait(bo_share_slot *s, unsigned idx, int64_t until_ns)
 }
 
 /*
- * Only as many calls waiting for room wake as the window has room for (at
- * least one; a woken call that cannot go waits again): with hundreds of
- * processes waiting, waking them all on every completion cost more CPU
- * than the calls themselves.  The futex wakes them in the order they came.
+ * A completion wakes the calls waiting for room in the window, all of them:
+ * they race for the room, as a thread of this process would.  Waking only
+ * as many as the window has room for starved a process: a woken call that
+ * lost the room to a call that never waited (the completing thread's next
+ * one) waited again at the back of the futex's queue, and a forked child
+ * behind 16 threads on a window of one waited 10 s and more (test_shim_fork).
+ * The calls waiting for a time (a retry's, the pace's) are not woken: they
+ * wake then.
  */
 void bo_share_wake(bo_share_slot *s)
 {
     __atomic_add_fetch(&s->seq, 1, __ATOMIC_RELEASE);
     if (s->waiters > 0) {
         int saved = errno;
-        double room = window_room(&s->d);
-        int n = room < 1 ? 1 : room >= INT_MAX ? INT_MAX : (int)room;
-        syscall(SYS_futex, &s->seq, FUTEX_WAKE_BITSET, n, NULL, NULL, WAIT_ROOM);
+        syscall(SYS_futex, &s->seq, FUTEX_WAKE_BITSET, INT_MAX, NULL, NULL, WAIT_ROOM);
         errno = saved;
     }
 }
