@@ -73,8 +73,9 @@ typedef struct bo_hconn {
     /* TLS (ssl.c): the program's SSL object and its copy's slot */
     void *ssl;
     int ssl_slot;
-    char *held;                 /* decrypted response bytes read ahead of the program */
-    size_t held_len, held_off;
+    char *held;                 /* decrypted answer bytes read ahead of the program,
+                                   served to it first (held_off..held_len) */
+    size_t held_len, held_off, held_cap;
 } bo_hconn;
 
 /* The fd table: one slot per fd number, grown as needed. */

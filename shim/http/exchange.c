@@ -356,15 +356,14 @@ static bo_hx_verdict off(bo_hconn *c)
 
 /*
  * Is the answer looked at so far (n bytes, its head read into c->resp) a
- * whole message that the same connection can be freed of?  *total: its
- * length.  Waits a little for a body still on its way.
+ * whole message, its length in *total?  Waits a little for a body still on
+ * its way.  A close-delimited answer never is (its end is the close).
  */
 static bool whole_answer(bo_hconn *c, const bo_hx_io *io, void *ctx, ssize_t n, size_t *total)
 {
     int64_t until = bo_core_now_ns() + HX_MORE_NS;
 
-    if (!c->resp.keep_alive || c->resp.framing == BO_HTTP_FRAMING_CLOSE ||
-        c->resp.framing == BO_HTTP_FRAMING_TUNNEL)
+    if (c->resp.framing == BO_HTTP_FRAMING_CLOSE || c->resp.framing == BO_HTTP_FRAMING_TUNNEL)
         return false;
     for (;;) {
         bo_http_msg m = c->resp;
@@ -375,7 +374,8 @@ static bool whole_answer(bo_hconn *c, const bo_hx_io *io, void *ctx, ssize_t n, 
             *total = c->resp.head_len + used;
             return true;
         }
-        if (rc != BO_HTTP_NEED_MORE || n >= BO_HC_PEEK_MAX || io->more(c, ctx, (size_t)n, until) <= 0)
+        if (rc != BO_HTTP_NEED_MORE || n >= BO_HC_PEEK_MAX ||
+            io->more(c, ctx, (size_t)n, until) <= 0)
             return false;
         ssize_t k = io->look(c, ctx, true);
         if (k <= n)
@@ -415,13 +415,16 @@ static int retry(bo_hconn *c, const bo_hx_io *io, void *ctx, int64_t until, ssiz
     if (c->call.deadline_ns < io_until)
         io_until = c->call.deadline_ns;
     idem_add(c);
-    if (answered && whole_answer(c, io, ctx, n, &total)) {
+    bool whole = answered && (c->resp.keep_alive || io->redial_holds) &&
+                 whole_answer(c, io, ctx, n, &total);
+    if (whole && c->resp.keep_alive) {
         /* consumed whole: from here on the answer is gone either way */
         if (io->drop(c, ctx, total) && io->send(c, ctx, c->kept, c->kept_len, io_until) == 0)
             return 0;
     } else {
-        if (io->redial(c, ctx, io_until) != 0) {
-            bo_hx_drop(c); /* the admitted retry never ran; the answer stands untouched */
+        size_t answer = !answered ? 0 : whole ? total : BO_HX_NOT_WHOLE;
+        if (io->redial(c, ctx, io_until, answer) != 0) {
+            bo_hx_drop(c); /* the admitted retry never ran; the answer stands */
             return -1;
         }
         if (io->send(c, ctx, c->kept, c->kept_len, io_until) == 0)
@@ -429,7 +432,8 @@ static int retry(bo_hconn *c, const bo_hx_io *io, void *ctx, int64_t until, ssiz
     }
     /* The request did not go out again: once more on a new connection, else
      * the program meets that failure (the answer it replaces is gone). */
-    if (io->redial(c, ctx, io_until) == 0 && io->send(c, ctx, c->kept, c->kept_len, io_until) == 0)
+    if (io->redial(c, ctx, io_until, 0) == 0 &&
+        io->send(c, ctx, c->kept, c->kept_len, io_until) == 0)
         return 0;
     return 1;
 }
@@ -521,6 +525,7 @@ bo_hx_verdict bo_hx_judge(bo_hconn *c, const bo_hx_io *io, void *ctx, int nb, in
             /* the retry could not be sent and the last answer is gone */
             bo_outcome fail = {BO_VERDICT_FINAL, BO_SIGNAL_LOSS, false};
             (void)complete(c, fail, 0, BO_CURLE_SEND_ERROR, -1, NULL, &until);
+            c->held_len = c->held_off = 0; /* nothing of the replaced answer is left */
             bo_hc_off(c);
             *err = ECONNRESET;
             return BO_HX_ERR;

@@ -44,13 +44,21 @@ typedef struct bo_hx_io {
     /* Send buf whole on the connection by until_ns: 0, or -1 (errno). */
     int (*send)(bo_hconn *c, void *ctx, const char *buf, size_t n, int64_t until_ns);
     /* A new connection in place of the old one, on the program's fd, by
-     * until_ns: 0, or -1 with the old one untouched. */
-    int (*redial)(bo_hconn *c, void *ctx, int64_t until_ns);
+     * until_ns: 0, or -1 with the answer the program is to get untouched.
+     * answer: the length of the whole answer that came on the old one
+     * (looked at, not consumed), 0 when none came, BO_HX_NOT_WHOLE when its
+     * end is not among the bytes looked at (a transport that must hold the
+     * answer before the old connection goes, TLS, then refuses). */
+    int (*redial)(bo_hconn *c, void *ctx, int64_t until_ns, size_t answer);
     /* The program's receive timeout on the connection (0: none), in ns. */
     int64_t (*rcvtimeo)(bo_hconn *c, void *ctx);
     /* The program's send timeout (0: none), in ns. */
     int64_t (*sndtimeo)(bo_hconn *c, void *ctx);
+    /* redial needs the answer's length (it holds the answer first) */
+    bool redial_holds;
 } bo_hx_io;
+
+#define BO_HX_NOT_WHOLE ((size_t)-1)
 
 /*
  * Does buf start like a request line ("METHOD SP target")?  The cheap

@@ -124,11 +124,11 @@ void bo_hc_unlock(bo_hconn *c)
     __atomic_store_n(&c->busy, 0, __ATOMIC_RELEASE);
 }
 
+/* (Bytes held for the program stay: it still gets them, first.) */
 void bo_hc_off(bo_hconn *c)
 {
     bo_hx_drop(c);
     c->st = BO_HC_OFF;
-    c->held_len = c->held_off = 0;
 }
 
 void bo_hc_closed(int fd)
@@ -184,7 +184,6 @@ void bo_http_child_fork(void)
             c->in_call = c->admitted = false; /* the parent's: not ours to complete */
             c->dest = NULL;
             c->st = BO_HC_OFF;
-            c->held_len = c->held_off = 0;
         }
     }
 }

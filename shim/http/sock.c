@@ -44,6 +44,7 @@
 #include "core/core.h"
 #include "http/conn.h"
 #include "http/exchange.h"
+#include "http/sock.h"
 
 #ifndef IP_BIND_ADDRESS_NO_PORT
 #define IP_BIND_ADDRESS_NO_PORT 24
@@ -170,8 +171,7 @@ static bool plain_drop(bo_hconn *c, void *ctx, size_t n)
     return poll(&p, 1, 0) == 0; /* neither more bytes nor the peer's close */
 }
 
-/* Wait until fd is ready for `events`, no later than until_ns: 0, or -1 (ETIMEDOUT). */
-static int wait_fd(int fd, short events, int64_t until_ns)
+int bo_hs_wait_fd(int fd, short events, int64_t until_ns)
 {
     for (;;) {
         int64_t left = until_ns - bo_core_now_ns();
@@ -180,7 +180,8 @@ static int wait_fd(int fd, short events, int64_t until_ns)
             return -1;
         }
         struct pollfd p = {.fd = fd, .events = events};
-        int ms = left > 1000 * BO_NS_PER_MS ? 1000 : (int)((left + BO_NS_PER_MS - 1) / BO_NS_PER_MS);
+        int ms = left > 1000 * BO_NS_PER_MS ? 1000
+                                            : (int)((left + BO_NS_PER_MS - 1) / BO_NS_PER_MS);
         int r = poll(&p, 1, ms);
         if (r > 0)
             return 0;
@@ -200,7 +201,7 @@ static int plain_send(bo_hconn *c, void *ctx, const char *buf, size_t n, int64_t
         } else if (w < 0 && errno == EINTR) {
             continue;
         } else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            if (wait_fd(c->fd, POLLOUT, until_ns) != 0)
+            if (bo_hs_wait_fd(c->fd, POLLOUT, until_ns) != 0)
                 return -1;
         } else {
             return -1;
@@ -367,12 +368,11 @@ static int epoll_regs(int fd, ep_reg *regs, int max)
  * program's fd (see the heading).  The old socket, with whatever it still
  * holds, goes when the new one takes its number.
  */
-static int plain_redial(bo_hconn *c, void *ctx, int64_t until_ns)
+int bo_hs_redial(bo_hconn *c, int64_t until_ns)
 {
     int fd = c->fd, dom, type, proto, err = 0, fl, fdfl, nfd;
     socklen_t l = sizeof dom;
     ep_reg regs[EP_MAX];
-    (void)ctx;
 
     if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &l) != 0 ||
         (l = sizeof type, getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l)) != 0 ||
@@ -385,7 +385,7 @@ static int plain_redial(bo_hconn *c, void *ctx, int64_t until_ns)
     copy_opts(fd, nfd, dom);
     bind_like(fd, nfd);
     if (REAL(connect)(nfd, (struct sockaddr *)&c->peer, c->peer_len) != 0 &&
-        (errno != EINPROGRESS || wait_fd(nfd, POLLOUT, until_ns) != 0 ||
+        (errno != EINPROGRESS || bo_hs_wait_fd(nfd, POLLOUT, until_ns) != 0 ||
          (l = sizeof err, getsockopt(nfd, SOL_SOCKET, SO_ERROR, &err, &l)) != 0 || err != 0))
         goto fail;
     if (fcntl(nfd, F_SETFL, fl) != 0)
@@ -401,6 +401,13 @@ static int plain_redial(bo_hconn *c, void *ctx, int64_t until_ns)
 fail:
     REAL(close)(nfd);
     return -1;
+}
+
+static int plain_redial(bo_hconn *c, void *ctx, int64_t until_ns, size_t answer)
+{
+    (void)ctx;
+    (void)answer; /* the old socket keeps the answer: nothing to hold */
+    return bo_hs_redial(c, until_ns);
 }
 
 static const bo_hx_io k_plain = {
@@ -427,13 +434,7 @@ static bool from_libcurl(const void *ret)
     return strncmp(b, "libcurl", 7) == 0;
 }
 
-/*
- * The record of a socket on which the program writes a request line, when
- * it is one the room follows: a connected TCP socket (IPv4 or IPv6) that
- * accept() did not return and that libcurl does not write to.  Anything
- * else is marked, so that its next such write costs no system call.
- */
-static bo_hconn *adopt(int fd, const void *ret)
+bo_hconn *bo_hs_adopt(int fd, const void *ret)
 {
     const bo_config *cfg = bo_core_config();
     struct sockaddr_storage ss;
@@ -512,7 +513,7 @@ static ssize_t shim_write(bo_hconn *c, const wcall *w, const void *ret)
         return real_w(w);
     if (c == NULL || c->st == BO_HC_NONE) {
         if (first == NULL || !bo_hx_request_start(first, flen) ||
-            (c = adopt(w->fd, ret)) == NULL) {
+            (c = bo_hs_adopt(w->fd, ret)) == NULL) {
             errno = saved;
             return real_w(w);
         }
@@ -714,9 +715,9 @@ BO_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
 BO_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, __SOCKADDR_ARG from,
                            socklen_t *fromlen)
 {
-    READ_HOOK(REAL(recvfrom)(fd, buf, n, flags, from.__sockaddr__, fromlen), .kind = R_RECVFROM, .fd = fd,
-              .flags = flags, .buf = buf, .n = n, .from = from.__sockaddr__,
-              .fromlen = fromlen);
+    READ_HOOK(REAL(recvfrom)(fd, buf, n, flags, from.__sockaddr__, fromlen),
+              .kind = R_RECVFROM, .fd = fd, .flags = flags, .buf = buf, .n = n,
+              .from = from.__sockaddr__, .fromlen = fromlen);
 }
 
 BO_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)

@@ -1,95 +1,34 @@
 #!/bin/sh
-# The http room (shim/http/): programs that speak HTTP/1.x themselves, over
-# plain TCP sockets, get the libcurl programs' retries.  Each client (Python's
+# The http room (shim/http/): programs that speak HTTP/1.x themselves over
+# plain TCP sockets get the libcurl programs' retries.  Each client (Python's
 # requests Session and requests.get, urllib.request, http.client and its
 # POSTs, httpie, Ruby's net/http, Perl's LWP and HTTP::Tiny, PHP's
 # file_get_contents, wget) fetches /item/1..N from ratelimit-server and
-# counts the right bodies (item_body), plain and under the shim
-# (LD_PRELOAD; `backoff --` for one), each in its own session under a hard
-# timeout:
-#   - a token bucket with Retry-After (keep-alive), one without Retry-After,
-#     a server that closes every connection (--close), a concurrency cap
-#     with three processes at once: plain some answers are 429s, under the
-#     shim every body is right, the shim retried, no POST reached the
-#     server twice;
+# counts the right bodies (item_body), plain and under the shim (LD_PRELOAD;
+# `backoff --` for httpie), each in its own session under a hard timeout
+# (tests/integration/http_lib.sh):
+#   - a token bucket without Retry-After (every client), one with it (the
+#     waits are the server's), a server that closes every connection
+#     (--close), a concurrency cap with three processes at once: plain some
+#     answers are 429s, under the shim every body is right, the shim
+#     retried, no POST reached the server twice;
 #   - nothing throttled: the output and the server's log of requests are
 #     the same plain and under the shim, which followed every call (stats)
 #     and retried none;
+#   - pip download from a throttling PEP 503 index (plain: a 429 error);
 #   - BACKOFF_HTTP=0: the family passes everything through;
 #   - the program's limits: a read's SO_RCVTIMEO bounds the retry's wait, a
 #     signal whose handler lacks SA_RESTART ends it (the 429 is handed back
 #     at once), a non-blocking socket's read is never held but for the wait.
-# Each process keeps its own state (BACKOFF_SHARE=process), so that one
-# client's pacing does not hide another's throttles.
+# test_http_tls.sh does the same over https.
 . "$(dirname "$0")/lib.sh"
 
-BUILD_ABS=$(cd "$BUILD" && pwd)
-LIB="$BUILD_ABS/libbackoff.so"
-WRAP="$BUILD_ABS/backoff"
-PROGS="$TOP/tests/programs"
-PY=/usr/bin/python3
-N=8
-for c in ruby perl php wget http; do
-    command -v $c >/dev/null || fail "$c is not installed (make deps installs the test's clients)"
-done
-$PY -c 'import requests' 2>/dev/null || fail "python3-requests is not installed (make deps)"
+. "$(dirname "$0")/http_lib.sh"
 
-# client NAME BASE N TAG: the command line of client NAME.
-client() {
-    case $1 in
-    session | get | urllib | client | post) echo "$PY $PROGS/http_py.py $1 $2 $3 $4" ;;
-    ruby) echo "ruby $PROGS/http_rb.rb $2 $3" ;;
-    lwp | tiny) echo "perl $PROGS/http_pl.pl $1 $2 $3" ;;
-    php) echo "php $PROGS/http_php.php $2 $3" ;;
-    wget) echo "sh $PROGS/http_wget.sh $2 $3" ;;
-    httpie) echo "sh $PROGS/http_httpie.sh $2 $3" ;;
-    esac
-}
+# ---- a token bucket, keep-alive; with Retry-After; closing; a cap --------------
 
-# run OUT PRELOAD CMD...: CMD (bounded, its own session), stdout and stderr in
-# OUT; PRELOAD: plain, shim (LD_PRELOAD), wrapper (backoff --) or off
-# (LD_PRELOAD with BACKOFF_HTTP=0).  Stats in OUT.stats.
-run() {
-    _out=$1 _rh=$2
-    shift 2
-    case $_rh in
-    plain) setsid timeout -k 2 40 "$@" >"$_out" 2>&1 || fail "$*: exit $?: $(tail -3 "$_out")" ;;
-    shim | off)
-        _h=1
-        [ "$_rh" = off ] && _h=0
-        setsid timeout -k 2 60 env LD_PRELOAD="$LIB" BACKOFF_HTTP=$_h BACKOFF_SHARE=process \
-            BACKOFF_STATS="$_out.stats" "$@" >"$_out" 2>&1 || fail "$* under the shim: exit $?: $(tail -3 "$_out")" ;;
-    wrapper)
-        setsid timeout -k 2 60 env BACKOFF_SHARE=process "$WRAP" --stats "$_out.stats" -- "$@" \
-            >"$_out" 2>&1 || fail "backoff -- $*: exit $?: $(tail -3 "$_out")" ;;
-    esac
-}
-bad_of() { sed -n 's/^done [0-9]* bad \([0-9]*\)$/\1/p' "$1" | tail -n 1; }
-
-# throttled NAME BASE N PAUSE [HOW]: NAME plain, then under the shim (HOW,
-# default shim), PAUSE seconds apart (the bucket fills again): plain some
-# bodies are wrong (else the case proves nothing), under the shim none, and
-# the shim retried.
-throttled() {
-    _n=$1 _b=$2 _k=$3 _p=$4 _how=${5:-shim}
-    # shellcheck disable=SC2046
-    run "$TMP/$_n.plain" plain $(client "$_n" "$_b" "$_k" "$_n-plain")
-    sleep "$_p"
-    # shellcheck disable=SC2046
-    run "$TMP/$_n.shim" "$_how" $(client "$_n" "$_b" "$_k" "$_n-shim")
-    sleep "$_p"
-    _bp=$(bad_of "$TMP/$_n.plain") _bs=$(bad_of "$TMP/$_n.shim")
-    _r=$(stats_sum "$TMP/$_n.shim.stats" retries)
-    note "$_n ($_b): plain $((_k - ${_bp:-$_k}))/$_k right, under the shim $((_k - ${_bs:-$_k}))/$_k, $_r retries"
-    [ -n "$_bp" ] && [ "$_bp" -gt 0 ] ||
-        fail "$_n: plain got every body ($(cat "$TMP/$_n.plain")): nothing was throttled"
-    [ "$_bs" = 0 ] || fail "$_n under the shim: $(tail -3 "$TMP/$_n.shim")"
-    [ "$_r" -gt 0 ] || fail "$_n: the shim retried nothing"
-}
-
-# ---- a token bucket with Retry-After, keep-alive ------------------------------
-
-start_server bucket --rate 10 --burst 3
+SEC=bucket
+start_server bucket --rate 10 --burst 3 --bucket-hints none
 B="http://127.0.0.1:$PORT"
 for c in session get urllib client post ruby lwp tiny php wget; do
     throttled $c "$B" $N 0.4
@@ -98,18 +37,27 @@ stop_server
 [ "$(summary_field "$TMP/bucket.out" duplicate_posts)" = 0 ] || fail "a POST reached the server twice"
 [ "$(summary_field "$TMP/bucket.out" posts)" -ge $N ] || fail "the POSTs did not reach the server"
 
+# Retry-After: 1 on every 429: each retry waited for it
+SEC=hints
+start_server hints --rate 10 --burst 3
+for c in client php wget; do
+    throttled $c "http://127.0.0.1:$PORT" $N 0.4
+    r=$(stats_sum "$TMP/hints.$c.shim.stats" retries) w=$(stats_sum "$TMP/hints.$c.shim.stats" wait_ms)
+    [ "$w" -ge $((r * 900)) ] || fail "$c: $r retries waited $w ms in all: Retry-After: 1 not kept"
+done
+stop_server
+
 # httpie starts a process per request (0.4 s each): a slower bucket, and the
 # wrapper instead of LD_PRELOAD.
-start_server httpie --rate 1 --burst 2
+SEC=httpie
+start_server httpie --rate 1 --burst 2 --bucket-hints none
 throttled httpie "http://127.0.0.1:$PORT" 4 2.1 wrapper
 stop_server
 
-# ---- no Retry-After; a server that closes every connection; a cap -------------
-
-start_server nohint --rate 10 --burst 3 --bucket-hints none
-for c in client tiny; do throttled $c "http://127.0.0.1:$PORT" $N 0.4; done
-stop_server
-start_server close --rate 10 --burst 3 --close
+# a server that ends every connection after its answer: each retry is a new
+# socket in place of the program's
+SEC=close
+start_server close --rate 10 --burst 3 --bucket-hints none --close
 for c in client ruby; do throttled $c "http://127.0.0.1:$PORT" $N 0.4; done
 stop_server
 
@@ -134,6 +82,27 @@ note "cap of one slot, 3 processes x 4 GETs: plain $((12 - bp))/12 right, under 
 [ $bp -gt 0 ] || fail "the cap rejected nothing plain"
 [ $bs = 0 ] || fail "the cap under the shim: $bs wrong"
 stop_server
+
+# ---- pip download from a throttling index (a bucket of one, no Retry-After) ----
+
+$PY "$PROGS/http_pip_index.py" "$TMP/index"
+start_server pip --serve-dir "$TMP/index" --rate 1 --burst 1 --bucket-hints none
+PIP="$PY -m pip download tinypkg --index-url http://127.0.0.1:$PORT/simple/ --trusted-host 127.0.0.1
+     --no-deps --no-cache-dir --disable-pip-version-check --progress-bar off"
+rc=0
+# shellcheck disable=SC2086
+setsid timeout -k 2 60 $PIP -d "$TMP/pip.plain" >"$TMP/pip.plain.log" 2>&1 || rc=$?
+[ $rc != 0 ] && grep -q "HTTP error 429" "$TMP/pip.plain.log" ||
+    fail "pip download plain: exit $rc without a 429: $(tail -3 "$TMP/pip.plain.log")"
+sleep 1.1
+# shellcheck disable=SC2086
+run "$TMP/pip.shim.log" shim $PIP -d "$TMP/pip.shim"
+cmp -s "$TMP/pip.shim/tinypkg-1.0-py3-none-any.whl" \
+    "$TMP/index/simple/tinypkg/tinypkg-1.0-py3-none-any.whl" ||
+    fail "pip download under the shim: $(tail -3 "$TMP/pip.shim.log")"
+stop_server
+note "pip download: plain fails on a 429, under the shim the wheel came whole" \
+    "($(stats_sum "$TMP/pip.shim.log.stats" retries) retries)"
 
 # ---- nothing throttled: the same bytes, the same requests ---------------------
 

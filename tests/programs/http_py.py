@@ -8,7 +8,8 @@
 # (requests.get, a connection per call), urllib (urllib.request), client
 # (http.client, one keep-alive connection), post (http.client POSTs with an
 # X-Request-Id), asyncio (asyncio.open_connection, https with memory BIOs;
-# each answer's status printed).  https: SSL_CERT_FILE names the test
+# each answer's status printed), once (one GET of /item/1 with Connection:
+# close, its status and body printed).  https: SSL_CERT_FILE names the test
 # certificate.
 import asyncio
 import os
@@ -80,6 +81,19 @@ elif mode in ("client", "post"):
             print("error", e, file=sys.stderr)
             bad += 1
             c.close()
+elif mode == "once":
+    import http.client
+
+    u = urllib.parse.urlsplit(base)
+    if u.scheme == "https":
+        c = http.client.HTTPSConnection(u.hostname, u.port, timeout=30,
+                                        context=ssl.create_default_context(cafile=cafile))
+    else:
+        c = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+    c.request("GET", "/item/1", headers={"Connection": "close"})
+    r = c.getresponse()
+    print("status %d body %s" % (r.status, r.read().decode()))
+    sys.exit(0)
 elif mode == "asyncio":
     async def main():
         u = urllib.parse.urlsplit(base)
