@@ -65,9 +65,16 @@ typedef struct bo_hconn {
     bo_call call;
     uint64_t id, lkey;          /* trace call number; the logical request (0: not made) */
     unsigned inflight;
+    size_t fed_ahead;           /* bytes of the request read before they were written
+                                   (bo_hx_begin reads the head first) */
+    size_t resp_skip;           /* PASS: bytes of the answer's head, read at the judging,
+                                   that the program has still to read */
+    bo_block *dest_cache;       /* the destination of the connection's last request
+                                   (a reference), for the next one to the same Host */
+    uint64_t dest_hash;
     bool idem_added;            /* the shim's Idempotency-Key is in kept */
     char idem[BO_IDEM_VALUE_SIZE];
-    /* the peer the request went to (read at each request's start) */
+    /* the peer (read at the adoption, and again before a new connection) */
     struct sockaddr_storage peer;
     socklen_t peer_len;
     /* TLS (ssl.c): the program's SSL object and its copy's slot */

@@ -217,11 +217,42 @@ static int keep_append(bo_hconn *c, const char *buf, size_t n)
     return 0;
 }
 
+/*
+ * The destination of request s: the connection's last one when it went to
+ * the same Host (a reference kept in the record: no key made, no lookup),
+ * else its block from the table (a new reference), remembered.  NULL when
+ * the request is not one to manage.
+ */
+static bo_block *destination(bo_hconn *c, const bo_config *cfg, const bo_http_msg *s)
+{
+    char key[BO_DEST_KEY_LEN];
+    uint64_t h = BO_KEY_INIT ^ (uint64_t)c->https;
+
+    if (s->has_host && !s->host_long) {
+        for (size_t i = 0; i < s->host_len; i++)
+            h = (h ^ (unsigned char)s->host[i]) * 0x100000001b3ULL;
+        if (c->dest_cache != NULL && c->dest_hash == h)
+            return bo_block_ref(c->dest_cache);
+        if (host_key(cfg, s, c->https, key, sizeof key) != 0)
+            return NULL;
+    } else if (peer_key(cfg, c->fd, c->https, key, sizeof key) != 0) {
+        return NULL;
+    } else {
+        h = 0; /* never the cache's */
+    }
+    bo_block *b = bo_block_get(key);
+    if (b != NULL && h != 0) {
+        bo_block_put(c->dest_cache);
+        c->dest_cache = bo_block_ref(b);
+        c->dest_hash = h;
+    }
+    return b;
+}
+
 int bo_hx_begin(bo_hconn *c, const bo_hx_io *io, void *ctx, const char *buf, size_t len)
 {
     const bo_config *cfg = bo_core_config();
-    bo_http_msg *s = &c->resp; /* a scratch: no answer is read while IDLE */
-    char key[BO_DEST_KEY_LEN];
+    bo_http_msg *s = &c->req;
     size_t used;
     int64_t now, until;
 
@@ -229,21 +260,17 @@ int bo_hx_begin(bo_hconn *c, const bo_hx_io *io, void *ctx, const char *buf, siz
         goto off;
     if (c->peek == NULL && (c->peek = malloc(BO_HC_PEEK_MAX)) == NULL)
         goto off;
-    c->peer_len = sizeof c->peer; /* where a new connection would go, read anew each time */
-    if (getpeername(c->fd, (struct sockaddr *)&c->peer, &c->peer_len) != 0)
-        goto off;
+    /* The head is read here, before it is written: bo_hx_sent goes on after it. */
     bo_http_msg_request(s);
     if (bo_http_feed_head(s, buf, len, &used) != BO_HTTP_DONE || s->keep != BO_HTTP_KEEP_OK)
         goto off; /* its head not in this write, not HTTP/1.x, a tunnel or an Expect */
-    if (s->has_host && !s->host_long ? host_key(cfg, s, c->https, key, sizeof key) != 0
-                                     : peer_key(cfg, c->fd, c->https, key, sizeof key) != 0)
-        goto off;
-    bo_block *b = bo_block_get(key);
+    c->fed_ahead = used;
+    bo_block *b = destination(c, cfg, s);
     if (b == NULL)
         goto off;
     now = bo_core_now_ns();
     bo_call_begin(&c->call, now);
-    c->lkey = bo_lineage_pending() ? lineage_key(s, key) : 0;
+    c->lkey = bo_lineage_pending() ? lineage_key(s, b->key) : 0;
     (void)bo_lineage_call_begin(c->lkey, &c->call, NULL);
     c->dest = b;
     c->in_call = true;
@@ -273,7 +300,6 @@ int bo_hx_begin(bo_hconn *c, const bo_hx_io *io, void *ctx, const char *buf, siz
         goto off; /* no slot in time: this request goes as the program sent it */
     }
     c->admitted = true;
-    bo_http_msg_request(&c->req);
     c->kept_len = 0;
     c->kept_ok = true;
     c->st = BO_HC_REQ;
@@ -285,11 +311,14 @@ off:
 
 void bo_hx_sent(bo_hconn *c, const char *buf, size_t n)
 {
-    size_t used = 0;
+    size_t used = 0, ahead = n < c->fed_ahead ? n : c->fed_ahead;
 
     if (c->st != BO_HC_REQ || n == 0)
         return;
-    bo_http_rc rc = bo_http_feed(&c->req, buf, n, &used);
+    /* the head's bytes were read already (bo_hx_begin): the rest is read now */
+    c->fed_ahead -= ahead;
+    bo_http_rc rc = bo_http_feed(&c->req, buf + ahead, n - ahead, &used);
+    used += ahead;
     bo_http_keep k = c->req.keep;
     if (rc == BO_HTTP_NOT_HTTP || rc == BO_HTTP_TOO_LARGE ||
         (k != BO_HTTP_KEEP_OK && k != BO_HTTP_KEEP_BODY_CAP)) {
@@ -340,10 +369,17 @@ static void rl_line(void *ctx, const char *line, size_t len)
     (void)bo_rl_header_line(ctx, line, len);
 }
 
-/* The answer stands: the program reads it, the hooks follow it to its end. */
+/* The answer stands: the program reads it, the hooks follow it to its end
+ * (from the head read at the judging when it was whole: its bytes are
+ * skipped, the body read; else from the answer's first byte). */
 static bo_hx_verdict pass(bo_hconn *c)
 {
-    bo_http_msg_response(&c->resp, c->req.method);
+    if (c->resp.head_done && c->resp.rc != BO_HTTP_NOT_HTTP && c->resp.rc != BO_HTTP_TOO_LARGE) {
+        c->resp_skip = c->resp.head_len;
+    } else {
+        bo_http_msg_response(&c->resp, c->req.method);
+        c->resp_skip = 0;
+    }
     c->st = BO_HC_PASS;
     return BO_HX_PASS;
 }
@@ -450,7 +486,7 @@ static int await_answer(bo_hconn *c, const bo_hx_io *io, void *ctx)
     return io->more(c, ctx, 0, until) == 0 ? EAGAIN : 0;
 }
 
-bo_hx_verdict bo_hx_judge(bo_hconn *c, const bo_hx_io *io, void *ctx, int nb, int *err)
+bo_hx_verdict bo_hx_judge(bo_hconn *c, const bo_hx_io *io, void *ctx, bool nb, int *err)
 {
     bo_rl_headers rl;
     int64_t until;
@@ -459,11 +495,11 @@ bo_hx_verdict bo_hx_judge(bo_hconn *c, const bo_hx_io *io, void *ctx, int nb, in
     if (!c->in_call || !c->admitted)
         return off(c);
     for (;;) {
-        if (retried && !(nb & BO_HX_NB_SOCKET) && await_answer(c, io, ctx) != 0) {
+        if (retried && !io->nonblocking(c, ctx) && await_answer(c, io, ctx) != 0) {
             *err = EAGAIN; /* as the read's own timeout would end it */
             return BO_HX_ERR;
         }
-        ssize_t n = io->look(c, ctx, nb != 0 || retried);
+        ssize_t n = io->look(c, ctx, nb || retried);
         int status = 0, code = BO_CURLE_OK, e = errno;
         bool answered = n > 0;
 
@@ -542,15 +578,24 @@ bo_hx_verdict bo_hx_judge(bo_hconn *c, const bo_hx_io *io, void *ctx, int nb, in
 
 void bo_hx_consumed(bo_hconn *c, const char *buf, size_t n)
 {
-    size_t used = 0;
+    size_t used = 0, skip = 0;
     bo_http_rc rc;
 
     if (c->st != BO_HC_PASS)
         return;
-    rc = n == 0 ? bo_http_eof(&c->resp) : bo_http_feed(&c->resp, buf, n, &used);
+    if (n == 0) {
+        rc = bo_http_eof(&c->resp); /* the peer closed */
+    } else {
+        /* the head's bytes read at the judging, then the body */
+        skip = n < c->resp_skip ? n : c->resp_skip;
+        c->resp_skip -= skip;
+        if (c->resp_skip > 0)
+            return;
+        rc = bo_http_feed(&c->resp, buf + skip, n - skip, &used);
+    }
     if (rc == BO_HTTP_NEED_MORE)
         return;
-    if (rc != BO_HTTP_DONE || used < n || c->resp.framing == BO_HTTP_FRAMING_TUNNEL)
+    if (rc != BO_HTTP_DONE || skip + used < n || c->resp.framing == BO_HTTP_FRAMING_TUNNEL)
         bo_hc_off(c); /* not HTTP after all, more than one answer, or a tunnel */
     else
         c->st = BO_HC_IDLE;

@@ -31,9 +31,12 @@
 typedef struct bo_hx_io {
     /* The response's bytes so far into c->peek (from its first byte, at most
      * BO_HC_PEEK_MAX), none consumed from the program's view.  Waits for a
-     * first byte unless nb.  >0: how many; 0: the peer closed before any;
-     * -1: errno (EAGAIN with nb and nothing yet). */
+     * first byte as the program's read would: not when nb, nor on a
+     * non-blocking socket.  >0: how many; 0: the peer closed before any;
+     * -1: errno (EAGAIN: nothing yet). */
     ssize_t (*look)(bo_hconn *c, void *ctx, bool nb);
+    /* Is the connection's socket non-blocking (O_NONBLOCK) now? */
+    bool (*nonblocking)(bo_hconn *c, void *ctx);
     /* Wait until more than `have` bytes can be looked at: 1; 0 when until_ns
      * came first; -1 when no more will come (closed, an error). */
     int (*more)(bo_hconn *c, void *ctx, size_t have, int64_t until_ns);
@@ -94,24 +97,20 @@ typedef enum bo_hx_verdict {
     BO_HX_OFF       /* read as the program asked; the connection is left alone */
 } bo_hx_verdict;
 
-/* How the program's read would wait: not at all because the socket is
- * non-blocking (O_NONBLOCK), or because the call says so (MSG_DONTWAIT). */
-enum { BO_HX_NB_SOCKET = 1, BO_HX_NB_CALL = 2 };
-
 /*
- * The program's first read after the whole request (SENT); nb: the
- * BO_HX_NB_* bits of its call.  Judges the response, retrying throttles.
- * A retry's wait and admission block the read, even a non-blocking one
- * (the answer it met was there: the read would not have waited); then the
- * read returns EAGAIN (BO_HX_ERR) until the retry's answer comes on a
- * non-blocking socket (the program polls, as it does for any read), and
- * waits for that answer on a blocking one, as long as the socket's
- * SO_RCVTIMEO, else BO_HX_ANSWER_NS (then EAGAIN).  A blocking socket read
- * with MSG_DONTWAIT after the program's own poll (PHP) is such a read: an
- * EAGAIN there would read as the end of the answer.
+ * The program's first read after the whole request (SENT); nb: its call
+ * says not to wait (MSG_DONTWAIT).  Judges the response, retrying
+ * throttles.  A retry's wait and admission block the read, even a
+ * non-blocking one (the answer it met was there: the read would not have
+ * waited); then the read returns EAGAIN (BO_HX_ERR) until the retry's
+ * answer comes on a non-blocking socket (the program polls, as it does for
+ * any read), and waits for that answer on a blocking one, as long as the
+ * socket's SO_RCVTIMEO, else BO_HX_ANSWER_NS (then EAGAIN).  A blocking
+ * socket read with MSG_DONTWAIT after the program's own poll (PHP) is such
+ * a read: an EAGAIN there would read as the end of the answer.
  */
 #define BO_HX_ANSWER_NS (60 * 1000000000LL)
-bo_hx_verdict bo_hx_judge(bo_hconn *c, const bo_hx_io *io, void *ctx, int nb, int *err);
+bo_hx_verdict bo_hx_judge(bo_hconn *c, const bo_hx_io *io, void *ctx, bool nb, int *err);
 
 /* The program consumed n bytes of the response that stands (PASS; n 0:
  * the peer closed). */

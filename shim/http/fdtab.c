@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "call/call.h"
+#include "dest/dest.h"
 #include "http/exchange.h"
 #include "http/http.h"
 
@@ -106,6 +107,8 @@ bool bo_hc_lock(bo_hconn *c)
 static void reset(bo_hconn *c)
 {
     bo_hx_drop(c);
+    bo_block_put(c->dest_cache);
+    c->dest_cache = NULL;
     c->st = BO_HC_NONE;
     c->tls = c->https = false;
     c->kept_len = 0;
@@ -182,7 +185,7 @@ void bo_http_child_fork(void)
         c->busy = c->stale = 0;
         if (busy || c->in_call || c->st == BO_HC_REQ || c->st == BO_HC_SENT) {
             c->in_call = c->admitted = false; /* the parent's: not ours to complete */
-            c->dest = NULL;
+            c->dest = c->dest_cache = NULL;
             c->st = BO_HC_OFF;
         }
     }

@@ -126,10 +126,21 @@ static void resolve(void)
 
 /* ---- a plain socket's moves ---------------------------------------------------- */
 
+static bool plain_nonblocking(bo_hconn *c, void *ctx)
+{
+    int fl = fcntl(c->fd, F_GETFL);
+    (void)ctx;
+    return fl >= 0 && (fl & O_NONBLOCK);
+}
+
+/* Without a wait first: when the answer is there (the program read after
+ * its poll said so) the socket's mode does not matter and is not asked. */
 static ssize_t plain_look(bo_hconn *c, void *ctx, bool nb)
 {
-    (void)ctx;
-    return REAL(recv)(c->fd, c->peek, BO_HC_PEEK_MAX, MSG_PEEK | (nb ? MSG_DONTWAIT : 0));
+    ssize_t n = REAL(recv)(c->fd, c->peek, BO_HC_PEEK_MAX, MSG_PEEK | MSG_DONTWAIT);
+    if (n >= 0 || nb || (errno != EAGAIN && errno != EWOULDBLOCK) || plain_nonblocking(c, ctx))
+        return n;
+    return REAL(recv)(c->fd, c->peek, BO_HC_PEEK_MAX, MSG_PEEK);
 }
 
 static int plain_more(bo_hconn *c, void *ctx, size_t have, int64_t until_ns)
@@ -374,6 +385,14 @@ int bo_hs_redial(bo_hconn *c, int64_t until_ns)
     socklen_t l = sizeof dom;
     ep_reg regs[EP_MAX];
 
+    /* The peer as the socket knows it now (a socket reset knows none: the
+     * one of the adoption, then) */
+    struct sockaddr_storage now;
+    socklen_t nl = sizeof now;
+    if (getpeername(fd, (struct sockaddr *)&now, &nl) == 0 && nl <= sizeof c->peer) {
+        memcpy(&c->peer, &now, nl);
+        c->peer_len = nl;
+    }
     if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &l) != 0 ||
         (l = sizeof type, getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l)) != 0 ||
         (l = sizeof proto, getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &l)) != 0 ||
@@ -412,6 +431,7 @@ static int plain_redial(bo_hconn *c, void *ctx, int64_t until_ns, size_t answer)
 
 static const bo_hx_io k_plain = {
     .look = plain_look,
+    .nonblocking = plain_nonblocking,
     .more = plain_more,
     .drop = plain_drop,
     .send = plain_send,
@@ -454,6 +474,10 @@ bo_hconn *bo_hs_adopt(int fd, const void *ret)
     }
     if ((c = bo_hc_make(fd)) == NULL)
         return NULL;
+    if (c->st == BO_HC_NONE) { /* where a new connection for a retry goes */
+        memcpy(&c->peer, &ss, l);
+        c->peer_len = l;
+    }
     return c;
 }
 
@@ -609,11 +633,7 @@ static ssize_t shim_read(bo_hconn *c, const rcall *r)
     if (c->st == BO_HC_REQ)
         bo_hc_off(c);
     if (c->st == BO_HC_SENT) {
-        int fl = fcntl(c->fd, F_GETFL);
-        int nb = (fl >= 0 && (fl & O_NONBLOCK) ? BO_HX_NB_SOCKET : 0) |
-                 (r->kind != R_READ && r->kind != R_READ_CHK && (r->flags & MSG_DONTWAIT)
-                      ? BO_HX_NB_CALL
-                      : 0);
+        bool nb = r->kind != R_READ && r->kind != R_READ_CHK && (r->flags & MSG_DONTWAIT);
         /* (a read of nothing judges nothing) */
         if (r->n > 0 && bo_hx_judge(c, &k_plain, NULL, nb, &err) == BO_HX_ERR) {
             bo_core_busy = 0;

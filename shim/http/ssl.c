@@ -215,9 +215,10 @@ static bool ready(bo_hconn *c, const ssl_real *R)
     return R->has_pending(c->ssl) || poll(&p, 1, 0) > 0;
 }
 
-static bool nonblocking(const bo_hconn *c)
+static bool tls_nonblocking(bo_hconn *c, void *ctx)
 {
     int fl = fcntl(c->fd, F_GETFL);
+    (void)ctx;
     return fl >= 0 && (fl & O_NONBLOCK);
 }
 
@@ -231,7 +232,7 @@ static ssize_t tls_look(bo_hconn *c, void *ctx, bool nb)
     memcpy(c->peek, c->held + c->held_off, h);
     /* A peek on a non-blocking socket never waits, and leaves the object's
      * state as the program's own read would (SSL_get_error: WANT_READ). */
-    if (h == BO_HC_PEEK_MAX || ((h > 0 || (nb && !nonblocking(c))) && !ready(c, R)))
+    if (h == BO_HC_PEEK_MAX || ((h > 0 || (nb && !tls_nonblocking(c, NULL))) && !ready(c, R)))
         goto out;
     int r = R->peek_ex(c->ssl, c->peek + h, BO_HC_PEEK_MAX - h, &got);
     if (r == 1)
@@ -408,6 +409,7 @@ static int64_t tls_sndtimeo(bo_hconn *c, void *ctx)
 
 static const bo_hx_io k_tls = {
     .look = tls_look,
+    .nonblocking = tls_nonblocking,
     .more = tls_more,
     .drop = tls_drop,
     .send = tls_send,
@@ -588,9 +590,9 @@ static int shim_read(const ssl_real *R, const rcall *r)
     if (c->st == BO_HC_REQ)
         bo_hc_off(c);
     if (c->st == BO_HC_SENT && r->n > 0) {
-        int fl = fcntl(fd, F_GETFL);
-        int nb = fl >= 0 && (fl & O_NONBLOCK) ? BO_HX_NB_SOCKET : 0;
-        if (bo_hx_judge(c, &k_tls, (void *)R, nb, &err) == BO_HX_ERR) {
+        /* (SSL_peek_ex waits as the program's SSL_read would: not on a
+         * non-blocking socket) */
+        if (bo_hx_judge(c, &k_tls, (void *)R, false, &err) == BO_HX_ERR) {
             bo_core_busy = 0;
             bo_hc_unlock(c);
             errno = err;
