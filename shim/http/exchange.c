@@ -262,7 +262,8 @@ int bo_hx_begin(bo_hconn *c, const bo_hx_io *io, void *ctx, const char *buf, siz
         goto off;
     /* The head is read here, before it is written: bo_hx_sent goes on after it. */
     bo_http_msg_request(s);
-    if (bo_http_feed_head(s, buf, len, &used) != BO_HTTP_DONE || s->keep != BO_HTTP_KEEP_OK)
+    if (bo_http_feed_head(s, buf, len, &used) != BO_HTTP_DONE ||
+        (s->keep != BO_HTTP_KEEP_OK && s->keep != BO_HTTP_KEEP_BODY_CAP))
         goto off; /* its head not in this write, not HTTP/1.x, a tunnel or an Expect */
     c->fed_ahead = used;
     bo_block *b = destination(c, cfg, s);
@@ -301,7 +302,7 @@ int bo_hx_begin(bo_hconn *c, const bo_hx_io *io, void *ctx, const char *buf, siz
     }
     c->admitted = true;
     c->kept_len = 0;
-    c->kept_ok = true;
+    c->kept_ok = s->keep == BO_HTTP_KEEP_OK; /* a body over the cap is sent once, never again */
     c->st = BO_HC_REQ;
     return 0;
 off:

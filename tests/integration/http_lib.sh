@@ -18,7 +18,8 @@ $PY -c 'import requests' 2>/dev/null || fail "python3-requests is not installed 
 # client NAME BASE N TAG: the command line of client NAME.
 client() {
     case $1 in
-    session | get | urllib | client | post | once | asyncio) echo "$PY $PROGS/http_py.py $1 $2 $3 $4" ;;
+    session | get | urllib | client | post | once | asyncio | bigpost)
+        echo "$PY $PROGS/http_py.py $1 $2 $3 $4" ;;
     ruby) echo "ruby $PROGS/http_rb.rb $2 $3" ;;
     lwp | tiny) echo "perl $PROGS/http_pl.pl $1 $2 $3" ;;
     php) echo "php $PROGS/http_php.php $2 $3" ;;

@@ -19,7 +19,8 @@
 #   - BACKOFF_HTTP=0: the family passes everything through;
 #   - the program's limits: a read's SO_RCVTIMEO bounds the retry's wait, a
 #     signal whose handler lacks SA_RESTART ends it (the 429 is handed back
-#     at once), a non-blocking socket's read is never held but for the wait.
+#     at once), a non-blocking socket's read is never held but for the wait;
+#     a POST over the 64 KiB kept is sent once.
 # test_http_tls.sh does the same over https.
 . "$(dirname "$0")/lib.sh"
 
@@ -152,5 +153,12 @@ for t in rcvtimeo signal nonblocking; do
         fail "limits $t: $(cat "$TMP/limits.$t")"
     note "limits $t: $(cat "$TMP/limits.$t")"
 done
+# a POST over the 64 KiB a request is kept to is sent once, its 429 handed back
+# shellcheck disable=SC2046
+run "$TMP/bigpost" shim $(client bigpost "$B" 1 big)
+grep -qx 'status 429 body rejected' "$TMP/bigpost" || fail "a 100 kB POST: $(cat "$TMP/bigpost")"
+[ "$(stats_sum "$TMP/bigpost.stats" attempts)" = 1 ] && [ "$(stats_sum "$TMP/bigpost.stats" calls)" = 1 ] ||
+    fail "a 100 kB POST was sent $(stats_sum "$TMP/bigpost.stats" attempts) times"
 stop_server
+note "a POST of 100 kB (over the 64 KiB kept): followed, sent once, its 429 handed back"
 echo "ok"

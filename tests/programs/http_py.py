@@ -9,7 +9,8 @@
 # (http.client, one keep-alive connection), post (http.client POSTs with an
 # X-Request-Id), asyncio (asyncio.open_connection, https with memory BIOs;
 # each answer's status printed), once (one GET of /item/1 with Connection:
-# close, its status and body printed).  https: SSL_CERT_FILE names the test
+# close, its status and body printed), bigpost (one POST of 100,000 bytes,
+# over the 64 KiB the shim keeps: its status and body printed).  https: SSL_CERT_FILE names the test
 # certificate.
 import asyncio
 import os
@@ -81,6 +82,15 @@ elif mode in ("client", "post"):
             print("error", e, file=sys.stderr)
             bad += 1
             c.close()
+elif mode == "bigpost":
+    import http.client
+
+    u = urllib.parse.urlsplit(base)
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+    c.request("POST", "/item/1", body=b"x" * 100000, headers={"X-Request-Id": tag})
+    r = c.getresponse()
+    print("status %d body %s" % (r.status, r.read().decode().strip()))
+    sys.exit(0)
 elif mode == "once":
     import http.client
 
