@@ -148,9 +148,7 @@ _Static_assert(F_NFNS <= BO_LIB_MAX_FNS, "the registry holds every function of a
  * have bound it: the global scope's libssl when it has one (PHP links it,
  * libcurl's OpenSSL flavour brings it), else the one the caller's own
  * object reaches (Python's _ssl and Perl's SSLeay.so load it RTLD_LOCAL).
- * Without a global copy each thread remembers its last callers (a
- * direct-mapped table by return address: a TLS user calls from a handful
- * of places).
+ * Without a global copy each call site is resolved once (g_callers).
  */
 static const ssl_real *g_global;
 static int g_global_known;
@@ -162,15 +160,29 @@ static void resolve_global(void)
         g_global = &g_reals[s];
 }
 
-#define CALLER_CACHE 64
-static BO_TLS struct {
+/*
+ * The callers resolved without a global copy, by return address: a table
+ * shared by the threads (not thread-local: the library's static TLS stays
+ * small), filled once per call site and never changed.  An entry is
+ * claimed with one compare-and-swap, then its copy written, then its
+ * address published (release); readers need no lock, and nothing of it is
+ * held across fork().  A full neighbourhood means the slow way each time.
+ */
+#define CALLER_TABLE 256
+#define CALLER_PROBE 8
+static struct {
+    int claimed;
     const void *ret;
     const ssl_real *real;
-} tl_callers[CALLER_CACHE];
+} g_callers[CALLER_TABLE];
+
+static size_t caller_hash(const void *ret)
+{
+    return (size_t)(((uintptr_t)ret * 0x9E3779B97F4A7C15ULL) >> 56) % CALLER_TABLE;
+}
 
 static const ssl_real *caller_real_find(const void *ret)
 {
-    size_t i = ((uintptr_t)ret >> 2) % CALLER_CACHE;
     int saved = errno;
     bo_core_once(&g_global_known, resolve_global);
     if (g_global != NULL) {
@@ -182,19 +194,30 @@ static const ssl_real *caller_real_find(const void *ret)
     if (s < 0 || !__atomic_load_n(&g_reals[s].bound, __ATOMIC_ACQUIRE))
         bo_core_die("backoff: cannot find the program's libssl for an SSL_* call; cannot "
                     "continue");
-    tl_callers[i].ret = ret;
-    tl_callers[i].real = &g_reals[s];
+    for (size_t k = 0, i = caller_hash(ret); k < CALLER_PROBE; k++, i = (i + 1) % CALLER_TABLE) {
+        if (__atomic_load_n(&g_callers[i].ret, __ATOMIC_ACQUIRE) == ret)
+            break;
+        if (!__atomic_exchange_n(&g_callers[i].claimed, 1, __ATOMIC_ACQ_REL)) {
+            g_callers[i].real = &g_reals[s];
+            __atomic_store_n(&g_callers[i].ret, ret, __ATOMIC_RELEASE);
+            break;
+        }
+    }
     return &g_reals[s];
 }
 
 static inline const ssl_real *caller_real(const void *ret)
 {
-    size_t i = ((uintptr_t)ret >> 2) % CALLER_CACHE;
     if (__builtin_expect(__atomic_load_n(&g_global_known, __ATOMIC_ACQUIRE), 1) &&
         g_global != NULL)
         return g_global;
-    if (tl_callers[i].ret == ret)
-        return tl_callers[i].real;
+    for (size_t k = 0, i = caller_hash(ret); k < CALLER_PROBE; k++, i = (i + 1) % CALLER_TABLE) {
+        const void *r = __atomic_load_n(&g_callers[i].ret, __ATOMIC_ACQUIRE);
+        if (r == ret)
+            return g_callers[i].real;
+        if (r == NULL && !__atomic_load_n(&g_callers[i].claimed, __ATOMIC_RELAXED))
+            break;
+    }
     return caller_real_find(ret);
 }
 

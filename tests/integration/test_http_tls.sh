@@ -12,6 +12,8 @@
 #     program's own SSL object;
 #   - the new connection's certificate does not verify (a server that
 #     changes certificates): the program gets the original 429, whole;
+#   - libssl called from a dependency of a module dlopen()ed RTLD_LOCAL is
+#     found (a wheel's bundled libpq);
 #   - curl (libcurl on OpenSSL) is the libcurl room's: its SSL_* calls pass
 #     through the hooks untouched, one layer of retries;
 #   - not reached, and unchanged: wget (GnuTLS) and an asyncio client
@@ -99,6 +101,46 @@ stop_server
 [ "$(summary_field "$TMP/curl.out" requests)" = "$(stats_sum "$TMP/curl.stats" attempts)" ] ||
     fail "curl over https: the server answered $(summary_field "$TMP/curl.out" requests) requests, the shim made $(stats_sum "$TMP/curl.stats" attempts) attempts"
 note "curl over https: every answer 200, one retry layer ($(stats_sum "$TMP/curl.stats" retries) retries)"
+
+# ---- libssl called from an object that was not dlopen()ed itself -------------
+
+# A module dlopen()ed RTLD_LOCAL whose dependency calls libssl (as Python
+# wheels bundle libpq with its libssl): the hooks find that libssl through
+# the dependency (a dlsym through its link map crashed in glibc).
+cat >"$TMP/mid.c" <<'C'
+#include <openssl/ssl.h>
+int mid(void);
+int mid(void)
+{
+    SSL_CTX *c = SSL_CTX_new(TLS_client_method());
+    SSL *s = c != NULL ? SSL_new(c) : NULL;
+    return s != NULL ? SSL_pending(s) + 7 : -1;
+}
+C
+cat >"$TMP/mod.c" <<'C'
+int mid(void);
+int modx(void);
+int modx(void) { return mid(); }
+C
+cat >"$TMP/main.c" <<'C'
+#include <dlfcn.h>
+#include <stdio.h>
+int main(int argc, char **argv)
+{
+    void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+    int (*f)(void) = h != NULL ? (int (*)(void))dlsym(h, "modx") : NULL;
+    (void)argc;
+    printf("%d\n", f != NULL ? f() : -2);
+    return 0;
+}
+C
+cc -shared -fPIC -o "$TMP/libmid.so" "$TMP/mid.c" -lssl -lcrypto &&
+    cc -shared -fPIC -o "$TMP/libmodx.so" "$TMP/mod.c" -L"$TMP" -lmid -Wl,-rpath,"$TMP" &&
+    cc -o "$TMP/dlmain" "$TMP/main.c" -ldl || fail "cannot build the dependency layout"
+out=$(setsid timeout -k 2 20 env LD_PRELOAD="$LIB" "$TMP/dlmain" "$TMP/libmodx.so" 2>&1) ||
+    fail "libssl through a dlopen()ed module's dependency: $out"
+[ "$out" = 7 ] || fail "libssl through a dlopen()ed module's dependency: $out"
+note "libssl called from a dependency of a module dlopen()ed RTLD_LOCAL: found"
 
 # ---- nothing throttled: the same bytes, the same requests ---------------------
 
