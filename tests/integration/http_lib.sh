@@ -25,6 +25,7 @@ client() {
     php) echo "php $PROGS/http_php.php $2 $3" ;;
     wget) echo "sh $PROGS/http_wget.sh $2 $3" ;;
     httpie) echo "sh $PROGS/http_httpie.sh $2 $3" ;;
+    node) echo "node $PROGS/http_node.js $2 $3" ;;
     esac
 }
 

@@ -9,9 +9,10 @@
 # (tests/integration/http_lib.sh):
 #   - a token bucket without Retry-After (every client), one with it (the
 #     waits are the server's), a server that closes every connection
-#     (--close), a concurrency cap with three processes at once: plain some
-#     answers are 429s, under the shim every body is right, the shim
-#     retried, no POST reached the server twice;
+#     (--close; Node's epoll loop too, when installed), a concurrency cap
+#     with three processes at once: plain some answers are 429s, under the
+#     shim every body is right, the shim retried, no POST reached the
+#     server twice;
 #   - nothing throttled: the output and the server's log of requests are
 #     the same plain and under the shim, which followed every call (stats)
 #     and retried none;
@@ -60,6 +61,10 @@ stop_server
 SEC=close
 start_server close --rate 10 --burst 3 --bucket-hints none --close
 for c in client ruby; do throttled $c "http://127.0.0.1:$PORT" $N 0.4; done
+# Node (libuv under epoll, if installed): the new socket joins the epoll set
+if command -v node >/dev/null; then
+    throttled node "http://127.0.0.1:$PORT" $N 0.4
+fi
 stop_server
 
 # three processes at once against one slot held 100 ms: plain some are 429s
