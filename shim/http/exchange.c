@@ -402,6 +402,9 @@ static bool whole_answer(bo_hconn *c, const bo_hx_io *io, void *ctx, ssize_t n, 
 
     if (c->resp.framing == BO_HTTP_FRAMING_CLOSE || c->resp.framing == BO_HTTP_FRAMING_TUNNEL)
         return false;
+    ssize_t now = io->look(c, ctx, true); /* all that came by now, maybe more than n */
+    if (now > n)
+        n = now;
     for (;;) {
         bo_http_msg m = c->resp;
         size_t used;
@@ -552,6 +555,10 @@ bo_hx_verdict bo_hx_judge(bo_hconn *c, const bo_hx_io *io, void *ctx, bool nb, i
         }
         if (o.verdict == BO_VERDICT_RETRY && !c->kept_ok)
             o.verdict = BO_VERDICT_FINAL; /* cannot be sent again */
+        size_t total;
+        if (o.verdict == BO_VERDICT_RETRY && io->same_only &&
+            !(answered && c->resp.keep_alive && whole_answer(c, io, ctx, n, &total)))
+            o.verdict = BO_VERDICT_FINAL; /* no connection to send it on: it stands now */
         bool again = complete(c, o, status, code, ra, answered ? &rl : NULL, &until);
         int r = again ? retry(c, io, ctx, until, n, answered) : -1;
         if (r == 0) {

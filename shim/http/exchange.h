@@ -59,6 +59,9 @@ typedef struct bo_hx_io {
     int64_t (*sndtimeo)(bo_hconn *c, void *ctx);
     /* redial needs the answer's length (it holds the answer first) */
     bool redial_holds;
+    /* no redial at all (GnuTLS): only a keep-alive answer that came whole is
+     * retried, on the same connection; any other stands at once, no wait */
+    bool same_only;
 } bo_hx_io;
 
 #define BO_HX_NOT_WHOLE ((size_t)-1)

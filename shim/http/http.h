@@ -1,9 +1,9 @@
 /*
  * http: the HTTP hooks of programs that speak HTTP/1.x themselves, over a
- * plain TCP socket or an OpenSSL object bound to one (Python's http.client
- * and requests, Ruby's net/http, Perl's LWP and HTTP::Tiny, PHP's streams,
- * wget over http), a hook family beside libcurl/ and connect/ on the same
- * call/, dest/ and loader/:
+ * plain TCP socket, an OpenSSL object bound to one or a GnuTLS session on
+ * one (Python's http.client and requests, Ruby's net/http, Perl's LWP and
+ * HTTP::Tiny, PHP's streams, wget), a hook family beside libcurl/ and
+ * connect/ on the same call/, dest/ and loader/:
  *
  *   fdtab.c     the records of the connections, found by fd (conn.h);
  *   exchange.c  one request and its answer as a call of the engine: the
@@ -16,7 +16,11 @@
  *               connection with the program's options among them;
  *   ssl.c       the OpenSSL hooks (SSL_write, SSL_read and their _ex forms,
  *               SSL_peek, SSL_pending) on SSL objects bound to a socket, and
- *               the libssl family declared to the loader.
+ *               the libssl family declared to the loader;
+ *   gnutls.c    the GnuTLS hooks (gnutls_record_send, _recv, _check_pending)
+ *               on sessions over a socket: same-connection retries only; the
+ *               libgnutls family;
+ *   callers.c   the copy of a TLS library an exported hook's caller means.
  *
  * What it promises: a program that never meets a throttle sees the same
  * bytes and results; a read or write on an fd it does not follow costs one

@@ -35,6 +35,7 @@
 
 #include "core/core.h"
 #include "http/conn.h"
+#include "http/callers.h"
 #include "http/exchange.h"
 #include "http/sock.h"
 #include "loader/loader.h"
@@ -143,82 +144,22 @@ BO_LIB_FAMILY(g_ssl_family);
 
 _Static_assert(F_NFNS <= BO_LIB_MAX_FNS, "the registry holds every function of a copy");
 
-/*
- * The copy an exported hook's caller means, as the dynamic linker would
- * have bound it: the global scope's libssl when it has one (PHP links it,
- * libcurl's OpenSSL flavour brings it), else the one the caller's own
- * object reaches (Python's _ssl and Perl's SSLeay.so load it RTLD_LOCAL).
- * Without a global copy each call site is resolved once (g_callers).
- */
-static const ssl_real *g_global;
-static int g_global_known;
+/* The copy an exported hook's caller means (callers.h). */
+static void ssl_ask_global(void);
+static bo_hcallers g_callers = {.family = &g_ssl_family, .ask_global = ssl_ask_global,
+                                .global_slot = -1};
 
-static void resolve_global(void)
+static void ssl_ask_global(void)
 {
-    int s = bo_lib_slot_global(&g_ssl_family);
-    if (s >= 0)
-        g_global = &g_reals[s];
-}
-
-/*
- * The callers resolved without a global copy, by return address: a table
- * shared by the threads (not thread-local: the library's static TLS stays
- * small), filled once per call site and never changed.  An entry is
- * claimed with one compare-and-swap, then its copy written, then its
- * address published (release); readers need no lock, and nothing of it is
- * held across fork().  A full neighbourhood means the slow way each time.
- */
-#define CALLER_TABLE 256
-#define CALLER_PROBE 8
-static struct {
-    int claimed;
-    const void *ret;
-    const ssl_real *real;
-} g_callers[CALLER_TABLE];
-
-static size_t caller_hash(const void *ret)
-{
-    return (size_t)(((uintptr_t)ret * 0x9E3779B97F4A7C15ULL) >> 56) % CALLER_TABLE;
-}
-
-static const ssl_real *caller_real_find(const void *ret)
-{
-    int saved = errno;
-    bo_core_once(&g_global_known, resolve_global);
-    if (g_global != NULL) {
-        errno = saved;
-        return g_global;
-    }
-    int s = bo_lib_slot_for_caller(&g_ssl_family, ret);
-    errno = saved;
-    if (s < 0 || !__atomic_load_n(&g_reals[s].bound, __ATOMIC_ACQUIRE))
-        bo_core_die("backoff: cannot find the program's libssl for an SSL_* call; cannot "
-                    "continue");
-    for (size_t k = 0, i = caller_hash(ret); k < CALLER_PROBE; k++, i = (i + 1) % CALLER_TABLE) {
-        if (__atomic_load_n(&g_callers[i].ret, __ATOMIC_ACQUIRE) == ret)
-            break;
-        if (!__atomic_exchange_n(&g_callers[i].claimed, 1, __ATOMIC_ACQ_REL)) {
-            g_callers[i].real = &g_reals[s];
-            __atomic_store_n(&g_callers[i].ret, ret, __ATOMIC_RELEASE);
-            break;
-        }
-    }
-    return &g_reals[s];
+    g_callers.global_slot = bo_lib_slot_global(&g_ssl_family);
 }
 
 static inline const ssl_real *caller_real(const void *ret)
 {
-    if (__builtin_expect(__atomic_load_n(&g_global_known, __ATOMIC_ACQUIRE), 1) &&
-        g_global != NULL)
-        return g_global;
-    for (size_t k = 0, i = caller_hash(ret); k < CALLER_PROBE; k++, i = (i + 1) % CALLER_TABLE) {
-        const void *r = __atomic_load_n(&g_callers[i].ret, __ATOMIC_ACQUIRE);
-        if (r == ret)
-            return g_callers[i].real;
-        if (r == NULL && !__atomic_load_n(&g_callers[i].claimed, __ATOMIC_RELAXED))
-            break;
-    }
-    return caller_real_find(ret);
+    const ssl_real *R = &g_reals[bo_hcallers_slot(&g_callers, ret)];
+    if (__builtin_expect(!__atomic_load_n(&R->bound, __ATOMIC_ACQUIRE), 0))
+        bo_core_die("backoff: the program's libssl is not bound; cannot continue");
+    return R;
 }
 
 /* Set once a connection over TLS was adopted: until then a read is the real one at once. */

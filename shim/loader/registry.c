@@ -163,13 +163,7 @@ int bo_lib_slot_for_caller(const bo_lib_family *f, const void *ret)
 
     bo_dl_init();
     if (dladdr1(ret, &info, (void **)&lm, RTLD_DL_LINKMAP) != 0 && lm != NULL) {
-        /* A link map is a dlsym handle only when its object was dlopen()ed
-         * itself (its search list is made then): dlsym through that of an
-         * object loaded at start-up or as another's dependency crashed in
-         * glibc.  The object is opened again by name (RTLD_NOLOAD: nothing
-         * loaded, its search list made), looked up through, closed. */
-        void *h = bo_dl_real_dlopen(lm->l_name[0] != '\0' ? lm->l_name : NULL,
-                                    RTLD_LAZY | RTLD_NOLOAD);
+        void *h = bo_dl_handle_of(lm); /* (its link map is no handle: elf.h) */
         if (h != NULL) {
             void *p = bo_dl_real_dlsym(h, f->fns[0]);
             if (p != NULL && !bo_elf_in_self((uintptr_t)p))
