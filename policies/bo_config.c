@@ -655,9 +655,9 @@ static const bo_var vars[] = {
     {"BACKOFF_CONNECT", BO_VAR_BOOL, F(connect_hook), 0, 1, 0, NULL, "1", "1",
      "0: the connect() hook passes every call through", NULL},
     {"BACKOFF_HTTP", BO_VAR_BOOL, F(http_hook), 0, 1, 0, NULL, "1", "1",
-     "0: the HTTP hooks of programs without libcurl (HTTP/1.x over plain TCP sockets and "
-     "over OpenSSL objects bound to a socket: Python, Ruby, Perl, PHP, wget over http) "
-     "pass every call through",
+     "0: the HTTP hooks of programs without libcurl (HTTP/1.x over plain TCP sockets, "
+     "OpenSSL objects bound to a socket and GnuTLS sessions: Python, Ruby, Perl, PHP, "
+     "wget) pass every call through",
      NULL},
     {"BACKOFF_HOSTS", BO_VAR_HOSTS, F(hosts), 0, 0, 0, NULL, "", "every destination",
      "only these destinations are managed; a refused connect() to one of them is retried "

@@ -458,9 +458,16 @@ static int retry(bo_hconn *c, const bo_hx_io *io, void *ctx, int64_t until, ssiz
     bool whole = answered && (c->resp.keep_alive || io->redial_holds) &&
                  whole_answer(c, io, ctx, n, &total);
     if (whole && c->resp.keep_alive) {
-        /* consumed whole: from here on the answer is gone either way */
-        if (io->drop(c, ctx, total) && io->send(c, ctx, c->kept, c->kept_len, io_until) == 0)
-            return 0;
+        /* consumed whole: from here on the answer is gone either way (but a
+         * transport that cannot redial takes nothing from a connection that
+         * cannot carry the request: the answer stands) */
+        if (io->drop(c, ctx, total)) {
+            if (io->send(c, ctx, c->kept, c->kept_len, io_until) == 0)
+                return 0;
+        } else if (io->same_only) {
+            bo_hx_drop(c);
+            return -1;
+        }
     } else {
         size_t answer = !answered ? 0 : whole ? total : BO_HX_NOT_WHOLE;
         if (io->redial(c, ctx, io_until, answer) != 0) {

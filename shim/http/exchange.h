@@ -42,7 +42,8 @@ typedef struct bo_hx_io {
     int (*more)(bo_hconn *c, void *ctx, size_t have, int64_t until_ns);
     /* Consume and throw away the response's first n bytes (all of them
      * looked at already); then false when the connection cannot carry
-     * another request (the peer closed it, or more bytes follow). */
+     * another request (the peer closed it, or more bytes follow).  A
+     * same_only transport then consumes nothing: the answer stands. */
     bool (*drop)(bo_hconn *c, void *ctx, size_t n);
     /* Send buf whole on the connection by until_ns: 0, or -1 (errno). */
     int (*send)(bo_hconn *c, void *ctx, const char *buf, size_t n, int64_t until_ns);

@@ -37,13 +37,13 @@
 
 typedef struct gnutls_session_int *gnutls_session_t;
 
-enum { G_SEND, G_RECV, G_CHECK_PENDING, G_NHOOKED, G_TRANSPORT = G_NHOOKED, G_NFNS };
+enum { GT_SEND, GT_RECV, GT_CHECK_PENDING, GT_NHOOKED, GT_TRANSPORT = GT_NHOOKED, GT_NFNS };
 
-static const char *const k_fn_names[G_NFNS] = {
-    [G_SEND] = "gnutls_record_send",
-    [G_RECV] = "gnutls_record_recv",
-    [G_CHECK_PENDING] = "gnutls_record_check_pending",
-    [G_TRANSPORT] = "gnutls_transport_get_int",
+static const char *const k_fn_names[GT_NFNS] = {
+    [GT_SEND] = "gnutls_record_send",
+    [GT_RECV] = "gnutls_record_recv",
+    [GT_CHECK_PENDING] = "gnutls_record_check_pending",
+    [GT_TRANSPORT] = "gnutls_transport_get_int",
 };
 
 /* One libgnutls copy's real functions. */
@@ -60,10 +60,10 @@ static gnutls_real g_reals[BO_LIB_MAX_COPIES];
 static void gnutls_bind(int slot, void *const *fn)
 {
     gnutls_real *r = &g_reals[slot];
-    *(void **)&r->send = fn[G_SEND];
-    *(void **)&r->recv = fn[G_RECV];
-    *(void **)&r->check_pending = fn[G_CHECK_PENDING];
-    *(void **)&r->transport = fn[G_TRANSPORT];
+    *(void **)&r->send = fn[GT_SEND];
+    *(void **)&r->recv = fn[GT_RECV];
+    *(void **)&r->check_pending = fn[GT_CHECK_PENDING];
+    *(void **)&r->transport = fn[GT_TRANSPORT];
     __atomic_store_n(&r->bound, 1, __ATOMIC_RELEASE);
 }
 
@@ -76,8 +76,8 @@ static const bo_lib_family g_gnutls_family = {
     .soname = "libgnutls",
     .prefix = "gnutls_",
     .fns = k_fn_names,
-    .nfns = G_NFNS,
-    .nhooked = G_NHOOKED,
+    .nfns = GT_NFNS,
+    .nhooked = GT_NHOOKED,
     .bind = gnutls_bind,
     .wrapper = gnutls_wrapper,
     .copies = &g_copies,
@@ -211,17 +211,17 @@ static int gt_more(bo_hconn *c, void *ctx, size_t have, int64_t until_ns)
     }
 }
 
+/* Nothing is taken unless the connection can carry the request again: the
+ * answer held whole and alone, nothing pending, the peer not closing. */
 static bool gt_drop(bo_hconn *c, void *ctx, size_t n)
 {
     const gnutls_real *R = ctx;
-    if (n > held_left(c))
-        return false; /* the answer is held whole before it is dropped */
-    c->held_off += n;
-    bool more = held_left(c) > 0;
-    if (!more)
-        c->held_len = c->held_off = 0;
     struct pollfd p = {.fd = c->fd, .events = POLLIN | POLLRDHUP};
-    return !more && R->check_pending(c->ssl) == 0 && poll(&p, 1, 0) == 0;
+
+    if (n != held_left(c) || R->check_pending(c->ssl) != 0 || poll(&p, 1, 0) != 0)
+        return false;
+    c->held_len = c->held_off = 0;
+    return true;
 }
 
 static int gt_send(bo_hconn *c, void *ctx, const char *buf, size_t n, int64_t until_ns)
@@ -468,7 +468,7 @@ _Static_assert(BO_LIB_MAX_COPIES == 8, "one SLOT_WRAPPERS line per slot");
 
 #define SLOT_ROW(i) {(void *)send_##i, (void *)recv_##i, (void *)check_pending_##i}
 
-static void *const g_wrappers[BO_LIB_MAX_COPIES][G_NHOOKED] = {
+static void *const g_wrappers[BO_LIB_MAX_COPIES][GT_NHOOKED] = {
     SLOT_ROW(0), SLOT_ROW(1), SLOT_ROW(2), SLOT_ROW(3),
     SLOT_ROW(4), SLOT_ROW(5), SLOT_ROW(6), SLOT_ROW(7),
 };

@@ -53,37 +53,37 @@ typedef struct ssl_st SSL;
 /* ---- the family and its copies ------------------------------------------------- */
 
 enum {
-    F_READ,
-    F_READ_EX,
-    F_WRITE,
-    F_WRITE_EX,
-    F_PEEK,
-    F_PEEK_EX,
-    F_PENDING,
-    F_HAS_PENDING,
-    F_NHOOKED,
-    F_GET_FD = F_NHOOKED,
-    F_GET_ERROR,
-    F_CONNECT,
-    F_CLEAR,
-    F_ALPN,
-    F_NFNS
+    SSLF_READ,
+    SSLF_READ_EX,
+    SSLF_WRITE,
+    SSLF_WRITE_EX,
+    SSLF_PEEK,
+    SSLF_PEEK_EX,
+    SSLF_PENDING,
+    SSLF_HAS_PENDING,
+    SSLF_NHOOKED,
+    SSLF_GET_FD = SSLF_NHOOKED,
+    SSLF_GET_ERROR,
+    SSLF_CONNECT,
+    SSLF_CLEAR,
+    SSLF_ALPN,
+    SSLF_NFNS
 };
 
-static const char *const k_fn_names[F_NFNS] = {
-    [F_READ] = "SSL_read",
-    [F_READ_EX] = "SSL_read_ex",
-    [F_WRITE] = "SSL_write",
-    [F_WRITE_EX] = "SSL_write_ex",
-    [F_PEEK] = "SSL_peek",
-    [F_PEEK_EX] = "SSL_peek_ex",
-    [F_PENDING] = "SSL_pending",
-    [F_HAS_PENDING] = "SSL_has_pending",
-    [F_GET_FD] = "SSL_get_fd",
-    [F_GET_ERROR] = "SSL_get_error",
-    [F_CONNECT] = "SSL_connect",
-    [F_CLEAR] = "SSL_clear",
-    [F_ALPN] = "SSL_get0_alpn_selected",
+static const char *const k_fn_names[SSLF_NFNS] = {
+    [SSLF_READ] = "SSL_read",
+    [SSLF_READ_EX] = "SSL_read_ex",
+    [SSLF_WRITE] = "SSL_write",
+    [SSLF_WRITE_EX] = "SSL_write_ex",
+    [SSLF_PEEK] = "SSL_peek",
+    [SSLF_PEEK_EX] = "SSL_peek_ex",
+    [SSLF_PENDING] = "SSL_pending",
+    [SSLF_HAS_PENDING] = "SSL_has_pending",
+    [SSLF_GET_FD] = "SSL_get_fd",
+    [SSLF_GET_ERROR] = "SSL_get_error",
+    [SSLF_CONNECT] = "SSL_connect",
+    [SSLF_CLEAR] = "SSL_clear",
+    [SSLF_ALPN] = "SSL_get0_alpn_selected",
 };
 
 /* One libssl copy's real functions. */
@@ -109,19 +109,19 @@ static ssl_real g_reals[BO_LIB_MAX_COPIES];
 static void ssl_bind(int slot, void *const *fn)
 {
     ssl_real *r = &g_reals[slot];
-    *(void **)&r->read = fn[F_READ];
-    *(void **)&r->read_ex = fn[F_READ_EX];
-    *(void **)&r->write = fn[F_WRITE];
-    *(void **)&r->write_ex = fn[F_WRITE_EX];
-    *(void **)&r->peek = fn[F_PEEK];
-    *(void **)&r->peek_ex = fn[F_PEEK_EX];
-    *(void **)&r->pending = fn[F_PENDING];
-    *(void **)&r->has_pending = fn[F_HAS_PENDING];
-    *(void **)&r->get_fd = fn[F_GET_FD];
-    *(void **)&r->get_error = fn[F_GET_ERROR];
-    *(void **)&r->connect = fn[F_CONNECT];
-    *(void **)&r->clear = fn[F_CLEAR];
-    *(void **)&r->alpn = fn[F_ALPN];
+    *(void **)&r->read = fn[SSLF_READ];
+    *(void **)&r->read_ex = fn[SSLF_READ_EX];
+    *(void **)&r->write = fn[SSLF_WRITE];
+    *(void **)&r->write_ex = fn[SSLF_WRITE_EX];
+    *(void **)&r->peek = fn[SSLF_PEEK];
+    *(void **)&r->peek_ex = fn[SSLF_PEEK_EX];
+    *(void **)&r->pending = fn[SSLF_PENDING];
+    *(void **)&r->has_pending = fn[SSLF_HAS_PENDING];
+    *(void **)&r->get_fd = fn[SSLF_GET_FD];
+    *(void **)&r->get_error = fn[SSLF_GET_ERROR];
+    *(void **)&r->connect = fn[SSLF_CONNECT];
+    *(void **)&r->clear = fn[SSLF_CLEAR];
+    *(void **)&r->alpn = fn[SSLF_ALPN];
     __atomic_store_n(&r->bound, 1, __ATOMIC_RELEASE);
 }
 
@@ -134,15 +134,15 @@ static const bo_lib_family g_ssl_family = {
     .soname = "libssl",
     .prefix = "SSL_",
     .fns = k_fn_names,
-    .nfns = F_NFNS,
-    .nhooked = F_NHOOKED,
+    .nfns = SSLF_NFNS,
+    .nhooked = SSLF_NHOOKED,
     .bind = ssl_bind,
     .wrapper = ssl_wrapper,
     .copies = &g_copies,
 };
 BO_LIB_FAMILY(g_ssl_family);
 
-_Static_assert(F_NFNS <= BO_LIB_MAX_FNS, "the registry holds every function of a copy");
+_Static_assert(SSLF_NFNS <= BO_LIB_MAX_FNS, "the registry holds every function of a copy");
 
 /* The copy an exported hook's caller means (callers.h). */
 static void ssl_ask_global(void);
@@ -760,7 +760,7 @@ _Static_assert(BO_LIB_MAX_COPIES == 8, "one SLOT_WRAPPERS line per slot");
     {(void *)read_##i, (void *)read_ex_##i, (void *)write_##i, (void *)write_ex_##i, \
      (void *)peek_##i, (void *)peek_ex_##i, (void *)pending_##i, (void *)has_pending_##i}
 
-static void *const g_wrappers[BO_LIB_MAX_COPIES][F_NHOOKED] = {
+static void *const g_wrappers[BO_LIB_MAX_COPIES][SSLF_NHOOKED] = {
     SLOT_ROW(0), SLOT_ROW(1), SLOT_ROW(2), SLOT_ROW(3),
     SLOT_ROW(4), SLOT_ROW(5), SLOT_ROW(6), SLOT_ROW(7),
 };

@@ -8,7 +8,8 @@
  *                  for HTTP (git's git-remote-https);
  *   OpenSSL        libssl linked (not only by libcurl) or loadable: its
  *                  SSL objects bound to a socket are reached;
- *   GnuTLS         linked (not only by libcurl): not reached;
+ *   GnuTLS         linked (not only by libcurl): reached, same-connection
+ *                  retries only;
  *   plain sockets  CMD or a library of its own makes TCP connections
  *                  (imports connect): its HTTP/1.x over them is reached;
  * or out of reach whole because CMD is setuid/setgid or a static program.
@@ -395,9 +396,12 @@ static int check_program(const char *cmd, int depth)
     } else {
         printf("backoff: %s: OpenSSL: not used\n", path);
     }
-    if (cl.gnutls[0])
-        printf("backoff: %s: GnuTLS: not reached: its TLS (%s) is not hooked; its plain http "
-               "is\n", path, cl.gnutls);
+    if (cl.gnutls[0]) {
+        printf("backoff: %s: GnuTLS: reached: GnuTLS is linked dynamically (%s): its HTTP/1.x "
+               "on sessions over a socket, retried on the same keep-alive connection only\n",
+               path, cl.gnutls);
+        reached = true;
+    }
     if (cl.sockets || cl.dl) {
         printf("backoff: %s: plain sockets: reached: HTTP/1.x it writes on TCP connections of "
                "its own\n", path);

@@ -5,8 +5,9 @@
 # trust), plain and under the shim (tests/integration/http_lib.sh):
 #   - every OpenSSL client (requests Session and get, urllib, http.client
 #     and its POSTs, Ruby's net/http, Perl's LWP and HTTP::Tiny, PHP's
-#     file_get_contents) against a token bucket: plain some answers are
-#     429s, under the shim every body is right, no POST twice;
+#     file_get_contents) and wget (GnuTLS: same-connection retries) against
+#     a token bucket: plain some answers are 429s, under the shim every body
+#     is right, no POST twice;
 #   - a server that closes every connection, with Retry-After: each retry is
 #     a new TCP connection onto the program's fd and a new handshake of the
 #     program's own SSL object;
@@ -16,9 +17,10 @@
 #     found (a wheel's bundled libpq);
 #   - curl (libcurl on OpenSSL) is the libcurl room's: its SSL_* calls pass
 #     through the hooks untouched, one layer of retries;
-#   - not reached, and unchanged: wget (GnuTLS) and an asyncio client
-#     (memory BIOs): the same answers plain and under the shim, no call
-#     followed;
+#   - wget against a server that closes every connection: its 429s stand at
+#     once (GnuTLS cannot handshake its session again), as plain;
+#   - not reached, and unchanged: an asyncio client (memory BIOs): the same
+#     answers plain and under the shim, no call followed;
 #   - nothing throttled: byte-exact with plain, the same requests, none
 #     retried.
 . "$(dirname "$0")/lib.sh"
@@ -36,7 +38,7 @@ TLS="--tls-cert $CERT --tls-key $TMP/tls/key.pem"
 SEC=bucket
 # shellcheck disable=SC2086
 start_server bucket $TLS --rate 10 --burst 3 --bucket-hints none
-for c in session get urllib client post ruby lwp tiny php; do
+for c in session get urllib client post ruby lwp tiny php wget; do
     throttled $c "https://127.0.0.1:$PORT" $N 0.4
 done
 stop_server
@@ -67,11 +69,31 @@ grep -q 'conn 2 handshake failed' "$TMP/flip.shim.out" ||
 [ "$(stats_sum "$TMP/flip.shim.stats" retries)" = 1 ] || fail "flip: the shim did not retry"
 note "a retry whose new connection does not verify hands back the 429 it replaced, whole"
 
-# ---- not reached: GnuTLS, memory BIOs -------------------------------------------
+# ---- GnuTLS on a closing server: no retry, the 429 at once ----------------------
+
+# wget's GnuTLS session cannot handshake again on a new connection: a 429
+# that closes its connection stands, handed over at once (no wait)
+# shellcheck disable=SC2086
+start_server gclose $TLS --rate 1 --burst 2 --close
+# shellcheck disable=SC2046
+run "$TMP/gclose.plain" plain $(client wget "https://127.0.0.1:$PORT" 6 gclose)
+sleep 2.1
+# shellcheck disable=SC2046
+run "$TMP/gclose.shim" shim $(client wget "https://127.0.0.1:$PORT" 6 gclose)
+stop_server
+[ "$(bad_of "$TMP/gclose.plain")" -gt 0 ] || fail "wget on a closing server: nothing was throttled"
+cmp -s "$TMP/gclose.plain" "$TMP/gclose.shim" ||
+    fail "wget on a closing server: $(cat "$TMP/gclose.plain" "$TMP/gclose.shim")"
+[ "$(stats_sum "$TMP/gclose.shim.stats" retries)" = 0 ] &&
+    [ "$(stats_sum "$TMP/gclose.shim.stats" wait_ms)" -lt 500 ] ||
+    fail "wget on a closing server: the shim waited or retried: $(cat "$TMP/gclose.shim.stats")"
+note "wget (GnuTLS) on a closing server: $(cat "$TMP/gclose.shim"), as plain, no retry, no wait"
+
+# ---- not reached: memory BIOs ------------------------------------------------------
 
 # shellcheck disable=SC2086
 start_server nr $TLS --rate 10 --burst 3 --bucket-hints none
-for c in wget asyncio; do
+for c in asyncio; do
     # shellcheck disable=SC2046
     run "$TMP/nr.$c.plain" plain $(client $c "https://127.0.0.1:$PORT" 6 nr)
     sleep 0.4
@@ -84,7 +106,7 @@ for c in wget asyncio; do
     [ "$(stats_sum "$TMP/nr.$c.shim.stats" calls)" = 0 ] || fail "$c over https was followed"
 done
 stop_server
-note "wget (GnuTLS) and asyncio (memory BIOs) over https: not reached, the same answers as plain"
+note "asyncio (memory BIOs) over https: not reached, the same answers as plain"
 
 # ---- libcurl's own TLS is the libcurl room's: retried once, not twice ----------
 

@@ -4,7 +4,7 @@
 # (php, a #! script run by it), linked statically, not linked (ls), or
 # reached through the helper it runs (git's git-remote-https); its OpenSSL
 # (linked: php; loadable: python3; linked statically: node), GnuTLS (wget:
-# not reached), plain sockets; or nothing because it is setuid or a static
+# same-connection retries), plain sockets; or nothing because it is setuid or a static
 # program.  Exit 0 when one path will (or may) be reached, 1 when none.
 . "$(dirname "$0")/lib.sh"
 
@@ -35,7 +35,7 @@ expect 0 "reached through its helper .*git-remote-https: libcurl is linked dynam
 grep -q "plain sockets: reached" "$TMP/out" || fail "git: $(cat "$TMP/out")"
 expect 0 "OpenSSL: reached: libssl is linked dynamically" /usr/bin/php
 expect 0 "OpenSSL: reached if it loads libssl at run time" /usr/bin/python3
-expect 0 "GnuTLS: not reached" wget
+expect 0 "GnuTLS: reached: GnuTLS is linked dynamically" wget
 grep -q "plain sockets: reached" "$TMP/out" || fail "wget: $(cat "$TMP/out")"
 expect 0 "OpenSSL: only libcurl's" /usr/bin/curl
 if [ -x /usr/bin/node ] && nm -D /usr/bin/node 2>/dev/null | grep -q ' T SSL_read$'; then
