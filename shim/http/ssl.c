@@ -193,7 +193,8 @@ static ssize_t tls_look(bo_hconn *c, void *ctx, bool nb)
 
     if (h > BO_HC_PEEK_MAX)
         h = BO_HC_PEEK_MAX;
-    memcpy(c->peek, c->held + c->held_off, h);
+    if (h > 0)
+        memcpy(c->peek, c->held + c->held_off, h);
     /* A peek on a non-blocking socket never waits, and leaves the object's
      * state as the program's own read would (SSL_get_error: WANT_READ). */
     if (h == BO_HC_PEEK_MAX || ((h > 0 || (nb && !tls_nonblocking(c, NULL))) && !ready(c, R)))
