@@ -136,6 +136,11 @@ $(BUILD)/tests/helpers/%: tests/helpers/%.c $(wildcard shim/dest/share.h policie
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(CURL_CFLAGS) -o $@ $< $(ALL_LDFLAGS) $(CURL_LIBS) -lm
 
+# http_bench drives OpenSSL itself (the http room's TLS hooks, make bench).
+$(BUILD)/tests/helpers/http_bench: tests/helpers/http_bench.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(ALL_LDFLAGS) -lssl -lcrypto -lm
+
 # share_evict drives the host-wide file's own code (dest/share.c) in two processes.
 $(BUILD)/tests/helpers/share_evict: tests/helpers/share_evict.c shim/dest/share.c shim/core/core.c \
                                     $(BUILD)/libpolicies.a $(wildcard shim/*/*.h policies/*.h)

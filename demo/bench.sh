@@ -23,6 +23,9 @@
 #             per request (optimum 200 / 4 x 0.1 = 5 s); every file checked;
 #             targets: completion <= 1.15 x optimum, <= 1.25 attempts per request
 #   overhead  demo/bench-overhead.sh (per-call cost, 8-thread throughput)
+#   http      demo/bench-http.sh (the http room: read/write/recv/send on fds
+#             it does not follow, and a followed request over http and over
+#             https, SSL_read_ex/SSL_write_ex)
 #   real      demo/bench-real-programs.sh (shells, make, perl, python, git:
 #             median preloaded - plain ms; not in the default set)
 #   own       (not in the default list): demo/bench-own-retries.sh,
@@ -106,7 +109,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-build}
 case "$BUILD" in /*) ;; *) BUILD="$top/$BUILD" ;; esac
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/backoff-bench.XXXXXX")
-SCENARIOS=${BENCH_SCENARIOS:-"burst outage pacing fairness multi share many fleet overhead"}
+SCENARIOS=${BENCH_SCENARIOS:-"burst outage pacing fairness multi share many fleet overhead http"}
 # every policy of the library (aimd-000 is the simulator's alone)
 ALL_POLICIES=$("$BUILD/backoff-sim" --list-policies | grep -v '^aimd-000$' | tr '\n' ' ')
 POLICIES=${BENCH_POLICIES:-$ALL_POLICIES}
@@ -803,6 +806,14 @@ bench_overhead() {
     fi
 }
 
+bench_http() {
+    BUILD="$BUILD" sh "$top/demo/bench-http.sh" | awk -F'\t' '
+        /^#/ { print; next }
+        !h { for (i = 1; i <= NF; i++) name[i] = $i; h = 1; next }
+        { extra = ""; for (i = 3; i <= NF; i++) extra = extra (extra ? " " : "") name[i] "=" $i;
+          printf "%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t%s\n", $1, $2, extra }'
+}
+
 bench_real() {
     BUILD="$BUILD" sh "$top/demo/bench-real-programs.sh" | awk -F'\t' '
         /^#/ { print; next }
@@ -826,6 +837,7 @@ for s in $SCENARIOS; do
     pacing) bench_pacing ;;
     fairness) bench_fairness ;;
     overhead) bench_overhead ;;
+    http) bench_http ;;
     multi) bench_multi ;;
     real) bench_real ;;
     own) bench_own ;;
@@ -835,6 +847,6 @@ for s in $SCENARIOS; do
     share-threads) bench_share_threads ;;
     many) bench_many ;;
     fleet) bench_fleet ;;
-    *) echo "backoff bench: unknown scenario \"$s\": expected burst, outage, pacing, fairness, multi, share, share-threads, many, fleet, overhead, real, own, headers or quota" >&2; exit 2 ;;
+    *) echo "backoff bench: unknown scenario \"$s\": expected burst, outage, pacing, fairness, multi, share, share-threads, many, fleet, overhead, http, real, own, headers or quota" >&2; exit 2 ;;
     esac
 done

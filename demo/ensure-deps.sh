@@ -15,6 +15,8 @@ if [ "$what" = test ]; then
     # command that makes the TLS tests' certificates.
     pyver=$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || echo 3.11)
     pkgs="$pkgs php-cli php-curl git perl libcurl3-gnutls libpython$pyver-testsuite openssl"
+    # The HTTP clients without libcurl that the http room's tests run.
+    pkgs="$pkgs python3-requests python3-pip httpie ruby libwww-perl liblwp-protocol-https-perl wget"
     # R's curl package drives every request through a multi handle; R's
     # recommends (compilers, TeX, X11: some 670 packages) are not needed.
     # test_metrics reads the metrics with promtool (in prometheus), the

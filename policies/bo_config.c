@@ -677,6 +677,11 @@ static const bo_var vars[] = {
      "responsive: the streak of successes that lowers the delay", NULL},
     {"BACKOFF_CONNECT", BO_VAR_BOOL, F(connect_hook), 0, 1, 0, NULL, "1", "1",
      "0: the connect() hook passes every call through", NULL},
+    {"BACKOFF_HTTP", BO_VAR_BOOL, F(http_hook), 0, 1, 0, NULL, "1", "1",
+     "0: the HTTP hooks of programs without libcurl (HTTP/1.x over plain TCP sockets, "
+     "OpenSSL objects bound to a socket and GnuTLS sessions: Python, Ruby, Perl, PHP, "
+     "wget) pass every call through",
+     NULL},
     {"BACKOFF_HOSTS", BO_VAR_HOSTS, F(hosts), 0, 0, 0, NULL, "", "every destination",
      "only these destinations are managed; a refused connect() to one of them is retried "
      "even before it was seen alive",

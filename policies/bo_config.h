@@ -93,6 +93,8 @@ typedef struct bo_config {
     double up, down;          /* BACKOFF_UP, BACKOFF_DOWN: 1.5, 0.9 */
     unsigned down_after;      /* BACKOFF_DOWN_AFTER: 10 */
     bool connect_hook;        /* BACKOFF_CONNECT, default 1 */
+    bool http_hook;           /* BACKOFF_HTTP, default 1: the HTTP hooks of programs without
+                                 libcurl (plain sockets, OpenSSL; shim/http/) */
     size_t n_hosts;           /* BACKOFF_HOSTS; 0 = every destination */
     bo_host hosts[BO_MAX_HOSTS];
     char stats_path[BO_PATH_LEN]; /* BACKOFF_STATS: "" off, "stderr", or a path */

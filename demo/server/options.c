@@ -85,6 +85,8 @@ static const char usage[] =
     "  --retry-after-raw S  rejections carry \"Retry-After: S\" verbatim (absurd or\n"
     "                       garbage values; overrides --retry-after)\n"
     "  --idle-timeout S     close idle keep-alive connections after S s (default 30)\n"
+    "  --close              every answer carries Connection: close and the connection\n"
+    "                       ends after it (default: HTTP/1.1 keep-alive)\n"
     "idempotency (draft-ietf-httpapi-idempotency-key-header):\n"
     "  --idempotency        a request (any method) with an Idempotency-Key header is\n"
     "                       processed once per key: its answer is stored and replayed\n"
@@ -201,6 +203,12 @@ int bo_srv_parse_args(int argc, char **argv, struct bo_srv_config *cfg)
             cfg->idempotency = 1;
             if (strcmp(name, "--idempotency-required") == 0)
                 cfg->idempotency_required = 1;
+            continue;
+        }
+        if (strcmp(name, "--close") == 0) {
+            if (eq)
+                return bad(name, val, "no value (the flag alone turns it on)");
+            cfg->close = 1;
             continue;
         }
         if (!eq) {

@@ -943,6 +943,8 @@ static enum MHD_Result respond(struct req *r, const char *method, const char *ur
         add_ratelimit_headers(resp, r);
     if (r->replay)
         MHD_add_response_header(resp, "Idempotent-Replayed", "true");
+    if (g.cfg.close) /* libmicrohttpd ends the connection after such an answer */
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ret = MHD_queue_response(r->conn, (unsigned)r->status, resp);
     MHD_destroy_response(resp);
     r->answered = 1;

@@ -49,6 +49,7 @@ struct bo_srv_config {
     long corrupt_every;    /* test only: alter every Nth item body, 0: never */
     const char *log_path;  /* CSV per request, NULL: none */
     long idle_timeout_s;   /* idle keep-alive connections are closed after this */
+    int close;             /* --close: every answer ends its connection (Connection: close) */
     long fault_drop_every; /* every Nth request is closed without any response, 0: never */
     long fault_reset_every;/* every Nth item body is reset half way, 0: never */
     long fault_reset_post_every; /* every Nth POST or PATCH processed is reset before any

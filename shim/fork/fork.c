@@ -25,8 +25,9 @@
  *     glibc does not reset the dynamic loader's lock for those walks in a
  *     fork child), then the registry of copies (registry.c, taken inside
  *     walks);
- *   the easy handles' records (options.c) and the multi handles' records
- *     (multi.c), leaves: never held while another lock is taken.
+ *   the easy handles' records (options.c), the multi handles' records
+ *     (multi.c) and the http room's table of connections (http/fdtab.c),
+ *     leaves: never held while another lock is taken.
  *
  * vfork() and posix_spawn() (which system() and popen() use) run no atfork
  * handlers and need none: their child only execs, and the new program loads
@@ -41,6 +42,7 @@
 #include "dest/dest.h"
 #include "dest/redis.h"
 #include "dest/share.h"
+#include "http/http.h"
 #include "loader/loader.h"
 
 typedef struct fork_step {
@@ -61,6 +63,7 @@ static const fork_step k_order[] = {
     {bo_lib_registry_prepare_fork, bo_lib_registry_parent_fork, bo_lib_registry_child_fork},
     {bo_curl_records_prepare_fork, bo_curl_records_parent_fork, bo_curl_records_child_fork},
     {bo_multi_prepare_fork, bo_multi_parent_fork, bo_multi_child_fork},
+    {bo_http_prepare_fork, bo_http_parent_fork, bo_http_child_fork},
 };
 
 #define NSTEPS (sizeof k_order / sizeof k_order[0])

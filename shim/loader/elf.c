@@ -284,3 +284,25 @@ void bo_dl_walk_child_fork(void)
 {
     bo_core_mutex_init(&g_walk_lock, PTHREAD_MUTEX_RECURSIVE);
 }
+
+void *bo_dl_handle_of(struct link_map *lm)
+{
+    Lmid_t ns = LM_ID_BASE;
+    void *h;
+
+    if (lm == NULL)
+        return NULL;
+    bo_dl_init();
+    if (dlinfo(lm, RTLD_DI_LMID, &ns) != 0) {
+        (void)dlerror();
+        ns = LM_ID_BASE;
+    }
+    const char *name = lm->l_name != NULL && lm->l_name[0] != '\0' ? lm->l_name : NULL;
+    if (ns == LM_ID_BASE || name == NULL)
+        h = bo_dl_real_dlopen(name, RTLD_LAZY | RTLD_NOLOAD);
+    else
+        h = bo_dl_real_dlmopen(ns, name, RTLD_LAZY | RTLD_NOLOAD);
+    if (h == NULL)
+        (void)dlerror();
+    return h;
+}

@@ -59,4 +59,15 @@ extern bo_dlopen_fn bo_dl_real_dlopen;
 extern bo_dlmopen_fn bo_dl_real_dlmopen;
 void bo_dl_init(void);
 
+/*
+ * A dlsym handle of the loaded object lm (to dlclose after use), or NULL.
+ * A link map is such a handle only when its object was dlopen()ed itself
+ * (its search list is made then): dlsym through that of an object loaded
+ * at start-up or as another's dependency crashes in glibc.  The object is
+ * opened again by name in its namespace with RTLD_NOLOAD (nothing loaded,
+ * its search list made); a failure leaves no dlerror() of ours.
+ */
+struct link_map;
+void *bo_dl_handle_of(struct link_map *lm);
+
 #endif

@@ -181,7 +181,11 @@ static void resolve_lazy(walk_state *w)
         int s;
         if (dladdr1(e->slot, &info, (void **)&lm, RTLD_DL_LINKMAP) == 0 || lm == NULL)
             continue;
-        p = bo_dl_real_dlsym(lm, e->f->fns[e->fi]);
+        void *h = bo_dl_handle_of(lm); /* (its link map is no handle: elf.h) */
+        if (h == NULL)
+            continue;
+        p = bo_dl_real_dlsym(h, e->f->fns[e->fi]);
+        dlclose(h);
         if (p == NULL) {
             (void)dlerror(); /* leave no error of ours for the program's dlerror() */
             continue;

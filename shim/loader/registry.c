@@ -163,9 +163,13 @@ int bo_lib_slot_for_caller(const bo_lib_family *f, const void *ret)
 
     bo_dl_init();
     if (dladdr1(ret, &info, (void **)&lm, RTLD_DL_LINKMAP) != 0 && lm != NULL) {
-        void *p = bo_dl_real_dlsym(lm, f->fns[0]);
-        if (p != NULL && !bo_elf_in_self((uintptr_t)p))
-            q.slot = bo_lib_slot_for_addr(f, p);
+        void *h = bo_dl_handle_of(lm); /* (its link map is no handle: elf.h) */
+        if (h != NULL) {
+            void *p = bo_dl_real_dlsym(h, f->fns[0]);
+            if (p != NULL && !bo_elf_in_self((uintptr_t)p))
+                q.slot = bo_lib_slot_for_addr(f, p);
+            dlclose(h);
+        }
     }
     if (q.slot < 0)
         bo_dl_iterate(first_copy_cb, &q);

@@ -1,9 +1,18 @@
 /*
- * check.c: `backoff --check CMD`: will the library reach CMD's libcurl?
- * Read from CMD's ELF file before it runs (check.h): linked dynamically
- * (DT_NEEDED, followed through the dependencies), loaded at run time (CMD
- * or a script's interpreter imports dlopen), linked statically, not linked
- * at all, or out of reach because CMD is setuid/setgid or a static program.
+ * check.c: `backoff --check CMD`: will the library reach CMD's HTTP?  Read
+ * from CMD's ELF file before it runs (check.h), one line per path:
+ *   libcurl        linked dynamically (DT_NEEDED, followed through the
+ *                  dependencies), loaded at run time (CMD or a script's
+ *                  interpreter imports dlopen), linked statically, not
+ *                  linked at all; or reached through the helper CMD runs
+ *                  for HTTP (git's git-remote-https);
+ *   OpenSSL        libssl linked (not only by libcurl) or loadable: its
+ *                  SSL objects bound to a socket are reached;
+ *   GnuTLS         linked (not only by libcurl): reached, same-connection
+ *                  retries only;
+ *   plain sockets  CMD or a library of its own makes TCP connections
+ *                  (imports connect): its HTTP/1.x over them is reached;
+ * or out of reach whole because CMD is setuid/setgid or a static program.
  */
 #include "wrapper/check.h"
 
@@ -25,6 +34,8 @@ typedef struct elf_facts {
     bool elf, interp;        /* an ELF file; it has a dynamic linker (PT_INTERP) */
     bool defines_curl;       /* defines curl_easy_perform: libcurl linked in */
     bool imports_dlopen;     /* may load libraries at run time */
+    bool imports_connect;    /* makes connections itself */
+    bool defines_ssl;        /* defines SSL_read: an OpenSSL linked in (node) */
     bool go, rust;           /* hints for a program with its own HTTP stack */
     bool curl_string;        /* carries libcurl's version string */
     char needed[64][256];
@@ -118,6 +129,10 @@ static int elf_read(const char *path, elf_facts *ef)
                 else if ((strcmp(n, "dlopen") == 0 || strcmp(n, "dlmopen") == 0) &&
                          sym[k].st_shndx == SHN_UNDEF)
                     ef->imports_dlopen = true;
+                else if (strcmp(n, "connect") == 0 && sym[k].st_shndx == SHN_UNDEF)
+                    ef->imports_connect = true;
+                else if (strcmp(n, "SSL_read") == 0 && sym[k].st_shndx != SHN_UNDEF)
+                    ef->defines_ssl = true;
             }
         }
     }
@@ -184,14 +199,109 @@ static bool find_cmd(const char *cmd, char *out, size_t outlen)
     return false;
 }
 
+/* What the dependency closure of a program holds, for the lines of check_program. */
+typedef struct closure {
+    char curl[PATH_MAX];    /* the first libcurl ("": none) */
+    char ssl[PATH_MAX];     /* the first libssl needed by something else than libcurl */
+    char gnutls[PATH_MAX];  /* the same for GnuTLS */
+    bool ssl_by_curl;       /* a libssl needed by libcurl only */
+    bool dl;                /* the program, or an interpreter's library, loads modules */
+    bool sockets;           /* it, or a library of its own, makes TCP connections */
+} closure;
+
+/* An interpreter's library: the program's own code, for what it links and calls. */
+static bool interpreter(const char *obj)
+{
+    return base_is(obj, "libperl") || base_is(obj, "libpython") || base_is(obj, "libruby") ||
+           base_is(obj, "liblua") || base_is(obj, "libphp");
+}
+
+/* Breadth first through the dependencies of path (its facts in ef), as the
+ * dynamic linker loads them. */
+static void walk(const char *path, const elf_facts *ef, closure *cl)
+{
+    static char seen[MAX_OBJS][PATH_MAX];
+    static int parent[MAX_OBJS];
+    char dep[PATH_MAX], origin[PATH_MAX];
+    int nseen = 0, next = 0;
+
+    memset(cl, 0, sizeof *cl);
+    snprintf(seen[nseen], PATH_MAX, "%s", path);
+    parent[nseen++] = -1;
+    while (next < nseen) {
+        int me = next++;
+        const char *obj = seen[me];
+        elf_facts df;
+        if (me > 0 && elf_read(obj, &df) != 0)
+            continue;
+        const elf_facts *f = me == 0 ? ef : &df;
+        /* the program's own code: itself and an interpreter's library; a TLS
+         * library another library brings (libcurl's, libldap's) is that one's */
+        bool own = me == 0 || interpreter(obj);
+        bool by_own = parent[me] == 0 || (parent[me] > 0 && interpreter(seen[parent[me]]));
+        if (me > 0 && base_is(obj, "libcurl") && !cl->curl[0])
+            snprintf(cl->curl, sizeof cl->curl, "%s", obj);
+        if (me > 0 && base_is(obj, "libssl")) {
+            if (by_own && !cl->ssl[0])
+                snprintf(cl->ssl, sizeof cl->ssl, "%s", obj);
+            cl->ssl_by_curl = cl->ssl_by_curl || base_is(seen[parent[me]], "libcurl");
+        }
+        if (me > 0 && base_is(obj, "libgnutls") && by_own && !cl->gnutls[0])
+            snprintf(cl->gnutls, sizeof cl->gnutls, "%s", obj);
+        /* The program itself, or an interpreter's library, loads modules. */
+        if (f->imports_dlopen && own)
+            cl->dl = true;
+        if (f->imports_connect && own)
+            cl->sockets = true;
+        if (snprintf(origin, sizeof origin, "%s", obj) >= (int)sizeof origin)
+            continue;
+        char *slash = strrchr(origin, '/');
+        if (slash != NULL)
+            *slash = '\0';
+        for (int i = 0; i < f->nneeded && nseen < MAX_OBJS; i++) {
+            if (!find_needed(f->needed[i], f->runpath, origin, dep, sizeof dep))
+                continue;
+            bool dup = false;
+            for (int k = 0; k < nseen && !dup; k++)
+                dup = strcmp(seen[k], dep) == 0;
+            if (!dup) {
+                snprintf(seen[nseen], PATH_MAX, "%s", dep);
+                parent[nseen++] = me;
+            }
+        }
+    }
+}
+
+/*
+ * The helper a program runs for its HTTP, when it is one that does so: git
+ * runs git-remote-http(s) from its exec path for http(s):// remotes.  The
+ * helper's path in out, or false.
+ */
+static bool http_helper(const char *path, char *out, size_t outlen)
+{
+    static const char *const git_dirs[] = {"/usr/lib/git-core", "/usr/libexec/git-core",
+                                           "/usr/local/libexec/git-core"};
+    const char *env = getenv("GIT_EXEC_PATH");
+
+    if (!base_is(path, "git") || strchr(strrchr(path, '/') ? strrchr(path, '/') : path, '-'))
+        return false;
+    if (env != NULL && env[0] != '\0' &&
+        snprintf(out, outlen, "%s/git-remote-https", env) < (int)outlen && access(out, X_OK) == 0)
+        return true;
+    for (size_t i = 0; i < sizeof git_dirs / sizeof git_dirs[0]; i++)
+        if (snprintf(out, outlen, "%s/git-remote-https", git_dirs[i]) < (int)outlen &&
+            access(out, X_OK) == 0)
+            return true;
+    return false;
+}
+
 static int check_program(const char *cmd, int depth)
 {
-    char path[PATH_MAX], dep[PATH_MAX], origin[PATH_MAX];
-    static char seen[MAX_OBJS][PATH_MAX];
-    int nseen = 0, next = 0;
-    bool dl = false;
+    char path[PATH_MAX], helper[PATH_MAX];
     elf_facts ef;
+    closure cl;
     struct stat st;
+    bool reached = false;
 
     if (!find_cmd(cmd, path, sizeof path) || stat(path, &st) != 0) {
         fprintf(stderr, "backoff: cannot find %s: give a path or a command on PATH\n", cmd);
@@ -236,53 +346,71 @@ static int check_program(const char *cmd, int depth)
                ef.go ? "; a Go program, with its own HTTP stack" : "");
         return 1;
     }
-    /* Breadth first through the dependencies, as the dynamic linker loads them. */
-    snprintf(seen[nseen++], PATH_MAX, "%s", path);
-    while (next < nseen) {
-        const char *obj = seen[next++];
-        elf_facts df;
-        if (next > 1 && elf_read(obj, &df) != 0)
-            continue;
-        const elf_facts *f = next == 1 ? &ef : &df;
-        if (next > 1 && base_is(obj, "libcurl")) {
-            printf("backoff: %s: reached: libcurl is linked dynamically (%s)\n", path, obj);
-            return 0;
-        }
-        /* The program itself, or an interpreter's library, loads modules. */
-        if (f->imports_dlopen &&
-            (next == 1 || base_is(obj, "libperl") || base_is(obj, "libpython") ||
-             base_is(obj, "libruby") || base_is(obj, "liblua") || base_is(obj, "libphp")))
-            dl = true;
-        if (snprintf(origin, sizeof origin, "%s", obj) >= (int)sizeof origin)
-            continue;
-        char *slash = strrchr(origin, '/');
-        if (slash != NULL)
-            *slash = '\0';
-        for (int i = 0; i < f->nneeded && nseen < MAX_OBJS; i++) {
-            if (!find_needed(f->needed[i], f->runpath, origin, dep, sizeof dep))
-                continue;
-            bool dup = false;
-            for (int k = 0; k < nseen && !dup; k++)
-                dup = strcmp(seen[k], dep) == 0;
-            if (!dup)
-                snprintf(seen[nseen++], PATH_MAX, "%s", dep);
-        }
-    }
-    if (ef.defines_curl || ef.curl_string) {
+    walk(path, &ef, &cl);
+
+    /* libcurl */
+    if (cl.curl[0]) {
+        printf("backoff: %s: reached: libcurl is linked dynamically (%s)\n", path, cl.curl);
+        reached = true;
+    } else if (ef.defines_curl || ef.curl_string) {
         printf("backoff: %s: not reached: libcurl is linked statically into it (its calls "
                "never pass through the dynamic linker)\n", path);
-        return 1;
-    }
-    if (dl) {
+    } else if (cl.dl) {
         printf("backoff: %s: reached if it loads libcurl at run time: it does not link libcurl "
                "but loads libraries with dlopen (PHP's curl extension, python3-pycurl, plugins, "
                "RTLD_DEEPBIND or not are reached)\n", path);
-        return 0;
+        reached = true;
+    } else {
+        printf("backoff: %s: not reached: it does not use libcurl%s\n", path,
+               ef.go ? " (a Go program, with its own HTTP stack)"
+                     : ef.rust ? " (a Rust program: its HTTP stack, if any, is its own)" : "");
     }
-    printf("backoff: %s: not reached: it does not use libcurl%s\n", path,
-           ef.go ? " (a Go program, with its own HTTP stack)"
-                 : ef.rust ? " (a Rust program: its HTTP stack, if any, is its own)" : "");
-    return 1;
+    if (!cl.curl[0] && http_helper(path, helper, sizeof helper)) {
+        elf_facts hf;
+        closure hc;
+        if (elf_read(helper, &hf) == 0 && hf.elf && hf.interp) {
+            walk(helper, &hf, &hc);
+            if (hc.curl[0]) {
+                printf("backoff: %s: reached through its helper %s: libcurl is linked "
+                       "dynamically (%s)\n", path, helper, hc.curl);
+                reached = true;
+            }
+        }
+    }
+
+    /* OpenSSL, GnuTLS, plain sockets: the http room (shim/http/) */
+    if (ef.defines_ssl) {
+        printf("backoff: %s: OpenSSL: not reached: linked statically into it (its calls never "
+               "pass through the dynamic linker)\n", path);
+    } else if (cl.ssl[0]) {
+        printf("backoff: %s: OpenSSL: reached: libssl is linked dynamically (%s): its HTTP/1.x "
+               "on SSL objects bound to a socket\n", path, cl.ssl);
+        reached = true;
+    } else if (cl.dl) {
+        printf("backoff: %s: OpenSSL: reached if it loads libssl at run time (Python's ssl, "
+               "Ruby's openssl, Perl's Net::SSLeay): its HTTP/1.x on SSL objects bound to a "
+               "socket; not on memory BIOs (asyncio)\n", path);
+        reached = true;
+    } else if (cl.ssl_by_curl) {
+        printf("backoff: %s: OpenSSL: only libcurl's (above)\n", path);
+    } else {
+        printf("backoff: %s: OpenSSL: not used\n", path);
+    }
+    if (cl.gnutls[0]) {
+        printf("backoff: %s: GnuTLS: reached: GnuTLS is linked dynamically (%s): its HTTP/1.x "
+               "on sessions over a socket, retried on the same keep-alive connection only\n",
+               path, cl.gnutls);
+        reached = true;
+    }
+    if (cl.sockets || cl.dl) {
+        printf("backoff: %s: plain sockets: reached: HTTP/1.x it writes on TCP connections of "
+               "its own\n", path);
+        reached = true;
+    } else {
+        printf("backoff: %s: plain sockets: not used (it makes no TCP connection of its "
+               "own)\n", path);
+    }
+    return reached ? 0 : 1;
 }
 
 int bo_check_program(const char *cmd)

@@ -12,8 +12,8 @@
  * command is exec'd, so its exit status is ours (127: not found, 126: not
  * executable).
  *
- * `backoff --check CMD` also tells, before CMD runs, whether the library
- * will reach CMD's libcurl (check.c).
+ * `backoff --check CMD` also tells, before CMD runs, which of CMD's HTTP
+ * paths the library will reach (check.c).
  *
  * `backoff --status` prints what this user's processes share about each
  * destination (BACKOFF_SHARE=host, dest/share.c), one line each, or with
@@ -65,9 +65,10 @@ static void usage(FILE *out)
           "      --trace FILE      BACKOFF_TRACE: one CSV row per attempt\n"
           "  -v, --verbose         BACKOFF_VERBOSE=1: one stderr line per retry\n"
           "      --check [CMD]     validate the BACKOFF_* configuration; exit 0 or 2;\n"
-          "                        with CMD, also tell whether CMD's libcurl will be reached\n"
-          "                        (exit 0: it will, or may when CMD loads it at run time;\n"
-          "                        1: it will not)\n"
+          "                        with CMD, also tell which of CMD's HTTP paths will be\n"
+          "                        reached: libcurl (or the helper CMD runs), OpenSSL,\n"
+          "                        GnuTLS, plain sockets (exit 0: one will, or may when CMD\n"
+          "                        loads it at run time; 1: none will)\n"
           "      --print-config    print the effective configuration as BACKOFF_X=value\n"
           "                        lines (they can be fed back as the environment) and exit\n"
           "      --variables       print the table of every BACKOFF_* variable and exit\n"

@@ -1,8 +1,11 @@
 #!/bin/sh
 # `backoff --check CMD` tells before CMD runs whether the shim will reach its
-# libcurl: linked dynamically (curl, loadgen), loaded at run time (php, a
-# #! script run by it), linked statically, not linked (ls), setuid, or a
-# static program.  Exit 0 when it will (or may) be reached, 1 when not.
+# HTTP: its libcurl linked dynamically (curl, loadgen), loaded at run time
+# (php, a #! script run by it), linked statically, not linked (ls), or
+# reached through the helper it runs (git's git-remote-https); its OpenSSL
+# (linked: php; loadable: python3; linked statically: node), GnuTLS (wget:
+# same-connection retries), plain sockets; or nothing because it is setuid or a static
+# program.  Exit 0 when one path will (or may) be reached, 1 when none.
 . "$(dirname "$0")/lib.sh"
 
 B="$BUILD/backoff"
@@ -26,6 +29,18 @@ printf '#!/usr/bin/php\n<?php echo 1;\n' >"$TMP/script.php"
 chmod +x "$TMP/script.php"
 expect 0 "reached if it loads libcurl at run time" "$TMP/script.php"
 expect 1 "not reached: it does not use libcurl" /bin/ls
+grep -q "plain sockets: not used" "$TMP/out" || fail "ls: $(cat "$TMP/out")"
+# the http room's paths, and git's helper
+expect 0 "reached through its helper .*git-remote-https: libcurl is linked dynamically" git
+grep -q "plain sockets: reached" "$TMP/out" || fail "git: $(cat "$TMP/out")"
+expect 0 "OpenSSL: reached: libssl is linked dynamically" /usr/bin/php
+expect 0 "OpenSSL: reached if it loads libssl at run time" /usr/bin/python3
+expect 0 "GnuTLS: reached: GnuTLS is linked dynamically" wget
+grep -q "plain sockets: reached" "$TMP/out" || fail "wget: $(cat "$TMP/out")"
+expect 0 "OpenSSL: only libcurl's" /usr/bin/curl
+if [ -x /usr/bin/node ] && nm -D /usr/bin/node 2>/dev/null | grep -q ' T SSL_read$'; then
+    expect 0 "OpenSSL: not reached: linked statically into it" /usr/bin/node
+fi
 
 cat >"$TMP/fake.c" <<'C'
 int curl_easy_perform(void *h);

@@ -50,8 +50,8 @@ static const char *const all_vars[] = {
     "BACKOFF_UNSAFE_RETRY", "BACKOFF_IDEMPOTENCY_KEY", "BACKOFF_WINDOW", "BACKOFF_WINDOW_MAX",
     "BACKOFF_BETA",
     "BACKOFF_AIMD_MODE",  "BACKOFF_UP",           "BACKOFF_DOWN",        "BACKOFF_DOWN_AFTER",
-    "BACKOFF_CONNECT",    "BACKOFF_HOSTS",        "BACKOFF_STATS",       "BACKOFF_TRACE",
-    "BACKOFF_METRICS_FILE", "BACKOFF_METRICS_MODE",
+    "BACKOFF_CONNECT",    "BACKOFF_HTTP",         "BACKOFF_HOSTS",       "BACKOFF_STATS",
+    "BACKOFF_TRACE",      "BACKOFF_METRICS_FILE", "BACKOFF_METRICS_MODE",
     "BACKOFF_VERBOSE",    "BACKOFF_SEED",         "BACKOFF_STRICT",       "BACKOFF_PACING",
     "BACKOFF_RATELIMIT_HEADERS", "BACKOFF_RETRY_BUDGET", "BACKOFF_SHARE",
     "BACKOFF_REDIS_NAMESPACE",
@@ -314,6 +314,12 @@ static const vcase cases[] = {
     BAD("BACKOFF_CONNECT", "", R_BOOL),
     BAD("BACKOFF_CONNECT", "-1", R_BOOL),
     BAD("BACKOFF_CONNECT", OVER, R_BOOL),
+    OK("BACKOFF_HTTP", "0", "0"),
+    OK("BACKOFF_HTTP", "1", "1"),
+    BAD("BACKOFF_HTTP", "off", R_BOOL),
+    BAD("BACKOFF_HTTP", "", R_BOOL),
+    BAD("BACKOFF_HTTP", "-1", R_BOOL),
+    BAD("BACKOFF_HTTP", OVER, R_BOOL),
 
     OK("BACKOFF_HOSTS", "example.com", "example.com"),
     OK("BACKOFF_HOSTS", "Example.COM:8080,127.0.0.1", "example.com:8080,127.0.0.1"),
@@ -501,6 +507,7 @@ START_TEST(test_defaults)
     ck_assert(c.down == 0.9);
     ck_assert_uint_eq(c.down_after, 10);
     ck_assert(c.connect_hook);
+    ck_assert(c.http_hook);
     ck_assert_uint_eq(c.n_hosts, 0);
     ck_assert_str_eq(c.stats_path, "");
     ck_assert_str_eq(c.trace_path, "");
@@ -551,6 +558,7 @@ START_TEST(test_fields)
     env_set(&e, "BACKOFF_DOWN", "0.6");
     env_set(&e, "BACKOFF_DOWN_AFTER", "5");
     env_set(&e, "BACKOFF_CONNECT", "0");
+    env_set(&e, "BACKOFF_HTTP", "0");
     env_set(&e, "BACKOFF_HOSTS", "API.example.com:443,[::1]");
     env_set(&e, "BACKOFF_STATS", "stderr");
     env_set(&e, "BACKOFF_TRACE", "/tmp/t.csv");
@@ -578,6 +586,7 @@ START_TEST(test_fields)
     ck_assert(c.down == 0.6);
     ck_assert_uint_eq(c.down_after, 5);
     ck_assert(!c.connect_hook);
+    ck_assert(!c.http_hook);
     ck_assert_uint_eq(c.n_hosts, 2);
     ck_assert_str_eq(c.hosts[0].name, "api.example.com");
     ck_assert_int_eq(c.hosts[0].port, 443);

@@ -1,0 +1,62 @@
+/*
+ * callers.h: which copy of a TLS library an exported hook's caller means,
+ * within the http room (callers.c), for ssl.c and gnutls.c: the global
+ * scope's copy when there is one (a program or library that links it),
+ * else the one the caller's own object reaches (a module that loads it
+ * RTLD_LOCAL: Python's _ssl, Perl's SSLeay.so).  Each call site is
+ * resolved once and kept in a table shared by the threads (no
+ * thread-locals: the library's static TLS stays small): an entry is
+ * claimed with one atomic exchange, its slot written, its address
+ * published (release), never changed; readers take no lock, and nothing
+ * of it is held across fork().
+ */
+#ifndef BO_HTTP_CALLERS_H
+#define BO_HTTP_CALLERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loader/loader.h"
+
+#define BO_HCALLERS_TABLE 256
+#define BO_HCALLERS_PROBE 8
+
+typedef struct bo_hcallers {
+    const bo_lib_family *family;
+    void (*ask_global)(void);   /* sets global_slot (bo_lib_slot_global), once */
+    int global_known;           /* the global scope was asked (bo_core_once) */
+    int global_slot;            /* its copy's slot, -1: none */
+    struct {
+        int claimed;
+        const void *ret;
+        int slot;
+    } tab[BO_HCALLERS_TABLE];
+} bo_hcallers;
+
+/* The slow way: the global copy, else the caller's; aborts loudly when no
+ * copy is loaded (continuing would crash later). */
+int bo_hcallers_find(bo_hcallers *t, const void *ret);
+
+static inline size_t bo_hcallers_hash(const void *ret)
+{
+    return (size_t)(((uintptr_t)ret * 0x9E3779B97F4A7C15ULL) >> 56) % BO_HCALLERS_TABLE;
+}
+
+/* The slot of the copy the caller at ret means: a load or two once known. */
+static inline int bo_hcallers_slot(bo_hcallers *t, const void *ret)
+{
+    if (__builtin_expect(__atomic_load_n(&t->global_known, __ATOMIC_ACQUIRE), 1) &&
+        t->global_slot >= 0)
+        return t->global_slot;
+    size_t i = bo_hcallers_hash(ret);
+    for (size_t k = 0; k < BO_HCALLERS_PROBE; k++, i = (i + 1) % BO_HCALLERS_TABLE) {
+        const void *r = __atomic_load_n(&t->tab[i].ret, __ATOMIC_ACQUIRE);
+        if (r == ret)
+            return t->tab[i].slot;
+        if (r == NULL && !__atomic_load_n(&t->tab[i].claimed, __ATOMIC_RELAXED))
+            break;
+    }
+    return bo_hcallers_find(t, ret);
+}
+
+#endif

@@ -1,0 +1,479 @@
+/*
+ * gnutls.c: the GnuTLS side of the http room (wget over https): the
+ * libgnutls family declared to the loader, the hooks (gnutls_record_send,
+ * gnutls_record_recv, gnutls_record_check_pending) and a GnuTLS session's
+ * moves (exchange.h's bo_hx_io) on a session whose transport is a socket
+ * (gnutls_transport_get_int: a connected TCP socket the room follows).
+ * libcurl's own sessions (its GnuTLS flavour) pass through.
+ *
+ * GnuTLS has no peek: the answer is read into the record's held bytes,
+ * which the program's gnutls_record_recv is then served from first and
+ * gnutls_record_check_pending counts (wget asks it before every read).  A
+ * throttle is retried on the same connection only, when the answer keeps
+ * it alive and came whole: a new connection would need the program's
+ * session handshaken again, which GnuTLS cannot do on a session once used.
+ * Otherwise the answer is handed back as it came.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include "core/core.h"
+#include "http/callers.h"
+#include "http/conn.h"
+#include "http/exchange.h"
+#include "http/sock.h"
+#include "loader/loader.h"
+
+/* GnuTLS's ABI constants this file needs (no header needed). */
+#define GNUTLS_E_AGAIN (-28)
+#define GNUTLS_E_INTERRUPTED (-52)
+#define GNUTLS_E_PULL_ERROR (-54)
+
+typedef struct gnutls_session_int *gnutls_session_t;
+
+enum { GT_SEND, GT_RECV, GT_CHECK_PENDING, GT_NHOOKED, GT_TRANSPORT = GT_NHOOKED, GT_NFNS };
+
+static const char *const k_fn_names[GT_NFNS] = {
+    [GT_SEND] = "gnutls_record_send",
+    [GT_RECV] = "gnutls_record_recv",
+    [GT_CHECK_PENDING] = "gnutls_record_check_pending",
+    [GT_TRANSPORT] = "gnutls_transport_get_int",
+};
+
+/* One libgnutls copy's real functions. */
+typedef struct gnutls_real {
+    ssize_t (*send)(gnutls_session_t, const void *, size_t);
+    ssize_t (*recv)(gnutls_session_t, void *, size_t);
+    size_t (*check_pending)(gnutls_session_t);
+    int (*transport)(gnutls_session_t);
+    int bound;
+} gnutls_real;
+
+static gnutls_real g_reals[BO_LIB_MAX_COPIES];
+
+static void gnutls_bind(int slot, void *const *fn)
+{
+    gnutls_real *r = &g_reals[slot];
+    *(void **)&r->send = fn[GT_SEND];
+    *(void **)&r->recv = fn[GT_RECV];
+    *(void **)&r->check_pending = fn[GT_CHECK_PENDING];
+    *(void **)&r->transport = fn[GT_TRANSPORT];
+    __atomic_store_n(&r->bound, 1, __ATOMIC_RELEASE);
+}
+
+static void *gnutls_wrapper(int slot, int fn);
+
+static bo_lib_copies g_copies;
+
+static const bo_lib_family g_gnutls_family = {
+    .name = "libgnutls",
+    .soname = "libgnutls",
+    .prefix = "gnutls_",
+    .fns = k_fn_names,
+    .nfns = GT_NFNS,
+    .nhooked = GT_NHOOKED,
+    .bind = gnutls_bind,
+    .wrapper = gnutls_wrapper,
+    .copies = &g_copies,
+};
+BO_LIB_FAMILY(g_gnutls_family);
+
+static void gnutls_ask_global(void);
+static bo_hcallers g_callers = {.family = &g_gnutls_family, .ask_global = gnutls_ask_global,
+                                .global_slot = -1};
+
+static void gnutls_ask_global(void)
+{
+    g_callers.global_slot = bo_lib_slot_global(&g_gnutls_family);
+}
+
+static inline const gnutls_real *caller_real(const void *ret)
+{
+    const gnutls_real *R = &g_reals[bo_hcallers_slot(&g_callers, ret)];
+    if (__builtin_expect(!__atomic_load_n(&R->bound, __ATOMIC_ACQUIRE), 0))
+        bo_core_die("backoff: the program's libgnutls is not bound; cannot continue");
+    return R;
+}
+
+/* Set once a session was adopted: until then a read is the real one at once. */
+static int g_used;
+
+/* The session's socket, when its transport is one (a plain int that is an
+ * open fd: a transport pointer to the program's own structure is not). */
+static int session_fd(const gnutls_real *R, gnutls_session_t s)
+{
+    int fd = R->transport(s);
+    return fd >= 0 && fd < (1 << 20) ? fd : -1;
+}
+
+/* ---- a GnuTLS session's moves ------------------------------------------------------ */
+
+static size_t held_left(const bo_hconn *c)
+{
+    return c->held_len - c->held_off;
+}
+
+/* Room for n more held bytes. */
+static int held_room(bo_hconn *c, size_t n)
+{
+    if (c->held_len + n <= c->held_cap)
+        return 0;
+    size_t cap = c->held_cap ? c->held_cap : 4096;
+    while (cap < c->held_len + n)
+        cap *= 2;
+    char *h = realloc(c->held, cap);
+    if (h == NULL)
+        return -1;
+    c->held = h;
+    c->held_cap = cap;
+    return 0;
+}
+
+/* One record (or what GnuTLS has) read into held: >0, 0 (closed), -1 (errno). */
+static ssize_t read_one(bo_hconn *c, const gnutls_real *R)
+{
+    if (held_left(c) >= BO_HC_PEEK_MAX || held_room(c, 16384 + 512) != 0) {
+        errno = ENOBUFS;
+        return -1;
+    }
+    ssize_t r = R->recv(c->ssl, c->held + c->held_len, 16384 + 512);
+    if (r > 0) {
+        c->held_len += (size_t)r;
+        return r;
+    }
+    if (r == 0)
+        return 0;
+    errno = r == GNUTLS_E_AGAIN ? EAGAIN : r == GNUTLS_E_INTERRUPTED ? EINTR : ECONNRESET;
+    return -1;
+}
+
+static bool gt_nonblocking(bo_hconn *c, void *ctx)
+{
+    int fl = fcntl(c->fd, F_GETFL);
+    (void)ctx;
+    return fl >= 0 && (fl & O_NONBLOCK);
+}
+
+static bool gt_ready(bo_hconn *c, const gnutls_real *R)
+{
+    struct pollfd p = {.fd = c->fd, .events = POLLIN};
+    return R->check_pending(c->ssl) > 0 || poll(&p, 1, 0) > 0;
+}
+
+static ssize_t gt_look(bo_hconn *c, void *ctx, bool nb)
+{
+    const gnutls_real *R = ctx;
+    size_t h = held_left(c);
+
+    if (h == 0) {
+        if (nb && !gt_nonblocking(c, NULL) && !gt_ready(c, R)) {
+            errno = EAGAIN;
+            return -1;
+        }
+        ssize_t r = read_one(c, R); /* waits as the program's read would */
+        if (r <= 0)
+            return r;
+        h = held_left(c);
+    }
+    if (h > BO_HC_PEEK_MAX)
+        h = BO_HC_PEEK_MAX;
+    memcpy(c->peek, c->held + c->held_off, h);
+    return (ssize_t)h;
+}
+
+static int gt_more(bo_hconn *c, void *ctx, size_t have, int64_t until_ns)
+{
+    const gnutls_real *R = ctx;
+    (void)have;
+    for (;;) {
+        if (gt_ready(c, R)) {
+            bool nbs = gt_nonblocking(c, NULL);
+            ssize_t r = read_one(c, R);
+            if (r > 0)
+                return 1;
+            if (r == 0 || (errno != EAGAIN && errno != EINTR) || !nbs)
+                return -1;
+        }
+        int64_t now = bo_core_now_ns();
+        if (now >= until_ns)
+            return 0;
+        struct pollfd p = {.fd = c->fd, .events = POLLIN | POLLRDHUP};
+        int64_t left = until_ns - now;
+        int r = poll(&p, 1, left > 1000000000LL ? 1000 : (int)(left / 1000000 + 1));
+        if (r > 0 && !(p.revents & POLLIN))
+            return -1; /* closed or failed */
+    }
+}
+
+/* Nothing is taken unless the connection can carry the request again: the
+ * answer held whole and alone, nothing pending, the peer not closing. */
+static bool gt_drop(bo_hconn *c, void *ctx, size_t n)
+{
+    const gnutls_real *R = ctx;
+    struct pollfd p = {.fd = c->fd, .events = POLLIN | POLLRDHUP};
+
+    if (n != held_left(c) || R->check_pending(c->ssl) != 0 || poll(&p, 1, 0) != 0)
+        return false;
+    c->held_len = c->held_off = 0;
+    return true;
+}
+
+static int gt_send(bo_hconn *c, void *ctx, const char *buf, size_t n, int64_t until_ns)
+{
+    const gnutls_real *R = ctx;
+    while (n > 0) {
+        ssize_t w = R->send(c->ssl, buf, n);
+        if (w > 0) {
+            buf += w;
+            n -= (size_t)w;
+        } else if (w == GNUTLS_E_INTERRUPTED) {
+            continue;
+        } else if (w == GNUTLS_E_AGAIN) {
+            if (bo_hs_wait_fd(c->fd, POLLOUT, until_ns) != 0)
+                return -1;
+        } else {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* No new connection: GnuTLS does not handshake a used session again. */
+static int gt_redial(bo_hconn *c, void *ctx, int64_t until_ns, size_t answer)
+{
+    (void)c;
+    (void)ctx;
+    (void)until_ns;
+    (void)answer;
+    return -1;
+}
+
+static int64_t gt_timeo(bo_hconn *c, int opt)
+{
+    struct timeval tv;
+    socklen_t l = sizeof tv;
+    if (getsockopt(c->fd, SOL_SOCKET, opt, &tv, &l) != 0)
+        return 0;
+    return (int64_t)tv.tv_sec * 1000000000LL + (int64_t)tv.tv_usec * 1000;
+}
+
+static int64_t gt_rcvtimeo(bo_hconn *c, void *ctx)
+{
+    (void)ctx;
+    return gt_timeo(c, SO_RCVTIMEO);
+}
+
+static int64_t gt_sndtimeo(bo_hconn *c, void *ctx)
+{
+    (void)ctx;
+    return gt_timeo(c, SO_SNDTIMEO);
+}
+
+static const bo_hx_io k_gnutls = {
+    .look = gt_look,
+    .nonblocking = gt_nonblocking,
+    .more = gt_more,
+    .drop = gt_drop,
+    .send = gt_send,
+    .redial = gt_redial,
+    .rcvtimeo = gt_rcvtimeo,
+    .sndtimeo = gt_sndtimeo,
+    .redial_holds = true, /* (a whole answer is known before it is dropped) */
+    .same_only = true,
+};
+
+/* ---- the hooks' logic ---------------------------------------------------------------- */
+
+static bo_hconn *gt_adopt(gnutls_session_t s, int fd, const void *ret)
+{
+    bo_hconn *c = bo_hc_get(fd);
+
+    if (c != NULL && c->st != BO_HC_NONE && (!c->tls || c->ssl != (void *)s))
+        bo_hc_closed(fd); /* a record of an earlier connection on that number */
+    if ((c = bo_hs_adopt(fd, ret)) == NULL || !bo_hc_lock(c))
+        return NULL;
+    if (c->st == BO_HC_NONE) {
+        c->tls = c->https = true;
+        c->ssl = s;
+        c->held_len = c->held_off = 0;
+        c->st = BO_HC_IDLE;
+        __atomic_store_n(&g_used, 1, __ATOMIC_RELAXED);
+    }
+    bo_hc_unlock(c);
+    return c->tls && c->ssl == (void *)s ? c : NULL;
+}
+
+static ssize_t shim_send(const gnutls_real *R, gnutls_session_t s, const void *buf, size_t n,
+                         const void *ret)
+{
+    int saved = errno, fd;
+    bo_hconn *c;
+
+    if (bo_core_busy || buf == NULL || (fd = session_fd(R, s)) < 0)
+        return R->send(s, buf, n);
+    c = bo_hc_get(fd);
+    if (c == NULL || c->st == BO_HC_NONE || !c->tls || c->ssl != (void *)s) {
+        if (!bo_hx_request_start(buf, n) || (c = gt_adopt(s, fd, ret)) == NULL) {
+            errno = saved;
+            return R->send(s, buf, n);
+        }
+    }
+    if (c->st == BO_HC_OFF || !bo_hc_lock(c)) {
+        errno = saved;
+        return R->send(s, buf, n);
+    }
+    bo_core_busy = 1;
+    switch (c->st) {
+    case BO_HC_IDLE:
+        if (!bo_hx_request_start(buf, n)) {
+            bo_hc_off(c);
+            break;
+        }
+        if (bo_hx_begin(c, &k_gnutls, (void *)R, buf, n) == EINTR) {
+            bo_core_busy = 0;
+            bo_hc_unlock(c);
+            errno = EINTR;
+            return GNUTLS_E_INTERRUPTED; /* nothing was written */
+        }
+        break;
+    case BO_HC_REQ:
+        break;
+    default: /* SENT, PASS: another request before the answer was read whole */
+        bo_hc_off(c);
+        break;
+    }
+    errno = saved;
+    ssize_t r = R->send(s, buf, n);
+    int e = errno;
+    if (c->st == BO_HC_REQ) {
+        if (r > 0)
+            bo_hx_sent(c, buf, (size_t)r);
+        else if (r != GNUTLS_E_AGAIN && r != GNUTLS_E_INTERRUPTED)
+            bo_hc_off(c); /* the connection failed under the request */
+    }
+    bo_core_busy = 0;
+    bo_hc_unlock(c);
+    errno = e;
+    return r;
+}
+
+static ssize_t shim_recv(const gnutls_real *R, gnutls_session_t s, void *buf, size_t n)
+{
+    int saved = errno, fd, err = 0;
+    bo_hconn *c;
+    ssize_t r;
+
+    if (!__atomic_load_n(&g_used, __ATOMIC_RELAXED) || bo_core_busy ||
+        (fd = session_fd(R, s)) < 0 || (c = bo_hc_get(fd)) == NULL || !c->tls ||
+        c->ssl != (void *)s || (c->st < BO_HC_REQ && held_left(c) == 0) || !bo_hc_lock(c))
+        return R->recv(s, buf, n);
+    bo_core_busy = 1;
+    if (c->st == BO_HC_REQ)
+        bo_hc_off(c);
+    if (c->st == BO_HC_SENT && n > 0 &&
+        bo_hx_judge(c, &k_gnutls, (void *)R, false, &err) == BO_HX_ERR) {
+        bo_core_busy = 0;
+        bo_hc_unlock(c);
+        errno = err;
+        return err == EAGAIN ? GNUTLS_E_AGAIN
+                             : err == EINTR ? GNUTLS_E_INTERRUPTED : GNUTLS_E_PULL_ERROR;
+    }
+    size_t h = held_left(c);
+    if (h > 0 && n > 0) {
+        r = (ssize_t)(h < n ? h : n);
+        memcpy(buf, c->held + c->held_off, (size_t)r);
+        if ((c->held_off += (size_t)r) == c->held_len)
+            c->held_len = c->held_off = 0;
+        errno = saved;
+    } else {
+        errno = saved;
+        r = R->recv(s, buf, n);
+    }
+    int e = errno;
+    if (c->st == BO_HC_PASS && r >= 0 && (r > 0 || n > 0))
+        bo_hx_consumed(c, buf, (size_t)r);
+    bo_core_busy = 0;
+    bo_hc_unlock(c);
+    errno = e;
+    return r;
+}
+
+static size_t shim_check_pending(const gnutls_real *R, gnutls_session_t s)
+{
+    int saved = errno, fd;
+    bo_hconn *c;
+    size_t h = 0;
+
+    if (__atomic_load_n(&g_used, __ATOMIC_RELAXED) && (fd = session_fd(R, s)) >= 0 &&
+        (c = bo_hc_get(fd)) != NULL && c->tls && c->ssl == (void *)s)
+        h = __atomic_load_n(&c->held_len, __ATOMIC_RELAXED) -
+            __atomic_load_n(&c->held_off, __ATOMIC_RELAXED);
+    errno = saved;
+    return R->check_pending(s) + h;
+}
+
+/* ---- the exported hooks, and each copy's wrappers ----------------------------------------- */
+
+ssize_t gnutls_record_send(gnutls_session_t s, const void *data, size_t n);
+ssize_t gnutls_record_recv(gnutls_session_t s, void *data, size_t n);
+size_t gnutls_record_check_pending(gnutls_session_t s);
+
+#define RET __builtin_return_address(0)
+
+BO_EXPORT ssize_t gnutls_record_send(gnutls_session_t s, const void *data, size_t n)
+{
+    return shim_send(caller_real(RET), s, data, n, RET);
+}
+
+BO_EXPORT ssize_t gnutls_record_recv(gnutls_session_t s, void *data, size_t n)
+{
+    return shim_recv(caller_real(RET), s, data, n);
+}
+
+BO_EXPORT size_t gnutls_record_check_pending(gnutls_session_t s)
+{
+    return shim_check_pending(caller_real(RET), s);
+}
+
+#define SLOT_WRAPPERS(i)                                                          \
+    static ssize_t send_##i(gnutls_session_t s, const void *data, size_t n)       \
+    {                                                                             \
+        return shim_send(&g_reals[i], s, data, n, RET);                           \
+    }                                                                             \
+    static ssize_t recv_##i(gnutls_session_t s, void *data, size_t n)             \
+    {                                                                             \
+        return shim_recv(&g_reals[i], s, data, n);                                \
+    }                                                                             \
+    static size_t check_pending_##i(gnutls_session_t s)                           \
+    {                                                                             \
+        return shim_check_pending(&g_reals[i], s);                                \
+    }
+
+SLOT_WRAPPERS(0)
+SLOT_WRAPPERS(1)
+SLOT_WRAPPERS(2)
+SLOT_WRAPPERS(3)
+SLOT_WRAPPERS(4)
+SLOT_WRAPPERS(5)
+SLOT_WRAPPERS(6)
+SLOT_WRAPPERS(7)
+
+_Static_assert(BO_LIB_MAX_COPIES == 8, "one SLOT_WRAPPERS line per slot");
+
+#define SLOT_ROW(i) {(void *)send_##i, (void *)recv_##i, (void *)check_pending_##i}
+
+static void *const g_wrappers[BO_LIB_MAX_COPIES][GT_NHOOKED] = {
+    SLOT_ROW(0), SLOT_ROW(1), SLOT_ROW(2), SLOT_ROW(3),
+    SLOT_ROW(4), SLOT_ROW(5), SLOT_ROW(6), SLOT_ROW(7),
+};
+
+static void *gnutls_wrapper(int slot, int fn)
+{
+    return g_wrappers[slot][fn];
+}

@@ -1,0 +1,42 @@
+/*
+ * http: the HTTP hooks of programs that speak HTTP/1.x themselves, over a
+ * plain TCP socket, an OpenSSL object bound to one or a GnuTLS session on
+ * one (Python's http.client and requests, Ruby's net/http, Perl's LWP and
+ * HTTP::Tiny, PHP's streams, wget), a hook family beside libcurl/ and
+ * connect/ on the same call/, dest/ and loader/:
+ *
+ *   fdtab.c     the records of the connections, found by fd (conn.h);
+ *   exchange.c  one request and its answer as a call of the engine: the
+ *               request kept, the answer looked at without being consumed
+ *               and judged, a throttle retried on the same connection or a
+ *               new one (exchange.h);
+ *   sock.c      the socket hooks (write, send, sendto, writev, read, recv,
+ *               recvfrom and their _chk forms, close, dup2, dup3, accept,
+ *               accept4, epoll_ctl) and the plain socket's moves, a new
+ *               connection with the program's options among them;
+ *   ssl.c       the OpenSSL hooks (SSL_write, SSL_read and their _ex forms,
+ *               SSL_peek, SSL_pending) on SSL objects bound to a socket, and
+ *               the libssl family declared to the loader;
+ *   gnutls.c    the GnuTLS hooks (gnutls_record_send, _recv, _check_pending)
+ *               on sessions over a socket: same-connection retries only; the
+ *               libgnutls family;
+ *   callers.c   the copy of a TLS library an exported hook's caller means.
+ *
+ * What it promises: a program that never meets a throttle sees the same
+ * bytes and results; a read or write on an fd it does not follow costs one
+ * lookup; a retried answer never reaches the program, and an answer that
+ * is not retried stays where the program expects it.  BACKOFF_HTTP=0 turns
+ * it all off.  docs/DESIGN.md ("The HTTP hooks") has the rules.
+ */
+#ifndef BO_HTTP_ROOM_H
+#define BO_HTTP_ROOM_H
+
+/*
+ * Fork (the one list in fork/fork.c): the table's lock, a leaf; in the
+ * child every record that was in use or in flight is left alone for good.
+ */
+void bo_http_prepare_fork(void);
+void bo_http_parent_fork(void);
+void bo_http_child_fork(void);
+
+#endif

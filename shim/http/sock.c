@@ -1,0 +1,807 @@
+/*
+ * sock.c: the socket hooks of the http room and a plain socket's moves
+ * (exchange.h's bo_hx_io).
+ *
+ * Every hook has three layers (docs/STYLE.md): the real function (libc's,
+ * bound once), shim_*() (the room's logic) and the exported one.  The
+ * exported read and write look the fd up once (conn.h) and call libc's
+ * function straight away for every fd the room does not follow: files,
+ * pipes, UNIX sockets, accepted sockets, TLS connections (ssl.c's), and
+ * sockets whose first bytes were not a request line.  A client socket is
+ * adopted when the program writes a request line on it (a connected TCP
+ * socket that accept() did not return, written from outside libcurl,
+ * whose transfers are the libcurl room's).
+ *
+ * A new connection for a retry (redial) is a socket of the same family,
+ * type and protocol with the program's options copied (timeouts,
+ * keep-alive, TCP_NODELAY and the other TCP and IP options below; not the
+ * buffer sizes, whose copy would switch autotuning off), bound to the same
+ * local address (any port), connected within the call's bound, given the
+ * program's status flags (O_NONBLOCK) and dup3()ed onto its fd with its
+ * FD_CLOEXEC; the epoll sets the old socket was in (read from
+ * /proc/self/fdinfo, which needs no hook and cannot go stale) get the new
+ * one with the same events and data.
+ */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bo_time.h"
+#include "core/core.h"
+#include "http/conn.h"
+#include "http/exchange.h"
+#include "http/sock.h"
+
+#ifndef IP_BIND_ADDRESS_NO_PORT
+#define IP_BIND_ADDRESS_NO_PORT 24
+#endif
+
+/* ---- the real functions ---------------------------------------------------- */
+
+typedef ssize_t (*read_fn)(int, void *, size_t);
+typedef ssize_t (*write_fn)(int, const void *, size_t);
+typedef ssize_t (*recv_fn)(int, void *, size_t, int);
+typedef ssize_t (*send_fn)(int, const void *, size_t, int);
+typedef ssize_t (*recvfrom_fn)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
+typedef ssize_t (*sendto_fn)(int, const void *, size_t, int, const struct sockaddr *,
+                             socklen_t);
+typedef ssize_t (*writev_fn)(int, const struct iovec *, int);
+typedef ssize_t (*read_chk_fn)(int, void *, size_t, size_t);
+typedef ssize_t (*recv_chk_fn)(int, void *, size_t, size_t, int);
+typedef ssize_t (*recvfrom_chk_fn)(int, void *, size_t, size_t, int, struct sockaddr *,
+                                   socklen_t *);
+typedef int (*close_fn)(int);
+typedef int (*dup2_fn)(int, int);
+typedef int (*dup3_fn)(int, int, int);
+typedef int (*accept_fn)(int, struct sockaddr *, socklen_t *);
+typedef int (*accept4_fn)(int, struct sockaddr *, socklen_t *, int);
+typedef int (*connect_fn)(int, const struct sockaddr *, socklen_t);
+
+static struct {
+    read_fn read;
+    write_fn write;
+    recv_fn recv;
+    send_fn send;
+    recvfrom_fn recvfrom;
+    sendto_fn sendto;
+    writev_fn writev;
+    read_chk_fn read_chk;
+    recv_chk_fn recv_chk;
+    recvfrom_chk_fn recvfrom_chk;
+    close_fn close;
+    dup2_fn dup2;
+    dup3_fn dup3;
+    accept_fn accept;
+    accept4_fn accept4;
+    connect_fn connect;
+} g_real;
+static int g_bound;
+
+static void *need(const char *name, void *self)
+{
+    void *p = dlsym(RTLD_NEXT, name);
+    if (p == NULL || p == self)
+        bo_core_die("backoff: cannot find libc's %s; cannot continue", name);
+    return p;
+}
+
+static void resolve(void)
+{
+    *(void **)&g_real.read = need("read", (void *)read);
+    *(void **)&g_real.write = need("write", (void *)write);
+    *(void **)&g_real.recv = need("recv", (void *)recv);
+    *(void **)&g_real.send = need("send", (void *)send);
+    *(void **)&g_real.recvfrom = need("recvfrom", (void *)recvfrom);
+    *(void **)&g_real.sendto = need("sendto", (void *)sendto);
+    *(void **)&g_real.writev = need("writev", (void *)writev);
+    *(void **)&g_real.read_chk = need("__read_chk", NULL);
+    *(void **)&g_real.recv_chk = need("__recv_chk", NULL);
+    *(void **)&g_real.recvfrom_chk = need("__recvfrom_chk", NULL);
+    *(void **)&g_real.close = need("close", (void *)close);
+    *(void **)&g_real.dup2 = need("dup2", (void *)dup2);
+    *(void **)&g_real.dup3 = need("dup3", (void *)dup3);
+    *(void **)&g_real.accept = need("accept", (void *)accept);
+    *(void **)&g_real.accept4 = need("accept4", (void *)accept4);
+    *(void **)&g_real.connect = need("connect", NULL);
+}
+
+/* The real functions, bound on first use (a library's constructor may write
+ * before ours runs): one load on every call. */
+#define REAL(f) (__builtin_expect(__atomic_load_n(&g_bound, __ATOMIC_ACQUIRE), 1) \
+                     ? g_real.f : (bo_core_once(&g_bound, resolve), g_real.f))
+
+/* ---- a plain socket's moves ---------------------------------------------------- */
+
+static bool plain_nonblocking(bo_hconn *c, void *ctx)
+{
+    int fl = fcntl(c->fd, F_GETFL);
+    (void)ctx;
+    return fl >= 0 && (fl & O_NONBLOCK);
+}
+
+/* Without a wait first: when the answer is there (the program read after
+ * its poll said so) the socket's mode does not matter and is not asked. */
+static ssize_t plain_look(bo_hconn *c, void *ctx, bool nb)
+{
+    ssize_t n = REAL(recv)(c->fd, c->peek, BO_HC_PEEK_MAX, MSG_PEEK | MSG_DONTWAIT);
+    if (n >= 0 || nb || (errno != EAGAIN && errno != EWOULDBLOCK) || plain_nonblocking(c, ctx))
+        return n;
+    return REAL(recv)(c->fd, c->peek, BO_HC_PEEK_MAX, MSG_PEEK);
+}
+
+static int plain_more(bo_hconn *c, void *ctx, size_t have, int64_t until_ns)
+{
+    int64_t pause = 50 * 1000; /* 50 us, doubling up to 2 ms */
+    (void)ctx;
+    for (;;) {
+        int avail = 0;
+        if (ioctl(c->fd, FIONREAD, &avail) == 0 && avail > 0 && (size_t)avail > have)
+            return 1;
+        struct pollfd p = {.fd = c->fd, .events = POLLRDHUP};
+        if (poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)))
+            return ioctl(c->fd, FIONREAD, &avail) == 0 && (size_t)avail > have ? 1 : -1;
+        int64_t now = bo_core_now_ns();
+        if (now >= until_ns)
+            return 0;
+        if (pause > until_ns - now)
+            pause = until_ns - now;
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)pause};
+        nanosleep(&ts, NULL);
+        if (pause < 2 * BO_NS_PER_MS)
+            pause *= 2;
+    }
+}
+
+static bool plain_drop(bo_hconn *c, void *ctx, size_t n)
+{
+    (void)ctx;
+    while (n > 0) {
+        size_t k = n < BO_HC_PEEK_MAX ? n : BO_HC_PEEK_MAX;
+        ssize_t r = REAL(recv)(c->fd, c->peek, k, MSG_DONTWAIT);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return false;
+        n -= (size_t)r;
+    }
+    struct pollfd p = {.fd = c->fd, .events = POLLIN | POLLRDHUP};
+    return poll(&p, 1, 0) == 0; /* neither more bytes nor the peer's close */
+}
+
+int bo_hs_wait_fd(int fd, short events, int64_t until_ns)
+{
+    for (;;) {
+        int64_t left = until_ns - bo_core_now_ns();
+        if (left <= 0) {
+            errno = ETIMEDOUT;
+            return -1;
+        }
+        struct pollfd p = {.fd = fd, .events = events};
+        int ms = left > 1000 * BO_NS_PER_MS ? 1000
+                                            : (int)((left + BO_NS_PER_MS - 1) / BO_NS_PER_MS);
+        int r = poll(&p, 1, ms);
+        if (r > 0)
+            return 0;
+        if (r < 0 && errno != EINTR)
+            return -1;
+    }
+}
+
+static int plain_send(bo_hconn *c, void *ctx, const char *buf, size_t n, int64_t until_ns)
+{
+    (void)ctx;
+    while (n > 0) {
+        ssize_t w = REAL(send)(c->fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w > 0) {
+            buf += w;
+            n -= (size_t)w;
+        } else if (w < 0 && errno == EINTR) {
+            continue;
+        } else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (bo_hs_wait_fd(c->fd, POLLOUT, until_ns) != 0)
+                return -1;
+        } else {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int64_t timeo(int fd, int opt)
+{
+    struct timeval tv;
+    socklen_t l = sizeof tv;
+    if (getsockopt(fd, SOL_SOCKET, opt, &tv, &l) != 0)
+        return 0;
+    return (int64_t)tv.tv_sec * BO_NS_PER_S + (int64_t)tv.tv_usec * 1000;
+}
+
+static int64_t plain_rcvtimeo(bo_hconn *c, void *ctx)
+{
+    (void)ctx;
+    return timeo(c->fd, SO_RCVTIMEO);
+}
+
+static int64_t plain_sndtimeo(bo_hconn *c, void *ctx)
+{
+    (void)ctx;
+    return timeo(c->fd, SO_SNDTIMEO);
+}
+
+/* The options a program may have set, copied to the new socket (ints, or the
+ * structures below).  Buffer sizes are left out: copying them would switch
+ * the kernel's autotuning off where the program never asked for that. */
+static const struct {
+    int level, opt;
+} k_int_opts[] = {
+    {SOL_SOCKET, SO_KEEPALIVE},      {SOL_SOCKET, SO_OOBINLINE},
+    {SOL_SOCKET, SO_PRIORITY},       {SOL_SOCKET, SO_MARK},
+    {IPPROTO_TCP, TCP_NODELAY},      {IPPROTO_TCP, TCP_KEEPIDLE},
+    {IPPROTO_TCP, TCP_KEEPINTVL},    {IPPROTO_TCP, TCP_KEEPCNT},
+    {IPPROTO_TCP, TCP_USER_TIMEOUT}, {IPPROTO_TCP, TCP_SYNCNT},
+};
+
+static void copy_opts(int from, int to, int family)
+{
+    char dev[64];
+    struct timeval tv;
+    struct linger lg;
+    socklen_t l;
+    int v;
+
+    for (size_t i = 0; i < sizeof k_int_opts / sizeof k_int_opts[0]; i++) {
+        l = sizeof v;
+        if (getsockopt(from, k_int_opts[i].level, k_int_opts[i].opt, &v, &l) == 0 &&
+            (k_int_opts[i].opt != SO_MARK || v != 0))
+            (void)setsockopt(to, k_int_opts[i].level, k_int_opts[i].opt, &v, sizeof v);
+    }
+    l = sizeof v;
+    if (family == AF_INET && getsockopt(from, IPPROTO_IP, IP_TOS, &v, &l) == 0 && v != 0)
+        (void)setsockopt(to, IPPROTO_IP, IP_TOS, &v, sizeof v);
+    l = sizeof v;
+    if (family == AF_INET6 && getsockopt(from, IPPROTO_IPV6, IPV6_TCLASS, &v, &l) == 0 && v > 0)
+        (void)setsockopt(to, IPPROTO_IPV6, IPV6_TCLASS, &v, sizeof v);
+    l = sizeof v;
+    if (family == AF_INET6 && getsockopt(from, IPPROTO_IPV6, IPV6_V6ONLY, &v, &l) == 0)
+        (void)setsockopt(to, IPPROTO_IPV6, IPV6_V6ONLY, &v, sizeof v);
+    static const int tos[] = {SO_RCVTIMEO, SO_SNDTIMEO};
+    for (size_t i = 0; i < 2; i++) {
+        l = sizeof tv;
+        if (getsockopt(from, SOL_SOCKET, tos[i], &tv, &l) == 0 && (tv.tv_sec || tv.tv_usec))
+            (void)setsockopt(to, SOL_SOCKET, tos[i], &tv, sizeof tv);
+    }
+    l = sizeof lg;
+    if (getsockopt(from, SOL_SOCKET, SO_LINGER, &lg, &l) == 0 && lg.l_onoff)
+        (void)setsockopt(to, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    l = sizeof dev;
+    if (getsockopt(from, SOL_SOCKET, SO_BINDTODEVICE, dev, &l) == 0 && l > 0 && dev[0] != '\0')
+        (void)setsockopt(to, SOL_SOCKET, SO_BINDTODEVICE, dev, l);
+}
+
+/* The same local address (any port), when the old socket's is not a wildcard. */
+static void bind_like(int from, int to)
+{
+    struct sockaddr_storage ss;
+    socklen_t l = sizeof ss;
+    int one = 1;
+
+    if (getsockname(from, (struct sockaddr *)&ss, &l) != 0)
+        return;
+    if (ss.ss_family == AF_INET) {
+        struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+        if (in->sin_addr.s_addr == htonl(INADDR_ANY))
+            return;
+        in->sin_port = 0;
+    } else if (ss.ss_family == AF_INET6) {
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+        if (IN6_IS_ADDR_UNSPECIFIED(&in6->sin6_addr))
+            return;
+        in6->sin6_port = 0;
+    } else {
+        return;
+    }
+    (void)setsockopt(to, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+    (void)bind(to, (struct sockaddr *)&ss, l);
+}
+
+/* An epoll registration of the old socket, to be made again for the new one. */
+typedef struct ep_reg {
+    int epfd;
+    struct epoll_event ev;
+} ep_reg;
+#define EP_MAX 8
+
+/*
+ * The epoll sets that hold fd with its current file: every epoll fd of the
+ * process, its /proc/self/fdinfo entry for fd (events and data as the
+ * program gave them; the inode says it is this very socket).
+ */
+static int epoll_regs(int fd, ep_reg *regs, int max)
+{
+    char path[64], line[256], link[64];
+    struct stat st;
+    int n = 0;
+    DIR *d;
+
+    if (fstat(fd, &st) != 0 || (d = opendir("/proc/self/fd")) == NULL)
+        return 0;
+    for (struct dirent *e; n < max && (e = readdir(d)) != NULL;) {
+        int epfd = atoi(e->d_name);
+        if (e->d_name[0] < '0' || e->d_name[0] > '9' || epfd == dirfd(d))
+            continue;
+        snprintf(path, sizeof path, "/proc/self/fd/%d", epfd);
+        ssize_t k = readlink(path, link, sizeof link - 1);
+        if (k <= 0)
+            continue;
+        link[k] = '\0';
+        if (strcmp(link, "anon_inode:[eventpoll]") != 0)
+            continue;
+        snprintf(path, sizeof path, "/proc/self/fdinfo/%d", epfd);
+        FILE *f = fopen(path, "re");
+        if (f == NULL)
+            continue;
+        while (n < max && fgets(line, sizeof line, f) != NULL) {
+            int tfd;
+            unsigned ev;
+            unsigned long long data, ino;
+            const char *ip = strstr(line, "ino:");
+            if (sscanf(line, "tfd: %d events: %x data: %llx", &tfd, &ev, &data) != 3 ||
+                tfd != fd || ip == NULL || sscanf(ip, "ino:%llx", &ino) != 1 ||
+                ino != (unsigned long long)st.st_ino)
+                continue;
+            regs[n].epfd = epfd;
+            regs[n].ev.events = ev;
+            regs[n].ev.data.u64 = data;
+            n++;
+        }
+        fclose(f);
+    }
+    closedir(d);
+    return n;
+}
+
+/*
+ * A new connection to the same peer in place of the old socket on the
+ * program's fd (see the heading).  The old socket, with whatever it still
+ * holds, goes when the new one takes its number.
+ */
+int bo_hs_redial(bo_hconn *c, int64_t until_ns)
+{
+    int fd = c->fd, dom, type, proto, err = 0, fl, fdfl, nfd;
+    socklen_t l = sizeof dom;
+    ep_reg regs[EP_MAX];
+
+    /* The peer as the socket knows it now (a socket reset knows none: the
+     * one of the adoption, then) */
+    struct sockaddr_storage now;
+    socklen_t nl = sizeof now;
+    if (getpeername(fd, (struct sockaddr *)&now, &nl) == 0 && nl <= sizeof c->peer) {
+        memcpy(&c->peer, &now, nl);
+        c->peer_len = nl;
+    }
+    if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &l) != 0 ||
+        (l = sizeof type, getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l)) != 0 ||
+        (l = sizeof proto, getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &l)) != 0 ||
+        (fl = fcntl(fd, F_GETFL)) < 0 || (fdfl = fcntl(fd, F_GETFD)) < 0 ||
+        dom != c->peer.ss_family)
+        return -1;
+    if ((nfd = socket(dom, type | SOCK_NONBLOCK | SOCK_CLOEXEC, proto)) < 0)
+        return -1;
+    copy_opts(fd, nfd, dom);
+    bind_like(fd, nfd);
+    if (REAL(connect)(nfd, (struct sockaddr *)&c->peer, c->peer_len) != 0 &&
+        (errno != EINPROGRESS || bo_hs_wait_fd(nfd, POLLOUT, until_ns) != 0 ||
+         (l = sizeof err, getsockopt(nfd, SOL_SOCKET, SO_ERROR, &err, &l)) != 0 || err != 0))
+        goto fail;
+    if (fcntl(nfd, F_SETFL, fl) != 0)
+        goto fail;
+    int nregs = epoll_regs(fd, regs, EP_MAX);
+    if (REAL(dup3)(nfd, fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) != fd)
+        goto fail;
+    REAL(close)(nfd);
+    for (int i = 0; i < nregs; i++)
+        if (epoll_ctl(regs[i].epfd, EPOLL_CTL_ADD, fd, &regs[i].ev) != 0 && errno == EEXIST)
+            (void)epoll_ctl(regs[i].epfd, EPOLL_CTL_MOD, fd, &regs[i].ev);
+    return 0;
+fail:
+    REAL(close)(nfd);
+    return -1;
+}
+
+static int plain_redial(bo_hconn *c, void *ctx, int64_t until_ns, size_t answer)
+{
+    (void)ctx;
+    (void)answer; /* the old socket keeps the answer: nothing to hold */
+    return bo_hs_redial(c, until_ns);
+}
+
+static const bo_hx_io k_plain = {
+    .look = plain_look,
+    .nonblocking = plain_nonblocking,
+    .more = plain_more,
+    .drop = plain_drop,
+    .send = plain_send,
+    .redial = plain_redial,
+    .rcvtimeo = plain_rcvtimeo,
+    .sndtimeo = plain_sndtimeo,
+};
+
+/* ---- which sockets are followed ---------------------------------------------- */
+
+/* Is the code at ret inside a libcurl (its transfers are the libcurl room's)? */
+static bool from_libcurl(const void *ret)
+{
+    Dl_info info;
+    const char *b;
+    if (dladdr(ret, &info) == 0 || info.dli_fname == NULL)
+        return false;
+    b = strrchr(info.dli_fname, '/');
+    b = b != NULL ? b + 1 : info.dli_fname;
+    return strncmp(b, "libcurl", 7) == 0;
+}
+
+bo_hconn *bo_hs_adopt(int fd, const void *ret)
+{
+    const bo_config *cfg = bo_core_config();
+    struct sockaddr_storage ss;
+    socklen_t l = sizeof ss;
+    int type = 0, acc = 1;
+    socklen_t tl = sizeof type, al = sizeof acc;
+    bo_hconn *c;
+
+    if (cfg == NULL || !cfg->http_hook || bo_hc_mark_of(fd) != BO_HC_MARK_NONE)
+        return NULL;
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) != 0 || type != SOCK_STREAM ||
+        getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &al) != 0 || acc != 0 ||
+        getpeername(fd, (struct sockaddr *)&ss, &l) != 0 ||
+        (ss.ss_family != AF_INET && ss.ss_family != AF_INET6) || from_libcurl(ret)) {
+        bo_hc_mark(fd, BO_HC_MARK_NOT_CLIENT);
+        return NULL;
+    }
+    if ((c = bo_hc_make(fd)) == NULL)
+        return NULL;
+    if (c->st == BO_HC_NONE) { /* where a new connection for a retry goes */
+        memcpy(&c->peer, &ss, l);
+        c->peer_len = l;
+    }
+    return c;
+}
+
+/* ---- the hooks' logic ------------------------------------------------------------- */
+
+/* One write-like call, whatever its form. */
+typedef struct wcall {
+    enum { W_WRITE, W_SEND, W_SENDTO, W_WRITEV } kind;
+    int fd, flags;
+    const void *buf;
+    size_t n;
+    const struct sockaddr *to;
+    socklen_t tolen;
+    const struct iovec *iov;
+    int iovcnt;
+} wcall;
+
+static ssize_t real_w(const wcall *w)
+{
+    switch (w->kind) {
+    case W_WRITE:
+        return REAL(write)(w->fd, w->buf, w->n);
+    case W_SEND:
+        return REAL(send)(w->fd, w->buf, w->n, w->flags);
+    case W_SENDTO:
+        return REAL(sendto)(w->fd, w->buf, w->n, w->flags, w->to, w->tolen);
+    default:
+        return REAL(writev)(w->fd, w->iov, w->iovcnt);
+    }
+}
+
+/* The bytes a writev sent, in order, to the request's reader. */
+static void sent_iov(bo_hconn *c, const struct iovec *iov, int cnt, size_t n)
+{
+    for (int i = 0; i < cnt && n > 0 && c->st == BO_HC_REQ; i++) {
+        size_t k = iov[i].iov_len < n ? iov[i].iov_len : n;
+        bo_hx_sent(c, iov[i].iov_base, k);
+        n -= k;
+    }
+}
+
+/*
+ * A write on a socket the room follows or may adopt: a request's start is
+ * admitted before its first byte goes (bo_hx_begin), its bytes are read and
+ * kept as they go (bo_hx_sent); a write where no request may start
+ * (pipelining, the middle of an answer) leaves the connection alone.
+ */
+static ssize_t shim_write(bo_hconn *c, const wcall *w, const void *ret)
+{
+    const char *first = w->kind == W_WRITEV ? (w->iovcnt > 0 ? w->iov[0].iov_base : NULL)
+                                            : w->buf;
+    size_t flen = w->kind == W_WRITEV ? (w->iovcnt > 0 ? w->iov[0].iov_len : 0) : w->n;
+    int saved = errno;
+    ssize_t r;
+
+    if (bo_core_busy)
+        return real_w(w);
+    if (c == NULL || c->st == BO_HC_NONE) {
+        if (first == NULL || !bo_hx_request_start(first, flen) ||
+            (c = bo_hs_adopt(w->fd, ret)) == NULL) {
+            errno = saved;
+            return real_w(w);
+        }
+    }
+    if (c->tls || c->st == BO_HC_OFF || !bo_hc_lock(c)) {
+        errno = saved;
+        return real_w(w);
+    }
+    bo_core_busy = 1;
+    switch (c->st) {
+    case BO_HC_NONE:
+    case BO_HC_IDLE:
+        c->st = BO_HC_IDLE;
+        c->https = false;
+        if (first == NULL || !bo_hx_request_start(first, flen)) {
+            bo_hc_off(c);
+            break;
+        }
+        if (bo_hx_begin(c, &k_plain, NULL, first, flen) == EINTR) {
+            bo_core_busy = 0;
+            bo_hc_unlock(c);
+            errno = EINTR; /* a signal ended the admission's wait: nothing was written */
+            return -1;
+        }
+        break;
+    case BO_HC_REQ:
+        break;
+    default: /* SENT, PASS: another request before the answer was read whole */
+        bo_hc_off(c);
+        break;
+    }
+    errno = saved;
+    r = real_w(w);
+    int e = errno;
+    if (c->st == BO_HC_REQ) {
+        if (r > 0 && w->kind == W_WRITEV)
+            sent_iov(c, w->iov, w->iovcnt, (size_t)r);
+        else if (r > 0)
+            bo_hx_sent(c, first, (size_t)r);
+        else if (r < 0 && e != EAGAIN && e != EWOULDBLOCK && e != EINTR)
+            bo_hc_off(c); /* the connection failed under the request */
+    }
+    bo_core_busy = 0;
+    bo_hc_unlock(c);
+    errno = e;
+    return r;
+}
+
+/* One read-like call, whatever its form. */
+typedef struct rcall {
+    enum { R_READ, R_RECV, R_RECVFROM, R_READ_CHK, R_RECV_CHK, R_RECVFROM_CHK } kind;
+    int fd, flags;
+    void *buf;
+    size_t n, buflen;
+    struct sockaddr *from;
+    socklen_t *fromlen;
+} rcall;
+
+static ssize_t real_r(const rcall *r)
+{
+    switch (r->kind) {
+    case R_READ:
+        return REAL(read)(r->fd, r->buf, r->n);
+    case R_RECV:
+        return REAL(recv)(r->fd, r->buf, r->n, r->flags);
+    case R_RECVFROM:
+        return REAL(recvfrom)(r->fd, r->buf, r->n, r->flags, r->from, r->fromlen);
+    case R_READ_CHK:
+        return REAL(read_chk)(r->fd, r->buf, r->n, r->buflen);
+    case R_RECV_CHK:
+        return REAL(recv_chk)(r->fd, r->buf, r->n, r->buflen, r->flags);
+    default:
+        return REAL(recvfrom_chk)(r->fd, r->buf, r->n, r->buflen, r->flags, r->from,
+                                  r->fromlen);
+    }
+}
+
+/*
+ * A read on a connection whose request or answer is in flight: the first
+ * read after the whole request judges the answer (bo_hx_judge: it may
+ * retry, and it never consumes an answer that stands); the reads of an
+ * answer that stands are followed to its end.  A read in the middle of a
+ * request (the server answered early) leaves the connection alone.
+ */
+static ssize_t shim_read(bo_hconn *c, const rcall *r)
+{
+    int saved = errno, err = 0;
+    ssize_t n;
+
+    if (bo_core_busy || !bo_hc_lock(c))
+        return real_r(r);
+    bo_core_busy = 1;
+    if (c->st == BO_HC_REQ)
+        bo_hc_off(c);
+    if (c->st == BO_HC_SENT) {
+        bool nb = r->kind != R_READ && r->kind != R_READ_CHK && (r->flags & MSG_DONTWAIT);
+        /* (a read of nothing judges nothing) */
+        if (r->n > 0 && bo_hx_judge(c, &k_plain, NULL, nb, &err) == BO_HX_ERR) {
+            bo_core_busy = 0;
+            bo_hc_unlock(c);
+            errno = err;
+            return -1;
+        }
+    }
+    errno = saved;
+    n = real_r(r);
+    int e = errno;
+    bool peek = r->kind != R_READ && r->kind != R_READ_CHK && (r->flags & MSG_PEEK);
+    if (c->st == BO_HC_PASS && n >= 0 && !peek && (n > 0 || r->n > 0))
+        bo_hx_consumed(c, r->buf, (size_t)n);
+    bo_core_busy = 0;
+    bo_hc_unlock(c);
+    errno = e;
+    return n;
+}
+
+/* ---- the exported hooks ------------------------------------------------------------ */
+
+/* One lookup; then only the first bytes of a write on an fd without a
+ * record (or whose record starts anew) are looked at. */
+#define WRITE_HOOK(call, ...)                                                  \
+    do {                                                                       \
+        bo_hconn *c_ = bo_hc_get(fd);                                          \
+        if (__builtin_expect(c_ == NULL || c_->st == BO_HC_NONE, 1)) {         \
+            if (__builtin_expect(!bo_hx_request_start(first_, flen_), 1))      \
+                return call;                                                   \
+        } else if (c_->st == BO_HC_OFF || c_->tls) {                           \
+            return call;                                                       \
+        }                                                                      \
+        wcall w_ = {__VA_ARGS__};                                              \
+        return shim_write(c_, &w_, __builtin_return_address(0));               \
+    } while (0)
+
+BO_EXPORT ssize_t write(int fd, const void *buf, size_t n)
+{
+    const char *first_ = buf;
+    size_t flen_ = n;
+    WRITE_HOOK(REAL(write)(fd, buf, n), .kind = W_WRITE, .fd = fd, .buf = buf, .n = n);
+}
+
+BO_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
+{
+    const char *first_ = buf;
+    size_t flen_ = n;
+    WRITE_HOOK(REAL(send)(fd, buf, n, flags), .kind = W_SEND, .fd = fd, .flags = flags,
+               .buf = buf, .n = n);
+}
+
+BO_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags,
+                         __CONST_SOCKADDR_ARG to, socklen_t tolen)
+{
+    const char *first_ = buf;
+    size_t flen_ = n;
+    WRITE_HOOK(REAL(sendto)(fd, buf, n, flags, to.__sockaddr__, tolen), .kind = W_SENDTO, .fd = fd,
+               .flags = flags, .buf = buf, .n = n, .to = to.__sockaddr__, .tolen = tolen);
+}
+
+BO_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
+{
+    const char *first_ = iovcnt > 0 && iov != NULL ? iov[0].iov_base : NULL;
+    size_t flen_ = iovcnt > 0 && iov != NULL ? iov[0].iov_len : 0;
+    if (first_ == NULL)
+        return REAL(writev)(fd, iov, iovcnt);
+    WRITE_HOOK(REAL(writev)(fd, iov, iovcnt), .kind = W_WRITEV, .fd = fd, .iov = iov,
+               .iovcnt = iovcnt);
+}
+
+/* glibc's checked forms (_FORTIFY_SOURCE), which programs call in place of
+ * read, recv and recvfrom when the buffer's size is known. */
+ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
+ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags);
+ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
+                       __SOCKADDR_ARG from, socklen_t *fromlen);
+
+#define READ_HOOK(call, ...)                                                   \
+    do {                                                                       \
+        bo_hconn *c_ = bo_hc_get(fd);                                          \
+        if (__builtin_expect(!bo_hc_reads(c_), 1))                             \
+            return call;                                                       \
+        rcall r_ = {__VA_ARGS__};                                              \
+        return shim_read(c_, &r_);                                             \
+    } while (0)
+
+BO_EXPORT ssize_t read(int fd, void *buf, size_t n)
+{
+    READ_HOOK(REAL(read)(fd, buf, n), .kind = R_READ, .fd = fd, .buf = buf, .n = n);
+}
+
+BO_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
+{
+    READ_HOOK(REAL(recv)(fd, buf, n, flags), .kind = R_RECV, .fd = fd, .flags = flags,
+              .buf = buf, .n = n);
+}
+
+BO_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, __SOCKADDR_ARG from,
+                           socklen_t *fromlen)
+{
+    READ_HOOK(REAL(recvfrom)(fd, buf, n, flags, from.__sockaddr__, fromlen),
+              .kind = R_RECVFROM, .fd = fd, .flags = flags, .buf = buf, .n = n,
+              .from = from.__sockaddr__, .fromlen = fromlen);
+}
+
+BO_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
+{
+    READ_HOOK(REAL(read_chk)(fd, buf, n, buflen), .kind = R_READ_CHK, .fd = fd, .buf = buf,
+              .n = n, .buflen = buflen);
+}
+
+BO_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
+{
+    READ_HOOK(REAL(recv_chk)(fd, buf, n, buflen, flags), .kind = R_RECV_CHK, .fd = fd,
+              .flags = flags, .buf = buf, .n = n, .buflen = buflen);
+}
+
+BO_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
+                                 __SOCKADDR_ARG from, socklen_t *fromlen)
+{
+    READ_HOOK(REAL(recvfrom_chk)(fd, buf, n, buflen, flags, from.__sockaddr__, fromlen),
+              .kind = R_RECVFROM_CHK, .fd = fd, .flags = flags, .buf = buf, .n = n,
+              .buflen = buflen, .from = from.__sockaddr__, .fromlen = fromlen);
+}
+
+/* An fd that closes, or that another file takes, starts anew in the table. */
+BO_EXPORT int close(int fd)
+{
+    bo_hc_closed(fd);
+    return REAL(close)(fd);
+}
+
+BO_EXPORT int dup2(int oldfd, int newfd)
+{
+    int r = REAL(dup2)(oldfd, newfd);
+    if (r >= 0 && oldfd != newfd)
+        bo_hc_closed(newfd);
+    return r;
+}
+
+BO_EXPORT int dup3(int oldfd, int newfd, int flags)
+{
+    int r = REAL(dup3)(oldfd, newfd, flags);
+    if (r >= 0)
+        bo_hc_closed(newfd);
+    return r;
+}
+
+/* A server's sockets are never adopted. */
+BO_EXPORT int accept(int fd, __SOCKADDR_ARG addr, socklen_t *len)
+{
+    int r = REAL(accept)(fd, addr.__sockaddr__, len);
+    if (r >= 0) {
+        int saved = errno;
+        bo_hc_mark(r, BO_HC_MARK_ACCEPTED);
+        errno = saved;
+    }
+    return r;
+}
+
+BO_EXPORT int accept4(int fd, __SOCKADDR_ARG addr, socklen_t *len, int flags)
+{
+    int r = REAL(accept4)(fd, addr.__sockaddr__, len, flags);
+    if (r >= 0) {
+        int saved = errno;
+        bo_hc_mark(r, BO_HC_MARK_ACCEPTED);
+        errno = saved;
+    }
+    return r;
+}

@@ -1,0 +1,173 @@
+#!/bin/sh
+# The http room (shim/http/): programs that speak HTTP/1.x themselves over
+# plain TCP sockets get the libcurl programs' retries.  Each client (Python's
+# requests Session and requests.get, urllib.request, http.client and its
+# POSTs, httpie, Ruby's net/http, Perl's LWP and HTTP::Tiny, PHP's
+# file_get_contents, wget) fetches /item/1..N from ratelimit-server and
+# counts the right bodies (item_body), plain and under the shim (LD_PRELOAD;
+# `backoff --` for httpie), each in its own session under a hard timeout
+# (tests/integration/http_lib.sh):
+#   - a token bucket without Retry-After (every client), one with it (the
+#     waits are the server's), a server that closes every connection
+#     (--close; Node's epoll loop too, when installed), a concurrency cap
+#     with three processes at once: plain some answers are 429s, under the
+#     shim every body is right, the shim retried, no POST reached the
+#     server twice;
+#   - nothing throttled: the output and the server's log of requests are
+#     the same plain and under the shim, which followed every call (stats)
+#     and retried none;
+#   - pip download from a throttling PEP 503 index (plain: a 429 error);
+#   - BACKOFF_HTTP=0: the family passes everything through;
+#   - the program's limits: a read's SO_RCVTIMEO bounds the retry's wait, a
+#     signal whose handler lacks SA_RESTART ends it (the 429 is handed back
+#     at once), a non-blocking socket's read is never held but for the wait;
+#     a POST over the 64 KiB kept is sent once.
+# test_http_tls.sh does the same over https.
+. "$(dirname "$0")/lib.sh"
+
+. "$(dirname "$0")/http_lib.sh"
+
+# ---- a token bucket, keep-alive; with Retry-After; closing; a cap --------------
+
+SEC=bucket
+start_server bucket --rate 10 --burst 3 --bucket-hints none
+B="http://127.0.0.1:$PORT"
+for c in session get urllib client post ruby lwp tiny php wget; do
+    throttled $c "$B" $N 0.4
+done
+stop_server
+[ "$(summary_field "$TMP/bucket.out" duplicate_posts)" = 0 ] || fail "a POST reached the server twice"
+[ "$(summary_field "$TMP/bucket.out" posts)" -ge $N ] || fail "the POSTs did not reach the server"
+
+# Retry-After: 1 on every 429: each retry waited for it
+SEC=hints
+start_server hints --rate 10 --burst 3
+for c in client php wget; do
+    throttled $c "http://127.0.0.1:$PORT" $N 0.4
+    r=$(stats_sum "$TMP/hints.$c.shim.stats" retries) w=$(stats_sum "$TMP/hints.$c.shim.stats" wait_ms)
+    [ "$w" -ge $((r * 900)) ] || fail "$c: $r retries waited $w ms in all: Retry-After: 1 not kept"
+done
+stop_server
+
+# httpie starts a process per request (0.4 s each): a slower bucket, and the
+# wrapper instead of LD_PRELOAD.
+SEC=httpie
+start_server httpie --rate 1 --burst 2 --bucket-hints none
+throttled httpie "http://127.0.0.1:$PORT" 4 2.1 wrapper
+stop_server
+
+# a server that ends every connection after its answer: each retry is a new
+# socket in place of the program's
+SEC=close
+start_server close --rate 10 --burst 3 --bucket-hints none --close
+for c in client ruby; do throttled $c "http://127.0.0.1:$PORT" $N 0.4; done
+# Node (libuv under epoll, if installed): the new socket joins the epoll set.
+# Not with a sanitized library: node names ld.so among its own dependencies,
+# ahead of the sanitizer runtime the library brings, whose start-up then
+# finds no _dl_get_tls_static_info behind it and crashes (without the shim's
+# code running at all).
+if command -v node >/dev/null && ! ldd "$LIB" | grep -q 'lib[at]san'; then
+    throttled node "http://127.0.0.1:$PORT" $N 0.4
+fi
+stop_server
+
+# three processes at once against one slot held 100 ms: plain some are 429s
+start_server cap --max-busy 1 --service-ms 100
+B="http://127.0.0.1:$PORT"
+for how in plain shim; do
+    pids=""
+    for i in 1 2 3; do
+        # shellcheck disable=SC2046
+        run "$TMP/cap.$how.$i" $how $(client client "$B" 4 cap) &
+        pids="$pids $!"
+    done
+    for p in $pids; do wait "$p" || fail "a client against the cap failed ($how)"; done
+    sleep 0.3
+done
+bp=0 bs=0
+for i in 1 2 3; do
+    bp=$((bp + $(bad_of "$TMP/cap.plain.$i"))) bs=$((bs + $(bad_of "$TMP/cap.shim.$i")))
+done
+note "cap of one slot, 3 processes x 4 GETs: plain $((12 - bp))/12 right, under the shim $((12 - bs))/12"
+[ $bp -gt 0 ] || fail "the cap rejected nothing plain"
+[ $bs = 0 ] || fail "the cap under the shim: $bs wrong"
+stop_server
+
+# ---- pip download from a throttling index (a bucket of one, no Retry-After) ----
+
+$PY "$PROGS/http_pip_index.py" "$TMP/index"
+start_server pip --serve-dir "$TMP/index" --rate 1 --burst 1 --bucket-hints none
+PIP="$PY -m pip download tinypkg --index-url http://127.0.0.1:$PORT/simple/ --trusted-host 127.0.0.1
+     --no-deps --no-cache-dir --disable-pip-version-check --progress-bar off"
+rc=0
+# shellcheck disable=SC2086
+setsid timeout -k 2 60 $PIP -d "$TMP/pip.plain" >"$TMP/pip.plain.log" 2>&1 || rc=$?
+[ $rc != 0 ] && grep -q "HTTP error 429" "$TMP/pip.plain.log" ||
+    fail "pip download plain: exit $rc without a 429: $(tail -3 "$TMP/pip.plain.log")"
+sleep 1.1
+# shellcheck disable=SC2086
+run "$TMP/pip.shim.log" shim $PIP -d "$TMP/pip.shim"
+cmp -s "$TMP/pip.shim/tinypkg-1.0-py3-none-any.whl" \
+    "$TMP/index/simple/tinypkg/tinypkg-1.0-py3-none-any.whl" ||
+    fail "pip download under the shim: $(tail -3 "$TMP/pip.shim.log")"
+stop_server
+note "pip download: plain fails on a 429, under the shim the wheel came whole" \
+    "($(stats_sum "$TMP/pip.shim.log.stats" retries) retries)"
+
+# ---- nothing throttled: the same bytes, the same requests ---------------------
+
+start_server open --log "$TMP/open.csv"
+B="http://127.0.0.1:$PORT"
+for c in session get urllib client ruby lwp tiny php wget; do
+    # shellcheck disable=SC2046
+    run "$TMP/$c.open-plain" plain $(client $c "$B" 3 open)
+    # shellcheck disable=SC2046
+    run "$TMP/$c.open-shim" shim $(client $c "$B" 3 open)
+    cmp -s "$TMP/$c.open-plain" "$TMP/$c.open-shim" ||
+        fail "$c unthrottled: the output differs under the shim: $(diff "$TMP/$c.open-plain" "$TMP/$c.open-shim" | head -5)"
+    [ "$(bad_of "$TMP/$c.open-shim")" = 0 ] || fail "$c unthrottled: $(cat "$TMP/$c.open-shim")"
+    [ "$(stats_sum "$TMP/$c.open-shim.stats" calls)" = 3 ] ||
+        fail "$c unthrottled: the shim followed $(stats_sum "$TMP/$c.open-shim.stats" calls) calls, expected 3"
+    [ "$(stats_sum "$TMP/$c.open-shim.stats" retries)" = 0 ] || fail "$c unthrottled: the shim retried"
+done
+stop_server
+# the server saw each client's requests twice, the same in the same order:
+# blocks of 6 log lines (method, path, status), the plain run's 3 then the shim's
+awk -F, 'NR > 1 { print $2 "," $3 "," $4 }' "$TMP/open.csv" >"$TMP/open.reqs"
+[ "$(wc -l <"$TMP/open.reqs")" = $((9 * 3 * 2)) ] || fail "the server logged $(wc -l <"$TMP/open.reqs") requests, expected 54"
+awk '{ l[NR % 6] = $0 } NR % 6 == 0 { for (i = 1; i <= 3; i++) if (l[i] != l[(i + 3) % 6]) bad++ }
+     END { exit bad > 0 }' "$TMP/open.reqs" ||
+    fail "the requests plain and under the shim differ: $(head -12 "$TMP/open.reqs" | tr '\n' ' ')"
+note "unthrottled: 9 clients byte-exact with their plain runs, the same requests, none retried"
+
+# ---- BACKOFF_HTTP=0 -------------------------------------------------------------
+
+start_server off --rate 10 --burst 3
+# shellcheck disable=SC2046
+run "$TMP/off" off $(client client "http://127.0.0.1:$PORT" $N off)
+stop_server
+[ "$(bad_of "$TMP/off")" -gt 0 ] && [ "$(stats_sum "$TMP/off.stats" retries)" = 0 ] ||
+    fail "BACKOFF_HTTP=0: $(cat "$TMP/off"), $(stats_sum "$TMP/off.stats" retries) retries"
+note "BACKOFF_HTTP=0: passed through ($(cat "$TMP/off"))"
+
+# ---- the program's limits ---------------------------------------------------------
+
+# every request is refused with Retry-After: 3 (a bucket that never fills)
+start_server limits --rate 0.01 --burst 1 --bucket-hints fixed --retry-after 3
+B="http://127.0.0.1:$PORT"
+curl -s -o /dev/null "$B/item/0" # spend the one token
+for t in rcvtimeo signal nonblocking; do
+    setsid timeout -k 2 30 env LD_PRELOAD="$LIB" BACKOFF_SHARE=process BACKOFF_MAX_TIME_MS=4000 \
+        $PY "$PROGS/http_limits.py" $t "$B" >"$TMP/limits.$t" 2>&1 ||
+        fail "limits $t: $(cat "$TMP/limits.$t")"
+    note "limits $t: $(cat "$TMP/limits.$t")"
+done
+# a POST over the 64 KiB a request is kept to is sent once, its 429 handed back
+# shellcheck disable=SC2046
+run "$TMP/bigpost" shim $(client bigpost "$B" 1 big)
+grep -qx 'status 429 body rejected' "$TMP/bigpost" || fail "a 100 kB POST: $(cat "$TMP/bigpost")"
+[ "$(stats_sum "$TMP/bigpost.stats" attempts)" = 1 ] && [ "$(stats_sum "$TMP/bigpost.stats" calls)" = 1 ] ||
+    fail "a 100 kB POST was sent $(stats_sum "$TMP/bigpost.stats" attempts) times"
+stop_server
+note "a POST of 100 kB (over the 64 KiB kept): followed, sent once, its 429 handed back"
+echo "ok"
