@@ -198,7 +198,7 @@ bench: deps-demo
 	@$(MAKE) --no-print-directory all >&2
 	@BUILD=$(BUILD) sh demo/bench.sh
 
-# Issue 10's robustness matrix in real time (about 10 minutes; see the script).
+# The robustness matrix in real time (about 10 minutes; see the script).
 bench-matrix: deps-demo
 	@$(MAKE) --no-print-directory all >&2
 	@BUILD=$(BUILD) sh demo/bench-matrix.sh

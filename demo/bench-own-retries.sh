@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 22: a program that retries on its own, plain and under the shim
+# A program that retries on its own, plain and under the shim
 # (defaults), counted at the server (for a closed port: the shim's trace
 # rows, one per attempt; plain curl makes 1 + 3).  Cases:
 #   curl-retry3-503        curl -o F --retry 3, always 503

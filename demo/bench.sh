@@ -630,7 +630,7 @@ server_span() {
              END { printf "%.2f", (z - a) / 1000 }' "$1"
 }
 
-# Issue 11: 8 processes of 25 threads against a cap of 50 slots x 100 ms, beside
+# share-threads: 8 processes of 25 threads against a cap of 50 slots x 100 ms, beside
 # one process of 200 threads (1000 requests, optimum 1000 x 0.1 / 50 = 2 s).
 bench_share_threads() {
     opt=2.00

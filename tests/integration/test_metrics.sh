@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 36: the host-wide counters and gauges, read by real parsers.
+# The host-wide counters and gauges, read by real parsers.
 #
 # Several `backoff -- curl` processes, some throttled, run against three
 # destinations: a token bucket (429 with Retry-After), a one-slot cap that

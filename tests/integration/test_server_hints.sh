@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 10's servers that throttle differently from ours: a token bucket
+# Servers that throttle differently from ours: a token bucket
 # whose 429 carries no Retry-After and no RateLimit-* headers
 # (--bucket-hints none), one whose Retry-After is a constant that says
 # nothing about the bucket (--bucket-hints fixed: 1, or --retry-after), and

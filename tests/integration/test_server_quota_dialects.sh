@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 33's dialects and wait forms of ratelimit-server: x-rate-limit-* (X,
+# The quota dialects and wait forms of ratelimit-server: x-rate-limit-* (X,
 # epoch reset), OpenAI's x-ratelimit-{limit,remaining,reset}-{requests,tokens}
 # (resets as durations), Discord's X-RateLimit-* (epoch and Reset-After with
 # 3 decimals, Bucket); --reject-status 403 with x-ratelimit-remaining: 0 and

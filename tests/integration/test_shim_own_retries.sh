@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 22: a program that retries on its own and the shim never multiply.
+# A program that retries on its own and the shim never multiply.
 # Counted at the server (or, for a closed port, in the shim's trace, one row
 # per attempt that reached connect):
 #   curl --retry 3 on an always-503 server        <= 8 requests

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 33 through the shim (the glue in shim_curl.c and shim_state.c): a 403
+# Quota headers through the shim (libcurl/held.c, libcurl/xfer.c): a 403
 # with x-ratelimit-remaining: 0 (GitHub's primary limit) is retried after the
 # reset and the program gets its 200; a 403 without it is final (one
 # attempt, curl -f's 22); a 429's x-ms-retry-after-ms or retry-after-ms is

@@ -115,7 +115,7 @@ START_TEST(test_lineage_find_expire_forget)
 END_TEST
 
 /*
- * Issue 35: the Idempotency-Key sent with a logical request and its body's
+ * The Idempotency-Key sent with a logical request and its body's
  * fingerprint come back to the program's next try, and a new failure of
  * that request stores the (same or new) key in place.
  */

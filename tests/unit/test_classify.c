@@ -142,7 +142,7 @@ static const row rows[] = {
 /* clang-format on */
 
 /*
- * Issue 35: the same facts for a request that carries an Idempotency-Key (the
+ * Idempotency-Key: the same facts for a request that carries an Idempotency-Key (the
  * program's own or the shim's).  What may have reached the server is retried
  * as for an idempotent method, under BACKOFF_RETRY_ON as before; a 409 is
  * the key's "still processing" (retried after a wait, whatever RETRY_ON

@@ -412,7 +412,7 @@ START_TEST(test_aimd_waits_for_a_slot)
 END_TEST
 
 /*
- * Issue 10: a throttled aimd call waits an RTO before it seeks admission
+ * A throttled aimd call waits an RTO before it seeks admission
  * again (BACKOFF_BASE_MS, doubling at each throttle of the call, times a
  * jitter in [1, 1.5)); against an instant 429 it can no longer spend its
  * attempts in milliseconds.
@@ -455,7 +455,7 @@ START_TEST(test_aimd_throttle_waits_an_rto)
 END_TEST
 
 /*
- * Issue 35: a 409 to a request with an Idempotency-Key (the server is still
+ * A 409 to a request with an Idempotency-Key (the server is still
  * processing the key) says nothing about capacity: the window neither
  * shrinks nor learns, nothing holds the destination; but the retry waits the
  * throttle's RTO (doubling) under aimd, BACKOFF_PACING=0 included, and

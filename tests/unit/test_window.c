@@ -372,7 +372,7 @@ static int64_t hold_one_step(bo_window *w, int64_t t)
 }
 
 /*
- * Issue 10: sequential attempts (nothing else in flight) throttled after
+ * Sequential attempts (nothing else in flight) throttled after
  * successes: the server meters a rate, so the window paces at beta x the
  * successes measured (over the time since the first send, at least 100 ms,
  * at most a second).
