@@ -46,6 +46,7 @@ static void date_reset(bo_rl_date *d)
 
 void bo_rl_headers_reset(bo_rl_headers *h)
 {
+    h->untouched = true;
     h->x_limit = h->x_remaining = h->x_reset_ms = h->x_reset_after_ns = -1;
     h->x_bucket = 0;
     h->t_limit = h->t_remaining = h->t_reset_ms = -1;
@@ -781,6 +782,7 @@ bool bo_rl_header_line(bo_rl_headers *h, const char *line, size_t len)
     colon = memchr(line, ':', len);
     if (colon == NULL)
         return false;
+    h->untouched = false; /* any field below may change */
     nlen = (size_t)(colon - line);
     const char *v = colon + 1;
     size_t vn = len - nlen - 1;

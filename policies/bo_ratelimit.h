@@ -95,6 +95,7 @@ typedef struct bo_rl_headers {
     uint8_t date_len;
     bool from_cache;                               /* Age > 0 */
     bool seen;                                     /* any quota field seen */
+    bool untouched; /* as reset left it (no line read since): a reset is free */
 } bo_rl_headers;
 
 /* What one response says about the quota. */
@@ -109,6 +110,16 @@ typedef struct bo_rl_quota {
 } bo_rl_quota;
 
 void bo_rl_headers_reset(bo_rl_headers *h);
+
+/*
+ * The same for h reset before or zeroed (a handle's, once per answer): free
+ * when no line was read since its last reset, as for most answers.
+ */
+static inline void bo_rl_headers_reuse(bo_rl_headers *h)
+{
+    if (!h->untouched)
+        bo_rl_headers_reset(h);
+}
 
 /*
  * Feed one raw header line ("Name: value\r\n", not NUL-terminated).

@@ -106,6 +106,14 @@ static inline bo_hconn *bo_hc_get(int fd)
     return __atomic_load_n(&t->slot[fd], __ATOMIC_ACQUIRE);
 }
 
+/* Is fd marked (accepted, or found to be no client socket of the room's)?
+ * A write that looks like a request on it passes without a system call. */
+static inline bool bo_hc_marked(int fd)
+{
+    const bo_fdtab *t = __atomic_load_n(&bo_hc_tab, __ATOMIC_ACQUIRE);
+    return (unsigned)fd < t->cap && __atomic_load_n(&t->mark[fd], __ATOMIC_RELAXED) != 0;
+}
+
 /* Does a read on this record go through the hooks (a plain socket's
  * request or answer in flight)?  One compare for everything else. */
 static inline bool bo_hc_reads(const bo_hconn *c)

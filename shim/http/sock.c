@@ -657,12 +657,17 @@ static ssize_t shim_read(bo_hconn *c, const rcall *r)
 /* ---- the exported hooks ------------------------------------------------------------ */
 
 /* One lookup; then only the first bytes of a write on an fd without a
- * record (or whose record starts anew) are looked at. */
+ * record (or whose record starts anew) are looked at.  A request written
+ * from inside the shim's own call (libcurl's, during a perform the shim
+ * manages) or on an fd already marked (libcurl's socket under the multi
+ * interface, a server's) goes straight through, as shim_write would pass
+ * it on. */
 #define WRITE_HOOK(call, ...)                                                  \
     do {                                                                       \
         bo_hconn *c_ = bo_hc_get(fd);                                          \
         if (__builtin_expect(c_ == NULL || c_->st == BO_HC_NONE, 1)) {         \
-            if (__builtin_expect(!bo_hx_request_start(first_, flen_), 1))      \
+            if (__builtin_expect(!bo_hx_request_start(first_, flen_), 1) ||    \
+                bo_core_busy || bo_hc_marked(fd))                              \
                 return call;                                                   \
         } else if (c_->st == BO_HC_OFF || c_->tls) {                           \
             return call;                                                       \

@@ -37,6 +37,36 @@ START_TEST(test_github)
 }
 END_TEST
 
+/* bo_rl_headers_reuse: a zeroed block is reset whole (a zero remaining
+ * would read as a spent quota), a read line is forgotten, and a block
+ * nothing was read into stays as reset. */
+START_TEST(test_reuse_forgets_the_last_answer)
+{
+    bo_rl_headers h;
+    bo_rl_quota q;
+    const char *line = "x-ratelimit-remaining: 0\r\n";
+    const char *date = "Date: Wed, 21 Oct 2026 07:28:00 GMT\r\n";
+
+    memset(&h, 0, sizeof h);
+    bo_rl_headers_reuse(&h);
+    ck_assert(!bo_rl_headers_exhausted(&h));
+    ck_assert(!h.seen);
+    ck_assert_int_eq(h.x_remaining, -1);
+    ck_assert(bo_rl_header_line(&h, line, strlen(line)));
+    ck_assert(bo_rl_headers_exhausted(&h));
+    bo_rl_headers_reuse(&h);
+    ck_assert(!bo_rl_headers_exhausted(&h));
+    ck_assert(!bo_rl_headers_quota(&h, WALL, &q));
+    ck_assert(bo_rl_header_line(&h, date, strlen(date)));
+    ck_assert_int_gt(h.date_len, 0);
+    bo_rl_headers_reuse(&h);
+    ck_assert_int_eq(h.date_len, 0);
+    bo_rl_headers_reuse(&h); /* nothing read since: still as reset */
+    ck_assert_int_eq(h.x_remaining, -1);
+    ck_assert_int_eq(h.ra_s, -1);
+}
+END_TEST
+
 START_TEST(test_gitlab)
 {
     const char *l[] = {"RateLimit-Limit: 60\r\n", "RATELIMIT-REMAINING:7\r\n",
@@ -991,6 +1021,7 @@ static Suite *ratelimit_suite(void)
     Suite *s = suite_create("ratelimit");
     TCase *tc = tcase_create("parse");
     tcase_add_test(tc, test_github);
+    tcase_add_test(tc, test_reuse_forgets_the_last_answer);
     tcase_add_test(tc, test_gitlab);
     tcase_add_test(tc, test_draft);
     tcase_add_test(tc, test_draft_pk_and_window_only);
