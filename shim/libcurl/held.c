@@ -203,7 +203,8 @@ size_t bo_curl_held_header(char *p, size_t size, size_t nmemb, void *ud)
     if (n > 5 && p[0] == 'H' && memcmp(p, "HTTP/", 5) == 0) {
         note_status_line(r, p, n); /* in every mode: the last one is the call's status */
         bo_rl_headers_reuse(&r->rl); /* a new header block: its own quota */
-    } else if (n >= 4 && rl_first_letter(p[0]) && (r->block_status >= 400 || (p[0] | 0x20) != 'd')) {
+    } else if (n >= 4 && rl_first_letter(p[0]) &&
+               (r->block_status >= 400 || (p[0] | 0x20) != 'd')) {
         /* most lines never get here; nor does the Date of an answer below
          * 400, which only a failed answer's date-form Retry-After reads */
         bo_rl_header_line(&r->rl, p, n);
