@@ -455,22 +455,13 @@ BO_EXPORT size_t gnutls_record_check_pending(gnutls_session_t s)
         return shim_check_pending(&g_reals[i], s);                                \
     }
 
-SLOT_WRAPPERS(0)
-SLOT_WRAPPERS(1)
-SLOT_WRAPPERS(2)
-SLOT_WRAPPERS(3)
-SLOT_WRAPPERS(4)
-SLOT_WRAPPERS(5)
-SLOT_WRAPPERS(6)
-SLOT_WRAPPERS(7)
+BO_LIB_EACH_SLOT(SLOT_WRAPPERS)
 
-_Static_assert(BO_LIB_MAX_COPIES == 8, "one SLOT_WRAPPERS line per slot");
 
 #define SLOT_ROW(i) {(void *)send_##i, (void *)recv_##i, (void *)check_pending_##i}
 
 static void *const g_wrappers[BO_LIB_MAX_COPIES][GT_NHOOKED] = {
-    SLOT_ROW(0), SLOT_ROW(1), SLOT_ROW(2), SLOT_ROW(3),
-    SLOT_ROW(4), SLOT_ROW(5), SLOT_ROW(6), SLOT_ROW(7),
+    BO_LIB_SLOT_LIST(SLOT_ROW),
 };
 
 static void *gnutls_wrapper(int slot, int fn)

@@ -746,24 +746,15 @@ BO_EXPORT int SSL_has_pending(const SSL *s)
         return shim_has_pending(&g_reals[i], s);                                      \
     }
 
-SLOT_WRAPPERS(0)
-SLOT_WRAPPERS(1)
-SLOT_WRAPPERS(2)
-SLOT_WRAPPERS(3)
-SLOT_WRAPPERS(4)
-SLOT_WRAPPERS(5)
-SLOT_WRAPPERS(6)
-SLOT_WRAPPERS(7)
+BO_LIB_EACH_SLOT(SLOT_WRAPPERS)
 
-_Static_assert(BO_LIB_MAX_COPIES == 8, "one SLOT_WRAPPERS line per slot");
 
 #define SLOT_ROW(i)                                                                   \
     {(void *)read_##i, (void *)read_ex_##i, (void *)write_##i, (void *)write_ex_##i, \
      (void *)peek_##i, (void *)peek_ex_##i, (void *)pending_##i, (void *)has_pending_##i}
 
 static void *const g_wrappers[BO_LIB_MAX_COPIES][SSLF_NHOOKED] = {
-    SLOT_ROW(0), SLOT_ROW(1), SLOT_ROW(2), SLOT_ROW(3),
-    SLOT_ROW(4), SLOT_ROW(5), SLOT_ROW(6), SLOT_ROW(7),
+    BO_LIB_SLOT_LIST(SLOT_ROW),
 };
 
 static void *ssl_wrapper(int slot, int fn)

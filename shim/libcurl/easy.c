@@ -23,6 +23,7 @@
 #include "libcurl/multi.h"
 #include "libcurl/options.h"
 #include "libcurl/xfer.h"
+#include "loader/loader.h"
 
 static CURLcode shim_setopt(const bo_curl_real *real, CURL *h, CURLoption opt, va_list ap)
 {
@@ -266,23 +267,14 @@ BO_EXPORT void curl_easy_cleanup(CURL *h)
 #define SLOT_ROW(i) {(void *)perform_##i, (void *)setopt_##i, (void *)reset_##i, \
                      (void *)duphandle_##i, (void *)cleanup_##i}
 
-SLOT_WRAPPERS(0)
-SLOT_WRAPPERS(1)
-SLOT_WRAPPERS(2)
-SLOT_WRAPPERS(3)
-SLOT_WRAPPERS(4)
-SLOT_WRAPPERS(5)
-SLOT_WRAPPERS(6)
-SLOT_WRAPPERS(7)
+BO_LIB_EACH_SLOT(SLOT_WRAPPERS)
 
-_Static_assert(BO_LIB_MAX_COPIES == 8, "one SLOT_WRAPPERS line per slot");
 _Static_assert(BO_CURL_PERFORM == 0 && BO_CURL_SETOPT == 1 && BO_CURL_RESET == 2 &&
                    BO_CURL_DUPHANDLE == 3 && BO_CURL_CLEANUP == 4 && BO_CURL_M_FIRST == 5,
                "SLOT_ROW follows BO_CURL_*");
 
 static void *const g_wrappers[BO_LIB_MAX_COPIES][BO_CURL_M_FIRST] = {
-    SLOT_ROW(0), SLOT_ROW(1), SLOT_ROW(2), SLOT_ROW(3),
-    SLOT_ROW(4), SLOT_ROW(5), SLOT_ROW(6), SLOT_ROW(7),
+    BO_LIB_SLOT_LIST(SLOT_ROW),
 };
 
 void *bo_curl_easy_wrapper(int slot, int fn)

@@ -50,6 +50,7 @@
 #include "core/core.h"
 #include "libcurl/libcurl.h"
 #include "libcurl/real.h"
+#include "loader/loader.h"
 
 /* A waiting transfer's progress callback is asked this often at most. */
 #define TICK_NS (100 * BO_NS_PER_MS)
@@ -999,16 +1000,8 @@ BO_EXPORT CURLMcode curl_multi_setopt(CURLM *m, CURLMoption opt, ...)
      (void *)mwait_##i, (void *)mpoll_##i,    (void *)mtimeout_##i, (void *)msock_##i, \
      (void *)msetopt_##i, (void *)mcleanup_##i}
 
-MSLOT_WRAPPERS(0)
-MSLOT_WRAPPERS(1)
-MSLOT_WRAPPERS(2)
-MSLOT_WRAPPERS(3)
-MSLOT_WRAPPERS(4)
-MSLOT_WRAPPERS(5)
-MSLOT_WRAPPERS(6)
-MSLOT_WRAPPERS(7)
+BO_LIB_EACH_SLOT(MSLOT_WRAPPERS)
 
-_Static_assert(BO_LIB_MAX_COPIES == 8, "one MSLOT_WRAPPERS line per slot");
 _Static_assert(BO_CURL_M_ADD == BO_CURL_M_FIRST && BO_CURL_M_REMOVE == BO_CURL_M_FIRST + 1 &&
                    BO_CURL_M_PERFORM == BO_CURL_M_FIRST + 2 &&
                    BO_CURL_M_INFO_READ == BO_CURL_M_FIRST + 3 &&
@@ -1021,8 +1014,7 @@ _Static_assert(BO_CURL_M_ADD == BO_CURL_M_FIRST && BO_CURL_M_REMOVE == BO_CURL_M
                "MSLOT_ROW follows BO_CURL_M_*");
 
 static void *const g_mwrappers[BO_LIB_MAX_COPIES][BO_CURL_NHOOKED - BO_CURL_M_FIRST] = {
-    MSLOT_ROW(0), MSLOT_ROW(1), MSLOT_ROW(2), MSLOT_ROW(3),
-    MSLOT_ROW(4), MSLOT_ROW(5), MSLOT_ROW(6), MSLOT_ROW(7),
+    BO_LIB_SLOT_LIST(MSLOT_ROW),
 };
 
 void *bo_multi_wrapper(int slot, int fn)

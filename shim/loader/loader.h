@@ -26,6 +26,12 @@
 
 /* Copies of one family per process; beyond this, calls into others pass through. */
 #define BO_LIB_MAX_COPIES 8
+/* X(i) for each slot i of a family's copies, 0 to BO_LIB_MAX_COPIES - 1 (a family's
+ * wrappers, one set a copy); BO_LIB_SLOT_LIST the same separated by commas (the rows
+ * of its table of wrappers). */
+#define BO_LIB_EACH_SLOT(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#define BO_LIB_SLOT_LIST(X) X(0), X(1), X(2), X(3), X(4), X(5), X(6), X(7)
+_Static_assert(BO_LIB_MAX_COPIES == 8, "BO_LIB_EACH_SLOT and BO_LIB_SLOT_LIST name every slot");
 /* Functions a family's copies are bound for, at most. */
 #define BO_LIB_MAX_FNS 32
 
