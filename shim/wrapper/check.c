@@ -348,7 +348,16 @@ static int check_program(const char *cmd, int depth)
     }
     walk(path, &ef, &cl);
 
-    /* libcurl */
+    /* libcurl: its own, or the helper it runs for HTTP (git's git-remote-https) */
+    char helper_curl[sizeof cl.curl] = "";
+    if (!cl.curl[0] && http_helper(path, helper, sizeof helper)) {
+        elf_facts hf;
+        closure hc;
+        if (elf_read(helper, &hf) == 0 && hf.elf && hf.interp) {
+            walk(helper, &hf, &hc);
+            memcpy(helper_curl, hc.curl, sizeof helper_curl);
+        }
+    }
     if (cl.curl[0]) {
         printf("backoff: %s: reached: libcurl is linked dynamically (%s)\n", path, cl.curl);
         reached = true;
@@ -360,22 +369,15 @@ static int check_program(const char *cmd, int depth)
                "but loads libraries with dlopen (PHP's curl extension, python3-pycurl, plugins, "
                "RTLD_DEEPBIND or not are reached)\n", path);
         reached = true;
-    } else {
+    } else if (!helper_curl[0]) {
         printf("backoff: %s: not reached: it does not use libcurl%s\n", path,
                ef.go ? " (a Go program, with its own HTTP stack)"
                      : ef.rust ? " (a Rust program: its HTTP stack, if any, is its own)" : "");
     }
-    if (!cl.curl[0] && http_helper(path, helper, sizeof helper)) {
-        elf_facts hf;
-        closure hc;
-        if (elf_read(helper, &hf) == 0 && hf.elf && hf.interp) {
-            walk(helper, &hf, &hc);
-            if (hc.curl[0]) {
-                printf("backoff: %s: reached through its helper %s: libcurl is linked "
-                       "dynamically (%s)\n", path, helper, hc.curl);
-                reached = true;
-            }
-        }
+    if (helper_curl[0]) {
+        printf("backoff: %s: reached through its helper %s: libcurl is linked dynamically "
+               "(%s)\n", path, helper, helper_curl);
+        reached = true;
     }
 
     /* OpenSSL, GnuTLS, plain sockets: the http room (shim/http/) */

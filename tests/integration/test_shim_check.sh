@@ -33,6 +33,8 @@ grep -q "plain sockets: not used" "$TMP/out" || fail "ls: $(cat "$TMP/out")"
 # the http room's paths, and git's helper
 expect 0 "reached through its helper .*git-remote-https: libcurl is linked dynamically" git
 grep -q "plain sockets: reached" "$TMP/out" || fail "git: $(cat "$TMP/out")"
+! grep -q "not reached: it does not use libcurl" "$TMP/out" ||
+    fail "git: says libcurl is not reached beside its helper's line: $(cat "$TMP/out")"
 expect 0 "OpenSSL: reached: libssl is linked dynamically" /usr/bin/php
 expect 0 "OpenSSL: reached if it loads libssl at run time" /usr/bin/python3
 expect 0 "GnuTLS: reached: GnuTLS is linked dynamically" wget
