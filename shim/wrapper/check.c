@@ -240,14 +240,14 @@ static void walk(const char *path, const elf_facts *ef, closure *cl)
         bool own = me == 0 || interpreter(obj);
         bool by_own = parent[me] == 0 || (parent[me] > 0 && interpreter(seen[parent[me]]));
         if (me > 0 && base_is(obj, "libcurl") && !cl->curl[0])
-            snprintf(cl->curl, sizeof cl->curl, "%s", obj);
+            snprintf(cl->curl, sizeof cl->curl, "%.*s", PATH_MAX - 1, obj);
         if (me > 0 && base_is(obj, "libssl")) {
             if (by_own && !cl->ssl[0])
-                snprintf(cl->ssl, sizeof cl->ssl, "%s", obj);
+                snprintf(cl->ssl, sizeof cl->ssl, "%.*s", PATH_MAX - 1, obj);
             cl->ssl_by_curl = cl->ssl_by_curl || base_is(seen[parent[me]], "libcurl");
         }
         if (me > 0 && base_is(obj, "libgnutls") && by_own && !cl->gnutls[0])
-            snprintf(cl->gnutls, sizeof cl->gnutls, "%s", obj);
+            snprintf(cl->gnutls, sizeof cl->gnutls, "%.*s", PATH_MAX - 1, obj);
         /* The program itself, or an interpreter's library, loads modules. */
         if (f->imports_dlopen && own)
             cl->dl = true;
