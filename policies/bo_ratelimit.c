@@ -804,7 +804,8 @@ bool bo_rl_header_line(bo_rl_headers *h, const char *line, size_t len)
         if (h->date_len == 0 && vn > 0 && vn < BO_RL_DATE_MAX) {
             memcpy(h->date, v, vn);
             h->date_len = (uint8_t)vn;
-        } else if (h->date_len != vn || memcmp(h->date, v, vn) != 0) {
+        } else if (h->date_len == BO_RL_DATE_BAD || h->date_len != vn ||
+                   memcmp(h->date, v, vn) != 0) { /* BAD is 255: a length, never compared */
             h->date_len = BO_RL_DATE_BAD;
         }
         return true;

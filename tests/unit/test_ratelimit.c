@@ -67,6 +67,27 @@ START_TEST(test_reuse_forgets_the_last_answer)
 }
 END_TEST
 
+/* A Date too long to keep is dropped, and so is every Date after it,
+ * whatever its length (a 255-byte value once compared 255 bytes of the
+ * 40 kept: the fuzzer's find, an overread under ASan). */
+START_TEST(test_date_too_long_then_another)
+{
+    bo_rl_headers h;
+    char line[300];
+
+    bo_rl_headers_reset(&h);
+    int n = snprintf(line, sizeof line, "Date: %0*d\r\n", BO_RL_DATE_MAX + 10, 7);
+    ck_assert(bo_rl_header_line(&h, line, (size_t)n));
+    ck_assert_int_eq(h.date_len, BO_RL_DATE_BAD);
+    n = snprintf(line, sizeof line, "Date: %0*d\r\n", BO_RL_DATE_BAD, 7);
+    ck_assert(bo_rl_header_line(&h, line, (size_t)n));
+    ck_assert_int_eq(h.date_len, BO_RL_DATE_BAD);
+    const char *ok = "Date: Wed, 21 Oct 2026 07:28:00 GMT\r\n";
+    ck_assert(bo_rl_header_line(&h, ok, strlen(ok)));
+    ck_assert_int_eq(h.date_len, BO_RL_DATE_BAD);
+}
+END_TEST
+
 START_TEST(test_gitlab)
 {
     const char *l[] = {"RateLimit-Limit: 60\r\n", "RATELIMIT-REMAINING:7\r\n",
@@ -1035,6 +1056,7 @@ static Suite *ratelimit_suite(void)
     tcase_add_test(tc, test_hints_ms);
     tcase_add_test(tc, test_hints_seconds);
     tcase_add_test(tc, test_hints_date);
+    tcase_add_test(tc, test_date_too_long_then_another);
     tcase_add_test(tc, test_hints_bad_dates);
     tcase_add_test(tc, test_exhausted);
     tcase_add_test(tc, test_bad_values);
