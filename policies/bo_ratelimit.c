@@ -989,6 +989,41 @@ bool bo_rl_headers_quota(const bo_rl_headers *h, int64_t wall_ns, bo_rl_quota *q
     return false;
 }
 
+bool bo_rl_headers_retry_date(const bo_rl_headers *h, int64_t wall_ns, int64_t *at_s,
+                              int64_t *date_s)
+{
+    bo_rl_date date;
+
+    if (h->ra_ms_ns >= 0 || h->ms_ra_ns >= 0 || h->ra_s >= 0 || h->ra_date.year < 0)
+        return false;
+    if (h->date_len == BO_RL_DATE_BAD || h->date_len == 0 || wall_ns <= 0)
+        return false;
+    date_reset(&date);
+    set_date(&date, h->date, h->date_len);
+    if (!date_epoch(&date, wall_ns / BO_NS_PER_S, date_s) ||
+        !date_epoch(&h->ra_date, *date_s, at_s))
+        return false;
+    /* a Date in nanoseconds must fit beside the wall clock (up to 2262) */
+    if (*date_s < 0 || *date_s > RL_MAX_HINT_S - 2)
+        return false;
+    return *at_s > *date_s;
+}
+
+int64_t bo_rl_clock_wait(bo_rl_clock *c, int64_t at_s, int64_t date_s, int64_t wall_ns)
+{
+    /* date_s is at most RL_MAX_HINT_S - 2 and wall_ns not negative, and the
+     * bound kept stays within a second above least: nothing below overflows */
+    int64_t least = date_s * BO_NS_PER_S - wall_ns;
+    if (!c->known || least > c->ahead_ns || least + BO_NS_PER_S <= c->ahead_ns)
+        c->ahead_ns = least;
+    c->known = true;
+    int64_t span = at_s - date_s;
+    if (span > RL_MAX_HINT_S)
+        return INT64_MAX; /* saturated, as bo_rl_headers_retry_after's span */
+    int64_t wait = span * BO_NS_PER_S - (c->ahead_ns - least);
+    return wait > 0 ? wait : 0;
+}
+
 int64_t bo_rl_headers_retry_after(const bo_rl_headers *h, int64_t wall_ns)
 {
     int64_t ns = -1;
@@ -1001,21 +1036,19 @@ int64_t bo_rl_headers_retry_after(const bo_rl_headers *h, int64_t wall_ns)
         ns = h->ra_s * BO_NS_PER_S;
     else if (h->ra_date.year >= 0) {
         int64_t wall_s = wall_ns / BO_NS_PER_S, at, now;
-        int64_t ref = wall_s;
         bo_rl_date date;
         date_reset(&date);
         if (h->date_len != BO_RL_DATE_BAD && h->date_len > 0)
             set_date(&date, h->date, h->date_len);
         if (date_epoch(&date, wall_s, &now)) {
-            ref = now;
-            if (!date_epoch(&h->ra_date, ref, &at))
+            if (!date_epoch(&h->ra_date, now, &at))
                 return -1;
             /* as the server's clock tells it (saturated: the year 9999) */
             if (at <= now)
                 return -1;
             ns = at - now > RL_MAX_HINT_S ? INT64_MAX : (at - now) * BO_NS_PER_S;
         } else {
-            if (wall_ns <= 0 || !date_epoch(&h->ra_date, ref, &at))
+            if (wall_ns <= 0 || !date_epoch(&h->ra_date, wall_s, &at))
                 return -1;
             ns = at > INT64_MAX / BO_NS_PER_S ? INT64_MAX : at * BO_NS_PER_S - wall_ns;
         }

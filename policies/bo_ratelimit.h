@@ -149,6 +149,44 @@ bool bo_rl_headers_quota(const bo_rl_headers *h, int64_t wall_ns, bo_rl_quota *q
 int64_t bo_rl_headers_retry_after(const bo_rl_headers *h, int64_t wall_ns);
 
 /*
+ * The answer's wait as an instant rather than a span: true when
+ * bo_rl_headers_retry_after would read it from a Retry-After HTTP-date
+ * against a valid Date (no millisecond or delta-seconds hint), with both in
+ * epoch seconds, *at_s after *date_s (else false: the span, if any, is all
+ * there is).  bo_rl_clock_wait turns them into a wait.
+ */
+bool bo_rl_headers_retry_date(const bo_rl_headers *h, int64_t wall_ns, int64_t *at_s,
+                              int64_t *date_s);
+
+/*
+ * How far one server's clock is known to run ahead of ours (CLOCK_REALTIME;
+ * negative: behind), at least.  An answer's Date is the second the server
+ * made it in (RFC 9110 section 6.6.1), so an answer read at our wall time w
+ * with Date D says the server's clock was ahead by at least D - w (it made
+ * the answer before we read it, in second D or later) and by less than
+ * D + 1 - w plus the answer's time on the way.  The most of the first over
+ * the answers seen is the bound kept; an answer whose second bound falls
+ * below it (one of the clocks was set back) starts the bound again from its
+ * own.  Waiting to an HTTP-date by our clock less this bound is never early
+ * by the server's, and, once one answer came early in its second, at most
+ * the answer's transit late, where measuring the date against that one
+ * answer's Date alone waits up to a second more.
+ */
+typedef struct bo_rl_clock {
+    int64_t ahead_ns;
+    bool known;
+} bo_rl_clock;
+
+/*
+ * The wait, in ns (0 when the instant has come), until at_s by the
+ * server's clock, for an answer read at wall_ns with Date date_s (at_s
+ * after it, as bo_rl_headers_retry_date gives them): the answer's Date
+ * is noted in *c first.  Never more than (at_s - date_s) seconds, never
+ * less than one second below that.
+ */
+int64_t bo_rl_clock_wait(bo_rl_clock *c, int64_t at_s, int64_t date_s, int64_t wall_ns);
+
+/*
  * The headers say no request is left (a remaining count of 0 in any
  * dialect): GitHub's primary rate limit answers 403 with
  * x-ratelimit-remaining: 0, which is a throttle, not a refusal
@@ -239,6 +277,7 @@ typedef struct bo_quota {
     bool seeded;
     bool have_pk;            /* last_pk holds the partition key of the last answer */
     uint64_t last_pk;
+    bo_rl_clock server_clock; /* the server's clock against ours, from its Date */
 } bo_quota;
 
 void bo_quota_init(bo_quota *q);

@@ -14,16 +14,24 @@
 #include "core/core.h"
 #include "dest/metrics_file.h"
 
+/* A Retry-After HTTP-date and the answer's Date, read at wall_ns. */
+typedef struct retry_date {
+    bool have;
+    int64_t at_s, date_s, wall_ns;
+} retry_date;
+
 /*
  * What the answer's own header lines say: the server's quota from its
  * rate-limit headers, unless it came from a cache (Age > 0, or 304 Not
  * Modified: a cache revalidated, the quota is the cache's); and, for a
  * failed answer, the wait its lines ask for, which wins over libcurl's
  * whole seconds (milliseconds, a date against the answer's Date) when they
- * carry one.  One wall-clock read, only when there is something to read.
+ * carry one; a date is also kept as an instant, for the destination's
+ * view of the server's clock (bo_rl_clock_wait, under its lock).  One
+ * wall-clock read, only when there is something to read.
  */
 static bool answer_lines(const bo_config *cfg, const bo_run_result *r, bo_rl_quota *quota,
-                         int64_t *retry_after)
+                         int64_t *retry_after, retry_date *date)
 {
     bool want_quota = cfg->ratelimit_headers && r->ratelimit != NULL && r->ratelimit->seen &&
                       r->status != 304;
@@ -31,6 +39,7 @@ static bool answer_lines(const bo_config *cfg, const bo_run_result *r, bo_rl_quo
     bool have_quota = false;
 
     *retry_after = r->retry_after_ns;
+    date->have = false;
     if (!want_quota && !want_hint)
         return false;
     int64_t wall_ns = bo_core_wall_ns();
@@ -40,6 +49,8 @@ static bool answer_lines(const bo_config *cfg, const bo_run_result *r, bo_rl_quo
         int64_t hint = bo_rl_headers_retry_after(r->ratelimit, wall_ns);
         if (hint >= 0)
             *retry_after = hint;
+        date->wall_ns = wall_ns;
+        date->have = bo_rl_headers_retry_date(r->ratelimit, wall_ns, &date->at_s, &date->date_s);
     }
     return have_quota;
 }
@@ -54,9 +65,13 @@ bool bo_run_complete(bo_block *b, bo_call *call, const bo_run_result *r, uint64_
     bo_next next;
     bo_rl_quota quota;
     int64_t retry_after;
-    bool have_quota = answer_lines(cfg, r, &quota, &retry_after);
+    retry_date date;
+    bool have_quota = answer_lines(cfg, r, &quota, &retry_after, &date);
 
     bo_dest *d = bo_block_lock(b);
+    if (date.have)
+        retry_after = bo_rl_clock_wait(&d->quota.server_clock, date.at_s, date.date_s,
+                                       date.wall_ns);
     if (have_quota)
         bo_dest_note_quota(d, cfg, call, &quota, r->outcome, retry_after, now, rng);
     next = bo_dest_complete(d, cfg, call, r->outcome, retry_after, now, rng, &until);

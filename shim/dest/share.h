@@ -46,7 +46,7 @@
  * 8: process entries in chunks, a slot's own and the file's pool; 9: the
  * counters of each destination appended to the slot, the metrics files'
  * claims to the file. */
-#define BO_SHARE_VERSION 9
+#define BO_SHARE_VERSION 10
 /* Destinations per file, LRU evicted: a crawler's 10,000 hosts in rotation
  * fit (evicting on every call cost ~3,000 instructions per call).  The file
  * is sparse on tmpfs: a slot's pages are touched only once it is used

@@ -5,7 +5,9 @@
  *   - a quota, when given, has 0 <= remaining <= BO_RL_MAX_COUNT, remaining
  *     <= limit when the limit is known, 0 <= reset <= 31 days;
  *   - the wait the lines ask for (bo_rl_headers_retry_after) is -1 or above
- *     0, whatever the dates, durations and numbers;
+ *     0, whatever the dates, durations and numbers; a date's wait against the
+ *     server's clock (bo_rl_clock_wait) is at most that, at least a second
+ *     less, and never negative;
  *   - the pacing's next admission lies between now and now + cap, whatever
  *     the headers said and however the clock moved.
  */
@@ -42,6 +44,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             int64_t hint = bo_rl_headers_retry_after(&h, wall + now);
             if (hint < -1 || hint == 0)
                 abort();
+            /* the date as an instant: against the server's clock, never
+             * longer than the span, never a second shorter */
+            int64_t at_s, date_s;
+            if (bo_rl_headers_retry_date(&h, wall + now, &at_s, &date_s)) {
+                int64_t wait = bo_rl_clock_wait(&quota.server_clock, at_s, date_s, wall + now);
+                if (hint <= 0 || wait < 0 || wait > hint ||
+                    (hint != INT64_MAX && wait < hint - S))
+                    abort();
+            }
             (void)bo_rl_headers_exhausted(&h);
             /* P & 2: the answer was a throttle, judged before its headers */
             if (n > 4 && (p[4] & 2))

@@ -412,6 +412,67 @@ START_TEST(test_hints_date)
 }
 END_TEST
 
+/* The date as an instant (lines, read at WALL + off_ns): at and Date, or false. */
+static bool date_of(const char *const *lines, int64_t off_ns, int64_t *at_s, int64_t *date_s)
+{
+    bo_rl_headers h = feed(lines);
+    return bo_rl_headers_retry_date(&h, WALL + off_ns, at_s, date_s);
+}
+
+/* An HTTP-date waited to by our clock less what the server's Dates tell of
+ * its own: never early, at most a second shorter than the span alone. */
+START_TEST(test_hints_date_by_server_clock)
+{
+    int64_t at, date;
+    const char *a[] = {"Retry-After: Fri, 15 Jan 2027 08:00:02 GMT\r\n",
+                       "Date: Fri, 15 Jan 2027 08:00:00 GMT\r\n", NULL};
+    ck_assert(date_of(a, 0, &at, &date));
+    ck_assert_int_eq(at - date, 2);
+    ck_assert_int_eq(date * S, WALL);
+    /* another hint form wins, and then there is no instant */
+    const char *b[] = {"Retry-After: Fri, 15 Jan 2027 08:00:02 GMT\r\n", "retry-after-ms: 30\r\n",
+                       "Date: Fri, 15 Jan 2027 08:00:00 GMT\r\n", NULL};
+    ck_assert(!date_of(b, 0, &at, &date));
+    /* no Date, a bad one, or a date not after it: no instant */
+    const char *c[] = {"Retry-After: Fri, 15 Jan 2027 08:00:02 GMT\r\n", NULL};
+    ck_assert(!date_of(c, 0, &at, &date));
+    const char *d[] = {"Retry-After: Fri, 15 Jan 2027 08:00:02 GMT\r\n", "Date: soon\r\n", NULL};
+    ck_assert(!date_of(d, 0, &at, &date));
+    const char *e[] = {"Retry-After: Fri, 15 Jan 2027 08:00:00 GMT\r\n",
+                       "Date: Fri, 15 Jan 2027 08:00:00 GMT\r\n", NULL};
+    ck_assert(!date_of(e, 0, &at, &date));
+
+    /* the server's clock is ours (WALL is a whole second) */
+    bo_rl_clock clk = {0};
+    int64_t d0 = WALL / S, ms = 1000000LL;
+    /* the first answer, read 700 ms into its second: the span alone */
+    ck_assert_int_eq(bo_rl_clock_wait(&clk, d0 + 1, d0, WALL + 700 * ms), 1 * S);
+    ck_assert(clk.known);
+    ck_assert_int_eq(clk.ahead_ns, -700 * ms);
+    /* one read 50 ms into its second: the bound rises to -50 ms */
+    ck_assert_int_eq(bo_rl_clock_wait(&clk, d0 + 2, d0 + 1, WALL + 1050 * ms), 1 * S);
+    ck_assert_int_eq(clk.ahead_ns, -50 * ms);
+    /* later answers late in their second wait to 50 ms past the date, not a second */
+    ck_assert_int_eq(bo_rl_clock_wait(&clk, d0 + 3, d0 + 2, WALL + 2900 * ms), 150 * ms);
+    ck_assert_int_eq(bo_rl_clock_wait(&clk, d0 + 5, d0 + 3, WALL + 3600 * ms), 1450 * ms);
+    ck_assert_int_eq(clk.ahead_ns, -50 * ms);
+    /* our clock set back 10 s: the answer's Date now reads 10 s ahead, the
+     * bound follows it up (never early) */
+    ck_assert_int_eq(bo_rl_clock_wait(&clk, d0 + 5, d0 + 4, WALL - 5800 * ms), 1 * S);
+    ck_assert_int_eq(clk.ahead_ns, 9800 * ms);
+    /* our clock set forward again: the answer's Date could not be second d0 + 6
+     * by the bound kept, so the bound starts again from it */
+    ck_assert_int_eq(bo_rl_clock_wait(&clk, d0 + 7, d0 + 6, WALL + 6300 * ms), 1 * S);
+    ck_assert_int_eq(clk.ahead_ns, -300 * ms);
+    /* an instant already come by the server's clock: no wait, never negative */
+    clk.ahead_ns = 0;
+    ck_assert_int_eq(bo_rl_clock_wait(&clk, d0 + 8, d0 + 7, WALL + 7999 * ms), 1 * ms);
+    /* a span past what a wait can hold: saturated */
+    ck_assert_int_eq(bo_rl_clock_wait(&clk, INT64_MAX / S + d0 + 9, d0 + 8, WALL + 8 * S),
+                     INT64_MAX);
+}
+END_TEST
+
 /* Dates that are not RFC 9110's forms exactly: no hint from here. */
 static const char *const bad_dates[] = {
     "Sun, 06 Nov 1994 08:49:37 UTC",  "Sun, 6 Nov 1994 08:49:37 GMT",
@@ -1057,6 +1118,7 @@ static Suite *ratelimit_suite(void)
     tcase_add_test(tc, test_hints_seconds);
     tcase_add_test(tc, test_hints_date);
     tcase_add_test(tc, test_date_too_long_then_another);
+    tcase_add_test(tc, test_hints_date_by_server_clock);
     tcase_add_test(tc, test_hints_bad_dates);
     tcase_add_test(tc, test_exhausted);
     tcase_add_test(tc, test_bad_values);
