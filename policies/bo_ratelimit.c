@@ -1020,8 +1020,7 @@ int64_t bo_rl_clock_wait(bo_rl_clock *c, int64_t at_s, int64_t date_s, int64_t w
     int64_t span = at_s - date_s;
     if (span > RL_MAX_HINT_S)
         return INT64_MAX; /* saturated, as bo_rl_headers_retry_after's span */
-    int64_t wait = span * BO_NS_PER_S - (c->ahead_ns - least);
-    return wait > 0 ? wait : 0;
+    return span * BO_NS_PER_S - (c->ahead_ns - least); /* span >= 1 s, the rest < 1 s */
 }
 
 int64_t bo_rl_headers_retry_after(const bo_rl_headers *h, int64_t wall_ns)

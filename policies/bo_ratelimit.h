@@ -178,11 +178,10 @@ typedef struct bo_rl_clock {
 } bo_rl_clock;
 
 /*
- * The wait, in ns (0 when the instant has come), until at_s by the
- * server's clock, for an answer read at wall_ns with Date date_s (at_s
- * after it, as bo_rl_headers_retry_date gives them): the answer's Date
- * is noted in *c first.  Never more than (at_s - date_s) seconds, never
- * less than one second below that.
+ * The wait, in ns, until at_s by the server's clock, for an answer read at
+ * wall_ns with Date date_s (at_s after it, as bo_rl_headers_retry_date
+ * gives them): the answer's Date is noted in *c first.  Never more than
+ * (at_s - date_s) seconds, less than one second below that, so above 0.
  */
 int64_t bo_rl_clock_wait(bo_rl_clock *c, int64_t at_s, int64_t date_s, int64_t wall_ns);
 

@@ -7,7 +7,7 @@
  *   - the wait the lines ask for (bo_rl_headers_retry_after) is -1 or above
  *     0, whatever the dates, durations and numbers; a date's wait against the
  *     server's clock (bo_rl_clock_wait) is at most that, at least a second
- *     less, and never negative;
+ *     less, and above 0;
  *   - the pacing's next admission lies between now and now + cap, whatever
  *     the headers said and however the clock moved.
  */
@@ -49,7 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             int64_t at_s, date_s;
             if (bo_rl_headers_retry_date(&h, wall + now, &at_s, &date_s)) {
                 int64_t wait = bo_rl_clock_wait(&quota.server_clock, at_s, date_s, wall + now);
-                if (hint <= 0 || wait < 0 || wait > hint ||
+                if (hint <= 0 || wait <= 0 || wait > hint ||
                     (hint != INT64_MAX && wait < hint - S))
                     abort();
             }

@@ -464,7 +464,7 @@ START_TEST(test_hints_date_by_server_clock)
      * by the bound kept, so the bound starts again from it */
     ck_assert_int_eq(bo_rl_clock_wait(&clk, d0 + 7, d0 + 6, WALL + 6300 * ms), 1 * S);
     ck_assert_int_eq(clk.ahead_ns, -300 * ms);
-    /* an instant already come by the server's clock: no wait, never negative */
+    /* the bound at its highest beside this answer: the least wait, still above 0 */
     clk.ahead_ns = 0;
     ck_assert_int_eq(bo_rl_clock_wait(&clk, d0 + 8, d0 + 7, WALL + 7999 * ms), 1 * ms);
     /* a span past what a wait can hold: saturated */
