@@ -38,7 +38,7 @@ static void check(const struct bo_srv_config *c)
     if (c->max_busy < -1 || c->max_busy > 1000000 || c->service_ms < 0 || c->error_ms < 0 ||
         c->delay_ms < 0 || c->post_delay_ms < 0)
         abort();
-    if (c->reject_status != 429 && c->reject_status != 503)
+    if (c->reject_status != 429 && c->reject_status != 503 && c->reject_status != 403)
         abort();
     if (c->retry_after < -1 || c->retry_after > 86400)
         abort();
