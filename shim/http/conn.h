@@ -121,6 +121,15 @@ static inline bool bo_hc_reads(const bo_hconn *c)
     return c != NULL && c->st >= BO_HC_REQ && !c->tls;
 }
 
+/* Held answer bytes the program has not read yet. */
+static inline size_t bo_hc_held_left(const bo_hconn *c)
+{
+    return c->held_len - c->held_off;
+}
+
+/* Room for n more held bytes (the buffer doubles from 4 KiB): 0, or -1 (no memory). */
+int bo_hc_held_room(bo_hconn *c, size_t n);
+
 /* The record of fd, made on first need (NULL: no memory, or fd < 0). */
 bo_hconn *bo_hc_make(int fd);
 /* Mark fd (BO_HC_MARK_*): accept() returned it, or it is no client socket;

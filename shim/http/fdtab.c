@@ -127,6 +127,21 @@ void bo_hc_unlock(bo_hconn *c)
     __atomic_store_n(&c->busy, 0, __ATOMIC_RELEASE);
 }
 
+int bo_hc_held_room(bo_hconn *c, size_t n)
+{
+    if (c->held_len + n <= c->held_cap)
+        return 0;
+    size_t cap = c->held_cap ? c->held_cap : 4096;
+    while (cap < c->held_len + n)
+        cap *= 2;
+    char *h = realloc(c->held, cap);
+    if (h == NULL)
+        return -1;
+    c->held = h;
+    c->held_cap = cap;
+    return 0;
+}
+
 /* (Bytes held for the program stay: it still gets them, first.) */
 void bo_hc_off(bo_hconn *c)
 {

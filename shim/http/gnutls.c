@@ -15,7 +15,6 @@
  * Otherwise the answer is handed back as it came.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -114,31 +113,10 @@ static int session_fd(const gnutls_real *R, gnutls_session_t s)
 
 /* ---- a GnuTLS session's moves ------------------------------------------------------ */
 
-static size_t held_left(const bo_hconn *c)
-{
-    return c->held_len - c->held_off;
-}
-
-/* Room for n more held bytes. */
-static int held_room(bo_hconn *c, size_t n)
-{
-    if (c->held_len + n <= c->held_cap)
-        return 0;
-    size_t cap = c->held_cap ? c->held_cap : 4096;
-    while (cap < c->held_len + n)
-        cap *= 2;
-    char *h = realloc(c->held, cap);
-    if (h == NULL)
-        return -1;
-    c->held = h;
-    c->held_cap = cap;
-    return 0;
-}
-
 /* One record (or what GnuTLS has) read into held: >0, 0 (closed), -1 (errno). */
 static ssize_t read_one(bo_hconn *c, const gnutls_real *R)
 {
-    if (held_left(c) >= BO_HC_PEEK_MAX || held_room(c, 16384 + 512) != 0) {
+    if (bo_hc_held_left(c) >= BO_HC_PEEK_MAX || bo_hc_held_room(c, 16384 + 512) != 0) {
         errno = ENOBUFS;
         return -1;
     }
@@ -153,13 +131,6 @@ static ssize_t read_one(bo_hconn *c, const gnutls_real *R)
     return -1;
 }
 
-static bool gt_nonblocking(bo_hconn *c, void *ctx)
-{
-    int fl = fcntl(c->fd, F_GETFL);
-    (void)ctx;
-    return fl >= 0 && (fl & O_NONBLOCK);
-}
-
 static bool gt_ready(bo_hconn *c, const gnutls_real *R)
 {
     struct pollfd p = {.fd = c->fd, .events = POLLIN};
@@ -169,17 +140,17 @@ static bool gt_ready(bo_hconn *c, const gnutls_real *R)
 static ssize_t gt_look(bo_hconn *c, void *ctx, bool nb)
 {
     const gnutls_real *R = ctx;
-    size_t h = held_left(c);
+    size_t h = bo_hc_held_left(c);
 
     if (h == 0) {
-        if (nb && !gt_nonblocking(c, NULL) && !gt_ready(c, R)) {
+        if (nb && !bo_hs_nonblocking(c, NULL) && !gt_ready(c, R)) {
             errno = EAGAIN;
             return -1;
         }
         ssize_t r = read_one(c, R); /* waits as the program's read would */
         if (r <= 0)
             return r;
-        h = held_left(c);
+        h = bo_hc_held_left(c);
     }
     if (h > BO_HC_PEEK_MAX)
         h = BO_HC_PEEK_MAX;
@@ -193,7 +164,7 @@ static int gt_more(bo_hconn *c, void *ctx, size_t have, int64_t until_ns)
     (void)have;
     for (;;) {
         if (gt_ready(c, R)) {
-            bool nbs = gt_nonblocking(c, NULL);
+            bool nbs = bo_hs_nonblocking(c, NULL);
             ssize_t r = read_one(c, R);
             if (r > 0)
                 return 1;
@@ -218,7 +189,7 @@ static bool gt_drop(bo_hconn *c, void *ctx, size_t n)
     const gnutls_real *R = ctx;
     struct pollfd p = {.fd = c->fd, .events = POLLIN | POLLRDHUP};
 
-    if (n != held_left(c) || R->check_pending(c->ssl) != 0 || poll(&p, 1, 0) != 0)
+    if (n != bo_hc_held_left(c) || R->check_pending(c->ssl) != 0 || poll(&p, 1, 0) != 0)
         return false;
     c->held_len = c->held_off = 0;
     return true;
@@ -254,36 +225,15 @@ static int gt_redial(bo_hconn *c, void *ctx, int64_t until_ns, size_t answer)
     return -1;
 }
 
-static int64_t gt_timeo(bo_hconn *c, int opt)
-{
-    struct timeval tv;
-    socklen_t l = sizeof tv;
-    if (getsockopt(c->fd, SOL_SOCKET, opt, &tv, &l) != 0)
-        return 0;
-    return (int64_t)tv.tv_sec * 1000000000LL + (int64_t)tv.tv_usec * 1000;
-}
-
-static int64_t gt_rcvtimeo(bo_hconn *c, void *ctx)
-{
-    (void)ctx;
-    return gt_timeo(c, SO_RCVTIMEO);
-}
-
-static int64_t gt_sndtimeo(bo_hconn *c, void *ctx)
-{
-    (void)ctx;
-    return gt_timeo(c, SO_SNDTIMEO);
-}
-
 static const bo_hx_io k_gnutls = {
     .look = gt_look,
-    .nonblocking = gt_nonblocking,
+    .nonblocking = bo_hs_nonblocking,
     .more = gt_more,
     .drop = gt_drop,
     .send = gt_send,
     .redial = gt_redial,
-    .rcvtimeo = gt_rcvtimeo,
-    .sndtimeo = gt_sndtimeo,
+    .rcvtimeo = bo_hs_rcvtimeo,
+    .sndtimeo = bo_hs_sndtimeo,
     .redial_holds = true, /* (a whole answer is known before it is dropped) */
     .same_only = true,
 };
@@ -371,7 +321,7 @@ static ssize_t shim_recv(const gnutls_real *R, gnutls_session_t s, void *buf, si
 
     if (!__atomic_load_n(&g_used, __ATOMIC_RELAXED) || bo_core_busy ||
         (fd = session_fd(R, s)) < 0 || (c = bo_hc_get(fd)) == NULL || !c->tls ||
-        c->ssl != (void *)s || (c->st < BO_HC_REQ && held_left(c) == 0) || !bo_hc_lock(c))
+        c->ssl != (void *)s || (c->st < BO_HC_REQ && bo_hc_held_left(c) == 0) || !bo_hc_lock(c))
         return R->recv(s, buf, n);
     bo_core_busy = 1;
     if (c->st == BO_HC_REQ)
@@ -384,7 +334,7 @@ static ssize_t shim_recv(const gnutls_real *R, gnutls_session_t s, void *buf, si
         return err == EAGAIN ? GNUTLS_E_AGAIN
                              : err == EINTR ? GNUTLS_E_INTERRUPTED : GNUTLS_E_PULL_ERROR;
     }
-    size_t h = held_left(c);
+    size_t h = bo_hc_held_left(c);
     if (h > 0 && n > 0) {
         r = (ssize_t)(h < n ? h : n);
         memcpy(buf, c->held + c->held_off, (size_t)r);

@@ -126,7 +126,7 @@ static void resolve(void)
 
 /* ---- a plain socket's moves ---------------------------------------------------- */
 
-static bool plain_nonblocking(bo_hconn *c, void *ctx)
+bool bo_hs_nonblocking(bo_hconn *c, void *ctx)
 {
     int fl = fcntl(c->fd, F_GETFL);
     (void)ctx;
@@ -138,7 +138,7 @@ static bool plain_nonblocking(bo_hconn *c, void *ctx)
 static ssize_t plain_look(bo_hconn *c, void *ctx, bool nb)
 {
     ssize_t n = REAL(recv)(c->fd, c->peek, BO_HC_PEEK_MAX, MSG_PEEK | MSG_DONTWAIT);
-    if (n >= 0 || nb || (errno != EAGAIN && errno != EWOULDBLOCK) || plain_nonblocking(c, ctx))
+    if (n >= 0 || nb || (errno != EAGAIN && errno != EWOULDBLOCK) || bo_hs_nonblocking(c, ctx))
         return n;
     return REAL(recv)(c->fd, c->peek, BO_HC_PEEK_MAX, MSG_PEEK);
 }
@@ -230,13 +230,13 @@ static int64_t timeo(int fd, int opt)
     return (int64_t)tv.tv_sec * BO_NS_PER_S + (int64_t)tv.tv_usec * 1000;
 }
 
-static int64_t plain_rcvtimeo(bo_hconn *c, void *ctx)
+int64_t bo_hs_rcvtimeo(bo_hconn *c, void *ctx)
 {
     (void)ctx;
     return timeo(c->fd, SO_RCVTIMEO);
 }
 
-static int64_t plain_sndtimeo(bo_hconn *c, void *ctx)
+int64_t bo_hs_sndtimeo(bo_hconn *c, void *ctx)
 {
     (void)ctx;
     return timeo(c->fd, SO_SNDTIMEO);
@@ -431,13 +431,13 @@ static int plain_redial(bo_hconn *c, void *ctx, int64_t until_ns, size_t answer)
 
 static const bo_hx_io k_plain = {
     .look = plain_look,
-    .nonblocking = plain_nonblocking,
+    .nonblocking = bo_hs_nonblocking,
     .more = plain_more,
     .drop = plain_drop,
     .send = plain_send,
     .redial = plain_redial,
-    .rcvtimeo = plain_rcvtimeo,
-    .sndtimeo = plain_sndtimeo,
+    .rcvtimeo = bo_hs_rcvtimeo,
+    .sndtimeo = bo_hs_sndtimeo,
 };
 
 /* ---- which sockets are followed ---------------------------------------------- */

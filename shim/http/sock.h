@@ -1,11 +1,13 @@
 /*
  * sock.h: what the plain socket's side (sock.c) lends the TLS side
- * (ssl.c), within the http room: the test that makes a socket one the room
- * follows, a new connection onto the program's fd, and a bounded wait.
+ * and GnuTLS sides (ssl.c, gnutls.c), within the http room: the test that
+ * makes a socket one the room follows, a new connection onto the program's
+ * fd, a bounded wait, and what the socket under any record says of itself.
  */
 #ifndef BO_HTTP_SOCK_H
 #define BO_HTTP_SOCK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "http/conn.h"
@@ -26,5 +28,12 @@ int bo_hs_redial(bo_hconn *c, int64_t until_ns);
 /* Wait until fd is ready for `events` (poll's), no later than until_ns:
  * 0, or -1 (ETIMEDOUT, or poll's error). */
 int bo_hs_wait_fd(int fd, short events, int64_t until_ns);
+
+/* Every record's socket, read for the exchange (exchange.h's bo_hx_io
+ * nonblocking, rcvtimeo and sndtimeo; ctx unused): is it O_NONBLOCK, and
+ * its SO_RCVTIMEO and SO_SNDTIMEO in ns (0: none, or unreadable). */
+bool bo_hs_nonblocking(bo_hconn *c, void *ctx);
+int64_t bo_hs_rcvtimeo(bo_hconn *c, void *ctx);
+int64_t bo_hs_sndtimeo(bo_hconn *c, void *ctx);
 
 #endif

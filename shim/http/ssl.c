@@ -25,7 +25,6 @@
  * name, or a deep-bound object's GOT, gets the wrapper of that copy.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdint.h>
@@ -167,11 +166,6 @@ static int g_tls_used;
 
 /* ---- a TLS connection's moves ------------------------------------------------------ */
 
-static size_t held_left(const bo_hconn *c)
-{
-    return c->held_len - c->held_off;
-}
-
 /* Decrypted bytes ready without a wait: held, in the SSL object, or on the socket. */
 static bool ready(bo_hconn *c, const ssl_real *R)
 {
@@ -179,17 +173,10 @@ static bool ready(bo_hconn *c, const ssl_real *R)
     return R->has_pending(c->ssl) || poll(&p, 1, 0) > 0;
 }
 
-static bool tls_nonblocking(bo_hconn *c, void *ctx)
-{
-    int fl = fcntl(c->fd, F_GETFL);
-    (void)ctx;
-    return fl >= 0 && (fl & O_NONBLOCK);
-}
-
 static ssize_t tls_look(bo_hconn *c, void *ctx, bool nb)
 {
     const ssl_real *R = ctx;
-    size_t h = held_left(c), got = 0;
+    size_t h = bo_hc_held_left(c), got = 0;
 
     if (h > BO_HC_PEEK_MAX)
         h = BO_HC_PEEK_MAX;
@@ -197,7 +184,7 @@ static ssize_t tls_look(bo_hconn *c, void *ctx, bool nb)
         memcpy(c->peek, c->held + c->held_off, h);
     /* A peek on a non-blocking socket never waits, and leaves the object's
      * state as the program's own read would (SSL_get_error: WANT_READ). */
-    if (h == BO_HC_PEEK_MAX || ((h > 0 || (nb && !tls_nonblocking(c, NULL))) && !ready(c, R)))
+    if (h == BO_HC_PEEK_MAX || ((h > 0 || (nb && !bo_hs_nonblocking(c, NULL))) && !ready(c, R)))
         goto out;
     int r = R->peek_ex(c->ssl, c->peek + h, BO_HC_PEEK_MAX - h, &got);
     if (r == 1)
@@ -220,20 +207,22 @@ out:
     return -1;
 }
 
+/* After the SSL call that returned r on c: wait, by until_ns, for what it
+ * wants (the socket readable or writable): 0, or -1 when it wants neither
+ * (it failed) or the wait ran out. */
+static int wait_wanted(bo_hconn *c, const ssl_real *R, int r, int64_t until_ns)
+{
+    int e = R->get_error(c->ssl, r);
+    short ev = e == SSL_ERROR_WANT_READ ? POLLIN : e == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
+    return ev != 0 ? bo_hs_wait_fd(c->fd, ev, until_ns) : -1;
+}
+
 /* Read n more bytes of the answer into held (they were looked at: the SSL
  * object has them, or they come within until_ns).  0, or -1. */
 static int hold(bo_hconn *c, const ssl_real *R, size_t n, int64_t until_ns)
 {
-    if (c->held_len + n > c->held_cap) {
-        size_t cap = c->held_cap ? c->held_cap : 4096;
-        while (cap < c->held_len + n)
-            cap *= 2;
-        char *h = realloc(c->held, cap);
-        if (h == NULL)
-            return -1;
-        c->held = h;
-        c->held_cap = cap;
-    }
+    if (bo_hc_held_room(c, n) != 0)
+        return -1;
     while (n > 0) {
         size_t got = 0;
         int r = R->read_ex(c->ssl, c->held + c->held_len, n, &got);
@@ -242,9 +231,7 @@ static int hold(bo_hconn *c, const ssl_real *R, size_t n, int64_t until_ns)
             n -= got;
             continue;
         }
-        int e = R->get_error(c->ssl, r);
-        short ev = e == SSL_ERROR_WANT_READ ? POLLIN : e == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
-        if (ev == 0 || bo_hs_wait_fd(c->fd, ev, until_ns) != 0)
+        if (wait_wanted(c, R, r, until_ns) != 0)
             return -1;
     }
     return 0;
@@ -253,7 +240,7 @@ static int hold(bo_hconn *c, const ssl_real *R, size_t n, int64_t until_ns)
 static int tls_more(bo_hconn *c, void *ctx, size_t have, int64_t until_ns)
 {
     const ssl_real *R = ctx;
-    size_t h = held_left(c);
+    size_t h = bo_hc_held_left(c);
 
     /* the record looked at past held goes into held: the next one can be peeked */
     if (have > h && hold(c, R, have - h, until_ns) != 0)
@@ -277,7 +264,7 @@ static int tls_more(bo_hconn *c, void *ctx, size_t have, int64_t until_ns)
 static bool tls_drop(bo_hconn *c, void *ctx, size_t n)
 {
     const ssl_real *R = ctx;
-    size_t h = held_left(c);
+    size_t h = bo_hc_held_left(c);
     char sink[4096];
 
     if (h > n) {
@@ -308,9 +295,7 @@ static int tls_send(bo_hconn *c, void *ctx, const char *buf, size_t n, int64_t u
             n -= w;
             continue;
         }
-        int e = R->get_error(c->ssl, r);
-        short ev = e == SSL_ERROR_WANT_READ ? POLLIN : e == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
-        if (ev == 0 || bo_hs_wait_fd(c->fd, ev, until_ns) != 0)
+        if (wait_wanted(c, R, r, until_ns) != 0)
             return -1;
     }
     return 0;
@@ -328,7 +313,7 @@ static int tls_redial(bo_hconn *c, void *ctx, int64_t until_ns, size_t answer)
 
     if (answer == BO_HX_NOT_WHOLE)
         return -1;
-    if (answer > held_left(c) && hold(c, R, answer - held_left(c), until_ns) != 0)
+    if (answer > bo_hc_held_left(c) && hold(c, R, answer - bo_hc_held_left(c), until_ns) != 0)
         return -1;
     if (bo_hs_redial(c, until_ns) != 0)
         return -1; /* the old connection and the answer are as they were */
@@ -338,9 +323,7 @@ static int tls_redial(bo_hconn *c, void *ctx, int64_t until_ns, size_t answer)
         int r = R->connect(c->ssl);
         if (r == 1)
             break;
-        int e = R->get_error(c->ssl, r);
-        short ev = e == SSL_ERROR_WANT_READ ? POLLIN : e == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
-        if (ev == 0 || bo_hs_wait_fd(c->fd, ev, until_ns) != 0)
+        if (wait_wanted(c, R, r, until_ns) != 0)
             goto failed;
     }
     c->held_len = c->held_off = 0; /* the retried answer is gone for good */
@@ -351,36 +334,15 @@ failed:
     return -1;
 }
 
-static int64_t tls_timeo(bo_hconn *c, int opt)
-{
-    struct timeval tv;
-    socklen_t l = sizeof tv;
-    if (getsockopt(c->fd, SOL_SOCKET, opt, &tv, &l) != 0)
-        return 0;
-    return (int64_t)tv.tv_sec * 1000000000LL + (int64_t)tv.tv_usec * 1000;
-}
-
-static int64_t tls_rcvtimeo(bo_hconn *c, void *ctx)
-{
-    (void)ctx;
-    return tls_timeo(c, SO_RCVTIMEO);
-}
-
-static int64_t tls_sndtimeo(bo_hconn *c, void *ctx)
-{
-    (void)ctx;
-    return tls_timeo(c, SO_SNDTIMEO);
-}
-
 static const bo_hx_io k_tls = {
     .look = tls_look,
-    .nonblocking = tls_nonblocking,
+    .nonblocking = bo_hs_nonblocking,
     .more = tls_more,
     .drop = tls_drop,
     .send = tls_send,
     .redial = tls_redial,
-    .rcvtimeo = tls_rcvtimeo,
-    .sndtimeo = tls_sndtimeo,
+    .rcvtimeo = bo_hs_rcvtimeo,
+    .sndtimeo = bo_hs_sndtimeo,
     .redial_holds = true,
 };
 
@@ -549,7 +511,7 @@ static int shim_read(const ssl_real *R, const rcall *r)
 
     if (!__atomic_load_n(&g_tls_used, __ATOMIC_RELAXED) || bo_core_busy ||
         (fd = R->get_fd(r->ssl)) < 0 || (c = bo_hc_get(fd)) == NULL || !c->tls ||
-        c->ssl != r->ssl || (c->st < BO_HC_REQ && held_left(c) == 0) || !bo_hc_lock(c))
+        c->ssl != r->ssl || (c->st < BO_HC_REQ && bo_hc_held_left(c) == 0) || !bo_hc_lock(c))
         return real_r(R, r);
     bo_core_busy = 1;
     if (c->st == BO_HC_REQ)
@@ -566,7 +528,7 @@ static int shim_read(const ssl_real *R, const rcall *r)
             return r->ex ? 0 : -1; /* SSL_get_error reads the object's own state */
         }
     }
-    size_t h = held_left(c), n;
+    size_t h = bo_hc_held_left(c), n;
     if (h > 0 && r->n > 0) {
         n = h < r->n ? h : r->n;
         if (!r->ex && n > INT_MAX)
