@@ -46,11 +46,13 @@ static bool answer_lines(const bo_config *cfg, const bo_run_result *r, bo_rl_quo
     if (want_quota)
         have_quota = bo_rl_headers_quota(r->ratelimit, wall_ns, quota);
     if (want_hint) {
-        int64_t hint = bo_rl_headers_retry_after(r->ratelimit, wall_ns);
-        if (hint >= 0)
-            *retry_after = hint;
+        /* a date against a Date is waited by the server's clock, under the
+         * lock; any other hint is the span the lines give */
         date->wall_ns = wall_ns;
         date->have = bo_rl_headers_retry_date(r->ratelimit, wall_ns, &date->at_s, &date->date_s);
+        int64_t hint = date->have ? -1 : bo_rl_headers_retry_after(r->ratelimit, wall_ns);
+        if (hint >= 0)
+            *retry_after = hint;
     }
     return have_quota;
 }
