@@ -71,3 +71,36 @@ throttled() {
     [ "$_bs" = 0 ] || fail "$SEC $_n under the shim: $(tail -3 "$_f.shim")"
     [ "$_r" -gt 0 ] || fail "$SEC $_n: the shim retried nothing"
 }
+
+# unthrottled BASE CLIENT...: each CLIENT's 3 fetches from a server that
+# throttles nothing (started with --log $TMP/open.csv), plain and then under
+# the shim: the same output, 3 calls followed and none retried.  Call
+# unthrottled_requests after stopping the server.
+unthrottled() {
+    _b=$1
+    shift
+    for c in "$@"; do
+        # shellcheck disable=SC2046
+        run "$TMP/$c.open-plain" plain $(client $c "$_b" 3 open)
+        # shellcheck disable=SC2046
+        run "$TMP/$c.open-shim" shim $(client $c "$_b" 3 open)
+        cmp -s "$TMP/$c.open-plain" "$TMP/$c.open-shim" ||
+            fail "$c unthrottled: the output differs under the shim: $(diff "$TMP/$c.open-plain" "$TMP/$c.open-shim" | head -5)"
+        [ "$(bad_of "$TMP/$c.open-shim")" = 0 ] || fail "$c unthrottled: $(cat "$TMP/$c.open-shim")"
+        [ "$(stats_sum "$TMP/$c.open-shim.stats" calls)" = 3 ] ||
+            fail "$c unthrottled: the shim followed $(stats_sum "$TMP/$c.open-shim.stats" calls) calls, expected 3"
+        [ "$(stats_sum "$TMP/$c.open-shim.stats" retries)" = 0 ] || fail "$c unthrottled: the shim retried"
+    done
+}
+
+# unthrottled_requests N: the server saw each of the N clients' requests
+# twice, the same in the same order: blocks of 6 log lines (method, path,
+# status), the plain run's 3 then the shim's.
+unthrottled_requests() {
+    awk -F, 'NR > 1 { print $2 "," $3 "," $4 }' "$TMP/open.csv" >"$TMP/open.reqs"
+    [ "$(wc -l <"$TMP/open.reqs")" = $(($1 * 3 * 2)) ] ||
+        fail "the server logged $(wc -l <"$TMP/open.reqs") requests, expected $(($1 * 3 * 2))"
+    awk '{ l[NR % 6] = $0 } NR % 6 == 0 { for (i = 1; i <= 3; i++) if (l[i] != l[(i + 3) % 6]) bad++ }
+         END { exit bad > 0 }' "$TMP/open.reqs" ||
+        fail "the requests plain and under the shim differ: $(head -12 "$TMP/open.reqs" | tr '\n' ' ')"
+}

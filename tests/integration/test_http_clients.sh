@@ -118,26 +118,9 @@ note "pip download: plain fails on a 429, under the shim the wheel came whole" \
 
 start_server open --log "$TMP/open.csv"
 B="http://127.0.0.1:$PORT"
-for c in session get urllib client ruby lwp tiny php wget; do
-    # shellcheck disable=SC2046
-    run "$TMP/$c.open-plain" plain $(client $c "$B" 3 open)
-    # shellcheck disable=SC2046
-    run "$TMP/$c.open-shim" shim $(client $c "$B" 3 open)
-    cmp -s "$TMP/$c.open-plain" "$TMP/$c.open-shim" ||
-        fail "$c unthrottled: the output differs under the shim: $(diff "$TMP/$c.open-plain" "$TMP/$c.open-shim" | head -5)"
-    [ "$(bad_of "$TMP/$c.open-shim")" = 0 ] || fail "$c unthrottled: $(cat "$TMP/$c.open-shim")"
-    [ "$(stats_sum "$TMP/$c.open-shim.stats" calls)" = 3 ] ||
-        fail "$c unthrottled: the shim followed $(stats_sum "$TMP/$c.open-shim.stats" calls) calls, expected 3"
-    [ "$(stats_sum "$TMP/$c.open-shim.stats" retries)" = 0 ] || fail "$c unthrottled: the shim retried"
-done
+unthrottled "$B" session get urllib client ruby lwp tiny php wget
 stop_server
-# the server saw each client's requests twice, the same in the same order:
-# blocks of 6 log lines (method, path, status), the plain run's 3 then the shim's
-awk -F, 'NR > 1 { print $2 "," $3 "," $4 }' "$TMP/open.csv" >"$TMP/open.reqs"
-[ "$(wc -l <"$TMP/open.reqs")" = $((9 * 3 * 2)) ] || fail "the server logged $(wc -l <"$TMP/open.reqs") requests, expected 54"
-awk '{ l[NR % 6] = $0 } NR % 6 == 0 { for (i = 1; i <= 3; i++) if (l[i] != l[(i + 3) % 6]) bad++ }
-     END { exit bad > 0 }' "$TMP/open.reqs" ||
-    fail "the requests plain and under the shim differ: $(head -12 "$TMP/open.reqs" | tr '\n' ' ')"
+unthrottled_requests 9
 note "unthrottled: 9 clients byte-exact with their plain runs, the same requests, none retried"
 
 # ---- BACKOFF_HTTP=0 -------------------------------------------------------------

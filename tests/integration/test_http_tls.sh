@@ -170,23 +170,9 @@ note "libssl called from a dependency of a module dlopen()ed RTLD_LOCAL: found"
 start_server open $TLS --log "$TMP/open.csv"
 B="https://127.0.0.1:$PORT"
 OPEN="session client ruby lwp tiny php"
-for c in $OPEN; do
-    # shellcheck disable=SC2046
-    run "$TMP/$c.open-plain" plain $(client $c "$B" 3 open)
-    # shellcheck disable=SC2046
-    run "$TMP/$c.open-shim" shim $(client $c "$B" 3 open)
-    cmp -s "$TMP/$c.open-plain" "$TMP/$c.open-shim" ||
-        fail "$c unthrottled: the output differs under the shim: $(diff "$TMP/$c.open-plain" "$TMP/$c.open-shim" | head -5)"
-    [ "$(bad_of "$TMP/$c.open-shim")" = 0 ] || fail "$c unthrottled: $(cat "$TMP/$c.open-shim")"
-    [ "$(stats_sum "$TMP/$c.open-shim.stats" calls)" = 3 ] ||
-        fail "$c unthrottled: the shim followed $(stats_sum "$TMP/$c.open-shim.stats" calls) calls, expected 3"
-    [ "$(stats_sum "$TMP/$c.open-shim.stats" retries)" = 0 ] || fail "$c unthrottled: the shim retried"
-done
+# shellcheck disable=SC2086
+unthrottled "$B" $OPEN
 stop_server
-awk -F, 'NR > 1 { print $2 "," $3 "," $4 }' "$TMP/open.csv" >"$TMP/open.reqs"
-[ "$(wc -l <"$TMP/open.reqs")" = 36 ] || fail "the server logged $(wc -l <"$TMP/open.reqs") requests, expected 36"
-awk '{ l[NR % 6] = $0 } NR % 6 == 0 { for (i = 1; i <= 3; i++) if (l[i] != l[(i + 3) % 6]) bad++ }
-     END { exit bad > 0 }' "$TMP/open.reqs" ||
-    fail "the requests plain and under the shim differ: $(head -12 "$TMP/open.reqs" | tr '\n' ' ')"
+unthrottled_requests 6
 note "unthrottled over https: 6 clients byte-exact with their plain runs, the same requests"
 echo "ok"
