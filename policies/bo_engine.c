@@ -126,6 +126,21 @@ static bool is_delay_policy(bo_policy_kind p)
     return p != BO_POLICY_NONE && p != BO_POLICY_RESPONSIVE && p != BO_POLICY_AIMD;
 }
 
+/* An admitted attempt starts: counted in flight, in the quota and the budget. */
+static void start_attempt(bo_dest *d, const bo_config *cfg, bo_call *c, int64_t now_ns)
+{
+    bo_window_on_send(&d->window, now_ns, &c->ticket);
+    if (cfg->ratelimit_headers)
+        bo_quota_on_send(&d->quota, now_ns);
+    c->quota_noted = false;
+    c->phase = BO_PHASE_ATTEMPT;
+    bo_budget_on_attempt(&d->budget, c->attempts == 0 && c->inherited == 0, now_ns);
+    c->attempts++;
+    c->attempt_ns = now_ns;
+    if (cfg->policy == BO_POLICY_RESPONSIVE)
+        d->next_send_ns = now_ns + bo_responsive_interval_ns(&d->pacing);
+}
+
 /*
  * Admission promises: the first attempt of a call is never refused for
  * time; a retry past max_time_ms gets BO_ADMIT_GIVE_UP; a WAIT's deadline
@@ -177,18 +192,17 @@ bo_admit bo_dest_admit(bo_dest *d, const bo_config *cfg, bo_call *c,
         c->until_ns = wait;
         return BO_ADMIT_WAIT;
     }
-    bo_window_on_send(&d->window, now_ns, &c->ticket);
-    if (cfg->ratelimit_headers)
-        bo_quota_on_send(&d->quota, now_ns);
-    c->quota_noted = false;
-    c->phase = BO_PHASE_ATTEMPT;
-    bo_budget_on_attempt(&d->budget, c->attempts == 0 && c->inherited == 0, now_ns);
-    c->attempts++;
-    c->attempt_ns = now_ns;
-    if (cfg->policy == BO_POLICY_RESPONSIVE)
-        d->next_send_ns = now_ns + bo_responsive_interval_ns(&d->pacing);
+    start_attempt(d, cfg, c, now_ns);
     *until_ns = now_ns;
     return BO_ADMIT_GO;
+}
+
+bool bo_dest_admit_now(bo_dest *d, const bo_config *cfg, bo_call *c, int64_t now_ns)
+{
+    if (c->phase != BO_PHASE_ADMIT || c->attempts > 0)
+        return false;
+    start_attempt(d, cfg, c, now_ns);
+    return true;
 }
 
 /* Push the destination's next admission to at least t. */

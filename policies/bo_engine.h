@@ -163,6 +163,16 @@ bo_admit bo_dest_admit(bo_dest *d, const bo_config *cfg, bo_call *c,
                        int64_t now_ns, int64_t *until_ns);
 
 /*
+ * A first attempt that may not wait (the program's call is non-blocking:
+ * an event loop's request never waits inside the call that sends it)
+ * starts now, counted in flight like any other, whatever the window, the
+ * pace or the quota would have said: true.  False for a retry or a call
+ * not seeking admission (those wait their turn outside the program's
+ * call).  Its answer teaches the destination as any other does.
+ */
+bool bo_dest_admit_now(bo_dest *d, const bo_config *cfg, bo_call *c, int64_t now_ns);
+
+/*
  * The attempt admitted last ended with `outcome`.  Updates the destination
  * (window, pacing, budget) and decides: done, or retry no sooner than
  * *until_ns.  retry_after_ns is the server's Retry-After (< 0: none); it is

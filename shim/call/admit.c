@@ -244,6 +244,20 @@ bo_step bo_run_admit_step(bo_block *b, bo_call *call, int64_t now_ns, unsigned *
     return s;
 }
 
+bool bo_run_admit_now(bo_block *b, bo_call *call, int64_t now_ns, unsigned *inflight)
+{
+    if (bo_block_share_waits(b, now_ns))
+        return false; /* no entry in the shared slot: nothing may go outside its window */
+    bo_dest *d = bo_block_lock(b);
+    bool go = bo_dest_admit_now(d, bo_core_config(), call, now_ns);
+    if (go) {
+        bo_block_admitted(b);
+        *inflight = d->window.inflight;
+    }
+    bo_block_unlock(b);
+    return go;
+}
+
 /* The blocking wait for an entry in the slot (bo_block_share_waits), with
  * no lock held: 0 once the block has one (or its own state), -1 when the
  * call gave up, else the wait's EINTR or BO_WAIT_ABORTED. */

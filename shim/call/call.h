@@ -82,6 +82,15 @@ bo_step bo_run_admit_step(bo_block *b, bo_call *call, int64_t now_ns, unsigned *
                           int64_t max_wait_ns, int64_t *until_ns);
 
 /*
+ * A first attempt that may not wait (bo_dest_admit_now: the program's call
+ * is non-blocking) starts now, its lease taken: true.  False when it cannot
+ * be counted (a retry; the host-wide slot has no entry for this process):
+ * the caller then sends it as the program wrote it, outside any call.  The
+ * fleet is not asked (its queue is a wait).
+ */
+bool bo_run_admit_now(bo_block *b, bo_call *call, int64_t now_ns, unsigned *inflight);
+
+/*
  * Wait until the destination admits an attempt of `call` (now_ns: the
  * current time, 0 to read the clock), on behalf of a program that may
  * cancel (w; NULL: nothing to honour).  Returns 0 (go: the attempt is in
