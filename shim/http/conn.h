@@ -1,10 +1,11 @@
 /*
  * conn.h: one connection's record, within the http room: what the hooks
  * know of a client socket that speaks HTTP/1.x (its request in flight, the
- * response being judged or passed, the call of the request), and the
- * table that finds it by fd (fdtab.c).  The record of an fd lives as long
- * as the process (it is reset, never freed, when the fd is closed), so a
- * hook never meets a freed one.
+ * answer being judged, passed or retried, the call of the request), and
+ * the table that finds it by fd (fdtab.c).  The record of an fd lives as
+ * long as the process (it is reset, never freed, when the fd is closed),
+ * so a hook never meets a freed one.  The exchange (exchange.c) is the one
+ * place that moves a record from one state to another.
  */
 #ifndef BO_HTTP_CONN_H
 #define BO_HTTP_CONN_H
@@ -12,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 
 #include "bo_engine.h"
@@ -21,16 +23,20 @@
 
 /*
  * Where a connection stands:
- *   NONE  nothing known: the next write that starts with a request line
- *         makes it IDLE (the socket is checked then: a connected TCP socket
- *         the process did not accept);
- *   IDLE  between requests: the next write must start a request;
- *   REQ   a request is being written (its call admitted);
- *   SENT  the whole request went out: the next read judges the response;
- *   PASS  the response goes to the program, read byte for byte to its end
- *         (then IDLE again);
- *   OFF   anything else (not HTTP/1.x, a tunnel, pipelining, a state the
- *         hooks lost): every call passes through until the fd is closed.
+ *   NONE   nothing known: the next write that starts with a request line
+ *          makes it IDLE (the socket is checked then: a connected TCP
+ *          socket the process did not accept);
+ *   IDLE   between requests: the next write must start a request;
+ *   OFF    anything else (not HTTP/1.x, a tunnel, pipelining, a state the
+ *          hooks lost): every call passes through until the fd is closed;
+ *   REQ    a request is being written (its call admitted);
+ *   SENT   the whole request went out: its answer is judged when it comes;
+ *   PASS   the answer stands: the program reads it, the hooks follow it to
+ *          its end (then IDLE again);
+ *   RETRY  a retry is under way (the answer that met a throttle taken out
+ *          of the program's view): its wait, its admission, a new
+ *          connection, the request sent again; the program's reads find
+ *          nothing yet, its poll nothing to report (exchange.h).
  */
 typedef enum bo_hc_state {
     BO_HC_NONE = 0,
@@ -38,19 +44,41 @@ typedef enum bo_hc_state {
     BO_HC_OFF,
     BO_HC_REQ,  /* from here on a read is the hooks' business (bo_hc_reads) */
     BO_HC_SENT,
-    BO_HC_PASS
+    BO_HC_PASS,
+    BO_HC_RETRY
 } bo_hc_state;
+
+/* The steps of a retry under way (RETRY). */
+typedef enum bo_hc_step {
+    BO_HC_STEP_WAIT = 0, /* the engine's wait, then the admission */
+    BO_HC_STEP_DIAL,     /* a new connection connecting (dial_fd) */
+    BO_HC_STEP_SHAKE,    /* TLS: the program's object handshaking on it */
+    BO_HC_STEP_SEND      /* the kept request going out (resend_off) */
+} bo_hc_step;
 
 /* The response bytes judged at once: a head and the small body of a throttle. */
 #define BO_HC_PEEK_MAX (BO_HTTP_HEAD_MAX + 16384)
+/* Epoll registrations of a socket a new connection takes over, at most. */
+#define BO_HC_EPOLL_MAX 8
+/* A digest of the peer's certificate (SHA-256). */
+#define BO_HC_PEER_ID 32
+
+struct bo_hx_io;
 
 typedef struct bo_hconn {
     int fd;
     int busy;                   /* a hook is inside (bo_hc_lock), atomic */
     int stale;                  /* closed, or met by another thread, while busy: atomic */
     bo_hc_state st;
-    bool tls;                   /* an SSL object is bound to the fd (ssl.c) */
+    bool tls;                   /* a TLS object is bound to the fd (ssl.c, gnutls.c) */
     bool https;                 /* its destination key's scheme */
+    bool active;                /* counted in bo_hc_active (exchange.c keeps it) */
+    const struct bo_hx_io *io;  /* the transport (sock.c, ssl.c, gnutls.c) */
+    const void *io_ctx;         /* its copy of the library (TLS), passed back */
+    uint64_t ino;               /* the socket's identity (its inode) as adopted or
+                                   as the hooks last replaced it: another socket on
+                                   the fd number means the program closed this one
+                                   without a hook seeing it (libuv's system call) */
     bo_http_msg req;            /* the request in flight, as written */
     bo_http_msg resp;           /* PASS: the response, as the program reads it */
     char *kept;                 /* the request's bytes while it may be sent again */
@@ -58,6 +86,12 @@ typedef struct bo_hconn {
     bool kept_ok;               /* kept holds the whole request so far */
     char *peek;                 /* BO_HC_PEEK_MAX bytes: the response being judged
                                    (made with the first request) */
+    bool shut_wr;               /* the program shut the connection down for writing
+                                   after its request (shutdown): reproduced on a new one */
+    bool shut_rd;               /* ... for reading: nothing of it is retried */
+    bool deferred;              /* a non-blocking read met an unjudged throttle and
+                                   left it for the program's poll (exchange.c) */
+    int64_t first_byte_ns;      /* when the answer's first byte was seen (0: not yet) */
     /* the call of the request in flight */
     bool in_call;               /* begun, not ended */
     bool admitted;              /* an attempt is counted in flight */
@@ -74,15 +108,39 @@ typedef struct bo_hconn {
     uint64_t dest_hash;
     bool idem_added;            /* the shim's Idempotency-Key is in kept */
     char idem[BO_IDEM_VALUE_SIZE];
+    /* a retry under way (RETRY) */
+    bo_hc_step step;
+    bool same_conn;             /* sent again on the same connection, not a new one */
+    bool answered;              /* the retried attempt had an answer (held), not a close */
+    bool loop;                  /* the program waits in an event loop (epoll): the
+                                   socket is kept quiet while the retry waits */
+    int dial_fd;                /* the new connection while it connects (-1: none) */
+    int park_fd;                /* our end of the quiet stand-in on the fd (-1: none) */
+    int orig_fd;                /* the program's socket the stand-in holds the place of,
+                                   kept aside to make the new connection like it */
+    size_t resend_off;          /* bytes of kept sent again */
+    int64_t give_up_ns;         /* the program's wait for this answer ends then: a
+                                   retry not sent by then is abandoned */
+    bool async;                 /* the retry waits in the program's poll or loop (the
+                                   time it waits is counted here, not by call/'s waits) */
+    int64_t wait_from_ns;       /* when the retry began to wait */
     /* the peer (read at the adoption, and again before a new connection) */
     struct sockaddr_storage peer;
     socklen_t peer_len;
-    /* TLS (ssl.c): the program's SSL object and its copy's slot */
+    /* TLS (ssl.c, gnutls.c): the program's object, and who it verified */
     void *ssl;
     int ssl_slot;
-    char *held;                 /* decrypted answer bytes read ahead of the program,
-                                   served to it first (held_off..held_len) */
+    bool peer_id_known;         /* peer_id holds the certificate the program accepted */
+    int tls_err;                /* SSL_get_error's answer for the hooks' own failure of the
+                                   object's last call (0: the object's own) */
+    unsigned char peer_id[BO_HC_PEER_ID];
+    /* answer bytes taken out of the connection ahead of the program (a TLS head
+     * spread over records, a GnuTLS answer, a retried answer kept in case the
+     * retry is abandoned), served to it first (held_off..held_len) */
+    char *held;
     size_t held_len, held_off, held_cap;
+    bool deliver;               /* held is an answer the program is to be given, and
+                                   its socket was made readable for it */
 } bo_hconn;
 
 /* The fd table: one slot per fd number, grown as needed. */
@@ -96,6 +154,11 @@ typedef struct bo_fdtab {
 enum { BO_HC_MARK_NONE = 0, BO_HC_MARK_ACCEPTED, BO_HC_MARK_NOT_CLIENT };
 
 extern bo_fdtab *bo_hc_tab;
+
+/* Records whose request is in flight or being retried, or that hold an
+ * answer to deliver: while there are none, the wait hooks (wait.c) pass
+ * straight through. */
+extern int bo_hc_active;
 
 /* The record of fd, or NULL: one load of the table and one of its slot. */
 static inline bo_hconn *bo_hc_get(int fd)
@@ -132,23 +195,35 @@ int bo_hc_held_room(bo_hconn *c, size_t n);
 
 /* The record of fd, made on first need (NULL: no memory, or fd < 0). */
 bo_hconn *bo_hc_make(int fd);
-/* Mark fd (BO_HC_MARK_*): accept() returned it, or it is no client socket;
- * a record it had starts anew.  Read back by bo_hc_mark_of. */
-void bo_hc_mark(int fd, int mark);
+/* Mark fd (BO_HC_MARK_*), read back by bo_hc_mark_of; 0 clears it. */
+void bo_hc_set_mark(int fd, int mark);
 int bo_hc_mark_of(int fd);
-/* The fd was closed (or another file dup2'ed onto it): its record starts anew. */
-void bo_hc_closed(int fd);
 
 /*
- * One hook at a time in a record: a try, never a wait, so that a thread
- * that finds another inside passes its call through (and the record goes
- * OFF: two threads on one HTTP/1.x connection are not a request and its
- * answer).  bo_hc_unlock resets a record closed meanwhile.
+ * One hook at a time in a record: a try, never a wait.  bo_hc_lock marks
+ * the record shared when another thread is inside (two threads on one
+ * HTTP/1.x connection are not a request and its answer: the holder gives
+ * the connection up on its way out, exchange.h's bo_hx_leave); a wait
+ * hook stepping every retry takes bo_hc_trylock, which marks nothing, and
+ * passes by a record it finds busy.  bo_hc_mark_closed: the fd was closed
+ * while a hook was inside, which resets the record on its way out.
  */
 bool bo_hc_lock(bo_hconn *c);
-void bo_hc_unlock(bo_hconn *c);
+bool bo_hc_trylock(bo_hconn *c);
+void bo_hc_mark_shared(bo_hconn *c);
+void bo_hc_mark_closed(bo_hconn *c);
 
-/* The record gives up what it has in flight and passes everything through. */
-void bo_hc_off(bo_hconn *c);
+/* Fork: the table's lock made anew in the child (exchange.c does the rest). */
+void bo_hc_child_fork_table(void);
+
+/* The socket's identity (its inode); 0 when fd is no open file. */
+uint64_t bo_hc_identity(int fd);
+
+/*
+ * Every record, one at a time: fn(c, ud) for each record whose fd is below
+ * the table's size (a record's lock is fn's to take).  For the sweeps of
+ * the wait hooks, which run while bo_hc_active says something is in flight.
+ */
+void bo_hc_each(void (*fn)(bo_hconn *c, void *ud), void *ud);
 
 #endif

@@ -1,25 +1,49 @@
 /*
  * exchange.h: one request and its answer on a connection, as a call of
- * the engine, within the http room (exchange.c).  The transport (a plain
- * socket, sock.c; an SSL object bound to one, ssl.c) gives the exchange
- * its few moves through bo_hx_io; everything else is the same for both:
+ * the engine, within the http room (exchange.c).  The transports (a plain
+ * socket, sock.c; an OpenSSL object bound to one, ssl.c; a GnuTLS session
+ * on one, gnutls.c) only move bytes, through bo_hx_io; every decision and
+ * every change of a record's state is made here:
  *
+ *   bo_hx_adopt     a connection the room follows from now on;
  *   bo_hx_begin     a write starts a request: its destination, its call,
  *                   the admission of its first attempt (before a byte goes);
  *   bo_hx_sent      the bytes of the request the transport accepted: read
  *                   (bo_http), kept while it may be sent again;
- *   bo_hx_judge     the program's first read after the whole request: the
- *                   response is looked at without being consumed, judged
- *                   (bo_classify), completed, and a throttle retried: the
- *                   wait, the admission, the same connection (the response
- *                   consumed whole) or a new one, the request sent again;
- *   bo_hx_consumed  what the program read of a response that stands, so
- *                   that its end (and the next request) is known;
- *   bo_hx_drop      the record gives up its call (close, OFF, fork).
+ *   bo_hx_read      the program's read while a request or its answer is in
+ *                   flight: the answer judged when it comes (bo_classify),
+ *                   a throttle retried, the answer that stands followed;
+ *   bo_hx_poll_*    the same, inside the program's own poll or select;
+ *   bo_hx_drive     every retry under way, from the program's event-loop
+ *                   wait (epoll);
+ *   bo_hx_consumed  what the program read of an answer that stands;
+ *   bo_hx_off, bo_hx_closed, bo_hx_shutdown: the connection given up,
+ *                   closed, or shut down by the program.
+ *
+ * Where the waits happen.  A retry waits only where the program itself
+ * waits for the answer, never longer than it would:
+ *   - a blocking read (a blocking socket, no MSG_DONTWAIT): inside it, as
+ *     the read would block, bounded by its SO_RCVTIMEO;
+ *   - a poll or select that names the connection: inside that call, which
+ *     keeps serving the program's other descriptors, bounded by its
+ *     timeout (a retry whose wait would not end before it is not made: the
+ *     program gets the answer as it came);
+ *   - an event loop (the socket in an epoll set): inside the loop's own
+ *     epoll_wait, bounded by the loop's next timer (the program's own
+ *     deadlines live there), unless the program serves connections it
+ *     accepted (a reverse proxy: its upstream answers are passed on);
+ *   - a non-blocking read anywhere else never waits, and its answer is
+ *     handed over as it came.
+ * A call the program made non-blocking (O_NONBLOCK, MSG_DONTWAIT, a TLS
+ * object over such a socket) never waits inside the hooks: a first attempt
+ * goes at once (counted in the window), a retry is made later, outside the
+ * program's call, while its poll sees what it would have seen: nothing
+ * yet, then the clean answer.
  */
 #ifndef BO_HTTP_EXCHANGE_H
 #define BO_HTTP_EXCHANGE_H
 
+#include <poll.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,45 +51,37 @@
 
 #include "http/conn.h"
 
-/* The transport's moves (ctx: the transport's own, passed back). */
+/* A transport's moves: bytes only, never a decision (c->io_ctx is its own). */
 typedef struct bo_hx_io {
-    /* The response's bytes so far into c->peek (from its first byte, at most
-     * BO_HC_PEEK_MAX), none consumed from the program's view.  Waits for a
-     * first byte as the program's read would: not when nb, nor on a
-     * non-blocking socket.  >0: how many; 0: the peer closed before any;
-     * -1: errno (EAGAIN: nothing yet). */
-    ssize_t (*look)(bo_hconn *c, void *ctx, bool nb);
-    /* Is the connection's socket non-blocking (O_NONBLOCK) now? */
-    bool (*nonblocking)(bo_hconn *c, void *ctx);
-    /* Wait until more than `have` bytes can be looked at: 1; 0 when until_ns
-     * came first; -1 when no more will come (closed, an error). */
-    int (*more)(bo_hconn *c, void *ctx, size_t have, int64_t until_ns);
-    /* Consume and throw away the response's first n bytes (all of them
-     * looked at already); then false when the connection cannot carry
-     * another request (the peer closed it, or more bytes follow).  A
-     * same_only transport then consumes nothing: the answer stands. */
-    bool (*drop)(bo_hconn *c, void *ctx, size_t n);
-    /* Send buf whole on the connection by until_ns: 0, or -1 (errno). */
-    int (*send)(bo_hconn *c, void *ctx, const char *buf, size_t n, int64_t until_ns);
-    /* A new connection in place of the old one, on the program's fd, by
-     * until_ns: 0, or -1 with the answer the program is to get untouched.
-     * answer: the length of the whole answer that came on the old one
-     * (looked at, not consumed), 0 when none came, BO_HX_NOT_WHOLE when its
-     * end is not among the bytes looked at (a transport that must hold the
-     * answer before the old connection goes, TLS, then refuses). */
-    int (*redial)(bo_hconn *c, void *ctx, int64_t until_ns, size_t answer);
-    /* The program's receive timeout on the connection (0: none), in ns. */
-    int64_t (*rcvtimeo)(bo_hconn *c, void *ctx);
-    /* The program's send timeout (0: none), in ns. */
-    int64_t (*sndtimeo)(bo_hconn *c, void *ctx);
-    /* redial needs the answer's length (it holds the answer first) */
-    bool redial_holds;
-    /* no redial at all (GnuTLS): only a keep-alive answer that came whole is
-     * retried, on the same connection; any other stands at once, no wait */
+    /*
+     * The answer's bytes so far into c->peek (from its first byte, at most
+     * BO_HC_PEEK_MAX; bytes held first), none consumed from the program's
+     * view.  block: wait for a first byte as the program's blocking read
+     * would (its SO_RCVTIMEO, its signals); otherwise never wait.  >0: how
+     * many; 0: the peer closed before any; -1: errno (EAGAIN: nothing yet).
+     */
+    ssize_t (*look)(bo_hconn *c, bool block);
+    /* Take the answer's first n bytes (all looked at) out of the connection
+     * into c->held, without waiting: 0, or -1. */
+    int (*hold)(bo_hconn *c, size_t n);
+    /* Nothing more to read, nothing pending, the peer not closing: the
+     * connection can carry another request. */
+    bool (*idle)(bo_hconn *c);
+    /* Write what it can of buf now: the bytes written, or -1 with errno
+     * (EAGAIN: wait for *ev on the fd). */
+    ssize_t (*put)(bo_hconn *c, const char *buf, size_t n, short *ev);
+    /* TLS: the program's object on the new socket now on the fd: first
+     * clears it, then each call takes the handshake a step: 1 when done and
+     * the peer is the one the program verified, 0 in progress (wait for *ev
+     * on the fd), -1 failed.  NULL: nothing to do (a plain socket). */
+    int (*shake)(bo_hconn *c, bool first, short *ev);
+    /* The fd's readiness for a reader of the TLS object, beyond the
+     * socket's: bytes pending in the object (NULL: none). */
+    bool (*pending)(bo_hconn *c);
+    /* no new connection at all (GnuTLS cannot handshake a used session
+     * again): only a keep-alive answer that came whole is retried */
     bool same_only;
 } bo_hx_io;
-
-#define BO_HX_NOT_WHOLE ((size_t)-1)
 
 /*
  * Does buf start like a request line ("METHOD SP target")?  The cheap
@@ -82,45 +98,110 @@ static inline bool bo_hx_request_start(const char *buf, size_t len)
 }
 
 /*
- * A write of buf (len bytes) on an IDLE connection: the start of a request
- * whose whole head is in buf.  Returns 0 when its first attempt is admitted
- * (REQ: write it, then bo_hx_sent), EINTR when a signal ended the admission
- * wait (nothing written), -1 when the hooks leave the connection alone (OFF:
- * not a request they may retry, its head not in one write, a destination
- * BACKOFF_HOSTS leaves out).
+ * The record of a connection the room follows from now on, whose first
+ * request is being written: io and ctx its transport, tls whether a TLS
+ * object is bound to it, h2 whether that object negotiated HTTP/2 (then it
+ * is left alone).  The socket's identity is taken now.
  */
-int bo_hx_begin(bo_hconn *c, const bo_hx_io *io, void *ctx, const char *buf, size_t len);
+void bo_hx_adopt(bo_hconn *c, const bo_hx_io *io, const void *ctx, bool tls, bool h2);
+
+/*
+ * The record as the hook finds it: a record of another socket on the same
+ * fd number (the program closed the old one without a hook seeing it)
+ * starts anew.  False when that happened (the record is NONE now).  For a
+ * hook that finds a request in flight where none can be.
+ */
+bool bo_hx_same_socket(bo_hconn *c);
+
+/*
+ * Enter and leave a record (bo_hc_lock): leaving acts on what happened
+ * meanwhile (its fd closed: reset; another thread on it: OFF).
+ */
+bool bo_hx_enter(bo_hconn *c);
+void bo_hx_leave(bo_hconn *c);
+
+/*
+ * A write of buf (len bytes) on an IDLE connection: the start of a request
+ * whose whole head is in buf.  nonblocking: the program's call may not
+ * wait (its first attempt then goes at once, counted in the window).
+ * Returns 0 when its first attempt is admitted (REQ: write it, then
+ * bo_hx_sent), EINTR when a signal ended the admission wait (nothing
+ * written), -1 when the hooks leave the request alone (not one they may
+ * retry, its head not in one write, a destination BACKOFF_HOSTS leaves
+ * out; the connection stays followed when only this request is left alone).
+ */
+int bo_hx_begin(bo_hconn *c, const char *buf, size_t len, bool nonblocking);
 
 /* n bytes of the request went out (REQ): read, kept. */
 void bo_hx_sent(bo_hconn *c, const char *buf, size_t n);
 
-/* What the program's read is to do after bo_hx_judge. */
+/* What the program's read is to do after bo_hx_read. */
 typedef enum bo_hx_verdict {
-    BO_HX_PASS = 0, /* read as the program asked (the response stands: PASS) */
-    BO_HX_ERR,      /* return -1 with *err (EAGAIN: nothing yet; the state stays) */
+    BO_HX_PASS = 0, /* read as the program asked (held bytes first): the answer stands */
+    BO_HX_ERR,      /* return -1 with *err (EAGAIN: nothing yet; EINTR: a signal) */
     BO_HX_OFF       /* read as the program asked; the connection is left alone */
 } bo_hx_verdict;
 
 /*
- * The program's first read after the whole request (SENT); nb: its call
- * says not to wait (MSG_DONTWAIT).  Judges the response, retrying
- * throttles.  A retry's wait and admission block the read, even a
- * non-blocking one (the answer it met was there: the read would not have
- * waited); then the read returns EAGAIN (BO_HX_ERR) until the retry's
- * answer comes on a non-blocking socket (the program polls, as it does for
- * any read), and waits for that answer on a blocking one, as long as the
- * socket's SO_RCVTIMEO, else BO_HX_ANSWER_NS (then EAGAIN).  A blocking
- * socket read with MSG_DONTWAIT after the program's own poll (PHP) is such
- * a read: an EAGAIN there would read as the end of the answer.
+ * The program's read on a connection whose request or answer is in flight
+ * (REQ, SENT, RETRY; PASS passes).  blocking: the read may wait (a blocking
+ * socket without MSG_DONTWAIT; the program's own blocking read waits as it
+ * would have).  Judges the answer when it comes and retries a throttle
+ * where the program waits for it (the heading); a read that may not wait
+ * finds nothing yet (EAGAIN) while a retry is under way.
  */
-#define BO_HX_ANSWER_NS (60 * 1000000000LL)
-bo_hx_verdict bo_hx_judge(bo_hconn *c, const bo_hx_io *io, void *ctx, bool nb, int *err);
+bo_hx_verdict bo_hx_read(bo_hconn *c, bool blocking, int *err);
 
-/* The program consumed n bytes of the response that stands (PASS; n 0:
- * the peer closed). */
+/* The program consumed n bytes of the answer that stands (PASS; n 0: the
+ * peer closed), held bytes included. */
 void bo_hx_consumed(bo_hconn *c, const char *buf, size_t n);
 
-/* Give up the call in flight, if any (its attempt cancelled). */
-void bo_hx_drop(bo_hconn *c);
+/*
+ * The program's poll or select names c's fd with events ev (POLLIN...),
+ * deadline its end (INT64_MAX: none).  Before the real call:
+ * bo_hx_poll_before says what to ask the kernel instead (*fd_ev: events
+ * on the fd, -1 to leave the fd out; *xfd, *x_ev: another descriptor the
+ * record waits for, -1 none; *until: come back no later), and returns the
+ * events the program is to see at once (an answer held for it), 0 none.
+ * After it: bo_hx_poll_after takes the kernel's answer for both (rev,
+ * xrev), judges an answer that came, takes a retry a step, and returns the
+ * events the program is to see (0: nothing yet).  The record is entered by
+ * the caller (bo_hx_enter) around both.
+ */
+short bo_hx_poll_before(bo_hconn *c, short ev, int64_t now, int64_t deadline, short *fd_ev,
+                        int *xfd, short *x_ev, int64_t *until);
+short bo_hx_poll_after(bo_hconn *c, short ev, short rev, short xrev, int64_t deadline);
+
+/*
+ * Every retry under way in the process, taken a step from the program's
+ * event-loop wait (the epoll hooks): *until the time to come back, and up
+ * to max descriptors with the events they wait for (fds[], evs[]), the
+ * number of which is returned.  loop_deadline: the loop's next timer
+ * (INT64_MAX: none): a retry not sent by then is abandoned, its answer
+ * handed to the program.
+ */
+int bo_hx_drive(int64_t now, int64_t loop_deadline, int64_t *until, int *fds, short *evs,
+                int max);
+
+/* The time the process's event loop (its last epoll_wait with a timeout)
+ * will wake by itself: the bound of a retry judged in a non-blocking read. */
+void bo_hx_loop_wait(int64_t now, int timeout_ms);
+
+/*
+ * The process accepted a connection: it serves (a server, a reverse
+ * proxy).  Its event loop's upstream answers are then passed on as they
+ * came: its own clients decide whether to retry (retry layers never
+ * multiply), and its loop serves them meanwhile.
+ */
+void bo_hx_serving(void);
+
+/* Give up the connection: what is in flight cancelled, everything passes. */
+void bo_hx_off(bo_hconn *c);
+
+/* The program closed fd (close, or another file dup2'ed onto it). */
+void bo_hx_closed(int fd);
+
+/* The program shut fd down (shutdown(2)'s how). */
+void bo_hx_shutdown(int fd, int how);
 
 #endif

@@ -6,23 +6,24 @@
  * way).  A table that was replaced is never freed (a reader may still be
  * in it; the tables left behind sum to less than the one in use), and a
  * record is never freed either: closing its fd resets it for the next
- * connection that gets that number.
+ * connection that gets that number.  This file keeps the records; what a
+ * record's state means, and every change of it, is the exchange's
+ * (exchange.c), which depends on this file and not the other way round.
  */
 #include "http/conn.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
-#include "call/call.h"
-#include "dest/dest.h"
-#include "http/exchange.h"
 #include "http/http.h"
 
 #define FDTAB_FIRST 1024
 
 static bo_fdtab g_empty = {.cap = 0, .mark = NULL};
 bo_fdtab *bo_hc_tab = &g_empty;
+int bo_hc_active;
 
 /* Guards growing the table and making records (a leaf lock). */
 static pthread_mutex_t g_tab_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -70,20 +71,28 @@ bo_hconn *bo_hc_make(int fd)
     if (t != NULL && c == NULL && (c = calloc(1, sizeof *c)) != NULL) {
         c->fd = fd;
         c->ssl_slot = -1;
+        c->dial_fd = c->park_fd = c->orig_fd = -1;
         __atomic_store_n(&t->slot[fd], c, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&g_tab_lock);
     return c;
 }
 
-void bo_hc_mark(int fd, int mark)
+void bo_hc_set_mark(int fd, int mark)
 {
-    bo_hconn *c = bo_hc_get(fd);
+    const bo_fdtab *cur = __atomic_load_n(&bo_hc_tab, __ATOMIC_ACQUIRE);
 
-    if (c != NULL && c->st != BO_HC_NONE)
-        bo_hc_closed(fd); /* a stale record of another socket of that number */
+    if (fd < 0)
+        return;
+    if ((unsigned)fd < cur->cap) { /* no lock needed to change a byte of a published table */
+        if (__atomic_load_n(&cur->mark[fd], __ATOMIC_RELAXED) != mark)
+            __atomic_store_n(&cur->mark[fd], (unsigned char)mark, __ATOMIC_RELAXED);
+        return;
+    }
+    if (mark == BO_HC_MARK_NONE)
+        return;
     pthread_mutex_lock(&g_tab_lock);
-    bo_fdtab *t = fd >= 0 ? grow(fd) : NULL;
+    bo_fdtab *t = grow(fd);
     if (t != NULL)
         __atomic_store_n(&t->mark[fd], (unsigned char)mark, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&g_tab_lock);
@@ -95,36 +104,28 @@ int bo_hc_mark_of(int fd)
     return (unsigned)fd < t->cap ? __atomic_load_n(&t->mark[fd], __ATOMIC_RELAXED) : 0;
 }
 
+void bo_hc_mark_shared(bo_hconn *c)
+{
+    int none = 0; /* two threads on one connection (a close, 2, stays) */
+    __atomic_compare_exchange_n(&c->stale, &none, 1, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
 bool bo_hc_lock(bo_hconn *c)
 {
     if (__atomic_exchange_n(&c->busy, 1, __ATOMIC_ACQUIRE) == 0)
         return true;
-    __atomic_store_n(&c->stale, 1, __ATOMIC_RELAXED); /* two threads on one connection */
+    bo_hc_mark_shared(c);
     return false;
 }
 
-/* Under the record's lock: back to NONE, nothing in flight, nothing held. */
-static void reset(bo_hconn *c)
+bool bo_hc_trylock(bo_hconn *c)
 {
-    bo_hx_drop(c);
-    bo_block_put(c->dest_cache);
-    c->dest_cache = NULL;
-    c->st = BO_HC_NONE;
-    c->tls = c->https = false;
-    c->kept_len = 0;
-    c->ssl = NULL;
-    c->ssl_slot = -1;
-    c->held_len = c->held_off = 0;
+    return __atomic_exchange_n(&c->busy, 1, __ATOMIC_ACQUIRE) == 0;
 }
 
-void bo_hc_unlock(bo_hconn *c)
+void bo_hc_mark_closed(bo_hconn *c)
 {
-    int stale = __atomic_exchange_n(&c->stale, 0, __ATOMIC_RELAXED);
-    if (stale == 2)
-        reset(c); /* the fd was closed meanwhile */
-    else if (stale == 1)
-        bo_hc_off(c); /* another thread used the connection meanwhile */
-    __atomic_store_n(&c->busy, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&c->stale, 2, __ATOMIC_RELAXED);
 }
 
 int bo_hc_held_room(bo_hconn *c, size_t n)
@@ -142,32 +143,20 @@ int bo_hc_held_room(bo_hconn *c, size_t n)
     return 0;
 }
 
-/* (Bytes held for the program stay: it still gets them, first.) */
-void bo_hc_off(bo_hconn *c)
+uint64_t bo_hc_identity(int fd)
 {
-    bo_hx_drop(c);
-    c->st = BO_HC_OFF;
+    struct stat st;
+    return fstat(fd, &st) == 0 ? (uint64_t)st.st_ino : 0;
 }
 
-void bo_hc_closed(int fd)
+void bo_hc_each(void (*fn)(bo_hconn *c, void *ud), void *ud)
 {
     const bo_fdtab *t = __atomic_load_n(&bo_hc_tab, __ATOMIC_ACQUIRE);
-    bo_hconn *c;
-
-    if ((unsigned)fd >= t->cap)
-        return;
-    if (t->mark[fd] != BO_HC_MARK_NONE)
-        __atomic_store_n(&t->mark[fd], BO_HC_MARK_NONE, __ATOMIC_RELAXED);
-    if ((c = __atomic_load_n(&t->slot[fd], __ATOMIC_ACQUIRE)) == NULL || c->st == BO_HC_NONE)
-        return;
-    if (!bo_hc_lock(c)) {
-        /* a hook of another thread is inside: it resets the record on its way out */
-        __atomic_store_n(&c->stale, 2, __ATOMIC_RELAXED);
-        return;
+    for (unsigned fd = 0; fd < t->cap; fd++) {
+        bo_hconn *c = __atomic_load_n(&t->slot[fd], __ATOMIC_ACQUIRE);
+        if (c != NULL)
+            fn(c, ud);
     }
-    __atomic_store_n(&c->stale, 0, __ATOMIC_RELAXED);
-    reset(c);
-    __atomic_store_n(&c->busy, 0, __ATOMIC_RELEASE);
 }
 
 /* ---- fork ------------------------------------------------------------------ */
@@ -182,26 +171,7 @@ void bo_http_parent_fork(void)
     pthread_mutex_unlock(&g_tab_lock);
 }
 
-/*
- * The child has the parent's fds, so the records stay; but only the
- * forking thread came along: a record some other thread was inside, and
- * any call in flight (the parent's attempt, counted in the parent's
- * window), is left alone for good (OFF) without completing anything.
- */
-void bo_http_child_fork(void)
+void bo_hc_child_fork_table(void)
 {
     pthread_mutex_init(&g_tab_lock, NULL);
-    bo_fdtab *t = bo_hc_tab;
-    for (unsigned fd = 0; fd < t->cap; fd++) {
-        bo_hconn *c = t->slot[fd];
-        if (c == NULL)
-            continue;
-        bool busy = c->busy != 0;
-        c->busy = c->stale = 0;
-        if (busy || c->in_call || c->st == BO_HC_REQ || c->st == BO_HC_SENT) {
-            c->in_call = c->admitted = false; /* the parent's: not ours to complete */
-            c->dest = c->dest_cache = NULL;
-            c->st = BO_HC_OFF;
-        }
-    }
 }

@@ -137,20 +137,27 @@ static bool gt_ready(bo_hconn *c, const gnutls_real *R)
     return R->check_pending(c->ssl) > 0 || poll(&p, 1, 0) > 0;
 }
 
-static ssize_t gt_look(bo_hconn *c, void *ctx, bool nb)
+/* The answer so far, read into held as GnuTLS gives it, copied to peek. */
+static ssize_t gt_look(bo_hconn *c, bool block)
 {
-    const gnutls_real *R = ctx;
-    size_t h = bo_hc_held_left(c);
+    const gnutls_real *R = c->io_ctx;
+    size_t h;
 
-    if (h == 0) {
-        if (nb && !bo_hs_nonblocking(c, NULL) && !gt_ready(c, R)) {
-            errno = EAGAIN;
-            return -1;
-        }
-        ssize_t r = read_one(c, R); /* waits as the program's read would */
-        if (r <= 0)
-            return r;
+    for (;;) {
         h = bo_hc_held_left(c);
+        /* never a read that would wait where the program's would not */
+        if (h >= BO_HC_PEEK_MAX ||
+            (!gt_ready(c, R) && (h > 0 || !block || bo_hs_nonblocking(c->fd))))
+            break;
+        ssize_t r = read_one(c, R); /* waits as the program's read would */
+        if (r <= 0 && bo_hc_held_left(c) == 0)
+            return r;
+        if (r <= 0)
+            break; /* what came is what there is */
+    }
+    if (h == 0) {
+        errno = EAGAIN;
+        return -1;
     }
     if (h > BO_HC_PEEK_MAX)
         h = BO_HC_PEEK_MAX;
@@ -158,105 +165,66 @@ static ssize_t gt_look(bo_hconn *c, void *ctx, bool nb)
     return (ssize_t)h;
 }
 
-static int gt_more(bo_hconn *c, void *ctx, size_t have, int64_t until_ns)
+/* The answer was read whole into held by gt_look. */
+static int gt_hold(bo_hconn *c, size_t n)
 {
-    const gnutls_real *R = ctx;
-    (void)have;
-    for (;;) {
-        if (gt_ready(c, R)) {
-            bool nbs = bo_hs_nonblocking(c, NULL);
-            ssize_t r = read_one(c, R);
-            if (r > 0)
-                return 1;
-            if (r == 0 || (errno != EAGAIN && errno != EINTR) || !nbs)
-                return -1;
-        }
-        int64_t now = bo_core_now_ns();
-        if (now >= until_ns)
-            return 0;
-        struct pollfd p = {.fd = c->fd, .events = POLLIN | POLLRDHUP};
-        int64_t left = until_ns - now;
-        int r = poll(&p, 1, left > 1000000000LL ? 1000 : (int)(left / 1000000 + 1));
-        if (r > 0 && !(p.revents & POLLIN))
-            return -1; /* closed or failed */
-    }
+    return bo_hc_held_left(c) >= n ? 0 : -1;
 }
 
-/* Nothing is taken unless the connection can carry the request again: the
- * answer held whole and alone, nothing pending, the peer not closing. */
-static bool gt_drop(bo_hconn *c, void *ctx, size_t n)
+static bool gt_idle(bo_hconn *c)
 {
-    const gnutls_real *R = ctx;
+    const gnutls_real *R = c->io_ctx;
     struct pollfd p = {.fd = c->fd, .events = POLLIN | POLLRDHUP};
-
-    if (n != bo_hc_held_left(c) || R->check_pending(c->ssl) != 0 || poll(&p, 1, 0) != 0)
-        return false;
-    c->held_len = c->held_off = 0;
-    return true;
+    return R->check_pending(c->ssl) == 0 && poll(&p, 1, 0) == 0;
 }
 
-static int gt_send(bo_hconn *c, void *ctx, const char *buf, size_t n, int64_t until_ns)
+static ssize_t gt_put(bo_hconn *c, const char *buf, size_t n, short *ev)
 {
-    const gnutls_real *R = ctx;
-    while (n > 0) {
-        ssize_t w = R->send(c->ssl, buf, n);
-        if (w > 0) {
-            buf += w;
-            n -= (size_t)w;
-        } else if (w == GNUTLS_E_INTERRUPTED) {
-            continue;
-        } else if (w == GNUTLS_E_AGAIN) {
-            if (bo_hs_wait_fd(c->fd, POLLOUT, until_ns) != 0)
-                return -1;
-        } else {
-            return -1;
-        }
-    }
-    return 0;
-}
-
-/* No new connection: GnuTLS does not handshake a used session again. */
-static int gt_redial(bo_hconn *c, void *ctx, int64_t until_ns, size_t answer)
-{
-    (void)c;
-    (void)ctx;
-    (void)until_ns;
-    (void)answer;
+    const gnutls_real *R = c->io_ctx;
+    ssize_t w = R->send(c->ssl, buf, n);
+    if (w >= 0)
+        return w;
+    *ev = POLLOUT;
+    errno = w == GNUTLS_E_AGAIN ? EAGAIN : w == GNUTLS_E_INTERRUPTED ? EINTR : EPIPE;
     return -1;
 }
 
+static bool gt_pending(bo_hconn *c)
+{
+    const gnutls_real *R = c->io_ctx;
+    return R->check_pending(c->ssl) > 0;
+}
+
+/* No new connection: GnuTLS does not handshake a used session again. */
 static const bo_hx_io k_gnutls = {
     .look = gt_look,
-    .nonblocking = bo_hs_nonblocking,
-    .more = gt_more,
-    .drop = gt_drop,
-    .send = gt_send,
-    .redial = gt_redial,
-    .rcvtimeo = bo_hs_rcvtimeo,
-    .sndtimeo = bo_hs_sndtimeo,
-    .redial_holds = true, /* (a whole answer is known before it is dropped) */
+    .hold = gt_hold,
+    .idle = gt_idle,
+    .put = gt_put,
+    .pending = gt_pending,
     .same_only = true,
 };
 
 /* ---- the hooks' logic ---------------------------------------------------------------- */
 
-static bo_hconn *gt_adopt(gnutls_session_t s, int fd, const void *ret)
+static bo_hconn *gt_adopt(const gnutls_real *R, gnutls_session_t s, int fd, const void *ret)
 {
     bo_hconn *c = bo_hc_get(fd);
 
     if (c != NULL && c->st != BO_HC_NONE && (!c->tls || c->ssl != (void *)s))
-        bo_hc_closed(fd); /* a record of an earlier connection on that number */
-    if ((c = bo_hs_adopt(fd, ret)) == NULL || !bo_hc_lock(c))
+        bo_hx_closed(fd); /* a record of an earlier connection on that number */
+    if ((c = bo_hs_adopt(fd, ret)) == NULL || !bo_hx_enter(c))
         return NULL;
+    if (c->st != BO_HC_NONE && !bo_hx_same_socket(c))
+        (void)bo_hs_adopt(fd, ret); /* another socket on that number: its peer taken */
     if (c->st == BO_HC_NONE) {
-        c->tls = c->https = true;
         c->ssl = s;
-        c->held_len = c->held_off = 0;
-        c->st = BO_HC_IDLE;
+        bo_hx_adopt(c, &k_gnutls, R, true, false);
         __atomic_store_n(&g_used, 1, __ATOMIC_RELAXED);
     }
-    bo_hc_unlock(c);
-    return c->tls && c->ssl == (void *)s ? c : NULL;
+    bool mine = c->tls && c->ssl == (void *)s;
+    bo_hx_leave(c);
+    return mine ? c : NULL;
 }
 
 static ssize_t shim_send(const gnutls_real *R, gnutls_session_t s, const void *buf, size_t n,
@@ -269,12 +237,12 @@ static ssize_t shim_send(const gnutls_real *R, gnutls_session_t s, const void *b
         return R->send(s, buf, n);
     c = bo_hc_get(fd);
     if (c == NULL || c->st == BO_HC_NONE || !c->tls || c->ssl != (void *)s) {
-        if (!bo_hx_request_start(buf, n) || (c = gt_adopt(s, fd, ret)) == NULL) {
+        if (!bo_hx_request_start(buf, n) || (c = gt_adopt(R, s, fd, ret)) == NULL) {
             errno = saved;
             return R->send(s, buf, n);
         }
     }
-    if (c->st == BO_HC_OFF || !bo_hc_lock(c)) {
+    if (c->st == BO_HC_OFF || !bo_hx_enter(c)) {
         errno = saved;
         return R->send(s, buf, n);
     }
@@ -282,20 +250,20 @@ static ssize_t shim_send(const gnutls_real *R, gnutls_session_t s, const void *b
     switch (c->st) {
     case BO_HC_IDLE:
         if (!bo_hx_request_start(buf, n)) {
-            bo_hc_off(c);
+            bo_hx_off(c);
             break;
         }
-        if (bo_hx_begin(c, &k_gnutls, (void *)R, buf, n) == EINTR) {
+        if (bo_hx_begin(c, buf, n, bo_hs_nonblocking(fd)) == EINTR) {
             bo_core_busy = 0;
-            bo_hc_unlock(c);
+            bo_hx_leave(c);
             errno = EINTR;
             return GNUTLS_E_INTERRUPTED; /* nothing was written */
         }
         break;
     case BO_HC_REQ:
         break;
-    default: /* SENT, PASS: another request before the answer was read whole */
-        bo_hc_off(c);
+    default: /* SENT, PASS, RETRY: another request before the answer was read whole */
+        bo_hx_off(c);
         break;
     }
     errno = saved;
@@ -305,10 +273,10 @@ static ssize_t shim_send(const gnutls_real *R, gnutls_session_t s, const void *b
         if (r > 0)
             bo_hx_sent(c, buf, (size_t)r);
         else if (r != GNUTLS_E_AGAIN && r != GNUTLS_E_INTERRUPTED)
-            bo_hc_off(c); /* the connection failed under the request */
+            bo_hx_off(c); /* the connection failed under the request */
     }
     bo_core_busy = 0;
-    bo_hc_unlock(c);
+    bo_hx_leave(c);
     errno = e;
     return r;
 }
@@ -321,15 +289,21 @@ static ssize_t shim_recv(const gnutls_real *R, gnutls_session_t s, void *buf, si
 
     if (!__atomic_load_n(&g_used, __ATOMIC_RELAXED) || bo_core_busy ||
         (fd = session_fd(R, s)) < 0 || (c = bo_hc_get(fd)) == NULL || !c->tls ||
-        c->ssl != (void *)s || (c->st < BO_HC_REQ && bo_hc_held_left(c) == 0) || !bo_hc_lock(c))
+        c->ssl != (void *)s || (c->st < BO_HC_REQ && bo_hc_held_left(c) == 0))
         return R->recv(s, buf, n);
+    if (!bo_hc_trylock(c)) {
+        if (c->st == BO_HC_RETRY && bo_hs_nonblocking(fd)) {
+            errno = EAGAIN; /* a wait hook takes the retry a step meanwhile */
+            return GNUTLS_E_AGAIN;
+        }
+        bo_hc_mark_shared(c);
+        return R->recv(s, buf, n);
+    }
     bo_core_busy = 1;
-    if (c->st == BO_HC_REQ)
-        bo_hc_off(c);
-    if (c->st == BO_HC_SENT && n > 0 &&
-        bo_hx_judge(c, &k_gnutls, (void *)R, false, &err) == BO_HX_ERR) {
+    if (c->st >= BO_HC_REQ && c->st != BO_HC_PASS && n > 0 &&
+        bo_hx_read(c, !bo_hs_nonblocking(fd), &err) == BO_HX_ERR) {
         bo_core_busy = 0;
-        bo_hc_unlock(c);
+        bo_hx_leave(c);
         errno = err;
         return err == EAGAIN ? GNUTLS_E_AGAIN
                              : err == EINTR ? GNUTLS_E_INTERRUPTED : GNUTLS_E_PULL_ERROR;
@@ -349,7 +323,7 @@ static ssize_t shim_recv(const gnutls_real *R, gnutls_session_t s, void *buf, si
     if (c->st == BO_HC_PASS && r >= 0 && (r > 0 || n > 0))
         bo_hx_consumed(c, buf, (size_t)r);
     bo_core_busy = 0;
-    bo_hc_unlock(c);
+    bo_hx_leave(c);
     errno = e;
     return r;
 }
@@ -361,7 +335,7 @@ static size_t shim_check_pending(const gnutls_real *R, gnutls_session_t s)
     size_t h = 0;
 
     if (__atomic_load_n(&g_used, __ATOMIC_RELAXED) && (fd = session_fd(R, s)) >= 0 &&
-        (c = bo_hc_get(fd)) != NULL && c->tls && c->ssl == (void *)s)
+        (c = bo_hc_get(fd)) != NULL && c->tls && c->ssl == (void *)s && c->st != BO_HC_RETRY)
         h = __atomic_load_n(&c->held_len, __ATOMIC_RELAXED) -
             __atomic_load_n(&c->held_off, __ATOMIC_RELAXED);
     errno = saved;

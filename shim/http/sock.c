@@ -10,19 +10,10 @@
  * sockets whose first bytes were not a request line.  A client socket is
  * adopted when the program writes a request line on it (a connected TCP
  * socket that accept() did not return, written from outside libcurl,
- * whose transfers are the libcurl room's).
- *
- * A new connection for a retry (redial) is a socket of the same family,
- * type and protocol with the program's options copied (timeouts,
- * keep-alive, TCP_NODELAY and the other TCP and IP options below; not the
- * buffer sizes, whose copy would switch autotuning off), bound to the same
- * local address (any port), connected within the call's bound, given the
- * program's status flags (O_NONBLOCK) and dup3()ed onto its fd with its
- * FD_CLOEXEC; the epoll sets the old socket was in (read from
- * /proc/self/fdinfo, which needs no hook and cannot go stale) get the new
- * one with the same events and data.
+ * whose transfers are the libcurl room's).  Everything a request and its
+ * answer mean is the exchange's (exchange.c); a new connection for a retry
+ * is redial.c's.
  */
-#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -46,10 +37,6 @@
 #include "http/exchange.h"
 #include "http/sock.h"
 
-#ifndef IP_BIND_ADDRESS_NO_PORT
-#define IP_BIND_ADDRESS_NO_PORT 24
-#endif
-
 /* ---- the real functions ---------------------------------------------------- */
 
 typedef ssize_t (*read_fn)(int, void *, size_t);
@@ -70,6 +57,7 @@ typedef int (*dup3_fn)(int, int, int);
 typedef int (*accept_fn)(int, struct sockaddr *, socklen_t *);
 typedef int (*accept4_fn)(int, struct sockaddr *, socklen_t *, int);
 typedef int (*connect_fn)(int, const struct sockaddr *, socklen_t);
+typedef int (*shutdown_fn)(int, int);
 
 static struct {
     read_fn read;
@@ -88,6 +76,7 @@ static struct {
     accept_fn accept;
     accept4_fn accept4;
     connect_fn connect;
+    shutdown_fn shutdown;
 } g_real;
 static int g_bound;
 
@@ -117,6 +106,7 @@ static void resolve(void)
     *(void **)&g_real.accept = need("accept", (void *)accept);
     *(void **)&g_real.accept4 = need("accept4", (void *)accept4);
     *(void **)&g_real.connect = need("connect", NULL);
+    *(void **)&g_real.shutdown = need("shutdown", (void *)shutdown);
 }
 
 /* The real functions, bound on first use (a library's constructor may write
@@ -126,60 +116,49 @@ static void resolve(void)
 
 /* ---- a plain socket's moves ---------------------------------------------------- */
 
-bool bo_hs_nonblocking(bo_hconn *c, void *ctx)
+bool bo_hs_nonblocking(int fd)
 {
-    int fl = fcntl(c->fd, F_GETFL);
-    (void)ctx;
+    int fl = fcntl(fd, F_GETFL);
     return fl >= 0 && (fl & O_NONBLOCK);
 }
 
 /* Without a wait first: when the answer is there (the program read after
  * its poll said so) the socket's mode does not matter and is not asked. */
-static ssize_t plain_look(bo_hconn *c, void *ctx, bool nb)
+static ssize_t plain_look(bo_hconn *c, bool block)
 {
     ssize_t n = REAL(recv)(c->fd, c->peek, BO_HC_PEEK_MAX, MSG_PEEK | MSG_DONTWAIT);
-    if (n >= 0 || nb || (errno != EAGAIN && errno != EWOULDBLOCK) || bo_hs_nonblocking(c, ctx))
+    if (n >= 0 || !block || (errno != EAGAIN && errno != EWOULDBLOCK) ||
+        bo_hs_nonblocking(c->fd))
         return n;
     return REAL(recv)(c->fd, c->peek, BO_HC_PEEK_MAX, MSG_PEEK);
 }
 
-static int plain_more(bo_hconn *c, void *ctx, size_t have, int64_t until_ns)
+static int plain_hold(bo_hconn *c, size_t n)
 {
-    int64_t pause = 50 * 1000; /* 50 us, doubling up to 2 ms */
-    (void)ctx;
-    for (;;) {
-        int avail = 0;
-        if (ioctl(c->fd, FIONREAD, &avail) == 0 && avail > 0 && (size_t)avail > have)
-            return 1;
-        struct pollfd p = {.fd = c->fd, .events = POLLRDHUP};
-        if (poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)))
-            return ioctl(c->fd, FIONREAD, &avail) == 0 && (size_t)avail > have ? 1 : -1;
-        int64_t now = bo_core_now_ns();
-        if (now >= until_ns)
-            return 0;
-        if (pause > until_ns - now)
-            pause = until_ns - now;
-        struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)pause};
-        nanosleep(&ts, NULL);
-        if (pause < 2 * BO_NS_PER_MS)
-            pause *= 2;
-    }
-}
-
-static bool plain_drop(bo_hconn *c, void *ctx, size_t n)
-{
-    (void)ctx;
+    if (bo_hc_held_room(c, n) != 0)
+        return -1;
     while (n > 0) {
-        size_t k = n < BO_HC_PEEK_MAX ? n : BO_HC_PEEK_MAX;
-        ssize_t r = REAL(recv)(c->fd, c->peek, k, MSG_DONTWAIT);
+        ssize_t r = REAL(recv)(c->fd, c->held + c->held_len, n, MSG_DONTWAIT);
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
-            return false;
+            return -1;
+        c->held_len += (size_t)r;
         n -= (size_t)r;
     }
+    return 0;
+}
+
+static bool plain_idle(bo_hconn *c)
+{
     struct pollfd p = {.fd = c->fd, .events = POLLIN | POLLRDHUP};
     return poll(&p, 1, 0) == 0; /* neither more bytes nor the peer's close */
+}
+
+static ssize_t plain_put(bo_hconn *c, const char *buf, size_t n, short *ev)
+{
+    *ev = POLLOUT;
+    return REAL(send)(c->fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
 int bo_hs_wait_fd(int fd, short events, int64_t until_ns)
@@ -201,26 +180,6 @@ int bo_hs_wait_fd(int fd, short events, int64_t until_ns)
     }
 }
 
-static int plain_send(bo_hconn *c, void *ctx, const char *buf, size_t n, int64_t until_ns)
-{
-    (void)ctx;
-    while (n > 0) {
-        ssize_t w = REAL(send)(c->fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (w > 0) {
-            buf += w;
-            n -= (size_t)w;
-        } else if (w < 0 && errno == EINTR) {
-            continue;
-        } else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            if (bo_hs_wait_fd(c->fd, POLLOUT, until_ns) != 0)
-                return -1;
-        } else {
-            return -1;
-        }
-    }
-    return 0;
-}
-
 static int64_t timeo(int fd, int opt)
 {
     struct timeval tv;
@@ -230,214 +189,21 @@ static int64_t timeo(int fd, int opt)
     return (int64_t)tv.tv_sec * BO_NS_PER_S + (int64_t)tv.tv_usec * 1000;
 }
 
-int64_t bo_hs_rcvtimeo(bo_hconn *c, void *ctx)
+int64_t bo_hs_rcvtimeo(int fd)
 {
-    (void)ctx;
-    return timeo(c->fd, SO_RCVTIMEO);
+    return timeo(fd, SO_RCVTIMEO);
 }
 
-int64_t bo_hs_sndtimeo(bo_hconn *c, void *ctx)
+int64_t bo_hs_sndtimeo(int fd)
 {
-    (void)ctx;
-    return timeo(c->fd, SO_SNDTIMEO);
-}
-
-/* The options a program may have set, copied to the new socket (ints, or the
- * structures below).  Buffer sizes are left out: copying them would switch
- * the kernel's autotuning off where the program never asked for that. */
-static const struct {
-    int level, opt;
-} k_int_opts[] = {
-    {SOL_SOCKET, SO_KEEPALIVE},      {SOL_SOCKET, SO_OOBINLINE},
-    {SOL_SOCKET, SO_PRIORITY},       {SOL_SOCKET, SO_MARK},
-    {IPPROTO_TCP, TCP_NODELAY},      {IPPROTO_TCP, TCP_KEEPIDLE},
-    {IPPROTO_TCP, TCP_KEEPINTVL},    {IPPROTO_TCP, TCP_KEEPCNT},
-    {IPPROTO_TCP, TCP_USER_TIMEOUT}, {IPPROTO_TCP, TCP_SYNCNT},
-};
-
-static void copy_opts(int from, int to, int family)
-{
-    char dev[64];
-    struct timeval tv;
-    struct linger lg;
-    socklen_t l;
-    int v;
-
-    for (size_t i = 0; i < sizeof k_int_opts / sizeof k_int_opts[0]; i++) {
-        l = sizeof v;
-        if (getsockopt(from, k_int_opts[i].level, k_int_opts[i].opt, &v, &l) == 0 &&
-            (k_int_opts[i].opt != SO_MARK || v != 0))
-            (void)setsockopt(to, k_int_opts[i].level, k_int_opts[i].opt, &v, sizeof v);
-    }
-    l = sizeof v;
-    if (family == AF_INET && getsockopt(from, IPPROTO_IP, IP_TOS, &v, &l) == 0 && v != 0)
-        (void)setsockopt(to, IPPROTO_IP, IP_TOS, &v, sizeof v);
-    l = sizeof v;
-    if (family == AF_INET6 && getsockopt(from, IPPROTO_IPV6, IPV6_TCLASS, &v, &l) == 0 && v > 0)
-        (void)setsockopt(to, IPPROTO_IPV6, IPV6_TCLASS, &v, sizeof v);
-    l = sizeof v;
-    if (family == AF_INET6 && getsockopt(from, IPPROTO_IPV6, IPV6_V6ONLY, &v, &l) == 0)
-        (void)setsockopt(to, IPPROTO_IPV6, IPV6_V6ONLY, &v, sizeof v);
-    static const int tos[] = {SO_RCVTIMEO, SO_SNDTIMEO};
-    for (size_t i = 0; i < 2; i++) {
-        l = sizeof tv;
-        if (getsockopt(from, SOL_SOCKET, tos[i], &tv, &l) == 0 && (tv.tv_sec || tv.tv_usec))
-            (void)setsockopt(to, SOL_SOCKET, tos[i], &tv, sizeof tv);
-    }
-    l = sizeof lg;
-    if (getsockopt(from, SOL_SOCKET, SO_LINGER, &lg, &l) == 0 && lg.l_onoff)
-        (void)setsockopt(to, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
-    l = sizeof dev;
-    if (getsockopt(from, SOL_SOCKET, SO_BINDTODEVICE, dev, &l) == 0 && l > 0 && dev[0] != '\0')
-        (void)setsockopt(to, SOL_SOCKET, SO_BINDTODEVICE, dev, l);
-}
-
-/* The same local address (any port), when the old socket's is not a wildcard. */
-static void bind_like(int from, int to)
-{
-    struct sockaddr_storage ss;
-    socklen_t l = sizeof ss;
-    int one = 1;
-
-    if (getsockname(from, (struct sockaddr *)&ss, &l) != 0)
-        return;
-    if (ss.ss_family == AF_INET) {
-        struct sockaddr_in *in = (struct sockaddr_in *)&ss;
-        if (in->sin_addr.s_addr == htonl(INADDR_ANY))
-            return;
-        in->sin_port = 0;
-    } else if (ss.ss_family == AF_INET6) {
-        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
-        if (IN6_IS_ADDR_UNSPECIFIED(&in6->sin6_addr))
-            return;
-        in6->sin6_port = 0;
-    } else {
-        return;
-    }
-    (void)setsockopt(to, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
-    (void)bind(to, (struct sockaddr *)&ss, l);
-}
-
-/* An epoll registration of the old socket, to be made again for the new one. */
-typedef struct ep_reg {
-    int epfd;
-    struct epoll_event ev;
-} ep_reg;
-#define EP_MAX 8
-
-/*
- * The epoll sets that hold fd with its current file: every epoll fd of the
- * process, its /proc/self/fdinfo entry for fd (events and data as the
- * program gave them; the inode says it is this very socket).
- */
-static int epoll_regs(int fd, ep_reg *regs, int max)
-{
-    char path[64], line[256], link[64];
-    struct stat st;
-    int n = 0;
-    DIR *d;
-
-    if (fstat(fd, &st) != 0 || (d = opendir("/proc/self/fd")) == NULL)
-        return 0;
-    for (struct dirent *e; n < max && (e = readdir(d)) != NULL;) {
-        int epfd = atoi(e->d_name);
-        if (e->d_name[0] < '0' || e->d_name[0] > '9' || epfd == dirfd(d))
-            continue;
-        snprintf(path, sizeof path, "/proc/self/fd/%d", epfd);
-        ssize_t k = readlink(path, link, sizeof link - 1);
-        if (k <= 0)
-            continue;
-        link[k] = '\0';
-        if (strcmp(link, "anon_inode:[eventpoll]") != 0)
-            continue;
-        snprintf(path, sizeof path, "/proc/self/fdinfo/%d", epfd);
-        FILE *f = fopen(path, "re");
-        if (f == NULL)
-            continue;
-        while (n < max && fgets(line, sizeof line, f) != NULL) {
-            int tfd;
-            unsigned ev;
-            unsigned long long data, ino;
-            const char *ip = strstr(line, "ino:");
-            if (sscanf(line, "tfd: %d events: %x data: %llx", &tfd, &ev, &data) != 3 ||
-                tfd != fd || ip == NULL || sscanf(ip, "ino:%llx", &ino) != 1 ||
-                ino != (unsigned long long)st.st_ino)
-                continue;
-            regs[n].epfd = epfd;
-            regs[n].ev.events = ev;
-            regs[n].ev.data.u64 = data;
-            n++;
-        }
-        fclose(f);
-    }
-    closedir(d);
-    return n;
-}
-
-/*
- * A new connection to the same peer in place of the old socket on the
- * program's fd (see the heading).  The old socket, with whatever it still
- * holds, goes when the new one takes its number.
- */
-int bo_hs_redial(bo_hconn *c, int64_t until_ns)
-{
-    int fd = c->fd, dom, type, proto, err = 0, fl, fdfl, nfd;
-    socklen_t l = sizeof dom;
-    ep_reg regs[EP_MAX];
-
-    /* The peer as the socket knows it now (a socket reset knows none: the
-     * one of the adoption, then) */
-    struct sockaddr_storage now;
-    socklen_t nl = sizeof now;
-    if (getpeername(fd, (struct sockaddr *)&now, &nl) == 0 && nl <= sizeof c->peer) {
-        memcpy(&c->peer, &now, nl);
-        c->peer_len = nl;
-    }
-    if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &l) != 0 ||
-        (l = sizeof type, getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l)) != 0 ||
-        (l = sizeof proto, getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &l)) != 0 ||
-        (fl = fcntl(fd, F_GETFL)) < 0 || (fdfl = fcntl(fd, F_GETFD)) < 0 ||
-        dom != c->peer.ss_family)
-        return -1;
-    if ((nfd = socket(dom, type | SOCK_NONBLOCK | SOCK_CLOEXEC, proto)) < 0)
-        return -1;
-    copy_opts(fd, nfd, dom);
-    bind_like(fd, nfd);
-    if (REAL(connect)(nfd, (struct sockaddr *)&c->peer, c->peer_len) != 0 &&
-        (errno != EINPROGRESS || bo_hs_wait_fd(nfd, POLLOUT, until_ns) != 0 ||
-         (l = sizeof err, getsockopt(nfd, SOL_SOCKET, SO_ERROR, &err, &l)) != 0 || err != 0))
-        goto fail;
-    if (fcntl(nfd, F_SETFL, fl) != 0)
-        goto fail;
-    int nregs = epoll_regs(fd, regs, EP_MAX);
-    if (REAL(dup3)(nfd, fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) != fd)
-        goto fail;
-    REAL(close)(nfd);
-    for (int i = 0; i < nregs; i++)
-        if (epoll_ctl(regs[i].epfd, EPOLL_CTL_ADD, fd, &regs[i].ev) != 0 && errno == EEXIST)
-            (void)epoll_ctl(regs[i].epfd, EPOLL_CTL_MOD, fd, &regs[i].ev);
-    return 0;
-fail:
-    REAL(close)(nfd);
-    return -1;
-}
-
-static int plain_redial(bo_hconn *c, void *ctx, int64_t until_ns, size_t answer)
-{
-    (void)ctx;
-    (void)answer; /* the old socket keeps the answer: nothing to hold */
-    return bo_hs_redial(c, until_ns);
+    return timeo(fd, SO_SNDTIMEO);
 }
 
 static const bo_hx_io k_plain = {
     .look = plain_look,
-    .nonblocking = bo_hs_nonblocking,
-    .more = plain_more,
-    .drop = plain_drop,
-    .send = plain_send,
-    .redial = plain_redial,
-    .rcvtimeo = bo_hs_rcvtimeo,
-    .sndtimeo = bo_hs_sndtimeo,
+    .hold = plain_hold,
+    .idle = plain_idle,
+    .put = plain_put,
 };
 
 /* ---- which sockets are followed ---------------------------------------------- */
@@ -469,7 +235,7 @@ bo_hconn *bo_hs_adopt(int fd, const void *ret)
         getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &al) != 0 || acc != 0 ||
         getpeername(fd, (struct sockaddr *)&ss, &l) != 0 ||
         (ss.ss_family != AF_INET && ss.ss_family != AF_INET6) || from_libcurl(ret)) {
-        bo_hc_mark(fd, BO_HC_MARK_NOT_CLIENT);
+        bo_hc_set_mark(fd, BO_HC_MARK_NOT_CLIENT);
         return NULL;
     }
     if ((c = bo_hc_make(fd)) == NULL)
@@ -521,9 +287,10 @@ static void sent_iov(bo_hconn *c, const struct iovec *iov, int cnt, size_t n)
 
 /*
  * A write on a socket the room follows or may adopt: a request's start is
- * admitted before its first byte goes (bo_hx_begin), its bytes are read and
- * kept as they go (bo_hx_sent); a write where no request may start
- * (pipelining, the middle of an answer) leaves the connection alone.
+ * admitted before its first byte goes (bo_hx_begin: never waiting when the
+ * call may not), its bytes are read and kept as they go (bo_hx_sent); a
+ * write where no request may start (pipelining, the middle of an answer)
+ * leaves the connection alone.
  */
 static ssize_t shim_write(bo_hconn *c, const wcall *w, const void *ret)
 {
@@ -542,31 +309,41 @@ static ssize_t shim_write(bo_hconn *c, const wcall *w, const void *ret)
             return real_w(w);
         }
     }
-    if (c->tls || c->st == BO_HC_OFF || !bo_hc_lock(c)) {
+    if (c->tls || c->st == BO_HC_OFF || !bo_hx_enter(c)) {
         errno = saved;
         return real_w(w);
     }
     bo_core_busy = 1;
+    if (c->st != BO_HC_NONE && c->st != BO_HC_REQ && !bo_hx_same_socket(c) &&
+        bo_hs_adopt(w->fd, ret) == NULL) {
+        /* another socket on that number, one the room does not follow */
+        bo_core_busy = 0;
+        bo_hx_leave(c);
+        errno = saved;
+        return real_w(w);
+    }
+    if (c->st == BO_HC_NONE)
+        bo_hx_adopt(c, &k_plain, NULL, false, false);
     switch (c->st) {
-    case BO_HC_NONE:
     case BO_HC_IDLE:
-        c->st = BO_HC_IDLE;
-        c->https = false;
         if (first == NULL || !bo_hx_request_start(first, flen)) {
-            bo_hc_off(c);
+            bo_hx_off(c);
             break;
         }
-        if (bo_hx_begin(c, &k_plain, NULL, first, flen) == EINTR) {
+        bool nb = ((w->kind == W_SEND || w->kind == W_SENDTO) && (w->flags & MSG_DONTWAIT)) ||
+                  bo_hs_nonblocking(w->fd);
+        c->https = false;
+        if (bo_hx_begin(c, first, flen, nb) == EINTR) {
             bo_core_busy = 0;
-            bo_hc_unlock(c);
+            bo_hx_leave(c);
             errno = EINTR; /* a signal ended the admission's wait: nothing was written */
             return -1;
         }
         break;
     case BO_HC_REQ:
         break;
-    default: /* SENT, PASS: another request before the answer was read whole */
-        bo_hc_off(c);
+    default: /* SENT, PASS, RETRY: another request before the answer was read whole */
+        bo_hx_off(c);
         break;
     }
     errno = saved;
@@ -578,10 +355,10 @@ static ssize_t shim_write(bo_hconn *c, const wcall *w, const void *ret)
         else if (r > 0)
             bo_hx_sent(c, first, (size_t)r);
         else if (r < 0 && e != EAGAIN && e != EWOULDBLOCK && e != EINTR)
-            bo_hc_off(c); /* the connection failed under the request */
+            bo_hx_off(c); /* the connection failed under the request */
     }
     bo_core_busy = 0;
-    bo_hc_unlock(c);
+    bo_hx_leave(c);
     errno = e;
     return r;
 }
@@ -615,41 +392,60 @@ static ssize_t real_r(const rcall *r)
     }
 }
 
+static bool r_flag(const rcall *r, int flag)
+{
+    return r->kind != R_READ && r->kind != R_READ_CHK && (r->flags & flag);
+}
+
 /*
- * A read on a connection whose request or answer is in flight: the first
- * read after the whole request judges the answer (bo_hx_judge: it may
- * retry, and it never consumes an answer that stands); the reads of an
- * answer that stands are followed to its end.  A read in the middle of a
- * request (the server answered early) leaves the connection alone.
+ * A read on a connection whose request or answer is in flight: the answer
+ * is judged when it comes and a throttle retried where the program waits
+ * (bo_hx_read); an answer held for the program is served first; the reads
+ * of an answer that stands are followed to its end.
  */
 static ssize_t shim_read(bo_hconn *c, const rcall *r)
 {
     int saved = errno, err = 0;
     ssize_t n;
 
-    if (bo_core_busy || !bo_hc_lock(c))
+    if (bo_core_busy)
         return real_r(r);
+    if (!bo_hc_trylock(c)) {
+        if (c->st == BO_HC_RETRY && r->n > 0 &&
+            (r_flag(r, MSG_DONTWAIT) || bo_hs_nonblocking(r->fd))) {
+            errno = EAGAIN; /* a wait hook takes the retry a step meanwhile */
+            return -1;
+        }
+        bo_hc_mark_shared(c); /* two threads on one connection: the holder gives it up */
+        return real_r(r);
+    }
     bo_core_busy = 1;
-    if (c->st == BO_HC_REQ)
-        bo_hc_off(c);
-    if (c->st == BO_HC_SENT) {
-        bool nb = r->kind != R_READ && r->kind != R_READ_CHK && (r->flags & MSG_DONTWAIT);
-        /* (a read of nothing judges nothing) */
-        if (r->n > 0 && bo_hx_judge(c, &k_plain, NULL, nb, &err) == BO_HX_ERR) {
+    if (c->st >= BO_HC_REQ && c->st != BO_HC_PASS && r->n > 0) {
+        bool blocking = !r_flag(r, MSG_DONTWAIT) && !bo_hs_nonblocking(r->fd);
+        if (bo_hx_read(c, blocking, &err) == BO_HX_ERR) {
             bo_core_busy = 0;
-            bo_hc_unlock(c);
+            bo_hx_leave(c);
             errno = err;
             return -1;
         }
     }
-    errno = saved;
-    n = real_r(r);
+    size_t h = c->st == BO_HC_PASS ? bo_hc_held_left(c) : 0;
+    bool peek = r_flag(r, MSG_PEEK);
+    if (h > 0 && r->n > 0) {
+        n = (ssize_t)(h < r->n ? h : r->n);
+        memcpy(r->buf, c->held + c->held_off, (size_t)n);
+        if (!peek && (c->held_off += (size_t)n) == c->held_len)
+            c->held_len = c->held_off = 0;
+        errno = saved;
+    } else {
+        errno = saved;
+        n = real_r(r);
+    }
     int e = errno;
-    bool peek = r->kind != R_READ && r->kind != R_READ_CHK && (r->flags & MSG_PEEK);
     if (c->st == BO_HC_PASS && n >= 0 && !peek && (n > 0 || r->n > 0))
         bo_hx_consumed(c, r->buf, (size_t)n);
     bo_core_busy = 0;
-    bo_hc_unlock(c);
+    bo_hx_leave(c);
     errno = e;
     return n;
 }
@@ -768,7 +564,7 @@ BO_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int
 /* An fd that closes, or that another file takes, starts anew in the table. */
 BO_EXPORT int close(int fd)
 {
-    bo_hc_closed(fd);
+    bo_hx_closed(fd);
     return REAL(close)(fd);
 }
 
@@ -776,7 +572,7 @@ BO_EXPORT int dup2(int oldfd, int newfd)
 {
     int r = REAL(dup2)(oldfd, newfd);
     if (r >= 0 && oldfd != newfd)
-        bo_hc_closed(newfd);
+        bo_hx_closed(newfd);
     return r;
 }
 
@@ -784,7 +580,7 @@ BO_EXPORT int dup3(int oldfd, int newfd, int flags)
 {
     int r = REAL(dup3)(oldfd, newfd, flags);
     if (r >= 0)
-        bo_hc_closed(newfd);
+        bo_hx_closed(newfd);
     return r;
 }
 
@@ -794,7 +590,9 @@ BO_EXPORT int accept(int fd, __SOCKADDR_ARG addr, socklen_t *len)
     int r = REAL(accept)(fd, addr.__sockaddr__, len);
     if (r >= 0) {
         int saved = errno;
-        bo_hc_mark(r, BO_HC_MARK_ACCEPTED);
+        bo_hx_closed(r); /* a record of an earlier socket of that number */
+        bo_hc_set_mark(r, BO_HC_MARK_ACCEPTED);
+        bo_hx_serving();
         errno = saved;
     }
     return r;
@@ -805,8 +603,20 @@ BO_EXPORT int accept4(int fd, __SOCKADDR_ARG addr, socklen_t *len, int flags)
     int r = REAL(accept4)(fd, addr.__sockaddr__, len, flags);
     if (r >= 0) {
         int saved = errno;
-        bo_hc_mark(r, BO_HC_MARK_ACCEPTED);
+        bo_hx_closed(r); /* a record of an earlier socket of that number */
+        bo_hc_set_mark(r, BO_HC_MARK_ACCEPTED);
+        bo_hx_serving();
         errno = saved;
     }
     return r;
+}
+
+/* A request whose writer shut down is sent again on a new connection only
+ * with the same shutdown; one that will not be read is not retried. */
+BO_EXPORT int shutdown(int fd, int how)
+{
+    int saved = errno;
+    bo_hx_shutdown(fd, how);
+    errno = saved;
+    return REAL(shutdown)(fd, how);
 }

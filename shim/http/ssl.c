@@ -4,27 +4,32 @@
  * SSL_peek and their _ex forms, SSL_pending, SSL_has_pending) and a TLS
  * connection's moves (exchange.h's bo_hx_io) on an SSL object bound to a
  * socket (SSL_get_fd >= 0: Python's _ssl, Ruby's openssl, Perl's
- * Net::SSLeay, PHP's streams).  Objects on memory BIOs (asyncio, Node) and
- * libcurl's own pass through.
+ * Net::SSLeay, PHP's streams, nginx).  Objects on memory BIOs (asyncio,
+ * Node) and libcurl's own pass through.
  *
- * The answer is looked at with SSL_peek_ex, which gives one TLS record at
- * a time: a head spread over records is read into the record's `held`
- * bytes, which the program's SSL_read, SSL_peek and SSL_pending are then
- * served from first.  A retry goes on the same connection when the answer
- * keeps it alive (the answer consumed whole), else on a new TCP connection
- * dup3()ed onto the fd, on which the program's own SSL object is cleared
- * (SSL_clear keeps its context, SNI, ALPN and verification settings) and
- * handshakes again (SSL_connect).  The answer is held whole before the old
- * connection goes: when the new handshake fails (the certificate no longer
- * verifies, the server refuses) the program gets that answer as if nothing
- * had happened, and the error on its next call on the object.
+ * The answer is read ahead into the record's `held` bytes (SSL_peek_ex
+ * gives one TLS record at a time, and a head is often spread over
+ * several), which the program's SSL_read, SSL_peek and SSL_pending are
+ * then served from first.  A retry goes on the same connection when the
+ * answer keeps it alive, else on a new TCP connection moved onto the fd,
+ * on which the program's own SSL object is cleared (SSL_clear keeps its
+ * context, SNI, ALPN and verification settings), its session dropped (a
+ * full handshake: the server shows its certificate again) and handshaken
+ * again.  The new peer must show the very certificate the program
+ * accepted on its first connection (its SHA-256, taken when the first
+ * request was written: many clients check the host name themselves after
+ * their own handshake, so a handshake that succeeds proves nothing);
+ * anything else ends the retry, the new connection is shut down, and the
+ * program gets the answer it met, as it came.
  *
  * Each exported hook finds the copy its caller was bound to (the caller's
  * own dependency: Python's _ssl and Perl's SSLeay.so load libssl
  * RTLD_LOCAL, where dlsym(RTLD_NEXT) finds nothing); a dlsym of a hooked
  * name, or a deep-bound object's GOT, gets the wrapper of that copy.
  */
+#include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdint.h>
@@ -37,6 +42,7 @@
 #include "http/callers.h"
 #include "http/exchange.h"
 #include "http/sock.h"
+#include "loader/elf.h"
 #include "loader/loader.h"
 
 /* OpenSSL's ABI constants this file needs (stable since 1.0: no header). */
@@ -60,12 +66,13 @@ enum {
     SSLF_PEEK_EX,
     SSLF_PENDING,
     SSLF_HAS_PENDING,
+    SSLF_GET_ERROR,
     SSLF_NHOOKED,
     SSLF_GET_FD = SSLF_NHOOKED,
-    SSLF_GET_ERROR,
     SSLF_CONNECT,
     SSLF_CLEAR,
     SSLF_ALPN,
+    SSLF_SET_SESSION,
     SSLF_NFNS
 };
 
@@ -83,6 +90,7 @@ static const char *const k_fn_names[SSLF_NFNS] = {
     [SSLF_CONNECT] = "SSL_connect",
     [SSLF_CLEAR] = "SSL_clear",
     [SSLF_ALPN] = "SSL_get0_alpn_selected",
+    [SSLF_SET_SESSION] = "SSL_set_session",
 };
 
 /* One libssl copy's real functions. */
@@ -100,7 +108,15 @@ typedef struct ssl_real {
     int (*connect)(SSL *);
     int (*clear)(SSL *);
     void (*alpn)(const SSL *, const unsigned char **, unsigned int *);
+    int (*set_session)(SSL *, void *);
     int bound;
+    /* the peer's certificate and its digest (libcrypto's, found through the
+     * copy's own handle when first needed: peer_fns) */
+    void *(*get_peer)(const SSL *);
+    int (*digest)(const void *, const void *, unsigned char *, unsigned int *);
+    const void *(*sha256)(void);
+    void (*x509_free)(void *);
+    int peer_state; /* 0 not looked up, 1 found, -1 missing */
 } ssl_real;
 
 static ssl_real g_reals[BO_LIB_MAX_COPIES];
@@ -121,6 +137,7 @@ static void ssl_bind(int slot, void *const *fn)
     *(void **)&r->connect = fn[SSLF_CONNECT];
     *(void **)&r->clear = fn[SSLF_CLEAR];
     *(void **)&r->alpn = fn[SSLF_ALPN];
+    *(void **)&r->set_session = fn[SSLF_SET_SESSION];
     __atomic_store_n(&r->bound, 1, __ATOMIC_RELEASE);
 }
 
@@ -164,186 +181,181 @@ static inline const ssl_real *caller_real(const void *ret)
 /* Set once a connection over TLS was adopted: until then a read is the real one at once. */
 static int g_tls_used;
 
+/* ---- who the program verified -------------------------------------------------------- */
+
+/*
+ * The functions that read the peer's certificate, from the copy's own
+ * handle (libcrypto is its dependency): SSL_get1_peer_certificate (3.x) or
+ * SSL_get_peer_certificate (1.1), X509_digest, EVP_sha256, X509_free.
+ * Missing ones leave the copy without redials (peer_state -1).
+ */
+static void peer_fns(ssl_real *R)
+{
+    Dl_info info;
+    struct link_map *lm = NULL;
+    void *h = NULL;
+
+    if (__atomic_load_n(&R->peer_state, __ATOMIC_ACQUIRE) != 0)
+        return;
+    if (dladdr1((void *)R->read, &info, (void **)&lm, RTLD_DL_LINKMAP) != 0)
+        h = bo_dl_handle_of(lm);
+    if (h != NULL) {
+        void *g = bo_dl_real_dlsym(h, "SSL_get1_peer_certificate");
+        if (g == NULL)
+            g = bo_dl_real_dlsym(h, "SSL_get_peer_certificate");
+        *(void **)&R->get_peer = g;
+        *(void **)&R->digest = bo_dl_real_dlsym(h, "X509_digest");
+        *(void **)&R->sha256 = bo_dl_real_dlsym(h, "EVP_sha256");
+        *(void **)&R->x509_free = bo_dl_real_dlsym(h, "X509_free");
+        (void)dlerror();
+    }
+    bool ok = R->get_peer != NULL && R->digest != NULL && R->sha256 != NULL &&
+              R->x509_free != NULL;
+    __atomic_store_n(&R->peer_state, ok ? 1 : -1, __ATOMIC_RELEASE);
+}
+
+/* The SHA-256 of the certificate the peer of ssl showed: 0, or -1 (none). */
+static int peer_id(const ssl_real *R, const SSL *ssl, unsigned char out[BO_HC_PEER_ID])
+{
+    unsigned int len = 0;
+    peer_fns((ssl_real *)R);
+    if (R->peer_state != 1)
+        return -1;
+    void *x = R->get_peer(ssl);
+    if (x == NULL)
+        return -1;
+    int ok = R->digest(x, R->sha256(), out, &len);
+    R->x509_free(x);
+    return ok == 1 && len == BO_HC_PEER_ID ? 0 : -1;
+}
+
 /* ---- a TLS connection's moves ------------------------------------------------------ */
 
-/* Decrypted bytes ready without a wait: held, in the SSL object, or on the socket. */
+/* Decrypted bytes ready without a wait: in the SSL object, or on the socket. */
 static bool ready(bo_hconn *c, const ssl_real *R)
 {
     struct pollfd p = {.fd = c->fd, .events = POLLIN};
     return R->has_pending(c->ssl) || poll(&p, 1, 0) > 0;
 }
 
-static ssize_t tls_look(bo_hconn *c, void *ctx, bool nb)
+/* The answer so far, read ahead into held (the object gives one record a
+ * time), copied to peek. */
+static ssize_t tls_look(bo_hconn *c, bool block)
 {
-    const ssl_real *R = ctx;
-    size_t h = bo_hc_held_left(c), got = 0;
+    const ssl_real *R = c->io_ctx;
+    size_t h;
 
-    if (h > BO_HC_PEEK_MAX)
-        h = BO_HC_PEEK_MAX;
-    if (h > 0)
-        memcpy(c->peek, c->held + c->held_off, h);
-    /* A peek on a non-blocking socket never waits, and leaves the object's
-     * state as the program's own read would (SSL_get_error: WANT_READ). */
-    if (h == BO_HC_PEEK_MAX || ((h > 0 || (nb && !bo_hs_nonblocking(c, NULL))) && !ready(c, R)))
-        goto out;
-    int r = R->peek_ex(c->ssl, c->peek + h, BO_HC_PEEK_MAX - h, &got);
-    if (r == 1)
-        return (ssize_t)(h + got);
-    int e = R->get_error(c->ssl, r);
-    if (h > 0)
-        return (ssize_t)h;
-    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+    for (;;) {
+        h = bo_hc_held_left(c);
+        if (h >= BO_HC_PEEK_MAX)
+            break;
+        /* never a read that would wait where the program's would not (on a
+         * non-blocking socket the real read says WANT_READ, and leaves the
+         * object's state as the program's own read would) */
+        if (!ready(c, R) && (h > 0 || (!block && !bo_hs_nonblocking(c->fd))))
+            break;
+        size_t got = 0, want = BO_HC_PEEK_MAX - h;
+        if (bo_hc_held_room(c, want) != 0)
+            break;
+        int r = R->read_ex(c->ssl, c->held + c->held_len, want, &got);
+        if (r == 1) {
+            c->held_len += got;
+            continue;
+        }
+        if (h > 0)
+            break;
+        int e = R->get_error(c->ssl, r);
+        if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+            errno = EAGAIN;
+            return -1;
+        }
+        if (e == SSL_ERROR_ZERO_RETURN)
+            return 0;
+        errno = e == SSL_ERROR_SYSCALL && errno != 0 ? errno : ECONNRESET;
+        return -1;
+    }
+    if (h == 0) {
         errno = EAGAIN;
         return -1;
     }
-    if (e == SSL_ERROR_ZERO_RETURN)
-        return 0;
-    errno = e == SSL_ERROR_SYSCALL && errno != 0 ? errno : ECONNRESET;
-    return -1;
-out:
-    if (h > 0)
-        return (ssize_t)h;
-    errno = EAGAIN;
-    return -1;
+    if (h > BO_HC_PEEK_MAX)
+        h = BO_HC_PEEK_MAX;
+    memcpy(c->peek, c->held + c->held_off, h);
+    return (ssize_t)h;
 }
 
-/* After the SSL call that returned r on c: wait, by until_ns, for what it
- * wants (the socket readable or writable): 0, or -1 when it wants neither
- * (it failed) or the wait ran out. */
-static int wait_wanted(bo_hconn *c, const ssl_real *R, int r, int64_t until_ns)
+/* The answer was read ahead whole into held by tls_look. */
+static int tls_hold(bo_hconn *c, size_t n)
 {
-    int e = R->get_error(c->ssl, r);
-    short ev = e == SSL_ERROR_WANT_READ ? POLLIN : e == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
-    return ev != 0 ? bo_hs_wait_fd(c->fd, ev, until_ns) : -1;
+    return bo_hc_held_left(c) >= n ? 0 : -1;
 }
 
-/* Read n more bytes of the answer into held (they were looked at: the SSL
- * object has them, or they come within until_ns).  0, or -1. */
-static int hold(bo_hconn *c, const ssl_real *R, size_t n, int64_t until_ns)
+static bool tls_idle(bo_hconn *c)
 {
-    if (bo_hc_held_room(c, n) != 0)
-        return -1;
-    while (n > 0) {
-        size_t got = 0;
-        int r = R->read_ex(c->ssl, c->held + c->held_len, n, &got);
-        if (r == 1) {
-            c->held_len += got;
-            n -= got;
-            continue;
-        }
-        if (wait_wanted(c, R, r, until_ns) != 0)
-            return -1;
-    }
-    return 0;
-}
-
-static int tls_more(bo_hconn *c, void *ctx, size_t have, int64_t until_ns)
-{
-    const ssl_real *R = ctx;
-    size_t h = bo_hc_held_left(c);
-
-    /* the record looked at past held goes into held: the next one can be peeked */
-    if (have > h && hold(c, R, have - h, until_ns) != 0)
-        return -1;
-    for (;;) {
-        if (R->has_pending(c->ssl))
-            return 1;
-        int64_t now = bo_core_now_ns();
-        if (now >= until_ns)
-            return 0;
-        struct pollfd p = {.fd = c->fd, .events = POLLIN | POLLRDHUP};
-        int64_t left = until_ns - now;
-        int r = poll(&p, 1, left > 1000000000LL ? 1000 : (int)(left / 1000000 + 1));
-        if (r > 0 && (p.revents & POLLIN))
-            return 1;
-        if (r > 0)
-            return -1; /* closed or failed, nothing more to read */
-    }
-}
-
-static bool tls_drop(bo_hconn *c, void *ctx, size_t n)
-{
-    const ssl_real *R = ctx;
-    size_t h = bo_hc_held_left(c);
-    char sink[4096];
-
-    if (h > n) {
-        c->held_off += n;
-        return false; /* more bytes than the answer: not a connection to reuse */
-    }
-    n -= h;
-    c->held_len = c->held_off = 0;
-    while (n > 0) {
-        size_t got = 0;
-        int r = R->read_ex(c->ssl, sink, n < sizeof sink ? n : sizeof sink, &got);
-        if (r != 1)
-            return false;
-        n -= got;
-    }
+    const ssl_real *R = c->io_ctx;
     struct pollfd p = {.fd = c->fd, .events = POLLIN | POLLRDHUP};
     return !R->has_pending(c->ssl) && poll(&p, 1, 0) == 0;
 }
 
-static int tls_send(bo_hconn *c, void *ctx, const char *buf, size_t n, int64_t until_ns)
+/* What a failed SSL call wants, as poll events (0: it failed for good). */
+static short wanted(const ssl_real *R, bo_hconn *c, int r)
 {
-    const ssl_real *R = ctx;
-    while (n > 0) {
-        size_t w = 0;
-        int r = R->write_ex(c->ssl, buf, n, &w);
-        if (r == 1) {
-            buf += w;
-            n -= w;
-            continue;
-        }
-        if (wait_wanted(c, R, r, until_ns) != 0)
-            return -1;
-    }
-    return 0;
+    int e = R->get_error(c->ssl, r);
+    return e == SSL_ERROR_WANT_READ ? POLLIN : e == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
 }
 
-/*
- * A new TCP connection onto the fd, and the program's SSL object cleared
- * and handshaken on it.  The answer that came on the old one is held whole
- * first (answer: its length; BO_HX_NOT_WHOLE: it cannot be, and nothing is
- * tried), so that a failed handshake hands it back.
- */
-static int tls_redial(bo_hconn *c, void *ctx, int64_t until_ns, size_t answer)
+static ssize_t tls_put(bo_hconn *c, const char *buf, size_t n, short *ev)
 {
-    const ssl_real *R = ctx;
-
-    if (answer == BO_HX_NOT_WHOLE)
-        return -1;
-    if (answer > bo_hc_held_left(c) && hold(c, R, answer - bo_hc_held_left(c), until_ns) != 0)
-        return -1;
-    if (bo_hs_redial(c, until_ns) != 0)
-        return -1; /* the old connection and the answer are as they were */
-    if (R->clear(c->ssl) != 1)
-        goto failed;
-    for (;;) {
-        int r = R->connect(c->ssl);
-        if (r == 1)
-            break;
-        if (wait_wanted(c, R, r, until_ns) != 0)
-            goto failed;
-    }
-    c->held_len = c->held_off = 0; /* the retried answer is gone for good */
-    return 0;
-failed:
-    /* The old connection is gone: the program reads the held answer, then
-     * meets this connection's failure on its next call. */
+    const ssl_real *R = c->io_ctx;
+    size_t w = 0;
+    int r = R->write_ex(c->ssl, buf, n, &w);
+    if (r == 1)
+        return (ssize_t)w;
+    *ev = wanted(R, c, r);
+    errno = *ev != 0 ? EAGAIN : EPIPE;
     return -1;
+}
+
+/* The program's object on the new connection: cleared, its session
+ * dropped, handshaken; done only when the peer shows the certificate the
+ * program accepted on its first connection. */
+static int tls_shake(bo_hconn *c, bool first, short *ev)
+{
+    const ssl_real *R = c->io_ctx;
+    unsigned char id[BO_HC_PEER_ID];
+    const unsigned char *alpn = NULL;
+    unsigned alen = 0;
+
+    if (first) {
+        if (R->clear(c->ssl) != 1)
+            return -1;
+        (void)R->set_session(c->ssl, NULL); /* a full handshake: a certificate to compare */
+    }
+    int r = R->connect(c->ssl);
+    if (r != 1) {
+        *ev = wanted(R, c, r);
+        return *ev != 0 ? 0 : -1;
+    }
+    R->alpn(c->ssl, &alpn, &alen);
+    if ((alen == 2 && memcmp(alpn, "h2", 2) == 0) || peer_id(R, c->ssl, id) != 0 ||
+        memcmp(id, c->peer_id, BO_HC_PEER_ID) != 0)
+        return -1; /* not the peer the program verified */
+    return 1;
+}
+
+static bool tls_pending(bo_hconn *c)
+{
+    const ssl_real *R = c->io_ctx;
+    return R->has_pending(c->ssl);
 }
 
 static const bo_hx_io k_tls = {
     .look = tls_look,
-    .nonblocking = bo_hs_nonblocking,
-    .more = tls_more,
-    .drop = tls_drop,
-    .send = tls_send,
-    .redial = tls_redial,
-    .rcvtimeo = bo_hs_rcvtimeo,
-    .sndtimeo = bo_hs_sndtimeo,
-    .redial_holds = true,
+    .hold = tls_hold,
+    .idle = tls_idle,
+    .put = tls_put,
+    .shake = tls_shake,
+    .pending = tls_pending,
 };
 
 /* ---- the hooks' logic ---------------------------------------------------------------- */
@@ -351,8 +363,9 @@ static const bo_hx_io k_tls = {
 /*
  * The record of the SSL object's socket when the program writes a request
  * line through it: the socket is one the room follows (bo_hs_adopt) and the
- * object talks HTTP/1.x (no ALPN "h2").  A record of another object on the
- * same fd starts anew.
+ * object talks HTTP/1.x (no ALPN "h2").  A record of another object, or of
+ * another socket, on the same fd starts anew.  The certificate the program
+ * accepted is taken now.
  */
 static bo_hconn *tls_adopt(const ssl_real *R, int slot, SSL *ssl, int fd, const void *ret)
 {
@@ -361,20 +374,22 @@ static bo_hconn *tls_adopt(const ssl_real *R, int slot, SSL *ssl, int fd, const 
     bo_hconn *c = bo_hc_get(fd);
 
     if (c != NULL && c->st != BO_HC_NONE && (!c->tls || c->ssl != ssl))
-        bo_hc_closed(fd); /* a record of an earlier connection on that number */
-    if ((c = bo_hs_adopt(fd, ret)) == NULL || !bo_hc_lock(c))
+        bo_hx_closed(fd); /* a record of an earlier connection on that number */
+    if ((c = bo_hs_adopt(fd, ret)) == NULL || !bo_hx_enter(c))
         return NULL;
+    if (c->st != BO_HC_NONE && !bo_hx_same_socket(c))
+        (void)bo_hs_adopt(fd, ret); /* another socket on that number: its peer taken */
     if (c->st == BO_HC_NONE) {
         R->alpn(ssl, &alpn, &alen);
-        c->tls = c->https = true;
         c->ssl = ssl;
         c->ssl_slot = slot;
-        c->held_len = c->held_off = 0;
-        c->st = alen == 2 && memcmp(alpn, "h2", 2) == 0 ? BO_HC_OFF : BO_HC_IDLE;
+        bo_hx_adopt(c, &k_tls, R, true, alen == 2 && memcmp(alpn, "h2", 2) == 0);
+        c->peer_id_known = peer_id(R, ssl, c->peer_id) == 0;
         __atomic_store_n(&g_tls_used, 1, __ATOMIC_RELAXED);
     }
-    bo_hc_unlock(c);
-    return c->tls && c->ssl == ssl ? c : NULL;
+    bool mine = c->tls && c->ssl == ssl;
+    bo_hx_leave(c);
+    return mine ? c : NULL;
 }
 
 /* One write-like call: SSL_write or SSL_write_ex. */
@@ -409,6 +424,8 @@ static int shim_write(const ssl_real *R, int slot, const wcall *w, const void *r
     if (bo_core_busy || w->buf == NULL || (fd = R->get_fd(w->ssl)) < 0)
         return real_w(R, w);
     c = bo_hc_get(fd);
+    if (c != NULL && c->tls && c->ssl == w->ssl)
+        __atomic_store_n(&c->tls_err, 0, __ATOMIC_RELAXED); /* the object's own from here on */
     if (c == NULL || c->st == BO_HC_NONE || !c->tls || c->ssl != w->ssl) {
         if (!bo_hx_request_start(w->buf, w->n) ||
             (c = tls_adopt(R, slot, w->ssl, fd, ret)) == NULL) {
@@ -416,7 +433,7 @@ static int shim_write(const ssl_real *R, int slot, const wcall *w, const void *r
             return real_w(R, w);
         }
     }
-    if (c->st == BO_HC_OFF || !bo_hc_lock(c)) {
+    if (c->st == BO_HC_OFF || !bo_hx_enter(c)) {
         errno = saved;
         return real_w(R, w);
     }
@@ -424,14 +441,15 @@ static int shim_write(const ssl_real *R, int slot, const wcall *w, const void *r
     switch (c->st) {
     case BO_HC_IDLE:
         if (!bo_hx_request_start(w->buf, w->n)) {
-            bo_hc_off(c);
+            bo_hx_off(c);
             break;
         }
-        if (bo_hx_begin(c, &k_tls, (void *)R, w->buf, w->n) == EINTR) {
+        if (bo_hx_begin(c, w->buf, w->n, bo_hs_nonblocking(fd)) == EINTR) {
             /* the admission's wait was interrupted: nothing was written; the
              * program sees the write refused as a system call's EINTR */
+            c->tls_err = SSL_ERROR_SYSCALL;
             bo_core_busy = 0;
-            bo_hc_unlock(c);
+            bo_hx_leave(c);
             errno = EINTR;
             if (w->ex && w->written != NULL)
                 *w->written = 0;
@@ -440,8 +458,8 @@ static int shim_write(const ssl_real *R, int slot, const wcall *w, const void *r
         break;
     case BO_HC_REQ:
         break;
-    default: /* SENT, PASS: another request before the answer was read whole */
-        bo_hc_off(c);
+    default: /* SENT, PASS, RETRY: another request before the answer was read whole */
+        bo_hx_off(c);
         break;
     }
     errno = saved;
@@ -454,11 +472,11 @@ static int shim_write(const ssl_real *R, int slot, const wcall *w, const void *r
         } else {
             int se = R->get_error(w->ssl, r);
             if (se != SSL_ERROR_WANT_READ && se != SSL_ERROR_WANT_WRITE)
-                bo_hc_off(c); /* the connection failed under the request */
+                bo_hx_off(c); /* the connection failed under the request */
         }
     }
     bo_core_busy = 0;
-    bo_hc_unlock(c);
+    bo_hx_leave(c);
     errno = e;
     return r;
 }
@@ -498,11 +516,27 @@ static size_t r_got(const rcall *r, int ret)
     return ret > 0 ? (size_t)ret : 0;
 }
 
+/* What SSL_get_error is to say of a call the hooks failed themselves
+ * (the object's own state knows nothing of it): EAGAIN is WANT_READ, any
+ * other error a system call's (errno tells it). */
+static void failed_as(bo_hconn *c, int err)
+{
+    c->tls_err = err == EAGAIN || err == EWOULDBLOCK ? SSL_ERROR_WANT_READ : SSL_ERROR_SYSCALL;
+}
+
+/* The read failed (failed_as said how), as the function returns it. */
+static int failed(const rcall *r)
+{
+    if (r->ex && r->got != NULL)
+        *r->got = 0;
+    return r->ex ? 0 : -1;
+}
+
 /*
- * A read on a connection whose request or answer is in flight: the first
- * read after the whole request judges the answer (bo_hx_judge); bytes held
- * are served first; the reads of an answer that stands are followed to its
- * end.
+ * A read on a connection whose request or answer is in flight: the answer
+ * is judged when it comes and a throttle retried where the program waits
+ * (bo_hx_read); bytes held are served first; the reads of an answer that
+ * stands are followed to its end.
  */
 static int shim_read(const ssl_real *R, const rcall *r)
 {
@@ -511,22 +545,28 @@ static int shim_read(const ssl_real *R, const rcall *r)
 
     if (!__atomic_load_n(&g_tls_used, __ATOMIC_RELAXED) || bo_core_busy ||
         (fd = R->get_fd(r->ssl)) < 0 || (c = bo_hc_get(fd)) == NULL || !c->tls ||
-        c->ssl != r->ssl || (c->st < BO_HC_REQ && bo_hc_held_left(c) == 0) || !bo_hc_lock(c))
+        c->ssl != r->ssl)
         return real_r(R, r);
-    bo_core_busy = 1;
-    if (c->st == BO_HC_REQ)
-        bo_hc_off(c);
-    if (c->st == BO_HC_SENT && r->n > 0) {
-        /* (SSL_peek_ex waits as the program's SSL_read would: not on a
-         * non-blocking socket) */
-        if (bo_hx_judge(c, &k_tls, (void *)R, false, &err) == BO_HX_ERR) {
-            bo_core_busy = 0;
-            bo_hc_unlock(c);
-            errno = err;
-            if (r->ex && r->got != NULL)
-                *r->got = 0;
-            return r->ex ? 0 : -1; /* SSL_get_error reads the object's own state */
+    __atomic_store_n(&c->tls_err, 0, __ATOMIC_RELAXED); /* the object's own from here on */
+    if (c->st < BO_HC_REQ && bo_hc_held_left(c) == 0)
+        return real_r(R, r);
+    if (!bo_hc_trylock(c)) {
+        if (c->st == BO_HC_RETRY && bo_hs_nonblocking(fd)) {
+            c->tls_err = SSL_ERROR_WANT_READ; /* a wait hook takes the retry a step */
+            errno = EAGAIN;
+            return failed(r);
         }
+        bo_hc_mark_shared(c);
+        return real_r(R, r);
+    }
+    bo_core_busy = 1;
+    if (c->st >= BO_HC_REQ && c->st != BO_HC_PASS && r->n > 0 &&
+        bo_hx_read(c, !bo_hs_nonblocking(fd), &err) == BO_HX_ERR) {
+        failed_as(c, err);
+        bo_core_busy = 0;
+        bo_hx_leave(c);
+        errno = err;
+        return failed(r);
     }
     size_t h = bo_hc_held_left(c), n;
     if (h > 0 && r->n > 0) {
@@ -551,7 +591,7 @@ static int shim_read(const ssl_real *R, const rcall *r)
             bo_hx_consumed(c, NULL, 0); /* the peer closed: a close-delimited answer ends */
     }
     bo_core_busy = 0;
-    bo_hc_unlock(c);
+    bo_hx_leave(c);
     errno = e;
     return ret;
 }
@@ -562,7 +602,7 @@ static size_t held_of(const ssl_real *R, const SSL *ssl)
     int fd;
     bo_hconn *c;
     if (!__atomic_load_n(&g_tls_used, __ATOMIC_RELAXED) || (fd = R->get_fd(ssl)) < 0 ||
-        (c = bo_hc_get(fd)) == NULL || !c->tls || c->ssl != ssl)
+        (c = bo_hc_get(fd)) == NULL || !c->tls || c->ssl != ssl || c->st == BO_HC_RETRY)
         return 0;
     return __atomic_load_n(&c->held_len, __ATOMIC_RELAXED) -
            __atomic_load_n(&c->held_off, __ATOMIC_RELAXED);
@@ -585,6 +625,20 @@ static int shim_has_pending(const ssl_real *R, const SSL *ssl)
     size_t h = held_of(R, ssl);
     errno = saved;
     return h > 0 ? 1 : R->has_pending(ssl);
+}
+
+/* SSL_get_error of a call the hooks failed themselves says what they made
+ * of it (failed_as); of any other call, what the object says. */
+static int shim_get_error(const ssl_real *R, const SSL *ssl, int ret)
+{
+    int saved = errno, fd, e = 0;
+    bo_hconn *c;
+
+    if (ret <= 0 && __atomic_load_n(&g_tls_used, __ATOMIC_RELAXED) &&
+        (fd = R->get_fd(ssl)) >= 0 && (c = bo_hc_get(fd)) != NULL && c->tls && c->ssl == ssl)
+        e = __atomic_exchange_n(&c->tls_err, 0, __ATOMIC_RELAXED); /* said once */
+    errno = saved;
+    return e != 0 ? e : R->get_error(ssl, ret);
 }
 
 /* ---- the exported hooks, and each copy's wrappers ----------------------------------------- */
@@ -626,6 +680,7 @@ int SSL_peek(SSL *s, void *buf, int num);
 int SSL_peek_ex(SSL *s, void *buf, size_t num, size_t *readbytes);
 int SSL_pending(const SSL *s);
 int SSL_has_pending(const SSL *s);
+int SSL_get_error(const SSL *s, int ret);
 
 /* The exported hooks: the copy the caller (their return address) was bound to. */
 #define RET __builtin_return_address(0)
@@ -672,6 +727,11 @@ BO_EXPORT int SSL_has_pending(const SSL *s)
     return shim_has_pending(caller_real(RET), s);
 }
 
+BO_EXPORT int SSL_get_error(const SSL *s, int ret)
+{
+    return shim_get_error(caller_real(RET), s, ret);
+}
+
 /* The wrappers handed out for one copy (dlsym through a handle, a deep-bound
  * GOT): bound to that slot's real functions, never another copy's. */
 #define SLOT_WRAPPERS(i)                                                              \
@@ -706,6 +766,10 @@ BO_EXPORT int SSL_has_pending(const SSL *s)
     static int has_pending_##i(const SSL *s)                                          \
     {                                                                                 \
         return shim_has_pending(&g_reals[i], s);                                      \
+    }                                                                                 \
+    static int get_error_##i(const SSL *s, int ret)                                   \
+    {                                                                                 \
+        return shim_get_error(&g_reals[i], s, ret);                                   \
     }
 
 BO_LIB_EACH_SLOT(SLOT_WRAPPERS)
@@ -713,7 +777,8 @@ BO_LIB_EACH_SLOT(SLOT_WRAPPERS)
 
 #define SLOT_ROW(i)                                                                   \
     {(void *)read_##i, (void *)read_ex_##i, (void *)write_##i, (void *)write_ex_##i, \
-     (void *)peek_##i, (void *)peek_ex_##i, (void *)pending_##i, (void *)has_pending_##i}
+     (void *)peek_##i, (void *)peek_ex_##i, (void *)pending_##i, (void *)has_pending_##i, \
+     (void *)get_error_##i}
 
 static void *const g_wrappers[BO_LIB_MAX_COPIES][SSLF_NHOOKED] = {
     BO_LIB_SLOT_LIST(SLOT_ROW),

@@ -1,0 +1,470 @@
+/*
+ * wait.c: the program's own waits, where a retry of the http room waits
+ * when the program's call may not (exchange.h): the poll family (poll,
+ * ppoll, select, pselect), which names the descriptors it waits for, and
+ * the epoll family (epoll_wait, epoll_pwait, epoll_pwait2), an event
+ * loop's wait, which does not.
+ *
+ * While no request is in flight anywhere in the process (bo_hc_active),
+ * every hook is the real call at once.  Otherwise a poll that names a
+ * followed connection sees, for it, only what the program would see
+ * without the library: an answer that stands; nothing while a throttle is
+ * retried (its wait, its new connection, its handshake and send are taken
+ * inside this very call, which keeps waiting for the program's other
+ * descriptors and never returns before its own timeout with nothing to
+ * say); the answer held for it when the retry is abandoned, at the latest
+ * when the call's own timeout comes.  An event loop's wait does the same
+ * for the retries of its connections, bounded by its own timeout: it is
+ * woken for their times and the descriptors they wait for, and returns
+ * only with the program's own events or at its own timeout.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <time.h>
+
+#include "bo_time.h"
+#include "core/core.h"
+#include "http/conn.h"
+#include "http/exchange.h"
+
+/* ---- the real functions ---------------------------------------------------- */
+
+typedef int (*poll_fn)(struct pollfd *, nfds_t, int);
+typedef int (*ppoll_fn)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
+typedef int (*select_fn)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
+typedef int (*pselect_fn)(int, fd_set *, fd_set *, fd_set *, const struct timespec *,
+                          const sigset_t *);
+typedef int (*epoll_wait_fn)(int, struct epoll_event *, int, int);
+typedef int (*epoll_pwait_fn)(int, struct epoll_event *, int, int, const sigset_t *);
+typedef int (*epoll_pwait2_fn)(int, struct epoll_event *, int, const struct timespec *,
+                               const sigset_t *);
+
+static struct {
+    poll_fn poll;
+    ppoll_fn ppoll;
+    select_fn select;
+    pselect_fn pselect;
+    epoll_wait_fn epoll_wait;
+    epoll_pwait_fn epoll_pwait;
+    epoll_pwait2_fn epoll_pwait2; /* NULL before glibc 2.35 */
+} g_real;
+static int g_bound;
+
+static void *need(const char *name, void *self)
+{
+    void *p = dlsym(RTLD_NEXT, name);
+    if (p == NULL || p == self)
+        bo_core_die("backoff: cannot find libc's %s; cannot continue", name);
+    return p;
+}
+
+int epoll_pwait2(int epfd, struct epoll_event *ev, int max, const struct timespec *timeout,
+                 const sigset_t *mask);
+
+static void resolve(void)
+{
+    *(void **)&g_real.poll = need("poll", (void *)poll);
+    *(void **)&g_real.ppoll = need("ppoll", (void *)ppoll);
+    *(void **)&g_real.select = need("select", (void *)select);
+    *(void **)&g_real.pselect = need("pselect", (void *)pselect);
+    *(void **)&g_real.epoll_wait = need("epoll_wait", (void *)epoll_wait);
+    *(void **)&g_real.epoll_pwait = need("epoll_pwait", (void *)epoll_pwait);
+    void *p2 = dlsym(RTLD_NEXT, "epoll_pwait2");
+    *(void **)&g_real.epoll_pwait2 = p2 == (void *)epoll_pwait2 ? NULL : p2;
+}
+
+#define REAL(f) (__builtin_expect(__atomic_load_n(&g_bound, __ATOMIC_ACQUIRE), 1) \
+                     ? g_real.f : (bo_core_once(&g_bound, resolve), g_real.f))
+
+/* Anything in flight that a wait must look at? */
+static inline bool quiet(void)
+{
+    return __builtin_expect(__atomic_load_n(&bo_hc_active, __ATOMIC_RELAXED) == 0, 1) ||
+           bo_core_busy;
+}
+
+static int64_t deadline_of_ms(int64_t now, int timeout_ms)
+{
+    return timeout_ms < 0 ? INT64_MAX : now + (int64_t)timeout_ms * BO_NS_PER_MS;
+}
+
+static int64_t deadline_of_ts(int64_t now, const struct timespec *ts)
+{
+    if (ts == NULL)
+        return INT64_MAX;
+    if (ts->tv_sec > INT64_MAX / BO_NS_PER_S / 2)
+        return INT64_MAX;
+    return now + (int64_t)ts->tv_sec * BO_NS_PER_S + ts->tv_nsec;
+}
+
+/* The time left until `until` as a timespec for ppoll (NULL: no end). */
+static const struct timespec *left_ts(int64_t now, int64_t until, struct timespec *ts)
+{
+    if (until == INT64_MAX)
+        return NULL;
+    int64_t left = until > now ? until - now : 0;
+    ts->tv_sec = left / BO_NS_PER_S;
+    ts->tv_nsec = left % BO_NS_PER_S;
+    return ts;
+}
+
+/* ---- the poll family ------------------------------------------------------------ */
+
+/* A descriptor the retries themselves wait for, beyond the program's. */
+typedef struct extra {
+    int of;       /* the program's entry it serves */
+} extra;
+
+/*
+ * The program's poll of fds (n of them) until deadline, with mask (ppoll's
+ * and pselect's signal mask; NULL: none): each followed connection's
+ * events are the exchange's to say (bo_hx_poll_before, bo_hx_poll_after);
+ * the real call is made again, with the time left, until the program has
+ * something to see or its time is up.
+ */
+static int wait_core(struct pollfd *fds, nfds_t n, int64_t deadline, const sigset_t *mask)
+{
+    struct pollfd stack_q[64];
+    extra stack_x[64];
+    short stack_pre[64];
+    bo_hconn *stack_c[64];
+    size_t cap = (size_t)n * 2 + 1;
+    struct pollfd *q = stack_q;
+    extra *x = stack_x;
+    short *pre = stack_pre;
+    bo_hconn **rec = stack_c;
+    int ret = -1;
+
+    if (cap > 64) {
+        q = malloc(cap * sizeof *q);
+        x = malloc(cap * sizeof *x);
+        pre = malloc((size_t)n * sizeof *pre);
+        rec = malloc((size_t)n * sizeof *rec);
+        if (q == NULL || x == NULL || pre == NULL || rec == NULL) {
+            free(q);
+            free(x);
+            free(pre);
+            free(rec);
+            struct timespec ts;
+            return REAL(ppoll)(fds, n, left_ts(bo_core_now_ns(), deadline, &ts), mask);
+        }
+    }
+    for (nfds_t i = 0; i < n; i++) {
+        bo_hconn *c = fds[i].fd >= 0 ? bo_hc_get(fds[i].fd) : NULL;
+        rec[i] = c != NULL && c->st != BO_HC_NONE && c->st != BO_HC_OFF ? c : NULL;
+    }
+    for (;;) {
+        int64_t now = bo_core_now_ns(), until = deadline;
+        nfds_t m = n;
+        int shown = 0;
+        for (nfds_t i = 0; i < n; i++) {
+            q[i] = fds[i];
+            q[i].revents = 0;
+            pre[i] = 0;
+            bo_hconn *c = rec[i];
+            if (c == NULL || !c->active || !bo_hc_trylock(c))
+                continue;
+            short fd_ev, x_ev;
+            int xfd;
+            int64_t u;
+            pre[i] = bo_hx_poll_before(c, fds[i].events, now, deadline, &fd_ev, &xfd, &x_ev, &u);
+            bo_hx_leave(c);
+            if (fd_ev == -1)
+                q[i].fd = -1; /* nothing for the program there yet */
+            else
+                q[i].events = fd_ev;
+            if (xfd >= 0) {
+                q[m].fd = xfd;
+                q[m].events = x_ev;
+                q[m].revents = 0;
+                x[m - n].of = (int)i;
+                m++;
+            }
+            if (u < until)
+                until = u;
+            shown += pre[i] != 0;
+        }
+        struct timespec ts, *tp = (struct timespec *)left_ts(now, shown ? now : until, &ts);
+        int r = REAL(ppoll)(q, m, tp, mask);
+        if (r < 0) {
+            ret = -1;
+            break;
+        }
+        int count = 0;
+        for (nfds_t i = 0; i < n; i++) {
+            short rev = q[i].fd >= 0 ? q[i].revents : 0;
+            bo_hconn *c = rec[i];
+            if (c != NULL && (c->active || pre[i]) && bo_hc_trylock(c)) {
+                short xrev = 0;
+                for (nfds_t k = n; k < m; k++)
+                    if (x[k - n].of == (int)i)
+                        xrev = q[k].revents;
+                rev = (short)(bo_hx_poll_after(c, fds[i].events, rev, xrev, deadline) | pre[i]);
+                bo_hx_leave(c);
+            }
+            fds[i].revents = rev;
+            count += rev != 0;
+        }
+        if (count > 0 || bo_core_now_ns() >= deadline) {
+            ret = count;
+            break;
+        }
+    }
+    if (q != stack_q) {
+        int e = errno;
+        free(q);
+        free(x);
+        free(pre);
+        free(rec);
+        errno = e;
+    }
+    return ret;
+}
+
+/* Does the set name a connection with something in flight? */
+static bool names_active(const struct pollfd *fds, nfds_t n)
+{
+    for (nfds_t i = 0; i < n; i++) {
+        bo_hconn *c = fds[i].fd >= 0 ? bo_hc_get(fds[i].fd) : NULL;
+        if (c != NULL && c->active)
+            return true;
+    }
+    return false;
+}
+
+static int shim_poll(struct pollfd *fds, nfds_t n, int64_t deadline, const sigset_t *mask)
+{
+    int saved = errno;
+    bo_core_busy = 1;
+    errno = saved;
+    int r = wait_core(fds, n, deadline, mask);
+    int e = errno;
+    bo_core_busy = 0;
+    errno = e;
+    return r;
+}
+
+/* glibc declares poll's array write-only (its access attribute), which it
+ * is not: the events are read.  gcc then takes the program's array for
+ * uninitialised here. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+BO_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
+{
+    if (quiet() || !names_active(fds, n))
+        return REAL(poll)(fds, n, timeout);
+    return shim_poll(fds, n, deadline_of_ms(bo_core_now_ns(), timeout), NULL);
+}
+
+BO_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *timeout,
+                    const sigset_t *mask)
+{
+    if (quiet() || !names_active(fds, n))
+        return REAL(ppoll)(fds, n, timeout, mask);
+    return shim_poll(fds, n, deadline_of_ts(bo_core_now_ns(), timeout), mask);
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+/*
+ * select and pselect: the sets as a poll (read: POLLIN; write: POLLOUT;
+ * except: POLLPRI), through the same wait, and back.  select's timeout is
+ * left with the time that remained, as Linux's own does.
+ */
+static int shim_select(int nfds, fd_set *r, fd_set *w, fd_set *e, int64_t deadline,
+                       const sigset_t *mask)
+{
+    struct pollfd stack_p[64] = {{0}}, *p = stack_p;
+    nfds_t n = 0;
+
+    if (nfds > FD_SETSIZE)
+        nfds = FD_SETSIZE;
+    for (int fd = 0; fd < nfds; fd++)
+        n += (r != NULL && FD_ISSET(fd, r)) || (w != NULL && FD_ISSET(fd, w)) ||
+             (e != NULL && FD_ISSET(fd, e));
+    if (n > 64 && (p = malloc(n * sizeof *p)) == NULL)
+        return -2;
+    n = 0;
+    for (int fd = 0; fd < nfds; fd++) {
+        short ev = (short)((r != NULL && FD_ISSET(fd, r) ? POLLIN : 0) |
+                           (w != NULL && FD_ISSET(fd, w) ? POLLOUT : 0) |
+                           (e != NULL && FD_ISSET(fd, e) ? POLLPRI : 0));
+        if (ev != 0)
+            p[n++] = (struct pollfd){.fd = fd, .events = ev};
+    }
+    int res = shim_poll(p, n, deadline, mask);
+    if (res >= 0) {
+        int count = 0;
+        for (nfds_t i = 0; i < n; i++) {
+            int fd = p[i].fd;
+            short rev = p[i].revents;
+            if (r != NULL && FD_ISSET(fd, r) && !(rev & (POLLIN | POLLHUP | POLLERR)))
+                FD_CLR(fd, r);
+            if (w != NULL && FD_ISSET(fd, w) && !(rev & (POLLOUT | POLLERR)))
+                FD_CLR(fd, w);
+            if (e != NULL && FD_ISSET(fd, e) && !(rev & POLLPRI))
+                FD_CLR(fd, e);
+            count += (r != NULL && FD_ISSET(fd, r)) + (w != NULL && FD_ISSET(fd, w)) +
+                     (e != NULL && FD_ISSET(fd, e));
+        }
+        res = count;
+    }
+    if (p != stack_p) {
+        int er = errno;
+        free(p);
+        errno = er;
+    }
+    return res;
+}
+
+/* Does any of the sets name a connection with something in flight? */
+static bool sets_active(int nfds, const fd_set *r, const fd_set *w, const fd_set *e)
+{
+    if (nfds > FD_SETSIZE)
+        nfds = FD_SETSIZE;
+    for (int fd = 0; fd < nfds; fd++) {
+        if (!((r != NULL && FD_ISSET(fd, r)) || (w != NULL && FD_ISSET(fd, w)) ||
+              (e != NULL && FD_ISSET(fd, e))))
+            continue;
+        bo_hconn *c = bo_hc_get(fd);
+        if (c != NULL && c->active)
+            return true;
+    }
+    return false;
+}
+
+BO_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *timeout)
+{
+    if (quiet() || !sets_active(nfds, r, w, e))
+        return REAL(select)(nfds, r, w, e, timeout);
+    int64_t now = bo_core_now_ns();
+    int64_t deadline = timeout == NULL ? INT64_MAX
+                                       : now + (int64_t)timeout->tv_sec * BO_NS_PER_S +
+                                             (int64_t)timeout->tv_usec * 1000;
+    int res = shim_select(nfds, r, w, e, deadline, NULL);
+    if (res == -2)
+        return REAL(select)(nfds, r, w, e, timeout);
+    if (timeout != NULL) {
+        int64_t left = deadline - bo_core_now_ns();
+        if (left < 0)
+            left = 0;
+        timeout->tv_sec = left / BO_NS_PER_S;
+        timeout->tv_usec = (left % BO_NS_PER_S) / 1000;
+    }
+    return res;
+}
+
+BO_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct timespec *timeout,
+                      const sigset_t *mask)
+{
+    if (quiet() || !sets_active(nfds, r, w, e))
+        return REAL(pselect)(nfds, r, w, e, timeout, mask);
+    int res = shim_select(nfds, r, w, e, deadline_of_ts(bo_core_now_ns(), timeout), mask);
+    return res == -2 ? REAL(pselect)(nfds, r, w, e, timeout, mask) : res;
+}
+
+/* ---- the epoll family ------------------------------------------------------------ */
+
+#define DRIVE_FDS 8
+
+/*
+ * The event loop's wait on epfd until deadline: the retries of its
+ * connections are taken a step each time it wakes (bo_hx_drive), and it
+ * is woken for their times and the descriptors they wait for (the epoll
+ * fd itself is pollable: it polls readable when events are ready); it
+ * returns only with events of the program's or at its own time.
+ */
+static int shim_epoll(int epfd, struct epoll_event *ev, int max, int64_t deadline,
+                      const sigset_t *mask)
+{
+    int fds[DRIVE_FDS];
+    short evs[DRIVE_FDS];
+
+    for (;;) {
+        int64_t now = bo_core_now_ns(), until;
+        int saved = errno;
+        bo_core_busy = 1;
+        int k = bo_hx_drive(now, deadline, &until, fds, evs, DRIVE_FDS);
+        bo_core_busy = 0;
+        errno = saved;
+        if (until > deadline)
+            until = deadline;
+        struct timespec ts;
+        const struct timespec *tp = left_ts(now, until, &ts);
+        int r;
+        if (k == 0) {
+            int ms = tp == NULL ? -1
+                                : (int)((until - now + BO_NS_PER_MS - 1) / BO_NS_PER_MS);
+            if (tp != NULL && until <= now)
+                ms = 0;
+            r = REAL(epoll_pwait)(epfd, ev, max, ms, mask);
+        } else {
+            struct pollfd q[DRIVE_FDS + 1];
+            q[0] = (struct pollfd){.fd = epfd, .events = POLLIN};
+            for (int i = 0; i < k; i++)
+                q[i + 1] = (struct pollfd){.fd = fds[i], .events = evs[i]};
+            r = REAL(ppoll)(q, (nfds_t)k + 1, tp, mask);
+            if (r > 0)
+                r = (q[0].revents & POLLIN) ? REAL(epoll_wait)(epfd, ev, max, 0) : 0;
+        }
+        if (r != 0 || bo_core_now_ns() >= deadline)
+            return r;
+    }
+}
+
+/* The loop's next timer, as its wait's timeout says, for the retries its
+ * reads judge (exchange.h: bo_hx_loop_wait). */
+static int64_t note_loop(int timeout_ms)
+{
+    int64_t now = bo_core_now_ns();
+    bo_hx_loop_wait(now, timeout_ms);
+    return now;
+}
+
+BO_EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
+{
+    if (bo_core_busy || timeout == 0)
+        return REAL(epoll_wait)(epfd, ev, max, timeout);
+    int64_t now = note_loop(timeout);
+    if (quiet())
+        return REAL(epoll_wait)(epfd, ev, max, timeout);
+    return shim_epoll(epfd, ev, max, deadline_of_ms(now, timeout), NULL);
+}
+
+BO_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout,
+                          const sigset_t *mask)
+{
+    if (bo_core_busy || timeout == 0)
+        return REAL(epoll_pwait)(epfd, ev, max, timeout, mask);
+    int64_t now = note_loop(timeout);
+    if (quiet())
+        return REAL(epoll_pwait)(epfd, ev, max, timeout, mask);
+    return shim_epoll(epfd, ev, max, deadline_of_ms(now, timeout), mask);
+}
+
+BO_EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int max,
+                           const struct timespec *timeout, const sigset_t *mask)
+{
+    if (REAL(epoll_pwait2) == NULL) {
+        errno = ENOSYS;
+        return -1;
+    }
+    if (bo_core_busy || (timeout != NULL && timeout->tv_sec == 0 && timeout->tv_nsec == 0))
+        return REAL(epoll_pwait2)(epfd, ev, max, timeout, mask);
+    int64_t now = bo_core_now_ns();
+    int64_t deadline = deadline_of_ts(now, timeout);
+    bo_hx_loop_wait(now, deadline == INT64_MAX ? -1
+                                               : (int)((deadline - now) / BO_NS_PER_MS + 1));
+    if (quiet())
+        return REAL(epoll_pwait2)(epfd, ev, max, timeout, mask);
+    return shim_epoll(epfd, ev, max, deadline, mask);
+}
