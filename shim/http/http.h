@@ -7,16 +7,24 @@
  *
  *   fdtab.c     the records of the connections, found by fd (conn.h);
  *   exchange.c  one request and its answer as a call of the engine: the
- *               request kept, the answer looked at without being consumed
- *               and judged, a throttle retried on the same connection or a
- *               new one (exchange.h);
+ *               records' life and their one state setter, the request
+ *               admitted and kept, the answer that stands followed
+ *               (exchange.h; exchange_int.h for the next two);
+ *   retry.c     an answer judged (bo_classify) and a throttle retried, step
+ *               by step, never waiting: the wait and the admission, a new
+ *               connection, its handshake, the request sent again;
+ *   drive.c     where the steps wait: the program's blocking read, its
+ *               poll or select, its event loop;
+ *   redial.c    a new connection made like the program's, moved onto its
+ *               fd; a quiet stand-in while an event loop's retry waits;
+ *   wait.c      the poll and epoll families' hooks (the program's waits);
  *   sock.c      the socket hooks (write, send, sendto, writev, read, recv,
  *               recvfrom and their _chk forms, close, dup2, dup3, accept,
- *               accept4, epoll_ctl) and the plain socket's moves, a new
- *               connection with the program's options among them;
+ *               accept4, shutdown) and a plain socket's moves;
  *   ssl.c       the OpenSSL hooks (SSL_write, SSL_read and their _ex forms,
- *               SSL_peek, SSL_pending) on SSL objects bound to a socket, and
- *               the libssl family declared to the loader;
+ *               SSL_peek, SSL_pending, SSL_get_error) on SSL objects bound
+ *               to a socket, the peer a redial must show, and the libssl
+ *               family declared to the loader;
  *   gnutls.c    the GnuTLS hooks (gnutls_record_send, _recv, _check_pending)
  *               on sessions over a socket: same-connection retries only; the
  *               libgnutls family;
@@ -25,8 +33,10 @@
  * What it promises: a program that never meets a throttle sees the same
  * bytes and results; a read or write on an fd it does not follow costs one
  * lookup; a retried answer never reaches the program, and an answer that
- * is not retried stays where the program expects it.  BACKOFF_HTTP=0 turns
- * it all off.  docs/DESIGN.md ("The HTTP hooks") has the rules.
+ * is not retried stays where the program expects it; a call the program
+ * made non-blocking never waits; a new connection talks only to the peer
+ * the program verified.  BACKOFF_HTTP=0 turns it all off.  docs/DESIGN.md
+ * ("The HTTP hooks") has the rules.
  */
 #ifndef BO_HTTP_ROOM_H
 #define BO_HTTP_ROOM_H

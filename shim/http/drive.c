@@ -1,0 +1,295 @@
+/*
+ * drive.c: where a retry of the http room waits (exchange.h's heading):
+ * the program's blocking read, its poll or select, its event loop; and
+ * the mode a read judges an answer in (a non-blocking read that left a
+ * throttle for the program's poll, then met it again: an event loop's
+ * when the socket is in an epoll set, else nobody's).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bo_time.h"
+#include "call/call.h"
+#include "core/core.h"
+#include "http/exchange.h"
+#include "http/exchange_int.h"
+#include "http/sock.h"
+
+/* A blocking retry's connect, handshake and send, when the call has no
+ * deadline. */
+#define HX_IO_NS (30 * BO_NS_PER_S)
+/* A wait hook's look at a throttle head still arriving in pieces. */
+#define HX_PIECE_NS (2 * BO_NS_PER_MS)
+/* The sweep of requests whose socket the program closed unseen, at most so often. */
+#define HX_SWEEP_NS (1000 * BO_NS_PER_MS)
+
+/* ---- the program's event loop ------------------------------------------------------- */
+
+/* Is the fd in an epoll set (an event loop waits on it)? */
+static bool in_epoll(int fd)
+{
+    char path[64], line[256], link[64];
+    bool found = false;
+    DIR *d = opendir("/proc/self/fd");
+
+    if (d == NULL)
+        return false;
+    for (struct dirent *e; !found && (e = readdir(d)) != NULL;) {
+        int epfd = atoi(e->d_name);
+        if (e->d_name[0] < '0' || e->d_name[0] > '9' || epfd == dirfd(d))
+            continue;
+        snprintf(path, sizeof path, "/proc/self/fd/%d", epfd);
+        ssize_t k = readlink(path, link, sizeof link - 1);
+        if (k <= 0)
+            continue;
+        link[k] = '\0';
+        if (strcmp(link, "anon_inode:[eventpoll]") != 0)
+            continue;
+        snprintf(path, sizeof path, "/proc/self/fdinfo/%d", epfd);
+        FILE *f = fopen(path, "re");
+        if (f == NULL)
+            continue;
+        int tfd;
+        while (!found && fgets(line, sizeof line, f) != NULL)
+            found = sscanf(line, "tfd: %d", &tfd) == 1 && tfd == fd;
+        fclose(f);
+    }
+    closedir(d);
+    return found;
+}
+
+/* The end of the process's event-loop wait (bo_hx_loop_wait). */
+static int64_t g_loop_deadline = INT64_MAX;
+
+/* The process serves connections it accepted (bo_hx_serving). */
+static int g_serving;
+
+void bo_hx_serving(void)
+{
+    if (!__atomic_load_n(&g_serving, __ATOMIC_RELAXED))
+        __atomic_store_n(&g_serving, 1, __ATOMIC_RELAXED);
+}
+
+void bo_hx_loop_wait(int64_t now, int timeout_ms)
+{
+    if (timeout_ms == 0)
+        return; /* a loop with work at hand says nothing of its timers */
+    int64_t d = timeout_ms < 0 ? INT64_MAX : now + (int64_t)timeout_ms * BO_NS_PER_MS;
+    __atomic_store_n(&g_loop_deadline, d, __ATOMIC_RELAXED);
+}
+
+/* ---- the drivers: the program's read, its poll, its event loop ----------------- */
+
+/* A blocking read drives a retry to its end, waiting inside the read as the
+ * program's own blocking read would: 0, or EINTR (a signal without
+ * SA_RESTART: the retry is abandoned, its answer handed back at once). */
+static int drive_blocking(bo_hconn *c)
+{
+    int64_t io_bound = bo_core_now_ns() + HX_IO_NS;
+
+    while (c->st == BO_HC_RETRY) {
+        hx_need need;
+        int64_t now = bo_core_now_ns();
+        if (bo_hx_step(c, now, &need))
+            break;
+        if (need.fd_ev != 0 || need.xfd >= 0) {
+            int64_t until = c->call.deadline_ns < io_bound ? c->call.deadline_ns : io_bound;
+            if (bo_hs_wait_fd(need.xfd >= 0 ? need.xfd : c->fd,
+                              need.xfd >= 0 ? need.x_ev : need.fd_ev, until) != 0 &&
+                bo_core_now_ns() >= until) {
+                bo_hx_abandon(c);
+                break;
+            }
+            continue;
+        }
+        bo_core_busy = 0;
+        int rc = bo_run_wait_until(c->dest, need.until);
+        bo_core_busy = 1;
+        if (rc == EINTR) {
+            bo_hx_abandon(c);
+            return EINTR;
+        }
+    }
+    return 0;
+}
+
+bo_hx_verdict bo_hx_read(bo_hconn *c, bool blocking, int *err)
+{
+    if (c->st == BO_HC_REQ) {
+        bo_hx_off(c); /* a read in the middle of a request: the server answered early */
+        return BO_HX_OFF;
+    }
+    if ((c->st == BO_HC_SENT || c->st == BO_HC_RETRY) && !bo_hx_same_socket(c))
+        return BO_HX_OFF; /* another socket on that number: not ours to judge */
+    for (;;) {
+        if (c->st == BO_HC_RETRY) {
+            if (blocking) {
+                if (drive_blocking(c) == EINTR && c->st != BO_HC_PASS) {
+                    *err = EINTR;
+                    return BO_HX_ERR;
+                }
+            } else {
+                hx_need need;
+                if (!bo_hx_step(c, bo_core_now_ns(), &need)) {
+                    *err = EAGAIN; /* the retry's answer is not here yet */
+                    return BO_HX_ERR;
+                }
+            }
+            continue;
+        }
+        if (c->st != BO_HC_SENT)
+            return c->st == BO_HC_OFF || c->st == BO_HC_NONE ? BO_HX_OFF : BO_HX_PASS;
+        hx_mode mode = MODE_BLOCK;
+        int64_t deadline = INT64_MAX;
+        if (!blocking) {
+            mode = MODE_NONE;
+            /* an event loop retries in its own wait, bounded by its next
+             * timer; a server's (a proxy's upstream answers) are passed on */
+            if (c->deferred && !__atomic_load_n(&g_serving, __ATOMIC_RELAXED) &&
+                in_epoll(c->fd)) {
+                mode = MODE_LOOP;
+                deadline = __atomic_load_n(&g_loop_deadline, __ATOMIC_RELAXED);
+            }
+        }
+        switch (bo_hx_judge(c, mode, deadline, err)) {
+        case J_NOTHING:
+        case J_ERR:
+            return BO_HX_ERR;
+        case J_OFF:
+            return BO_HX_OFF;
+        case J_STANDS:
+            return BO_HX_PASS;
+        case J_RETRYING:
+            break; /* a step at once: it may go out right away */
+        }
+    }
+}
+
+short bo_hx_poll_before(bo_hconn *c, short ev, int64_t now, int64_t deadline, short *fd_ev,
+                        int *xfd, short *x_ev, int64_t *until)
+{
+    *fd_ev = ev;
+    *xfd = -1;
+    *x_ev = 0;
+    *until = INT64_MAX;
+    if ((c->st == BO_HC_SENT || c->st == BO_HC_RETRY) && !bo_hx_same_socket(c))
+        return 0;
+    if (c->st == BO_HC_RETRY) {
+        hx_need need;
+        if (c->loop || !bo_hx_step(c, now, &need)) {
+            if (c->loop) { /* an event loop's retry met in a poll: its own needs */
+                need.until = now + HX_PIECE_NS;
+                need.fd_ev = 0;
+                need.xfd = -1;
+            }
+            *fd_ev = need.fd_ev != 0 ? need.fd_ev : -1;
+            *xfd = need.xfd;
+            *x_ev = need.x_ev;
+            *until = need.until < deadline ? need.until : deadline;
+            return 0;
+        }
+    }
+    if (c->st == BO_HC_SENT && c->first_byte_ns != 0 && (ev & POLLIN)) {
+        /* a throttle's head arriving in pieces: looked at again shortly */
+        *fd_ev = -1;
+        *until = now + HX_PIECE_NS;
+        return 0;
+    }
+    if ((c->st == BO_HC_PASS || c->deliver) && bo_hc_held_left(c) > 0 && (ev & POLLIN))
+        return POLLIN; /* an answer held for the program: readable now */
+    return 0;
+}
+
+short bo_hx_poll_after(bo_hconn *c, short ev, short rev, short xrev, int64_t deadline)
+{
+    int err = 0;
+    int64_t now = bo_core_now_ns();
+
+    (void)xrev;
+    if (c->st == BO_HC_RETRY && !c->loop) {
+        hx_need need;
+        if (!bo_hx_step(c, now, &need)) {
+            if (now >= deadline) /* the program's wait ends: it gets the answer it met */
+                bo_hx_abandon(c);
+            else
+                return 0;
+        }
+    }
+    if (c->st == BO_HC_SENT && (ev & POLLIN) &&
+        ((rev & (POLLIN | POLLHUP | POLLERR | POLLRDHUP)) || c->first_byte_ns != 0 ||
+         (c->io->pending != NULL && c->io->pending(c)))) {
+        switch (bo_hx_judge(c, MODE_POLL, deadline, &err)) {
+        case J_NOTHING:
+            return 0;
+        case J_RETRYING:
+            return bo_hx_poll_after(c, ev, 0, 0, deadline);
+        default:
+            break;
+        }
+        rev |= POLLIN;
+    }
+    if (c->st == BO_HC_RETRY)
+        return 0;
+    if ((c->st == BO_HC_PASS || c->deliver) && bo_hc_held_left(c) > 0 && (ev & POLLIN))
+        rev |= POLLIN;
+    return rev & (short)(ev | POLLHUP | POLLERR | POLLNVAL);
+}
+
+/* The event-loop drive's gathering (bo_hx_drive). */
+typedef struct drive_ctx {
+    int64_t now, until;
+    int *fds;
+    short *evs;
+    int n, max;
+    bool sweep;
+} drive_ctx;
+
+static int64_t g_last_sweep;
+
+static void drive_one(bo_hconn *c, void *ud)
+{
+    drive_ctx *d = ud;
+    hx_need need;
+
+    if (!c->active || !bo_hc_trylock(c))
+        return;
+    if (d->sweep && c->st == BO_HC_SENT && bo_hc_identity(c->fd) != c->ino)
+        bo_hx_reset(c); /* its socket closed without a hook seeing it: its place freed */
+    if (c->st == BO_HC_RETRY && c->loop && !bo_hx_step(c, d->now, &need)) {
+        if (d->now >= c->give_up_ns) {
+            bo_hx_abandon(c);
+        } else {
+            if (need.until < d->until)
+                d->until = need.until;
+            if (need.xfd >= 0 && d->n < d->max) {
+                d->fds[d->n] = need.xfd;
+                d->evs[d->n++] = need.x_ev;
+            } else if (need.fd_ev != 0 && d->n < d->max) {
+                d->fds[d->n] = c->fd;
+                d->evs[d->n++] = need.fd_ev;
+            }
+        }
+    }
+    bo_hx_leave(c);
+}
+
+int bo_hx_drive(int64_t now, int64_t loop_deadline, int64_t *until, int *fds, short *evs,
+                int max)
+{
+    drive_ctx d = {.now = now, .until = INT64_MAX, .fds = fds, .evs = evs, .max = max};
+
+    (void)loop_deadline;
+    if (now - __atomic_load_n(&g_last_sweep, __ATOMIC_RELAXED) >= HX_SWEEP_NS) {
+        __atomic_store_n(&g_last_sweep, now, __ATOMIC_RELAXED);
+        d.sweep = true;
+    }
+    bo_hc_each(drive_one, &d);
+    *until = d.until;
+    return d.n;
+}
+

@@ -1,0 +1,87 @@
+/*
+ * exchange_int.h: what the http room's exchange files share (exchange.c:
+ * the records' life, the one state setter, the call and the request;
+ * retry.c: an answer judged and a retry's steps; drive.c: where the steps
+ * wait).  Not for the transports or the hooks: exchange.h is theirs.
+ */
+#ifndef BO_HTTP_EXCHANGE_INT_H
+#define BO_HTTP_EXCHANGE_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "bo_classify.h"
+#include "bo_ratelimit.h"
+#include "http/conn.h"
+
+/* ---- exchange.c ---- */
+
+/* The one place a record's state changes (and bo_hc_active follows). */
+void bo_hx_set_state(bo_hconn *c, bo_hc_state st);
+/* bo_hc_active follows the record (an answer delivered, say). */
+void bo_hx_update_active(bo_hconn *c);
+/* Back to NONE, nothing in flight, nothing held (the record's lock held). */
+void bo_hx_reset(bo_hconn *c);
+/* The call ends: its logical request recorded for the program's next try. */
+void bo_hx_end_call(bo_hconn *c, bool failed_retryable);
+/* The call gives up where it stands (an admitted attempt's slot back). */
+void bo_hx_drop_call(bo_hconn *c, bool failed_retryable);
+/* The admitted attempt ended: completed; true: retry no sooner than *until. */
+bool bo_hx_complete(bo_hconn *c, bo_outcome o, int status, int code, int64_t ra_ns,
+                    const bo_rl_headers *rl, int64_t *until);
+/* The facts bo_classify judges the attempt by. */
+bo_outcome bo_hx_classify(const bo_hconn *c, int status, int code);
+/* The answer stands: PASS, followed to its end. */
+void bo_hx_stands(bo_hconn *c);
+/* BACKOFF_IDEMPOTENCY_KEY: the shim's key into the kept request. */
+void bo_hx_idem_add(bo_hconn *c);
+/* bo_http_parse_response's line callback: bo_rl_header_line. */
+void bo_hx_rl_line(void *ctx, const char *line, size_t len);
+
+/* ---- retry.c ---- */
+
+/* What a retry under way waits for: a time, events on the fd, on another fd. */
+typedef struct hx_need {
+    int64_t until;
+    short fd_ev;   /* 0: nothing on the fd */
+    int xfd;
+    short x_ev;
+} hx_need;
+
+/* Where the program waits for the answer being judged (exchange.h). */
+typedef enum hx_mode {
+    MODE_BLOCK, /* its blocking read: look and wait inside it */
+    MODE_POLL,  /* its poll or select naming the fd, until a deadline */
+    MODE_LOOP,  /* its event loop (epoll), until the loop's next timer */
+    MODE_NONE   /* a non-blocking read, nothing known: no retry */
+} hx_mode;
+
+typedef enum hx_judged {
+    J_NOTHING,  /* nothing to say yet (EAGAIN, a head in pieces, deferred) */
+    J_STANDS,   /* the answer stands: PASS */
+    J_RETRYING, /* a retry is under way: RETRY */
+    J_OFF,      /* the connection is left alone (the read meets what is there) */
+    J_ERR       /* the read fails with *err */
+} hx_judged;
+
+/*
+ * Judge the answer of the attempt in flight (SENT), as far as it came:
+ * mode and deadline say where the program waits for it and until when
+ * (a retry whose wait and one more attempt do not fit is not made).
+ */
+hx_judged bo_hx_judge(bo_hconn *c, hx_mode mode, int64_t deadline, int *err);
+
+/*
+ * One step of a retry under way, never waiting.  True when the record left
+ * RETRY (SENT, PASS when abandoned, NONE when its socket is gone); false
+ * with *need what it waits for.
+ */
+bool bo_hx_step(bo_hconn *c, int64_t now, hx_need *need);
+
+/* The retry ends before its request went out again: the answer it met is
+ * the program's (counted: a give-up the admission counted already). */
+void bo_hx_abandon(bo_hconn *c);
+void bo_hx_abandon_counted(bo_hconn *c, bool counted);
+
+#endif
