@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bo_http.h"
 #include "bo_time.h"
 #include "call/call.h"
 #include "core/core.h"
@@ -258,8 +259,27 @@ static void drive_one(bo_hconn *c, void *ud)
 
     if (!c->active || !bo_hc_trylock(c))
         return;
-    if (d->sweep && c->st == BO_HC_SENT && bo_hc_identity(c->fd) != c->ino)
-        bo_hx_reset(c); /* its socket closed without a hook seeing it: its place freed */
+    if (d->sweep && c->st == BO_HC_SENT) {
+        if (bo_hc_identity(c->fd) != c->ino) {
+            bo_hx_reset(c); /* its socket closed without a hook seeing it: its place freed */
+        } else if (!c->tls && c->in_call && c->admitted &&
+                   d->now - c->call.attempt_ns > HX_SWEEP_NS) {
+            /* An answer that came whole and that the program has not read
+             * for a second ends its attempt (it stands, where it is: a
+             * peek consumes nothing): its place in the window is freed
+             * whenever the program comes to it. */
+            size_t total;
+            ssize_t n = c->io->look(c, false);
+            bo_http_msg m;
+            if (n > 0 && bo_http_parse_response(c->peek, (size_t)n, c->req.method, &m, NULL,
+                                                NULL) == BO_HTTP_DONE &&
+                bo_hx_whole(c, &m, n, &total)) {
+                int err = 0;
+                c->deferred = true; /* judged where no retry is made: it stands */
+                (void)bo_hx_judge(c, MODE_NONE, d->now, &err);
+            }
+        }
+    }
     if (c->st == BO_HC_RETRY && c->loop && !bo_hx_step(c, d->now, &need)) {
         if (d->now >= c->give_up_ns) {
             bo_hx_abandon(c);

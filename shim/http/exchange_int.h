@@ -72,6 +72,10 @@ typedef enum hx_judged {
  */
 hx_judged bo_hx_judge(bo_hconn *c, hx_mode mode, int64_t deadline, int *err);
 
+/* Is the whole answer whose head is m among the n bytes looked at (peek)?
+ * Its length in *total. */
+bool bo_hx_whole(const bo_hconn *c, const bo_http_msg *m, ssize_t n, size_t *total);
+
 /*
  * One step of a retry under way, never waiting.  True when the record left
  * RETRY (SENT, PASS when abandoned, NONE when its socket is gone); false

@@ -254,20 +254,24 @@ static int take_over(bo_hconn *c, bool answered, size_t total, bool loop, int64_
 
 /* ---- judging an answer ------------------------------------------------------- */
 
-/* Is the whole answer (its head read into c->resp, n bytes looked at)
+/* Is the whole answer (its head read into m, n bytes looked at in peek)
  * among the bytes looked at?  Its length in *total.  A close-delimited
  * answer never is (its end is the close). */
+bool bo_hx_whole(const bo_hconn *c, const bo_http_msg *m, ssize_t n, size_t *total)
+{
+    if (m->framing == BO_HTTP_FRAMING_CLOSE || m->framing == BO_HTTP_FRAMING_TUNNEL)
+        return false;
+    bo_http_msg b = *m;
+    size_t used;
+    if (bo_http_feed(&b, c->peek + m->head_len, (size_t)n - m->head_len, &used) != BO_HTTP_DONE)
+        return false;
+    *total = m->head_len + used;
+    return true;
+}
+
 static bool whole_now(bo_hconn *c, ssize_t n, size_t *total)
 {
-    if (c->resp.framing == BO_HTTP_FRAMING_CLOSE || c->resp.framing == BO_HTTP_FRAMING_TUNNEL)
-        return false;
-    bo_http_msg m = c->resp;
-    size_t used;
-    if (bo_http_feed(&m, c->peek + c->resp.head_len, (size_t)n - c->resp.head_len, &used) !=
-        BO_HTTP_DONE)
-        return false;
-    *total = c->resp.head_len + used;
-    return true;
+    return bo_hx_whole(c, &c->resp, n, total);
 }
 
 /*
