@@ -10,7 +10,7 @@
 #include "bo_classify.h"
 
 #include <errno.h>
-#include <strings.h>
+#include <string.h>
 
 /* How a retryable class may be repeated. */
 typedef enum safety {
@@ -35,7 +35,7 @@ bool bo_method_idempotent(const char *method)
     if (method == NULL)
         return true;
     for (size_t i = 0; i < sizeof idempotent / sizeof idempotent[0]; i++) {
-        if (strcasecmp(method, idempotent[i]) == 0)
+        if (strcmp(method, idempotent[i]) == 0) /* methods are case-sensitive (RFC 9110) */
             return true;
     }
     return false;

@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <strings.h>
 
 void bo_idem_key_new(bo_rng *rng, char out[BO_IDEM_VALUE_SIZE])
@@ -79,4 +80,19 @@ bool bo_idem_key_reusable(const char *stored, uint64_t stored_body, uint64_t bod
     if (stored == NULL || stored[0] == '\0')
         return false;
     return stored_body == 0 || body == 0 || stored_body == body;
+}
+
+bool bo_idem_wants_key(const char *method, bo_idem_line own)
+{
+    return own == BO_IDEM_LINE_OTHER && method != NULL &&
+           (strcmp(method, "POST") == 0 || strcmp(method, "PATCH") == 0);
+}
+
+void bo_idem_key_for(const char *prev, uint64_t prev_body, uint64_t body, bo_rng *rng,
+                     char out[BO_IDEM_VALUE_SIZE])
+{
+    if (bo_idem_key_reusable(prev, prev_body, body))
+        memcpy(out, prev, BO_IDEM_VALUE_SIZE);
+    else
+        bo_idem_key_new(rng, out);
 }

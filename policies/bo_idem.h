@@ -79,4 +79,23 @@ uint64_t bo_idem_body_fp(const void *data, size_t len);
  */
 bool bo_idem_key_reusable(const char *stored, uint64_t stored_body, uint64_t body);
 
+/*
+ * The one rule of both hook families (the libcurl room's header list, the
+ * http room's raw request): under BACKOFF_IDEMPOTENCY_KEY the shim gives a
+ * request its own key, from its first attempt on, when it is a POST or a
+ * PATCH (methods compared as HTTP compares them: case-sensitively) whose
+ * headers say nothing of a key (own: what they say; a key or an empty
+ * mention of one is the program's to decide).
+ */
+bool bo_idem_wants_key(const char *method, bo_idem_line own);
+
+/*
+ * The key of a request the shim keys: the program's previous try's of the
+ * same logical request (prev and its body's fingerprint, from bo_lineage;
+ * NULL or "": none) when bo_idem_key_reusable says so for this body, else
+ * a fresh one from rng.
+ */
+void bo_idem_key_for(const char *prev, uint64_t prev_body, uint64_t body, bo_rng *rng,
+                     char out[BO_IDEM_VALUE_SIZE]);
+
 #endif

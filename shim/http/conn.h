@@ -106,8 +106,15 @@ typedef struct bo_hconn {
     bo_block *dest_cache;       /* the destination of the connection's last request
                                    (a reference), for the next one to the same Host */
     uint64_t dest_hash;
-    bool idem_added;            /* the shim's Idempotency-Key is in kept */
+    bool idem_keyed;            /* the request carries the shim's Idempotency-Key, from its
+                                   first attempt on (idem) */
+    bool idem_added;            /* ... and its line is in kept */
+    uint64_t idem_body;         /* the body's fingerprint, when known at its first write */
     char idem[BO_IDEM_VALUE_SIZE];
+    char *inj;                  /* the program's first write of the request with the key's
+                                   line in it, which the hooks write in its place */
+    size_t inj_len, inj_cap, inj_off, inj_at, inj_line; /* its length, bytes written, where
+                                   the line starts and its length */
     /* a retry under way (RETRY) */
     bo_hc_step step;
     bool same_conn;             /* sent again on the same connection, not a new one */

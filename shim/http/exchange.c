@@ -175,7 +175,8 @@ void bo_hx_end_call(bo_hconn *c, bool failed_retryable)
         return;
     if (c->lkey == 0 && failed_retryable && c->req.head_done)
         c->lkey = lineage_key(&c->req, c->dest->key);
-    bo_lineage_call_end(c->lkey, &c->call, failed_retryable, c->idem_added ? c->idem : NULL, 0);
+    bo_lineage_call_end(c->lkey, &c->call, failed_retryable, c->idem_keyed ? c->idem : NULL,
+                        c->idem_body);
     bo_block_put(c->dest);
     c->dest = NULL;
     c->in_call = c->admitted = false;
@@ -217,7 +218,7 @@ bo_outcome bo_hx_classify(const bo_hconn *c, int status, int code)
                     .has_upload = c->req.framing != BO_HTTP_FRAMING_NONE,
                     .upload_rewindable = c->kept_ok,
                     .request_sent = true,
-                    .idempotency_key = c->req.idempotency_key || c->idem_added};
+                    .idempotency_key = c->req.idempotency_key || c->idem_keyed};
     return bo_classify(bo_core_config(), &a);
 }
 
@@ -239,6 +240,8 @@ void bo_hx_reset(bo_hconn *c)
     c->peer_id_known = false;
     c->held_len = c->held_off = 0;
     c->deliver = c->shut_wr = c->shut_rd = c->deferred = false;
+    c->idem_keyed = c->idem_added = false;
+    c->inj_len = c->inj_off = 0;
     c->ino = 0;
     bo_hx_set_state(c, BO_HC_NONE);
 }
@@ -370,6 +373,9 @@ static bo_block *destination(bo_hconn *c, const bo_config *cfg, const bo_http_ms
     return b;
 }
 
+static void idem_inject(bo_hconn *c, const char *buf, size_t len, const bo_lineage *prev);
+static void idem_keep(bo_hconn *c);
+
 /* The request goes as the program wrote it, followed (so that the next one
  * on the connection is known) but no call of the engine. */
 static int unmanaged(bo_hconn *c)
@@ -406,10 +412,12 @@ int bo_hx_begin(bo_hconn *c, const char *buf, size_t len, bool nonblocking)
     now = bo_core_now_ns();
     bo_call_begin(&c->call, now);
     c->lkey = bo_lineage_pending() ? lineage_key(s, b->key) : 0;
-    (void)bo_lineage_call_begin(c->lkey, &c->call, NULL);
+    bo_lineage prev;
+    bool continues = bo_lineage_call_begin(c->lkey, &c->call, &prev);
     c->dest = b;
     c->in_call = true;
-    c->admitted = c->idem_added = false;
+    c->admitted = c->idem_keyed = c->idem_added = false;
+    c->inj_len = c->inj_off = 0;
     c->id = bo_run_call_id();
     bo_step st = bo_run_admit_step(b, &c->call, now, &c->inflight, BO_POLL_ADMIT_NS, &until);
     if (st == BO_STEP_WAIT && nonblocking) {
@@ -443,6 +451,9 @@ int bo_hx_begin(bo_hconn *c, const char *buf, size_t len, bool nonblocking)
     c->admitted = true;
     c->kept_len = 0;
     c->kept_ok = s->keep == BO_HTTP_KEEP_OK; /* a body over the cap is sent once, never again */
+    if (cfg->idempotency_key && !s->idempotency_key &&
+        bo_idem_wants_key(s->method_text, BO_IDEM_LINE_OTHER))
+        idem_inject(c, buf, len, continues ? &prev : NULL);
     bo_hx_set_state(c, BO_HC_REQ);
     return 0;
 off:
@@ -468,35 +479,107 @@ void bo_hx_sent(bo_hconn *c, const char *buf, size_t n)
     }
     if (c->kept_ok && (k != BO_HTTP_KEEP_OK || keep_append(c, buf, used) != 0))
         c->kept_ok = false; /* over the cap: sent once, never again */
+    idem_keep(c);
     if (rc == BO_HTTP_DONE)
         bo_hx_set_state(c, BO_HC_SENT);
 }
 
 /*
- * BACKOFF_IDEMPOTENCY_KEY: a POST or PATCH that carries no key gets the
- * shim's in its retries.  Its first attempt went out before the shim could
- * add anything, so it is judged without one (bo_classify retries it only
- * when the answer says it was not processed: 429, 503); from the first
- * retry on every attempt carries the same key, and a failure of one of
- * them (a reset, a 502) is retried as for a request with a key.
+ * BACKOFF_IDEMPOTENCY_KEY (bo_idem_wants_key: a POST or PATCH that carries
+ * no key): the request gets the shim's key from its first attempt on, the
+ * libcurl room's rule, so that a failure after the server may have
+ * processed it (a reset, a 502) is retried as for a request with a key,
+ * and the server replays its stored answer.  The key is the program's
+ * previous try's when this call continues one (bo_idem_key_for: for the
+ * same body, known when it is whole in the first write), so that the
+ * program's own retry is one request to the server too.  The line goes
+ * into the first write before the head's blank line (c->inj: the hooks
+ * write those bytes in place of the program's, bo_hx_inject) and into the
+ * kept request as its bytes are kept (idem_keep).
  */
-void bo_hx_idem_add(bo_hconn *c)
+static void idem_inject(bo_hconn *c, const char *buf, size_t len, const bo_lineage *prev)
 {
-    const char *m = c->req.method_text;
+    const bo_http_msg *s = &c->req;
     char line[BO_IDEM_LINE_SIZE + 2];
+    uint64_t body = 0;
 
-    if (c->idem_added || c->req.idempotency_key || !bo_core_config()->idempotency_key ||
-        (strcmp(m, "POST") != 0 && strcmp(m, "PATCH") != 0) || c->req.head_len < 4 ||
-        c->req.head_len > c->kept_len)
+    if (s->head_len < 4 || s->head_len > len)
         return;
-    bo_idem_key_new(bo_core_rng_unique(), c->idem);
+    if (s->framing == BO_HTTP_FRAMING_NONE)
+        body = bo_idem_body_fp("", 0);
+    else if (s->framing == BO_HTTP_FRAMING_LENGTH && len - s->head_len >= s->content_length)
+        body = bo_idem_body_fp(buf + s->head_len, (size_t)s->content_length);
+    bo_idem_key_for(prev != NULL ? prev->idem : NULL, prev != NULL ? prev->idem_body : 0, body,
+                    bo_core_rng_unique(), c->idem);
     size_t l = bo_idem_header_line(c->idem, line, sizeof line - 2);
-    if (l >= sizeof line - 2 || c->kept_len + l + 2 > HX_KEPT_MAX)
+    if (l >= sizeof line - 2)
         return;
     memcpy(line + l, "\r\n", 2);
     l += 2;
-    if (keep_append(c, line, l) != 0) /* room at the end, then moved into place */
+    size_t need = len + l;
+    if (need > c->inj_cap) {
+        char *n = realloc(c->inj, need);
+        if (n == NULL)
+            return;
+        c->inj = n;
+        c->inj_cap = need;
+    }
+    size_t at = s->head_len - 2; /* before the blank line */
+    memcpy(c->inj, buf, at);
+    memcpy(c->inj + at, line, l);
+    memcpy(c->inj + at + l, buf + at, len - at);
+    c->inj_len = need;
+    c->inj_off = 0;
+    c->inj_at = at;
+    c->inj_line = l;
+    c->idem_body = body;
+    c->idem_keyed = true;
+}
+
+/* The program's bytes among the first x bytes of c->inj. */
+static size_t inj_prog(const bo_hconn *c, size_t x)
+{
+    if (x <= c->inj_at)
+        return x;
+    return x <= c->inj_at + c->inj_line ? c->inj_at : x - c->inj_line;
+}
+
+const char *bo_hx_inject(const bo_hconn *c, size_t n, size_t *len)
+{
+    if (c->inj_off >= c->inj_len || c->st != BO_HC_REQ)
+        return NULL;
+    size_t p = inj_prog(c, c->inj_off) + n; /* the program's last byte of this write */
+    size_t end = p < c->inj_at ? p : p + c->inj_line; /* with the line when it is reached */
+    if (end > c->inj_len)
+        end = c->inj_len;
+    *len = end - c->inj_off;
+    return c->inj + c->inj_off;
+}
+
+size_t bo_hx_injected(bo_hconn *c, size_t w)
+{
+    size_t before = inj_prog(c, c->inj_off);
+    c->inj_off += w;
+    if (c->inj_off > c->inj_len)
+        c->inj_off = c->inj_len;
+    return inj_prog(c, c->inj_off) - before;
+}
+
+/* The key's line into the kept request, once its head is kept whole. */
+static void idem_keep(bo_hconn *c)
+{
+    char line[BO_IDEM_LINE_SIZE + 2];
+
+    if (!c->idem_keyed || c->idem_added || !c->kept_ok || c->req.head_len < 4 ||
+        c->req.head_len > c->kept_len)
         return;
+    size_t l = bo_idem_header_line(c->idem, line, sizeof line - 2);
+    memcpy(line + l, "\r\n", 2);
+    l += 2;
+    if (keep_append(c, line, l) != 0) { /* room at the end, then moved into place */
+        c->kept_ok = false;
+        return;
+    }
     size_t at = c->req.head_len - 2; /* before the blank line */
     memmove(c->kept + at + l, c->kept + at, c->kept_len - l - at);
     memcpy(c->kept + at, line, l);

@@ -135,6 +135,19 @@ int bo_hx_begin(bo_hconn *c, const char *buf, size_t len, bool nonblocking);
 /* n bytes of the request went out (REQ): read, kept. */
 void bo_hx_sent(bo_hconn *c, const char *buf, size_t n);
 
+/*
+ * The shim's Idempotency-Key goes into the request's first write
+ * (BACKOFF_IDEMPOTENCY_KEY): while it does, bo_hx_inject gives the bytes to
+ * write in place of the program's next n (its bytes with the key's line in
+ * them, the same bytes again after a write that did not take them: a TLS
+ * library asks for that), NULL when the program's own are to be written;
+ * bo_hx_injected says how many of the program's bytes the w written stand
+ * for (0 when only the line's went: a non-blocking write then says EAGAIN,
+ * a blocking one writes on).
+ */
+const char *bo_hx_inject(const bo_hconn *c, size_t n, size_t *len);
+size_t bo_hx_injected(bo_hconn *c, size_t w);
+
 /* What the program's read is to do after bo_hx_read. */
 typedef enum bo_hx_verdict {
     BO_HX_PASS = 0, /* read as the program asked (held bytes first): the answer stands */

@@ -34,8 +34,6 @@ bool bo_hx_complete(bo_hconn *c, bo_outcome o, int status, int code, int64_t ra_
 bo_outcome bo_hx_classify(const bo_hconn *c, int status, int code);
 /* The answer stands: PASS, followed to its end. */
 void bo_hx_stands(bo_hconn *c);
-/* BACKOFF_IDEMPOTENCY_KEY: the shim's key into the kept request. */
-void bo_hx_idem_add(bo_hconn *c);
 /* bo_http_parse_response's line callback: bo_rl_header_line. */
 void bo_hx_rl_line(void *ctx, const char *line, size_t len);
 

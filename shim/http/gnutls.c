@@ -267,7 +267,20 @@ static ssize_t shim_send(const gnutls_real *R, gnutls_session_t s, const void *b
         break;
     }
     errno = saved;
-    ssize_t r = R->send(s, buf, n);
+    size_t ilen = 0;
+    const char *ib = c->st == BO_HC_REQ ? bo_hx_inject(c, n, &ilen) : NULL;
+    ssize_t r;
+    if (ib != NULL) {
+        /* the shim's Idempotency-Key line in the request's first write (the
+         * same bytes again after GNUTLS_E_AGAIN, as GnuTLS asks) */
+        r = R->send(s, ib, ilen);
+        if (r > 0) {
+            size_t share = bo_hx_injected(c, (size_t)r);
+            r = share > 0 ? (ssize_t)share : GNUTLS_E_AGAIN;
+        }
+    } else {
+        r = R->send(s, buf, n);
+    }
     int e = errno;
     if (c->st == BO_HC_REQ) {
         if (r > 0)

@@ -244,7 +244,6 @@ static int take_over(bo_hconn *c, bool answered, size_t total, bool loop, int64_
     c->async = give_up != INT64_MAX || loop;
     c->wait_from_ns = bo_core_now_ns();
     c->deferred = false;
-    bo_hx_idem_add(c);
     bo_hx_set_state(c, BO_HC_RETRY);
     if (!c->same_conn &&
         (io->same_only || (c->tls && !c->peer_id_known) || (loop && bo_hr_park(c) != 0)))

@@ -286,6 +286,50 @@ static void sent_iov(bo_hconn *c, const struct iovec *iov, int cnt, size_t n)
 }
 
 /*
+ * The program's write of a request, with the shim's Idempotency-Key line
+ * in it while the exchange says so (bo_hx_inject: the first write of the
+ * request): the same call with those bytes in place of the program's
+ * first buffer; the result is the program's bytes that went.  A write
+ * that took only line bytes goes on (a blocking socket) or says EAGAIN (a
+ * non-blocking one: the rest of the line goes first next time).
+ */
+static ssize_t write_keyed(bo_hconn *c, const wcall *w, const char *first, size_t flen)
+{
+    for (;;) {
+        size_t ilen = 0;
+        const char *ib = bo_hx_inject(c, flen, &ilen);
+        if (ib == NULL)
+            return real_w(w);
+        wcall k = *w;
+        struct iovec iov[64];
+        if (w->kind == W_WRITEV) {
+            if (w->iovcnt > 64)
+                return real_w(w); /* (not a request the hooks made: passed on) */
+            memcpy(iov, w->iov, (size_t)w->iovcnt * sizeof iov[0]);
+            iov[0].iov_base = (void *)ib;
+            iov[0].iov_len = ilen;
+            k.iov = iov;
+        } else {
+            k.buf = ib;
+            k.n = ilen;
+        }
+        ssize_t r = real_w(&k);
+        if (r <= 0)
+            return r;
+        size_t in_first = (size_t)r < ilen ? (size_t)r : ilen;
+        size_t share = bo_hx_injected(c, in_first) + ((size_t)r - in_first);
+        (void)first;
+        if (share > 0)
+            return (ssize_t)share;
+        if (((w->kind == W_SEND || w->kind == W_SENDTO) && (w->flags & MSG_DONTWAIT)) ||
+            bo_hs_nonblocking(w->fd)) {
+            errno = EAGAIN;
+            return -1;
+        }
+    }
+}
+
+/*
  * A write on a socket the room follows or may adopt: a request's start is
  * admitted before its first byte goes (bo_hx_begin: never waiting when the
  * call may not), its bytes are read and kept as they go (bo_hx_sent); a
@@ -347,7 +391,7 @@ static ssize_t shim_write(bo_hconn *c, const wcall *w, const void *ret)
         break;
     }
     errno = saved;
-    r = real_w(w);
+    r = c->st == BO_HC_REQ ? write_keyed(c, w, first, flen) : real_w(w);
     int e = errno;
     if (c->st == BO_HC_REQ) {
         if (r > 0 && w->kind == W_WRITEV)

@@ -416,6 +416,44 @@ static size_t w_sent(const wcall *w, int r)
     return r > 0 ? (size_t)r : 0;
 }
 
+/*
+ * The program's write of a request, with the shim's Idempotency-Key line
+ * in it while the exchange says so (bo_hx_inject): the same call with those
+ * bytes in place of the program's (the very same buffer again when the
+ * program repeats a write that wanted more: OpenSSL asks for that); the
+ * result counts the program's bytes.  A partial write that took only line
+ * bytes is a write that wants more.
+ */
+static int write_keyed(const ssl_real *R, bo_hconn *c, const wcall *w)
+{
+    size_t ilen = 0;
+    const char *ib = bo_hx_inject(c, w->n, &ilen);
+    if (ib == NULL)
+        return real_w(R, w);
+    wcall k = *w;
+    size_t got = 0;
+    k.buf = ib;
+    k.n = ilen;
+    if (w->ex)
+        k.written = &got;
+    int r = real_w(R, &k);
+    size_t wrote = w->ex ? (r == 1 ? got : 0) : (r > 0 ? (size_t)r : 0);
+    if (wrote == 0)
+        return r;
+    size_t share = bo_hx_injected(c, wrote);
+    if (share == 0) {
+        c->tls_err = SSL_ERROR_WANT_WRITE;
+        errno = EAGAIN;
+        return w->ex ? 0 : -1;
+    }
+    if (w->ex) {
+        if (w->written != NULL)
+            *w->written = share;
+        return 1;
+    }
+    return (int)share;
+}
+
 static int shim_write(const ssl_real *R, int slot, const wcall *w, const void *ret)
 {
     int saved = errno, fd;
@@ -463,7 +501,7 @@ static int shim_write(const ssl_real *R, int slot, const wcall *w, const void *r
         break;
     }
     errno = saved;
-    int r = real_w(R, w);
+    int r = c->st == BO_HC_REQ ? write_keyed(R, c, w) : real_w(R, w);
     int e = errno;
     size_t n = w_sent(w, r);
     if (c->st == BO_HC_REQ) {

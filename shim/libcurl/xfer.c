@@ -8,7 +8,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 
 #include "bo_budget.h"
 #include "call/call.h"
@@ -143,13 +142,10 @@ static void idem_begin(bo_curl_xfer *x, bo_curl_rec *r, const bo_lineage *prev)
                 own = k;
         }
         r->idem_key = own == BO_IDEM_LINE_KEY;
-        if (own == BO_IDEM_LINE_OTHER && bo_core_config()->idempotency_key &&
-            (strcasecmp(m, "POST") == 0 || strcasecmp(m, "PATCH") == 0)) {
+        if (bo_core_config()->idempotency_key && bo_idem_wants_key(m, own)) {
             x->idem_body = body_fp(r);
-            if (prev != NULL && bo_idem_key_reusable(prev->idem, prev->idem_body, x->idem_body))
-                memcpy(x->idem, prev->idem, sizeof x->idem);
-            else
-                bo_idem_key_new(bo_core_rng_unique(), x->idem);
+            bo_idem_key_for(prev != NULL ? prev->idem : NULL, prev != NULL ? prev->idem_body : 0,
+                            x->idem_body, bo_core_rng_unique(), x->idem);
             bo_idem_header_line(x->idem, r->idem_line, sizeof r->idem_line);
             r->idem_node.data = r->idem_line;
             r->idem_node.next = r->headers; /* in front: no copy, the program's nodes untouched */

@@ -15,7 +15,11 @@
 #    order is processed;
 #  - an upload from a pipe is not retried (the existing rewind rule);
 #  - the program's header list is as it set it after the call (a helper
-#    compares its own slist before and after, and sees no key in it).
+#    compares its own slist before and after, and sees no key in it);
+#  - the http room (Python without libcurl) follows the same rule: a
+#    requests POST processed and then reset comes back with the replayed
+#    answer (its first attempt carried the key); a program's own retry of a
+#    POST after a reset carries its first try's key (processed once).
 . "$(dirname "$0")/lib.sh"
 
 [ -f "$BUILD/libbackoff.so" ] || fail "build libbackoff.so first"
@@ -133,4 +137,31 @@ grep -q '^ok' "$TMP/helper.out" || fail "idem_headers: $(cat "$TMP/helper.out")"
 stop_server
 expect list posts 1
 expect list idem_replays 1
+note "the http room: a requests POST processed then reset gets the replayed answer"
+PY=/usr/bin/python3
+start_server pyreset --idempotency --fault-reset-post 1
+U="http://127.0.0.1:$PORT/item/1"
+LD_PRELOAD="$LIB" BACKOFF_IDEMPOTENCY_KEY=1 BACKOFF_STATS="$TMP/pyreset.stats" setsid timeout -k 2 30 \
+    $PY "$TOP/tests/programs/http_idem.py" requests "$U" "$TMP/order" >"$TMP/pyreset.txt" 2>&1 ||
+    fail "requests POST: $(cat "$TMP/pyreset.txt")"
+stop_server
+[ "$(cat "$TMP/pyreset.txt")" = "status 200 body $want" ] ||
+    fail "requests POST, processed then reset: $(cat "$TMP/pyreset.txt")"
+expect pyreset posts 1
+expect pyreset post_resets 1
+expect pyreset idem_replays 1
+expect pyreset duplicate_posts 0
+
+note "the http room: the program's own retry of a POST carries its first try's key"
+start_server pyown --idempotency --fault-reset-post 1
+U="http://127.0.0.1:$PORT/item/1"
+LD_PRELOAD="$LIB" BACKOFF_IDEMPOTENCY_KEY=1 BACKOFF_MAX_ATTEMPTS=1 setsid timeout -k 2 30 \
+    $PY "$TOP/tests/programs/http_idem.py" own "$U" "$TMP/order" >"$TMP/pyown.txt" 2>&1 ||
+    fail "own retry: $(cat "$TMP/pyown.txt")"
+stop_server
+grep -q "^attempt 1: " "$TMP/pyown.txt" && grep -qx "status 200 body $want" "$TMP/pyown.txt" ||
+    fail "the program's own retry: $(cat "$TMP/pyown.txt")"
+expect pyown posts 1
+expect pyown idem_replays 1
+expect pyown duplicate_posts 0
 echo "PASS: Idempotency-Key under the library"

@@ -210,6 +210,45 @@ START_TEST(test_key_reusable)
 }
 END_TEST
 
+/*
+ * One rule for both hook families: POST and PATCH, spelled as HTTP spells
+ * them, whose headers say nothing of a key get the shim's.
+ */
+START_TEST(test_wants_key)
+{
+    ck_assert(bo_idem_wants_key("POST", BO_IDEM_LINE_OTHER));
+    ck_assert(bo_idem_wants_key("PATCH", BO_IDEM_LINE_OTHER));
+    ck_assert(!bo_idem_wants_key("POST", BO_IDEM_LINE_KEY));   /* the program's own */
+    ck_assert(!bo_idem_wants_key("POST", BO_IDEM_LINE_EMPTY)); /* it spoke of one */
+    ck_assert(!bo_idem_wants_key("post", BO_IDEM_LINE_OTHER)); /* another method to HTTP */
+    ck_assert(!bo_idem_wants_key("Patch", BO_IDEM_LINE_OTHER));
+    ck_assert(!bo_idem_wants_key("PUT", BO_IDEM_LINE_OTHER));  /* idempotent already */
+    ck_assert(!bo_idem_wants_key("GET", BO_IDEM_LINE_OTHER));
+    ck_assert(!bo_idem_wants_key(NULL, BO_IDEM_LINE_OTHER));
+}
+END_TEST
+
+/* The previous try's key when reusable for this body, else a fresh one. */
+START_TEST(test_key_for)
+{
+    const char *k = "\"8e03978e-40d5-43e8-bc93-6894a57f9324\"";
+    char out[BO_IDEM_VALUE_SIZE], fresh[BO_IDEM_VALUE_SIZE];
+    bo_rng rng, again;
+    bo_rng_seed(&rng, 7);
+    bo_rng_seed(&again, 7);
+    bo_idem_key_for(k, 5, 5, &rng, out);
+    ck_assert_str_eq(out, k);
+    bo_idem_key_for(k, 0, 9, &rng, out); /* a body not known on one side */
+    ck_assert_str_eq(out, k);
+    bo_idem_key_for(k, 5, 6, &rng, out); /* another order: its own key */
+    bo_idem_key_new(&again, fresh);
+    ck_assert_str_eq(out, fresh);
+    bo_idem_key_for(NULL, 0, 0, &rng, out);
+    ck_assert_str_ne(out, k);
+    ck_assert_str_ne(out, fresh);
+}
+END_TEST
+
 static Suite *idem_suite(void)
 {
     Suite *s = suite_create("idem");
@@ -222,6 +261,8 @@ static Suite *idem_suite(void)
     tcase_add_test(tc, test_header_kind_bounded);
     tcase_add_test(tc, test_body_fp);
     tcase_add_test(tc, test_key_reusable);
+    tcase_add_test(tc, test_wants_key);
+    tcase_add_test(tc, test_key_for);
     suite_add_tcase(s, tc);
     return s;
 }
