@@ -323,9 +323,9 @@ hx_judged bo_hx_judge(bo_hconn *c, hx_mode mode, int64_t deadline, int *err)
             }
             if (rc == BO_HTTP_NEED_MORE) {
                 bool final = status >= 200;
-                if (final && bo_hx_classify(c, status, BO_CURLE_OK).verdict != BO_VERDICT_RETRY) {
-                    (void)bo_hx_complete(c, bo_hx_classify(c, status, BO_CURLE_OK), status, BO_CURLE_OK, -1,
-                                   NULL, &until);
+                bo_outcome so_far = bo_hx_classify(c, status, BO_CURLE_OK);
+                if (final && so_far.verdict != BO_VERDICT_RETRY) {
+                    (void)bo_hx_complete(c, so_far, status, BO_CURLE_OK, -1, NULL, &until);
                     bo_hx_stands(c); /* not a throttle: its head is not needed whole */
                     return J_STANDS;
                 }

@@ -311,8 +311,9 @@ END_TEST
 
 START_TEST(test_a_retry_that_does_not_fit_the_poll_is_not_made)
 {
-    const char *s[] = {"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nContent-Length: 0\r\n\r\n",
-                       OK_ANSWER};
+    const char *s[] = {
+        "HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nContent-Length: 0\r\n\r\n",
+        OK_ANSWER};
     bo_hconn *c = start(s, 2, "GET", 0);
     /* the program polls 100 ms; the server asks for a second */
     short shown = program_polls(c, bo_core_now_ns() + 100 * 1000000LL);
@@ -345,8 +346,8 @@ START_TEST(test_a_retry_with_no_new_connection_hands_back_the_answer_whole)
 {
     /* the 429 closes its connection: a new one is needed, and a socket pair's
      * end has no TCP peer to dial */
-    const char *s[] = {"HTTP/1.1 429 Too Many Requests\r\nConnection: close\r\nContent-Length: 8\r\n\r\n"
-                       "rejected"};
+    const char *s[] = {"HTTP/1.1 429 Too Many Requests\r\nConnection: close\r\n"
+                       "Content-Length: 8\r\n\r\nrejected"};
     bo_hconn *c = start(s, 1, "GET", 0);
     int err = 0;
     ck_assert_int_eq(bo_hx_read(c, true, &err), BO_HX_PASS);
