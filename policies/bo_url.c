@@ -153,3 +153,111 @@ bool bo_url_plain_origin(const char *url, bo_url_origin *o)
     o->port = port;
     return true;
 }
+
+/* ---- destination keys ------------------------------------------------------ */
+
+int bo_url_dest_key(const bo_config *cfg, const char *scheme, size_t scheme_len, const char *host,
+                    size_t host_len, unsigned port, char *key, size_t keylen)
+{
+    char digits[10], *d = digits + sizeof digits;
+    size_t from = 0, nl = host_len;
+
+    if (host_len >= 2 && host[0] == '[' && host[host_len - 1] == ']') {
+        from = 1;
+        nl = host_len - 2;
+    }
+    if (cfg != NULL && cfg->n_hosts > 0) { /* BACKOFF_HOSTS: the name and port must be listed */
+        char name[BO_HOST_LEN];
+        if (nl >= sizeof name)
+            return -1;
+        for (size_t i = 0; i < nl; i++)
+            name[i] = lower(host[from + i]);
+        name[nl] = '\0';
+        if (!bo_config_host_matches(cfg, name, (int)port))
+            return -1;
+    }
+    do {
+        *--d = (char)('0' + port % 10);
+        port /= 10;
+    } while (port != 0);
+    size_t pl = (size_t)(digits + sizeof digits - d);
+    if (scheme_len + 3 + host_len + 1 + pl + 1 > keylen)
+        return -1;
+    char *k = key;
+    for (size_t i = 0; i < scheme_len; i++)
+        *k++ = lower(scheme[i]);
+    memcpy(k, "://", 3);
+    k += 3;
+    for (size_t i = 0; i < host_len; i++)
+        *k++ = lower(host[i]);
+    *k++ = ':';
+    memcpy(k, d, pl);
+    k[pl] = '\0';
+    return 0;
+}
+
+/* A host name's or an address literal's characters in a Host field. */
+static bool authority_char(char ch)
+{
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+           ch == '.' || ch == '-' || ch == '_' || ch == '~' || ch == '%' || ch == ':';
+}
+
+int bo_url_authority_key(const bo_config *cfg, const char *scheme, unsigned default_port,
+                         const char *auth, size_t len, char *key, size_t keylen)
+{
+    size_t hl;
+    unsigned port = default_port;
+
+    if (len == 0)
+        return -1;
+    if (auth[0] == '[') {
+        const char *e = memchr(auth, ']', len);
+        if (e == NULL || e == auth + 1)
+            return -1;
+        hl = (size_t)(e - auth) + 1;
+        if (hl < len && auth[hl] != ':')
+            return -1;
+        for (size_t i = 1; i + 1 < hl; i++)
+            if (!authority_char(auth[i]))
+                return -1;
+    } else {
+        const char *colon = memchr(auth, ':', len);
+        hl = colon != NULL ? (size_t)(colon - auth) : len;
+        if (hl == 0)
+            return -1;
+        for (size_t i = 0; i < hl; i++)
+            if (!authority_char(auth[i]) || auth[i] == ':')
+                return -1;
+    }
+    if (hl < len) { /* ":port" */
+        unsigned v = 0;
+        if (hl + 1 == len)
+            return -1;
+        for (size_t i = hl + 1; i < len; i++) {
+            if (!is_digit(auth[i]) || v > 65535)
+                return -1;
+            v = v * 10 + (unsigned)(auth[i] - '0');
+        }
+        if (v == 0 || v > 65535)
+            return -1;
+        port = v;
+    }
+    return bo_url_dest_key(cfg, scheme, strlen(scheme), auth, hl, port, key, keylen);
+}
+
+int bo_url_unix_key(const bo_config *cfg, const char *path, size_t len, char *key, size_t keylen)
+{
+    if (cfg != NULL && cfg->n_hosts > 0)
+        return -1;
+    bool abstract = len > 0 && path[0] == '\0';
+    size_t n = strnlen(path + abstract, len - abstract); /* (a key is a C string) */
+    if (5 + abstract + n + 1 > keylen)
+        return -1;
+    memcpy(key, "unix:", 5);
+    if (abstract)
+        key[5] = '@';
+    memcpy(key + 5 + abstract, path + abstract, n);
+    key[5 + abstract + n] = '\0';
+    return 0;
+}

@@ -15,6 +15,7 @@
  * failure errno is what libc left after the last attempt.
  */
 #include "bo_time.h"
+#include "bo_url.h"
 #include "call/call.h"
 #include "core/core.h"
 
@@ -66,41 +67,32 @@ static int real_connect(int fd, const struct sockaddr *sa, socklen_t len)
 static int dest_key(const bo_config *cfg, const struct sockaddr *sa, socklen_t len, char *key,
                     size_t keylen)
 {
-    char addr[INET6_ADDRSTRLEN];
-    int port;
+    char addr[INET6_ADDRSTRLEN + 2];
 
     switch (sa->sa_family) {
     case AF_INET: {
         const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
         if (len < sizeof *in || inet_ntop(AF_INET, &in->sin_addr, addr, sizeof addr) == NULL)
             return -1;
-        port = ntohs(in->sin_port);
-        if (!bo_config_host_matches(cfg, addr, port))
-            return -1;
-        snprintf(key, keylen, "tcp://%s:%d", addr, port);
-        return 0;
+        return bo_url_dest_key(cfg, "tcp", 3, addr, strlen(addr), ntohs(in->sin_port), key,
+                               keylen);
     }
     case AF_INET6: {
         const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
-        if (len < sizeof *in6 || inet_ntop(AF_INET6, &in6->sin6_addr, addr, sizeof addr) == NULL)
+        addr[0] = '[';
+        if (len < sizeof *in6 ||
+            inet_ntop(AF_INET6, &in6->sin6_addr, addr + 1, sizeof addr - 2) == NULL)
             return -1;
-        port = ntohs(in6->sin6_port);
-        if (!bo_config_host_matches(cfg, addr, port))
-            return -1;
-        snprintf(key, keylen, "tcp://[%s]:%d", addr, port);
-        return 0;
+        size_t n = strlen(addr);
+        addr[n] = ']';
+        return bo_url_dest_key(cfg, "tcp", 3, addr, n + 1, ntohs(in6->sin6_port), key, keylen);
     }
     case AF_UNIX: {
         const struct sockaddr_un *un = (const struct sockaddr_un *)sa;
         size_t off = offsetof(struct sockaddr_un, sun_path);
-        if (cfg->n_hosts > 0 || len <= off)
+        if (len <= off)
             return -1;
-        size_t n = len - off;
-        if (un->sun_path[0] == '\0') /* abstract name */
-            snprintf(key, keylen, "unix:@%.*s", (int)(n - 1), un->sun_path + 1);
-        else
-            snprintf(key, keylen, "unix:%.*s", (int)strnlen(un->sun_path, n), un->sun_path);
-        return 0;
+        return bo_url_unix_key(cfg, un->sun_path, len - off, key, keylen);
     }
     default:
         return -1;

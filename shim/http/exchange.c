@@ -27,6 +27,7 @@
 #include "bo_classify.h"
 #include "bo_ratelimit.h"
 #include "bo_time.h"
+#include "bo_url.h"
 #include "call/call.h"
 #include "call/report.h"
 #include "core/core.h"
@@ -62,78 +63,17 @@ void bo_hx_set_state(bo_hconn *c, bo_hc_state st)
 
 /* ---- the destination and the logical request ------------------------- */
 
-static bool host_char(char ch)
-{
-    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-           ch == '.' || ch == '-' || ch == '_' || ch == '~' || ch == '%' || ch == ':';
-}
-
 /*
- * The destination of a request whose Host is host:port (a name, an IPv4
- * literal, [IPv6]; no port: the scheme's), as the libcurl room keys a URL
- * of that origin: "scheme://host:port" in lower case, so that a program
- * on libcurl and one on sockets share one state per destination.  -1 when
- * the value is not such a host or BACKOFF_HOSTS leaves it out.
+ * A request without Host (HTTP/1.0): the connection's peer address, keyed
+ * as bo_url_dest_key keys every destination.
  */
-static int host_key(const bo_config *cfg, const bo_http_msg *m, bool https, char *key,
-                    size_t keylen)
-{
-    const char *h = m->host, *port = NULL;
-    size_t n = m->host_len, hl, from = 0, nl;
-    unsigned p = https ? 443 : 80;
-    char name[BO_HTTP_HOST_MAX + 1];
-
-    if (h[0] == '[') {
-        const char *e = memchr(h, ']', n);
-        if (e == NULL)
-            return -1;
-        hl = (size_t)(e - h) + 1;
-        from = 1;
-        nl = hl - 2;
-        if (hl < n && h[hl] != ':')
-            return -1;
-    } else {
-        const char *colon = memchr(h, ':', n);
-        hl = colon != NULL ? (size_t)(colon - h) : n;
-        nl = hl;
-    }
-    if (hl < n)
-        port = h + hl + 1;
-    if (hl == 0 || nl == 0)
-        return -1;
-    for (size_t i = 0; i < hl; i++)
-        if (!host_char(h[i]) && h[i] != '[' && h[i] != ']')
-            return -1;
-    if (port != NULL && port < h + n) {
-        unsigned v = 0;
-        for (const char *q = port; q < h + n; q++) {
-            if (*q < '0' || *q > '9' || v > 65535)
-                return -1;
-            v = v * 10 + (unsigned)(*q - '0');
-        }
-        if (v == 0 || v > 65535)
-            return -1;
-        p = v;
-    }
-    for (size_t i = 0; i < nl; i++)
-        name[i] = (char)((h[from + i] >= 'A' && h[from + i] <= 'Z') ? h[from + i] + 32
-                                                                    : h[from + i]);
-    name[nl] = '\0';
-    if (cfg->n_hosts > 0 && !bo_config_host_matches(cfg, name, (int)p))
-        return -1;
-    int w = from ? snprintf(key, keylen, "%s://[%s]:%u", https ? "https" : "http", name, p)
-                 : snprintf(key, keylen, "%s://%s:%u", https ? "https" : "http", name, p);
-    return w > 0 && (size_t)w < keylen ? 0 : -1;
-}
-
-/* A request without Host (HTTP/1.0): the connection's peer address. */
 static int peer_key(const bo_config *cfg, int fd, bool https, char *key, size_t keylen)
 {
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
-    char a[INET6_ADDRSTRLEN];
+    char a[INET6_ADDRSTRLEN + 2];
     unsigned port;
-    int w;
+    size_t n;
 
     if (getpeername(fd, (struct sockaddr *)&ss, &sl) != 0)
         return -1;
@@ -142,20 +82,19 @@ static int peer_key(const bo_config *cfg, int fd, bool https, char *key, size_t 
         if (inet_ntop(AF_INET, &in->sin_addr, a, sizeof a) == NULL)
             return -1;
         port = ntohs(in->sin_port);
+        n = strlen(a);
     } else if (ss.ss_family == AF_INET6) {
         const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&ss;
-        if (inet_ntop(AF_INET6, &in6->sin6_addr, a, sizeof a) == NULL)
+        a[0] = '[';
+        if (inet_ntop(AF_INET6, &in6->sin6_addr, a + 1, sizeof a - 2) == NULL)
             return -1;
         port = ntohs(in6->sin6_port);
+        n = strlen(a);
+        a[n++] = ']';
     } else {
         return -1;
     }
-    if (cfg->n_hosts > 0 && !bo_config_host_matches(cfg, a, (int)port))
-        return -1;
-    w = ss.ss_family == AF_INET6
-            ? snprintf(key, keylen, "%s://[%s]:%u", https ? "https" : "http", a, port)
-            : snprintf(key, keylen, "%s://%s:%u", https ? "https" : "http", a, port);
-    return w > 0 && (size_t)w < keylen ? 0 : -1;
+    return bo_url_dest_key(cfg, https ? "https" : "http", https ? 5 : 4, a, n, port, key, keylen);
 }
 
 /* The logical request (bo_budget.h): method, destination and target. */
@@ -357,8 +296,9 @@ static bo_block *destination(bo_hconn *c, const bo_config *cfg, const bo_http_ms
             h = (h ^ (unsigned char)s->host[i]) * 0x100000001b3ULL;
         if (c->dest_cache != NULL && c->dest_hash == h)
             return bo_block_ref(c->dest_cache);
-        if (host_key(cfg, s, c->https, key, sizeof key) != 0)
-            return NULL;
+        if (bo_url_authority_key(cfg, c->https ? "https" : "http", c->https ? 443 : 80, s->host,
+                                 s->host_len, key, sizeof key) != 0)
+            return NULL; /* not a host, or BACKOFF_HOSTS leaves it out */
     } else if (peer_key(cfg, c->fd, c->https, key, sizeof key) != 0) {
         return NULL;
     } else {

@@ -140,47 +140,18 @@ bo_curl_rec *bo_curl_rec_get(const bo_curl_real *real, CURL *h)
     return r;
 }
 
-/* dst = the n bytes of src in lower case, NUL-terminated. */
-static void copy_lower(char *dst, const char *src, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)src[i];
-        dst[i] = (char)(c + ((unsigned char)(c - 'A') < 26u ? 'a' - 'A' : 0));
-    }
-    dst[n] = '\0';
-}
-
 /*
  * The destination of scheme://host:port (host as libcurl gives it, an IPv6
- * literal in brackets; port in decimal), unless BACKOFF_HOSTS leaves it
- * out: key "scheme://host:port" in lower case, built without snprintf (this
- * runs for every URL of a new origin).
+ * literal in brackets; port in decimal), keyed as every hook family keys it
+ * (bo_url_dest_key), unless BACKOFF_HOSTS leaves it out.
  */
 static void record_origin(bo_curl_rec *r, const bo_config *cfg, const char *scheme, size_t sl,
-                          const char *host, size_t hl, const char *port, size_t pl)
+                          const char *host, size_t hl, unsigned port)
 {
-    char key[BO_DEST_KEY_LEN], name[BO_HOST_LEN];
-    size_t from = 0, nl = hl;
+    char key[BO_DEST_KEY_LEN];
 
-    if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
-        from = 1;
-        nl = hl - 2;
-    }
-    if (nl >= sizeof name)
-        nl = sizeof name - 1;
-    if (cfg->n_hosts > 0) { /* BACKOFF_HOSTS: the name and port must be listed */
-        copy_lower(name, host + from, nl);
-        if (!bo_config_host_matches(cfg, name, atoi(port)))
-            return;
-    }
-    if (sl + 3 + hl + 1 + pl >= sizeof key)
-        return;
-    copy_lower(key, scheme, sl);
-    memcpy(key + sl, "://", 3);
-    copy_lower(key + sl + 3, host, hl);
-    key[sl + 3 + hl] = ':';
-    memcpy(key + sl + 4 + hl, port, pl + 1);
-    rec_set_dest(&r->dest, bo_block_get(key));
+    if (bo_url_dest_key(cfg, scheme, sl, host, hl, port, key, sizeof key) == 0)
+        rec_set_dest(&r->dest, bo_block_get(key));
 }
 
 size_t bo_curl_origin_prefix(const char *url)
@@ -220,15 +191,7 @@ static size_t record_url(bo_curl_rec *r, const char *url, CURLU *given)
     if (cfg == NULL)
         return 0;
     if (u == NULL && bo_url_plain_origin(url, &o)) {
-        char digits[8], *d = digits + sizeof digits;
-        unsigned p = o.port;
-        *--d = '\0';
-        do {
-            *--d = (char)('0' + p % 10);
-            p /= 10;
-        } while (p != 0);
-        record_origin(r, cfg, o.scheme, o.scheme[4] == 's' ? 5 : 4, o.host, o.host_len, d,
-                      (size_t)(digits + sizeof digits - 1 - d));
+        record_origin(r, cfg, o.scheme, o.scheme[4] == 's' ? 5 : 4, o.host, o.host_len, o.port);
         return o.prefix_len;
     }
     if (u == NULL) {
@@ -241,7 +204,8 @@ static size_t record_url(bo_curl_rec *r, const char *url, CURLU *given)
     if (r->real->url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
         r->real->url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
         r->real->url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK)
-        record_origin(r, cfg, scheme, strlen(scheme), host, strlen(host), port, strlen(port));
+        record_origin(r, cfg, scheme, strlen(scheme), host, strlen(host),
+                      (unsigned)strtoul(port, NULL, 10));
 out:
     r->real->free(scheme);
     r->real->free(host);

@@ -84,6 +84,88 @@ START_TEST(test_host_length)
 }
 END_TEST
 
+/* A configuration with BACKOFF_HOSTS set to hosts (NULL: none). */
+static const char *g_hosts;
+static const char *hosts_env(void *ctx, const char *name)
+{
+    (void)ctx;
+    return strcmp(name, "BACKOFF_HOSTS") == 0 ? g_hosts : NULL;
+}
+
+static bo_config with_hosts(const char *hosts)
+{
+    bo_config c;
+    char err[256];
+    g_hosts = hosts;
+    ck_assert_int_eq(bo_config_load(&c, hosts_env, NULL, err, sizeof err), 0);
+    return c;
+}
+
+/* One key for every hook family: lower case, brackets kept, the port's digits. */
+START_TEST(test_dest_key)
+{
+    bo_config all = with_hosts(NULL);
+    char k[64];
+    ck_assert_int_eq(bo_url_dest_key(&all, "HTTPS", 5, "Api.Example.COM", 15, 443, k, sizeof k), 0);
+    ck_assert_str_eq(k, "https://api.example.com:443");
+    ck_assert_int_eq(bo_url_dest_key(&all, "tcp", 3, "[::1]", 5, 8080, k, sizeof k), 0);
+    ck_assert_str_eq(k, "tcp://[::1]:8080");
+    ck_assert_int_eq(bo_url_dest_key(&all, "http", 4, "10.0.0.1", 8, 1, k, sizeof k), 0);
+    ck_assert_str_eq(k, "http://10.0.0.1:1");
+    /* too long for the buffer: refused, nothing half written relied on */
+    ck_assert_int_eq(bo_url_dest_key(&all, "http", 4, "example.com", 11, 80, k, 19), -1);
+    ck_assert_int_eq(bo_url_dest_key(&all, "http", 4, "example.com", 11, 80, k, 23), 0);
+    ck_assert_str_eq(k, "http://example.com:80");
+    /* BACKOFF_HOSTS: the name (no brackets, any case) and the port */
+    bo_config some = with_hosts("api.example.com:443,[::1]");
+    const char *h = "API.example.com";
+    ck_assert_int_eq(bo_url_dest_key(&some, "https", 5, h, 15, 443, k, sizeof k), 0);
+    ck_assert_int_eq(bo_url_dest_key(&some, "https", 5, h, 15, 8443, k, sizeof k), -1);
+    ck_assert_int_eq(bo_url_dest_key(&some, "tcp", 3, "[::1]", 5, 22, k, sizeof k), 0);
+    ck_assert_int_eq(bo_url_dest_key(&some, "tcp", 3, "127.0.0.1", 9, 22, k, sizeof k), -1);
+}
+END_TEST
+
+/* A Host field's value, as the http room gets it; the scheme's port by default. */
+START_TEST(test_authority_key)
+{
+    bo_config all = with_hosts(NULL);
+    char k[64];
+    ck_assert_int_eq(bo_url_authority_key(&all, "http", 80, "Example.com", 11, k, sizeof k), 0);
+    ck_assert_str_eq(k, "http://example.com:80");
+    ck_assert_int_eq(bo_url_authority_key(&all, "https", 443, "h:8443", 6, k, sizeof k), 0);
+    ck_assert_str_eq(k, "https://h:8443");
+    ck_assert_int_eq(bo_url_authority_key(&all, "http", 80, "[::1]:81", 8, k, sizeof k), 0);
+    ck_assert_str_eq(k, "http://[::1]:81");
+    ck_assert_int_eq(bo_url_authority_key(&all, "http", 80, "[::1]", 5, k, sizeof k), 0);
+    ck_assert_str_eq(k, "http://[::1]:80");
+    static const char *const bad[] = {"", ":80", "h:", "h:0", "h:65536", "h:8x", "h h", "h/x",
+                                      "[::1", "[]", "[::1]x", "h:80:81", "a@b"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        ck_assert_msg(bo_url_authority_key(&all, "http", 80, bad[i], strlen(bad[i]), k, sizeof k) ==
+                          -1,
+                      "\"%s\" should not be a Host", bad[i]);
+    bo_config some = with_hosts("example.com");
+    ck_assert_int_eq(bo_url_authority_key(&some, "http", 80, "example.com:8080", 16, k, sizeof k),
+                     0);
+    ck_assert_int_eq(bo_url_authority_key(&some, "http", 80, "other.com", 9, k, sizeof k), -1);
+}
+END_TEST
+
+/* A UNIX socket: its path, an abstract name with '@'; never under BACKOFF_HOSTS. */
+START_TEST(test_unix_key)
+{
+    bo_config all = with_hosts(NULL);
+    char k[64];
+    ck_assert_int_eq(bo_url_unix_key(&all, "/run/x.sock\0junk", 17, k, sizeof k), 0);
+    ck_assert_str_eq(k, "unix:/run/x.sock");
+    ck_assert_int_eq(bo_url_unix_key(&all, "\0abstract", 9, k, sizeof k), 0);
+    ck_assert_str_eq(k, "unix:@abstract");
+    bo_config some = with_hosts("example.com");
+    ck_assert_int_eq(bo_url_unix_key(&some, "/run/x.sock", 11, k, sizeof k), -1);
+}
+END_TEST
+
 static Suite *url_suite(void)
 {
     Suite *s = suite_create("url");
@@ -91,6 +173,9 @@ static Suite *url_suite(void)
     tcase_add_test(tc, test_plain_urls);
     tcase_add_test(tc, test_other_shapes);
     tcase_add_test(tc, test_host_length);
+    tcase_add_test(tc, test_dest_key);
+    tcase_add_test(tc, test_authority_key);
+    tcase_add_test(tc, test_unix_key);
     suite_add_tcase(s, tc);
     return s;
 }
