@@ -168,6 +168,25 @@ void bo_lineage_call_end(uint64_t key, const bo_call *call, bool failed_retryabl
 bool bo_lineage_pending(void);
 
 /*
+ * The start and the end of a hook family's call (a libcurl transfer, a
+ * connect(), an HTTP request), the same for every family.
+ * bo_run_call_start begins the engine's call at now and, while the process
+ * remembers some logical request (bo_lineage_pending), makes this call's
+ * key (key_of(ctx): method and URL, a connect's destination; 0 when there
+ * is none) and continues the logical request it names: true, and *prev
+ * filled when not NULL.  bo_run_call_finish remembers a call that ended on
+ * a failure the engine would retry for the program's next try (its key
+ * made then if it was not), with the Idempotency-Key it was sent with, and
+ * forgets the logical request of one that did not.
+ */
+typedef uint64_t (*bo_run_key_fn)(const void *ctx);
+bool bo_run_call_start(bo_call *call, int64_t now, uint64_t *key, bo_run_key_fn key_of,
+                       const void *ctx, bo_lineage *prev);
+void bo_run_call_finish(const bo_call *call, uint64_t *key, bo_run_key_fn key_of,
+                        const void *ctx, bool failed_retryable, const char *idem,
+                        uint64_t idem_body);
+
+/*
  * Fork (the one list in fork/fork.c): the lineage table's lock (a leaf);
  * in the child the process's waiting time starts from zero.
  */

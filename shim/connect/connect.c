@@ -217,16 +217,22 @@ static bool retry_bound(conn_call *c, struct timeval *own)
     return setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &left, sizeof left) == 0;
 }
 
+/* The logical request of a connect(): its destination, when it is one the
+ * shim retries (known). */
+static uint64_t conn_key_of(const void *ctx)
+{
+    const conn_call *c = ctx;
+    return c->known ? bo_key_add(bo_key_add(BO_KEY_INIT, "connect"), c->sd->key) : 0;
+}
+
 static void conn_begin(conn_call *c, bo_block *sd, int fd, const struct sockaddr *sa,
                        socklen_t len, bool named)
 {
     bool known = named || __atomic_load_n(&sd->alive, __ATOMIC_RELAXED);
 
     *c = (conn_call){.cfg = bo_core_config(), .sd = sd, .fd = fd, .sa = sa, .len = len,
-                     .known = known, .start = bo_core_now_ns(), .deadline = INT64_MAX, .rc = -1,
-                     .key = known ? bo_key_add(bo_key_add(BO_KEY_INIT, "connect"), sd->key) : 0};
-    bo_call_begin(&c->call, c->start);
-    (void)bo_lineage_call_begin(c->key, &c->call, NULL);
+                     .known = known, .start = bo_core_now_ns(), .deadline = INT64_MAX, .rc = -1};
+    (void)bo_run_call_start(&c->call, c->start, &c->key, conn_key_of, c, NULL);
     if (c->known) /* the first admission may wait (an outage): bound it too */
         c->deadline = connect_deadline(c->cfg, fd, sa->sa_family, c->start);
 }
@@ -331,8 +337,8 @@ static bool conn_done(conn_call *c, int e, int64_t *until_ns)
 
 static int conn_end(conn_call *c, int *err)
 {
-    bo_lineage_call_end(c->key, &c->call, c->rc != 0 && bo_call_failed_retryable(&c->call),
-                        NULL, 0);
+    bo_run_call_finish(&c->call, &c->key, conn_key_of, c,
+                       c->rc != 0 && bo_call_failed_retryable(&c->call), NULL, 0);
     *err = c->err;
     return c->rc;
 }

@@ -107,15 +107,21 @@ static uint64_t lineage_key(const bo_http_msg *m, const char *dest)
 
 /* ---- the call ------------------------------------------------------------ */
 
+/* The logical request of the connection's request: method, destination
+ * and target (0 before its head is whole). */
+static uint64_t lineage_key_of(const void *ctx)
+{
+    const bo_hconn *c = ctx;
+    return c->req.head_done ? lineage_key(&c->req, c->dest->key) : 0;
+}
+
 /* The call ends: its logical request recorded for the program's next try. */
 void bo_hx_end_call(bo_hconn *c, bool failed_retryable)
 {
     if (!c->in_call)
         return;
-    if (c->lkey == 0 && failed_retryable && c->req.head_done)
-        c->lkey = lineage_key(&c->req, c->dest->key);
-    bo_lineage_call_end(c->lkey, &c->call, failed_retryable, c->idem_keyed ? c->idem : NULL,
-                        c->idem_body);
+    bo_run_call_finish(&c->call, &c->lkey, lineage_key_of, c, failed_retryable,
+                       c->idem_keyed ? c->idem : NULL, c->idem_body);
     bo_block_put(c->dest);
     c->dest = NULL;
     c->in_call = c->admitted = false;
@@ -350,11 +356,9 @@ int bo_hx_begin(bo_hconn *c, const char *buf, size_t len, bool nonblocking)
     if (b == NULL)
         goto off;
     now = bo_core_now_ns();
-    bo_call_begin(&c->call, now);
-    c->lkey = bo_lineage_pending() ? lineage_key(s, b->key) : 0;
-    bo_lineage prev;
-    bool continues = bo_lineage_call_begin(c->lkey, &c->call, &prev);
     c->dest = b;
+    bo_lineage prev;
+    bool continues = bo_run_call_start(&c->call, now, &c->lkey, lineage_key_of, c, &prev);
     c->in_call = true;
     c->admitted = c->idem_keyed = c->idem_added = false;
     c->inj_len = c->inj_off = 0;

@@ -96,8 +96,9 @@ bo_curl_rec *bo_curl_managed_rec(const bo_curl_real *real, void *h)
 
 /* The logical request's key: the method and CURLOPT_URL's string (0: a URL
  * set with CURLOPT_CURLU, not recognised across calls). */
-static uint64_t xfer_key(const bo_curl_rec *r)
+static uint64_t xfer_key_of(const void *ctx)
 {
+    const bo_curl_rec *r = ctx;
     return r->url_key != 0 ? bo_key_add(r->url_key, bo_curl_method_name(r)) : 0;
 }
 
@@ -180,14 +181,10 @@ void bo_curl_xfer_begin(bo_curl_xfer *x, bo_curl_rec *r)
         x->start_pos = ftell((FILE *)r->read_data);
     x->rewindable = upload_rewindable(r, x->start_pos);
     int64_t now = bo_core_now_ns();
-    bo_call_begin(&x->call, now);
     /* the logical request: method and URL (bo_budget.h); a program's own
-     * retry of a failure continues its attempts and time.  Its key is made
-     * only when some logical request is remembered (else bo_curl_xfer_end makes
-     * it, if this call ends in a failure to remember). */
-    x->key = bo_lineage_pending() ? xfer_key(r) : 0;
+     * retry of a failure continues its attempts and time */
     bo_lineage prev;
-    bool continues = bo_lineage_call_begin(x->key, &x->call, &prev);
+    bool continues = bo_run_call_start(&x->call, now, &x->key, xfer_key_of, r, &prev);
     if (r->idem_key || bo_curl_has_upload(r) || r->custom_set)
         idem_begin(x, r, continues ? &prev : NULL);
     if (r->timeout_ms > 0) {
@@ -270,12 +267,9 @@ int bo_curl_xfer_end(bo_curl_xfer *x, int code)
         code = CURLE_WRITE_ERROR;
     r->mode = BO_HOLD_PASS;
     idem_restore(r);
-    if (code != CURLE_ABORTED_BY_CALLBACK) {
-        bool failed = bo_call_failed_retryable(&x->call);
-        if (x->key == 0 && failed)
-            x->key = xfer_key(r);
-        bo_lineage_call_end(x->key, &x->call, failed, x->idem, x->idem_body);
-    }
+    if (code != CURLE_ABORTED_BY_CALLBACK)
+        bo_run_call_finish(&x->call, &x->key, xfer_key_of, r, bo_call_failed_retryable(&x->call),
+                           x->idem, x->idem_body);
     return code;
 }
 
