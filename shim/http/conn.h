@@ -184,6 +184,12 @@ static inline bool bo_hc_marked(int fd)
     return (unsigned)fd < t->cap && __atomic_load_n(&t->mark[fd], __ATOMIC_RELAXED) != 0;
 }
 
+/* Is the record one the wait hooks must look at (read outside its lock)? */
+static inline bool bo_hc_is_active(const bo_hconn *c)
+{
+    return __atomic_load_n(&c->active, __ATOMIC_RELAXED);
+}
+
 /* Does a read on this record go through the hooks (a plain socket's
  * request or answer in flight)?  One compare for everything else. */
 static inline bool bo_hc_reads(const bo_hconn *c)

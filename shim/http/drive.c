@@ -257,7 +257,7 @@ static void drive_one(bo_hconn *c, void *ud)
     drive_ctx *d = ud;
     hx_need need;
 
-    if (!c->active || !bo_hc_trylock(c))
+    if (!bo_hc_is_active(c) || !bo_hc_trylock(c))
         return;
     if (d->sweep && c->st == BO_HC_SENT) {
         if (bo_hc_identity(c->fd) != c->ino) {

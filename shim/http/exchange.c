@@ -50,7 +50,7 @@ void bo_hx_update_active(bo_hconn *c)
 {
     bool a = wants_waits(c);
     if (a != c->active) {
-        c->active = a;
+        __atomic_store_n(&c->active, a, __ATOMIC_RELAXED);
         __atomic_add_fetch(&bo_hc_active, a ? 1 : -1, __ATOMIC_RELAXED);
     }
 }
@@ -603,7 +603,7 @@ static void child_one(bo_hconn *c, void *ud)
         c->deliver = false;
         c->st = BO_HC_OFF;
     }
-    c->active = false;
+    __atomic_store_n(&c->active, false, __ATOMIC_RELAXED);
 }
 
 void bo_http_child_fork(void)

@@ -168,7 +168,7 @@ static int wait_core(struct pollfd *fds, nfds_t n, int64_t deadline, const sigse
             q[i].revents = 0;
             pre[i] = 0;
             bo_hconn *c = rec[i];
-            if (c == NULL || !c->active || !bo_hc_trylock(c))
+            if (c == NULL || !bo_hc_is_active(c) || !bo_hc_trylock(c))
                 continue;
             short fd_ev, x_ev;
             int xfd;
@@ -200,7 +200,7 @@ static int wait_core(struct pollfd *fds, nfds_t n, int64_t deadline, const sigse
         for (nfds_t i = 0; i < n; i++) {
             short rev = q[i].fd >= 0 ? q[i].revents : 0;
             bo_hconn *c = rec[i];
-            if (c != NULL && (c->active || pre[i]) && bo_hc_trylock(c)) {
+            if (c != NULL && (bo_hc_is_active(c) || pre[i]) && bo_hc_trylock(c)) {
                 short xrev = 0;
                 for (nfds_t k = n; k < m; k++)
                     if (x[k - n].of == (int)i)
@@ -232,7 +232,7 @@ static bool names_active(const struct pollfd *fds, nfds_t n)
 {
     for (nfds_t i = 0; i < n; i++) {
         bo_hconn *c = fds[i].fd >= 0 ? bo_hc_get(fds[i].fd) : NULL;
-        if (c != NULL && c->active)
+        if (c != NULL && bo_hc_is_active(c))
             return true;
     }
     return false;
@@ -336,7 +336,7 @@ static bool sets_active(int nfds, const fd_set *r, const fd_set *w, const fd_set
               (e != NULL && FD_ISSET(fd, e))))
             continue;
         bo_hconn *c = bo_hc_get(fd);
-        if (c != NULL && c->active)
+        if (c != NULL && bo_hc_is_active(c))
             return true;
     }
     return false;
