@@ -304,12 +304,18 @@ int bo_hx_drive(int64_t now, int64_t loop_deadline, int64_t *until, int *fds, sh
     drive_ctx d = {.now = now, .until = INT64_MAX, .fds = fds, .evs = evs, .max = max};
 
     (void)loop_deadline;
-    if (now - __atomic_load_n(&g_last_sweep, __ATOMIC_RELAXED) >= HX_SWEEP_NS) {
+    int64_t last = __atomic_load_n(&g_last_sweep, __ATOMIC_RELAXED);
+    if (now - last >= HX_SWEEP_NS) {
         __atomic_store_n(&g_last_sweep, now, __ATOMIC_RELAXED);
+        last = now;
         d.sweep = true;
     }
-    bo_hc_each(drive_one, &d);
-    *until = d.until;
+    /* every record is looked at only for a sweep or a retry of the loop's
+     * (a busy loop's waits cost one load each otherwise) */
+    if (d.sweep || __atomic_load_n(&bo_hx_loop_retries, __ATOMIC_RELAXED) > 0)
+        bo_hc_each(drive_one, &d);
+    /* while requests are in flight the loop wakes for the next sweep */
+    *until = d.until < last + HX_SWEEP_NS ? d.until : last + HX_SWEEP_NS;
     return d.n;
 }
 

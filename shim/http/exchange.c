@@ -55,8 +55,14 @@ void bo_hx_update_active(bo_hconn *c)
     }
 }
 
+/* Retries under way in an event loop (their steps are the loop wait's). */
+int bo_hx_loop_retries;
+
 void bo_hx_set_state(bo_hconn *c, bo_hc_state st)
 {
+    bool was = c->st == BO_HC_RETRY && c->loop, is = st == BO_HC_RETRY && c->loop;
+    if (was != is)
+        __atomic_add_fetch(&bo_hx_loop_retries, is ? 1 : -1, __ATOMIC_RELAXED);
     c->st = st;
     bo_hx_update_active(c);
 }
@@ -610,5 +616,6 @@ void bo_http_child_fork(void)
 {
     bo_hc_child_fork_table();
     bo_hc_active = 0;
+    bo_hx_loop_retries = 0;
     bo_hc_each(child_one, NULL);
 }

@@ -19,6 +19,8 @@
 
 /* The one place a record's state changes (and bo_hc_active follows). */
 void bo_hx_set_state(bo_hconn *c, bo_hc_state st);
+/* Retries under way in an event loop (c->loop), counted by bo_hx_set_state. */
+extern int bo_hx_loop_retries;
 /* bo_hc_active follows the record (an answer delivered, say). */
 void bo_hx_update_active(bo_hconn *c);
 /* Back to NONE, nothing in flight, nothing held (the record's lock held). */
