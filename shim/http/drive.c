@@ -26,6 +26,10 @@
 #define HX_IO_NS (30 * BO_NS_PER_S)
 /* A wait hook's look at a throttle head still arriving in pieces. */
 #define HX_PIECE_NS (2 * BO_NS_PER_MS)
+/* The least time a retry leaves before the end of the program's wait (its
+ * poll's timeout, its loop's next timer), a tenth of what is left if more:
+ * the program's own timer must find the answer there. */
+#define HX_MARGIN_NS (50 * BO_NS_PER_MS)
 /* The sweep of requests whose socket the program closed unseen, at most so often. */
 #define HX_SWEEP_NS (1000 * BO_NS_PER_MS)
 
@@ -64,8 +68,11 @@ static bool in_epoll(int fd)
     return found;
 }
 
-/* The end of the process's event-loop wait (bo_hx_loop_wait). */
-static int64_t g_loop_deadline = INT64_MAX;
+/* The end of this thread's event-loop wait (bo_hx_loop_wait): a loop's
+ * timers are its thread's, and another thread's wait (a wait for ever in a
+ * helper thread) says nothing of them.  0: the thread has not waited yet
+ * (only ever looked, with a timeout of 0): its timers are not known. */
+static BO_TLS int64_t tl_loop_deadline;
 
 /* The process serves connections it accepted (bo_hx_serving). */
 static int g_serving;
@@ -80,8 +87,27 @@ void bo_hx_loop_wait(int64_t now, int timeout_ms)
 {
     if (timeout_ms == 0)
         return; /* a loop with work at hand says nothing of its timers */
-    int64_t d = timeout_ms < 0 ? INT64_MAX : now + (int64_t)timeout_ms * BO_NS_PER_MS;
-    __atomic_store_n(&g_loop_deadline, d, __ATOMIC_RELAXED);
+    tl_loop_deadline = timeout_ms < 0 ? INT64_MAX : now + (int64_t)timeout_ms * BO_NS_PER_MS;
+}
+
+int64_t bo_hx_before(int64_t now, int64_t deadline)
+{
+    if (deadline == INT64_MAX || deadline <= now)
+        return deadline;
+    int64_t margin = (deadline - now) / 10;
+    if (margin < HX_MARGIN_NS)
+        margin = HX_MARGIN_NS;
+    return deadline - margin;
+}
+
+bo_hx_waits bo_hx_waiter(const bo_hconn *c, int64_t *deadline)
+{
+    if (!in_epoll(c->fd))
+        return BO_HX_WAITS_UNSEEN;
+    if (__atomic_load_n(&g_serving, __ATOMIC_RELAXED) || tl_loop_deadline == 0)
+        return BO_HX_WAITS_PASSED; /* a server's answers; a loop whose timers are unknown */
+    *deadline = bo_hx_before(bo_core_now_ns(), tl_loop_deadline);
+    return BO_HX_WAITS_IN_LOOP;
 }
 
 /* ---- the drivers: the program's read, its poll, its event loop ----------------- */
@@ -145,19 +171,8 @@ bo_hx_verdict bo_hx_read(bo_hconn *c, bool blocking, int *err)
         }
         if (c->st != BO_HC_SENT)
             return c->st == BO_HC_OFF || c->st == BO_HC_NONE ? BO_HX_OFF : BO_HX_PASS;
-        hx_mode mode = MODE_BLOCK;
-        int64_t deadline = INT64_MAX;
-        if (!blocking) {
-            mode = MODE_NONE;
-            /* an event loop retries in its own wait, bounded by its next
-             * timer; a server's (a proxy's upstream answers) are passed on */
-            if (c->deferred && !__atomic_load_n(&g_serving, __ATOMIC_RELAXED) &&
-                in_epoll(c->fd)) {
-                mode = MODE_LOOP;
-                deadline = __atomic_load_n(&g_loop_deadline, __ATOMIC_RELAXED);
-            }
-        }
-        switch (bo_hx_judge(c, mode, deadline, err)) {
+        /* a non-blocking read's mode is decided at a throttle (bo_hx_waiter) */
+        switch (bo_hx_judge(c, blocking ? MODE_BLOCK : MODE_NONE, INT64_MAX, err)) {
         case J_NOTHING:
         case J_ERR:
             return BO_HX_ERR;
@@ -191,7 +206,9 @@ short bo_hx_poll_before(bo_hconn *c, short ev, int64_t now, int64_t deadline, sh
             *fd_ev = need.fd_ev != 0 ? need.fd_ev : -1;
             *xfd = need.xfd;
             *x_ev = need.x_ev;
-            *until = need.until < deadline ? need.until : deadline;
+            *until = need.until < c->give_up_ns ? need.until : c->give_up_ns;
+            if (*until > deadline)
+                *until = deadline;
             return 0;
         }
     }
@@ -215,8 +232,8 @@ short bo_hx_poll_after(bo_hconn *c, short ev, short rev, short xrev, int64_t dea
     if (c->st == BO_HC_RETRY && !c->loop) {
         hx_need need;
         if (!bo_hx_step(c, now, &need)) {
-            if (now >= deadline) /* the program's wait ends: it gets the answer it met */
-                bo_hx_abandon(c);
+            if (now >= c->give_up_ns || now >= deadline)
+                bo_hx_abandon(c); /* the program's wait ends: it gets the answer it met */
             else
                 return 0;
         }
@@ -224,7 +241,7 @@ short bo_hx_poll_after(bo_hconn *c, short ev, short rev, short xrev, int64_t dea
     if (c->st == BO_HC_SENT && (ev & POLLIN) &&
         ((rev & (POLLIN | POLLHUP | POLLERR | POLLRDHUP)) || c->first_byte_ns != 0 ||
          (c->io->pending != NULL && c->io->pending(c)))) {
-        switch (bo_hx_judge(c, MODE_POLL, deadline, &err)) {
+        switch (bo_hx_judge(c, MODE_POLL, bo_hx_before(now, deadline), &err)) {
         case J_NOTHING:
             return 0;
         case J_RETRYING:
@@ -275,8 +292,7 @@ static void drive_one(bo_hconn *c, void *ud)
                                                 NULL) == BO_HTTP_DONE &&
                 bo_hx_whole(c, &m, n, &total)) {
                 int err = 0;
-                c->deferred = true; /* judged where no retry is made: it stands */
-                (void)bo_hx_judge(c, MODE_NONE, d->now, &err);
+                (void)bo_hx_judge(c, MODE_NOTE, d->now, &err); /* no retry: it stands */
             }
         }
     }

@@ -39,6 +39,22 @@ void bo_hx_stands(bo_hconn *c);
 /* bo_http_parse_response's line callback: bo_rl_header_line. */
 void bo_hx_rl_line(void *ctx, const char *line, size_t len);
 
+/* ---- drive.c ---- */
+
+/* Where the program of a non-blocking read waits for its answer. */
+typedef enum bo_hx_waits {
+    BO_HX_WAITS_IN_LOOP, /* an event loop (the socket in an epoll set): *deadline its
+                            next timer, less a margin */
+    BO_HX_WAITS_UNSEEN,  /* nowhere the hooks see yet (a poll may follow) */
+    BO_HX_WAITS_PASSED   /* an event loop that serves connections, or whose thread has
+                            not waited yet (its timers unknown): its answers pass */
+} bo_hx_waits;
+bo_hx_waits bo_hx_waiter(const bo_hconn *c, int64_t *deadline);
+
+/* The end of a program's wait, less the margin a retry leaves before it
+ * (the program's own timer must find the answer there). */
+int64_t bo_hx_before(int64_t now, int64_t deadline);
+
 /* ---- retry.c ---- */
 
 /* What a retry under way waits for: a time, events on the fd, on another fd. */
@@ -54,7 +70,9 @@ typedef enum hx_mode {
     MODE_BLOCK, /* its blocking read: look and wait inside it */
     MODE_POLL,  /* its poll or select naming the fd, until a deadline */
     MODE_LOOP,  /* its event loop (epoll), until the loop's next timer */
-    MODE_NONE   /* a non-blocking read, nothing known: no retry */
+    MODE_NONE,  /* a non-blocking read: where its program waits is asked at a
+                   throttle (bo_hx_waiter) */
+    MODE_NOTE   /* judged where no retry is made (an answer left unread: it stands) */
 } hx_mode;
 
 typedef enum hx_judged {

@@ -355,15 +355,27 @@ hx_judged bo_hx_judge(bo_hconn *c, hx_mode mode, int64_t deadline, int *err)
         bo_outcome o = bo_hx_classify(c, status, code);
         int64_t ra = answered ? bo_http_retry_after_ns(&c->resp, bo_core_wall_ns() / BO_NS_PER_S)
                               : -1;
-        if (o.verdict == BO_VERDICT_RETRY) {
-            if (mode == MODE_NONE && !c->deferred) {
-                /* A non-blocking read whose program has not shown how it
-                 * waits: the answer is left where it is, once, for its
-                 * poll (which judges it then) or its next read. */
-                c->deferred = true;
-                *err = EAGAIN;
-                return J_NOTHING;
+        if (o.verdict == BO_VERDICT_RETRY && mode == MODE_NONE) {
+            /* A non-blocking read: where does its program wait? */
+            switch (bo_hx_waiter(c, &deadline)) {
+            case BO_HX_WAITS_IN_LOOP:
+                mode = MODE_LOOP;
+                break;
+            case BO_HX_WAITS_UNSEEN:
+                if (!c->deferred) {
+                    /* not in an event loop's set: the answer is left where
+                     * it is, once, for the program's poll (which judges it
+                     * then) or its next read */
+                    c->deferred = true;
+                    *err = EAGAIN;
+                    return J_NOTHING;
+                }
+                break;
+            case BO_HX_WAITS_PASSED:
+                break;
             }
+        }
+        if (o.verdict == BO_VERDICT_RETRY) {
             if (answered && !whole_now(c, n, &total) && mode == MODE_BLOCK) {
                 /* the body of a throttle on its way: a moment for it */
                 while (!whole_now(c, n, &total) && n < BO_HC_PEEK_MAX &&
@@ -374,7 +386,7 @@ hx_judged bo_hx_judge(bo_hconn *c, hx_mode mode, int64_t deadline, int *err)
                     n = k;
                 }
             }
-            if (!c->kept_ok || c->shut_rd || mode == MODE_NONE ||
+            if (!c->kept_ok || c->shut_rd || mode == MODE_NONE || mode == MODE_NOTE ||
                 (answered && !whole_now(c, n, &total)) ||
                 (c->shut_wr && (c->tls || io->same_only)) ||
                 (io->same_only && !(answered && c->resp.keep_alive)))
