@@ -33,6 +33,7 @@
 #include "bo_time.h"
 #include "core/core.h"
 #include "dest/metrics.h"
+#include "dest/share.h"
 
 /* At most one rewrite of a file this often, by all the processes. */
 #define WRITE_GAP_NS BO_NS_PER_S
