@@ -82,7 +82,8 @@ void bo_share_identify(void)
 
 bool bo_share_is_self(const bo_share_proc *p)
 {
-    return p->pid == bo_share_me.pid && p->start == bo_share_me.start && p->nonce == bo_share_me.nonce;
+    return p->pid == bo_share_me.pid && p->start == bo_share_me.start &&
+           p->nonce == bo_share_me.nonce;
 }
 
 static bool proc_alive(const bo_share_proc *p)
