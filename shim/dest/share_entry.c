@@ -45,8 +45,8 @@ static bool proc_start(int32_t pid, uint64_t *start)
     fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return false;
-    n = read(fd, buf, sizeof buf - 1);
-    close(fd);
+    n = bo_core_sys_read(fd, buf, sizeof buf - 1);
+    bo_core_sys_close(fd);
     if (n <= 0)
         return false;
     buf[n] = '\0';

@@ -309,7 +309,7 @@ static bo_share_file *create_file(const char *path, int *fdp, char *why, size_t 
         int e = errno;
         unlink(tmp);
         munmap(f, sizeof *f);
-        close(fd);
+        bo_core_sys_close(fd);
         errno = e;
         return NULL; /* EEXIST: another process made it first; open that one */
     }
@@ -321,7 +321,7 @@ fail:
     if (f != NULL)
         munmap(f, sizeof *f);
     unlink(tmp);
-    close(fd);
+    bo_core_sys_close(fd);
     errno = 0;
     return NULL;
 }
@@ -367,19 +367,19 @@ bo_share_file *bo_share_map_file(bool create, char *why, size_t len, bool *repla
         }
         if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
             WHY("%s is not a regular file", path);
-            close(fd);
+            bo_core_sys_close(fd);
             return NULL;
         }
         if (st.st_uid != geteuid()) {
             WHY("%s belongs to uid %u, not to this user (uid %u)", path,
                      (unsigned)st.st_uid, (unsigned)geteuid());
-            close(fd);
+            bo_core_sys_close(fd);
             return NULL;
         }
         if ((st.st_mode & 077) != 0) {
             WHY("%s is open to other users (mode %03o, expected 600)", path,
                      (unsigned)(st.st_mode & 0777));
-            close(fd);
+            bo_core_sys_close(fd);
             return NULL;
         }
         flock(fd, LOCK_SH);
@@ -393,7 +393,7 @@ bo_share_file *bo_share_map_file(bool create, char *why, size_t len, bool *repla
             f = mmap(NULL, sizeof *f, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
             if (f == MAP_FAILED) {
                 WHY("%s cannot be mapped: %s", path, strerror(errno));
-                close(fd);
+                bo_core_sys_close(fd);
                 return NULL;
             }
             problem = header_problem(f, reason, sizeof reason);
@@ -406,7 +406,7 @@ bo_share_file *bo_share_map_file(bool create, char *why, size_t len, bool *repla
         /* Ours but not usable: replace it when no process holds it. */
         if (!create || flock(fd, LOCK_EX | LOCK_NB) != 0) {
             WHY("%s is in use and %s", path, problem);
-            close(fd);
+            bo_core_sys_close(fd);
             return NULL;
         }
         if (lstat(path, &lst) == 0 && lst.st_dev == st.st_dev && lst.st_ino == st.st_ino) {
@@ -414,7 +414,7 @@ bo_share_file *bo_share_map_file(bool create, char *why, size_t len, bool *repla
             WHY("%s: %s", path, problem);
             *replaced = true;
         }
-        close(fd);
+        bo_core_sys_close(fd);
     }
     if (why[0] == '\0')
         WHY("%s keeps changing under us", path);

@@ -127,7 +127,7 @@ out:
         bo_share_me.file = process_file;
         munmap(f, sizeof *f);
         if (bo_share_me.fd >= 0 && bo_share_me.fd != fd_before)
-            close(bo_share_me.fd);
+            bo_core_sys_close(bo_share_me.fd);
         bo_share_me.fd = fd_before;
     }
     *views = v;
