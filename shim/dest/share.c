@@ -30,8 +30,7 @@ _Static_assert(BO_SHARE_KEY_LEN == BO_DEST_KEY_LEN, "a slot holds any key a bloc
 
 #define CHUNK BO_SHARE_CHUNK_PROCS
 
-bo_share_this bo_share_me = {.fd = -1}; /* share_entry.h */
-static int g_opened;                   /* bo_core_once */
+static int g_opened; /* bo_core_once */
 
 /* The key's hash (bo_share_key_hash), then the configuration's. */
 static uint64_t hash_key(uint64_t key_hash, uint64_t cfg_hash)

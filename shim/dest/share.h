@@ -24,10 +24,12 @@
  *   note           last throttle / last success for `backoff --status`;
  *   reap           give back the leases of dead processes.
  * The counts (bo_share_counts) are written by dest/block.c under the lock.
- * Its files: the slots (share.c), the processes' entries and leases
- * (share_entry.c), the file and its repair (share_file.c), every
- * destination's views, `backoff --status` and `--reset` (share_status.c);
- * the file's layout is share_layout.h.
+ * Its files, each on those below it: every destination's views, `backoff
+ * --status` and `--reset` (share_status.c); the slots (share.c, this
+ * header); the processes' entries, leases and the slot's lock
+ * (share_entry.c: idle, detach, lock, leases, waiting and reap are
+ * declared in share_entry.h, included here); the file (share_file.c); its
+ * layout (share_layout.h).
  */
 #ifndef BO_DEST_SHARE_H
 #define BO_DEST_SHARE_H
@@ -38,12 +40,11 @@
 
 #include "bo_budget.h"
 #include "bo_config.h"
+#include "dest/share_entry.h"
 #include "dest/share_layout.h"
 
 /* A destination nobody used for this long starts fresh (tests reuse ports). */
 #define BO_SHARE_STALE_NS (60 * 1000000000LL)
-/* Dead processes' leases are looked for at most this often per slot. */
-#define BO_SHARE_REAP_NS (250 * 1000000LL)
 /* `backoff --status`: a process told to wait this recently still waits. */
 #define BO_SHARE_WAIT_SEEN_NS (1000 * 1000000LL)
 
@@ -71,36 +72,13 @@ static inline uint64_t bo_share_key_hash(const char *key, size_t *len)
 }
 
 /*
- * The block attached as (s, idx, gen) is no longer used by the process
- * (its references went to 0, nothing in flight): its entry turns idle and
- * stays.  Takes no lock (one atomic change of the entry's own word).
- */
-void bo_share_idle(bo_share_slot *s, unsigned idx);
-/*
  * The idle block is used again: under the slot's lock, when the slot still
  * holds this attachment (gen) and this process's entry, the entry turns
  * busy (and a slot nobody used for BO_SHARE_STALE_NS starts fresh); false:
  * the attachment is gone (evicted, reset, its entry taken), attach anew.
  */
 bool bo_share_reuse(bo_share_slot *s, unsigned idx, uint32_t gen, const bo_config *cfg);
-/* Drop an idle attachment (the table frees the block, the process exits).
- * until_ns (CLOCK_MONOTONIC; 0: no bound) bounds the wait for the slot's
- * lock at exit, which a process stopped while holding it must not hang:
- * an entry not dropped then names this process and is reaped. */
-void bo_share_detach(bo_share_slot *s, unsigned idx, uint32_t gen, int64_t until_ns);
 
-/* The slot's lock; a holder's death is repaired before it returns. */
-void bo_share_lock(bo_share_slot *s);
-void bo_share_unlock(bo_share_slot *s);
-/* The same, waiting at most until until_ns (CLOCK_MONOTONIC): false, not taken. */
-bool bo_share_lock_until(bo_share_slot *s, int64_t until_ns);
-
-/* Under the lock: an admitted attempt is leased to this process / ended. */
-void bo_share_lease_take(bo_share_slot *s, unsigned idx);
-void bo_share_lease_drop(bo_share_slot *s, unsigned idx);
-/* Under the lock: a call of this process was told to wait for admission
- * (for --status); dead processes' leases are given back (rate-limited). */
-void bo_share_waiting(bo_share_slot *s, unsigned idx, int64_t now_ns);
 
 /* Under the lock: release it, wait for a completion (when the window has
  * no room: completions make it) or until_ns, relock. */
@@ -110,8 +88,6 @@ void bo_share_wait(bo_share_slot *s, unsigned idx, int64_t until_ns);
 void bo_share_wake(bo_share_slot *s);
 /* Under the lock: a completed attempt's news for --status. */
 void bo_share_note(bo_share_slot *s, bool success, bool throttle, int64_t now_ns);
-/* Under the lock: give back dead processes' leases (force: now, else rate-limited). */
-void bo_share_reap(bo_share_slot *s, int64_t now_ns, bool force);
 
 /* Fork (the one list in fork/fork.c): the child is a new process (its own
  * leases), with the same mapping; nothing of the file is held across fork(). */

@@ -1,6 +1,7 @@
 /*
- * share_entry.c: the processes' entries in the host-wide slots and their
- * leases (share_entry.h; the room's part of it in share.h).
+ * share_entry.c: the processes' entries in the host-wide slots, their
+ * leases, and the slot's lock, whose holder's death they repair
+ * (share_entry.h).
  *
  * An entry names its process by pid, start time and a nonce of the
  * library's image (exec keeps both others); it counts the process's blocks
@@ -20,6 +21,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +30,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
-#include "dest/share.h"
+#include "dest/share_file.h"
 
 /*
  * A process's start time (/proc/PID/stat field 22); false when the process
@@ -514,4 +516,88 @@ void bo_share_waiting(bo_share_slot *s, unsigned idx, int64_t now)
 {
     bo_share_entry_at(s, idx)->wait_ns = now;
     bo_share_reap(s, now, false);
+}
+
+/* ---- the slot's lock, repaired by its entries ---------------------------- */
+
+/*
+ * A holder died inside the slot: its leases go back, the counts are summed
+ * anew from the leases (the only record a death cannot half-write), and a
+ * window left unusable starts fresh.
+ */
+static void repair_slot(bo_share_slot *s)
+{
+    unsigned inflight = 0, waiters = 0, attached = 0, chunks = 0;
+    const bo_config *cfg = __atomic_load_n(&bo_share_me.cfg, __ATOMIC_RELAXED);
+    bo_share_chunk *c;
+    unsigned n;
+
+    /* the counts of entries in use first: reap and bo_share_self_entry rely on them;
+     * then the busy bits from the refs.  A process going idle meanwhile
+     * (bo_share_idle, no lock) clears its refs, then its bit: a bit is set
+     * first and the refs read again after, so neither order leaves it set. */
+    BO_SHARE_FOR_CHUNKS(s, c, n) {
+        unsigned in_chunk = 0;
+        chunks += c != &s->m.own;
+        for (unsigned i = 0; i < CHUNK; i++) {
+            bo_share_proc *p = &c->procs[i];
+            in_chunk += p->pid != 0;
+            if (p->pid != 0 && bo_share_entry_refs(p) != 0) {
+                __atomic_fetch_or(&c->busy, 1ULL << i, __ATOMIC_SEQ_CST);
+                if (__atomic_load_n(&p->refs, __ATOMIC_SEQ_CST) != 0)
+                    continue;
+            }
+            __atomic_fetch_and(&c->busy, ~(1ULL << i), __ATOMIC_SEQ_CST);
+        }
+        c->nattached = in_chunk;
+        attached += in_chunk;
+    }
+    __atomic_store_n(&s->m.nattached, attached, __ATOMIC_RELAXED);
+    s->m.nchunks = chunks;
+    bo_share_reap(s, bo_core_now_ns(), true);
+    BO_SHARE_FOR_CHUNKS(s, c, n)
+        for (unsigned i = 0; i < CHUNK; i++) {
+            inflight += c->procs[i].inflight;
+            waiters += c->procs[i].waiters;
+        }
+    s->waiters = waiters;
+    if ((!isfinite(s->d.window.cwnd) || s->d.window.cwnd < 1.0) && cfg != NULL)
+        bo_dest_init(&s->d, cfg, bo_core_now_ns());
+    s->d.window.inflight = inflight;
+    s->key[BO_SHARE_KEY_LEN - 1] = '\0';
+}
+
+static void repair_slot_v(void *arg)
+{
+    repair_slot(arg);
+}
+
+void bo_share_lock(bo_share_slot *s)
+{
+    int rc = pthread_mutex_lock(&s->mu);
+    if (__builtin_expect(rc != 0, 0))
+        bo_share_lock_mend(&s->mu, rc, repair_slot_v, s);
+}
+
+bool bo_share_lock_until(bo_share_slot *s, int64_t until_ns)
+{
+    struct timespec ts;
+    int64_t left = until_ns - bo_core_now_ns();
+    int saved = errno;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t at = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec + (left > 0 ? left : 0);
+    ts.tv_sec = (time_t)(at / 1000000000LL);
+    ts.tv_nsec = (long)(at % 1000000000LL);
+    /* CLOCK_REALTIME, as pthread_mutex_timedlock reads it, which
+     * ThreadSanitizer knows, unlike pthread_mutex_clocklock */
+    int rc = pthread_mutex_timedlock(&s->mu, &ts);
+    bool ok = rc == 0 || bo_share_lock_mend(&s->mu, rc, repair_slot_v, s);
+    errno = saved;
+    return ok;
+}
+
+void bo_share_unlock(bo_share_slot *s)
+{
+    pthread_mutex_unlock(&s->mu);
 }

@@ -1,10 +1,11 @@
 /*
- * share_entry.h: the processes' entries in a host-wide slot (share_entry.c),
- * for the backend's other files (share.c, share_file.c, share_status.c):
- * who this process is, an entry's place and state, taking and dropping
- * entries and the pool's chunks, reaping dead processes.  What the rest of
- * the room asks of entries (idle, detach, leases, reap) is in share.h.
- * All of it under the slot's lock but where a function says otherwise.
+ * share_entry.h: the processes' entries in a host-wide slot and the slot's
+ * lock (share_entry.c).  First what the table and the block ask (through
+ * share.h, which includes this header): the lock, idle and detach, leases,
+ * waiting, reap; then, for the backend's other files (share.c,
+ * share_status.c): who this process is, an entry's place and state, taking
+ * and dropping entries and the pool's chunks.  All of it under the slot's
+ * lock but where a function says otherwise.
  */
 #ifndef BO_DEST_SHARE_ENTRY_H
 #define BO_DEST_SHARE_ENTRY_H
@@ -13,26 +14,8 @@
 #include <stdint.h>
 
 #include "bo_config.h"
+#include "dest/share_file.h"
 #include "dest/share_layout.h"
-
-/*
- * This process's side of the host-wide state: its mapping of the file, the
- * descriptor that holds the file's shared flock for the process's life, the
- * configuration for repairs and stale resets, and the process as its
- * entries name it (pid, start time, a nonce of the library's image, since
- * exec keeps both).  Set once (share.c, bo_share_init), the identity again
- * in a fork child; `backoff --status`/`--reset` stand a mapping of their
- * own in for a walk.  Hidden: one load, not a GOT entry's two.
- */
-typedef struct bo_share_this {
-    bo_share_file *file;        /* NULL: process-local */
-    int fd;                     /* file's descriptor; -1: none */
-    const bo_config *cfg;       /* atomic */
-    uint64_t cfg_hash;          /* of cfg, made once */
-    int32_t pid;
-    uint64_t start, nonce;
-} bo_share_this;
-extern __attribute__((visibility("hidden"))) bo_share_this bo_share_me;
 
 /* The chunks of s, its own first; n counts them (a chain never loops: it
  * is walked at most once per chunk of the pool). */
@@ -75,6 +58,38 @@ static inline bool bo_share_entry_idle(const bo_share_proc *p)
 {
     return bo_share_entry_refs(p) == 0 && p->inflight == 0 && p->waiters == 0;
 }
+
+/* Dead processes' leases are looked for at most this often per slot. */
+#define BO_SHARE_REAP_NS (250 * 1000000LL)
+
+/*
+ * The block attached as (s, idx, gen) is no longer used by the process
+ * (its references went to 0, nothing in flight): its entry turns idle and
+ * stays.  Takes no lock (one atomic change of the entry's own word).
+ */
+void bo_share_idle(bo_share_slot *s, unsigned idx);
+/* Drop an idle attachment (the table frees the block, the process exits).
+ * until_ns (CLOCK_MONOTONIC; 0: no bound) bounds the wait for the slot's
+ * lock at exit, which a process stopped while holding it must not hang:
+ * an entry not dropped then names this process and is reaped. */
+void bo_share_detach(bo_share_slot *s, unsigned idx, uint32_t gen, int64_t until_ns);
+
+/* The slot's lock; a holder's death is repaired before it returns. */
+void bo_share_lock(bo_share_slot *s);
+void bo_share_unlock(bo_share_slot *s);
+/* The same, waiting at most until until_ns (CLOCK_MONOTONIC): false, not taken. */
+bool bo_share_lock_until(bo_share_slot *s, int64_t until_ns);
+
+/* Under the lock: an admitted attempt is leased to this process / ended. */
+void bo_share_lease_take(bo_share_slot *s, unsigned idx);
+void bo_share_lease_drop(bo_share_slot *s, unsigned idx);
+/* Under the lock: a call of this process was told to wait for admission
+ * (for --status); dead processes' leases are given back (rate-limited). */
+void bo_share_waiting(bo_share_slot *s, unsigned idx, int64_t now_ns);
+/* Under the lock: give back dead processes' leases (force: now, else rate-limited). */
+void bo_share_reap(bo_share_slot *s, int64_t now_ns, bool force);
+
+/* ---- for the backend's own files ---------------------------------------- */
 
 /* This process as its entries name it (at start, in a fork child: a new pid). */
 void bo_share_identify(void);

@@ -12,10 +12,9 @@
  * older version) is replaced when no process holds it (every user holds a
  * shared flock for its lifetime), else left alone with the same fallback.
  *
- * Crash safety: the locks are robust.  A holder's death inside a slot is
- * repaired: dead processes' leases are given back and the in-flight count
- * is summed anew from the leases; a death inside the file's lock rebuilds
- * the hash chains and the pool's free list.
+ * Crash safety: the locks are robust (bo_share_lock_mend), and a death
+ * inside the file's lock rebuilds the hash chains and the pool's free list;
+ * a slot's repair is its entries' (share_entry.c).
  */
 #include "dest/share_file.h"
 
@@ -36,10 +35,8 @@
 #include <unistd.h>
 
 #include "core/core.h"
-#include "dest/share.h"
-#include "dest/share_entry.h"
 
-#define CHUNK BO_SHARE_CHUNK_PROCS
+bo_share_this bo_share_me = {.fd = -1};
 
 void bo_share_mutex_init(pthread_mutex_t *mu)
 {
@@ -51,64 +48,18 @@ void bo_share_mutex_init(pthread_mutex_t *mu)
     pthread_mutexattr_destroy(&ma);
 }
 
+
 /*
- * A holder died inside the slot: its leases go back, the counts are summed
- * anew from the leases (the only record a death cannot half-write), and a
- * window left unusable starts fresh.
+ * After a lock of mu failed with rc: when its holder died (EOWNERDEAD), or a
+ * repairer did (ENOTRECOVERABLE: every locker fails alike, so the lock is
+ * made anew and taken), repair(arg) runs and mu is consistent again: true,
+ * mu held; false for any other error (a timed lock's ETIMEDOUT), mu not
+ * held.  The common case, a lock taken, never calls it: robust locks cost
+ * their holders nothing more.
  */
-static void repair_slot(bo_share_slot *s)
+bool bo_share_lock_mend(pthread_mutex_t *mu, int rc, void (*repair)(void *), void *arg)
 {
-    unsigned inflight = 0, waiters = 0, attached = 0, chunks = 0;
-    const bo_config *cfg = __atomic_load_n(&bo_share_me.cfg, __ATOMIC_RELAXED);
-    bo_share_chunk *c;
-    unsigned n;
-
-    /* the counts of entries in use first: reap and bo_share_self_entry rely on them;
-     * then the busy bits from the refs.  A process going idle meanwhile
-     * (bo_share_idle, no lock) clears its refs, then its bit: a bit is set
-     * first and the refs read again after, so neither order leaves it set. */
-    BO_SHARE_FOR_CHUNKS(s, c, n) {
-        unsigned in_chunk = 0;
-        chunks += c != &s->m.own;
-        for (unsigned i = 0; i < CHUNK; i++) {
-            bo_share_proc *p = &c->procs[i];
-            in_chunk += p->pid != 0;
-            if (p->pid != 0 && bo_share_entry_refs(p) != 0) {
-                __atomic_fetch_or(&c->busy, 1ULL << i, __ATOMIC_SEQ_CST);
-                if (__atomic_load_n(&p->refs, __ATOMIC_SEQ_CST) != 0)
-                    continue;
-            }
-            __atomic_fetch_and(&c->busy, ~(1ULL << i), __ATOMIC_SEQ_CST);
-        }
-        c->nattached = in_chunk;
-        attached += in_chunk;
-    }
-    __atomic_store_n(&s->m.nattached, attached, __ATOMIC_RELAXED);
-    s->m.nchunks = chunks;
-    bo_share_reap(s, bo_core_now_ns(), true);
-    BO_SHARE_FOR_CHUNKS(s, c, n)
-        for (unsigned i = 0; i < CHUNK; i++) {
-            inflight += c->procs[i].inflight;
-            waiters += c->procs[i].waiters;
-        }
-    s->waiters = waiters;
-    if ((!isfinite(s->d.window.cwnd) || s->d.window.cwnd < 1.0) && cfg != NULL)
-        bo_dest_init(&s->d, cfg, bo_core_now_ns());
-    s->d.window.inflight = inflight;
-    s->key[BO_SHARE_KEY_LEN - 1] = '\0';
-}
-
-/* mu, repaired when its holder died; with until (CLOCK_REALTIME, as
- * pthread_mutex_timedlock reads it, which ThreadSanitizer knows, unlike
- * pthread_mutex_clocklock), waiting at most until then: false when it was
- * not taken. */
-static bool lock_repair(pthread_mutex_t *mu, void (*repair)(void *), void *arg,
-                        const struct timespec *until)
-{
-    int rc = until != NULL ? pthread_mutex_timedlock(mu, until) : pthread_mutex_lock(mu);
     if (rc == ENOTRECOVERABLE) {
-        /* Only when a repairer died half-way: every locker fails alike, so
-         * the lock is made anew and the state repaired. */
         bo_share_mutex_init(mu);
         rc = pthread_mutex_lock(mu);
         if (rc == 0)
@@ -122,10 +73,6 @@ static bool lock_repair(pthread_mutex_t *mu, void (*repair)(void *), void *arg,
     return rc == 0;
 }
 
-static void repair_slot_v(void *arg)
-{
-    repair_slot(arg);
-}
 
 static void repair_file_v(void *arg)
 {
@@ -160,34 +107,12 @@ static void repair_file_v(void *arg)
     }
 }
 
-void bo_share_lock(bo_share_slot *s)
-{
-    lock_repair(&s->mu, repair_slot_v, s, NULL);
-}
-
-bool bo_share_lock_until(bo_share_slot *s, int64_t until_ns)
-{
-    struct timespec ts;
-    int64_t left = until_ns - bo_core_now_ns();
-    int saved = errno;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    int64_t at = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec + (left > 0 ? left : 0);
-    ts.tv_sec = (time_t)(at / 1000000000LL);
-    ts.tv_nsec = (long)(at % 1000000000LL);
-    bool ok = lock_repair(&s->mu, repair_slot_v, s, &ts);
-    errno = saved;
-    return ok;
-}
-
-void bo_share_unlock(bo_share_slot *s)
-{
-    pthread_mutex_unlock(&s->mu);
-}
 
 void bo_share_lock_file(bo_share_file *f)
 {
-    lock_repair(&f->mu, repair_file_v, f, NULL);
+    int rc = pthread_mutex_lock(&f->mu);
+    if (rc != 0)
+        bo_share_lock_mend(&f->mu, rc, repair_file_v, f);
 }
 
 /* Hash chains, under the file's lock. */
