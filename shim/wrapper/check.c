@@ -23,6 +23,7 @@
  * tell", with the library's name.
  */
 #include "wrapper/check.h"
+#include "wrapper/runtime.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -35,7 +36,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define MAX_OBJS 256
@@ -357,50 +357,6 @@ static void walk(const char *const *roots, int nroots, const elf_facts *root_fac
 }
 
 /*
- * A Java launcher (java, javac, jshell...: their libjli in lib/, or
- * jre/lib/ARCH/jli/ before JDK 9) loads the JVM named first as KNOWN in
- * that directory's jvm.cfg (-server, else -client...), LIBDIR/NAME/libjvm.so,
- * and the JVM loads the class library's natives from LIBDIR as classes
- * need them: libjava.so at start, libnet.so and libnio.so for java.net and
- * java.nio's sockets (HttpURLConnection, HttpClient).  Their paths in
- * libs (n of them); false when jli is not a launcher's or no libjvm.so is
- * there.
- */
-#define JVM_LIBS 4
-static bool java_runtime(const char *jli, char libs[JVM_LIBS][PATH_MAX], int *n)
-{
-    static const char *const natives[] = {"libjava.so", "libnet.so", "libnio.so"};
-    char dir[PATH_MAX], cfg[PATH_MAX + 16], line[256], vm[64] = "server";
-
-    *n = 0;
-    if (realpath(jli, dir) == NULL || strrchr(dir, '/') == NULL)
-        return false;
-    *strrchr(dir, '/') = '\0';
-    if (base_is(dir, "jli") && strrchr(dir, '/') != NULL)
-        *strrchr(dir, '/') = '\0';
-    snprintf(cfg, sizeof cfg, "%s/jvm.cfg", dir);
-    FILE *fp = fopen(cfg, "r");
-    while (fp != NULL && fgets(line, sizeof line, fp) != NULL) {
-        char name[64], kind[32];
-        if (sscanf(line, "-%63s %31s", name, kind) == 2 && strcmp(kind, "KNOWN") == 0) {
-            snprintf(vm, sizeof vm, "%s", name);
-            break;
-        }
-    }
-    if (fp != NULL)
-        fclose(fp);
-    if (snprintf(libs[0], PATH_MAX, "%s/%s/libjvm.so", dir, vm) >= PATH_MAX ||
-        access(libs[0], R_OK) != 0)
-        return false;
-    *n = 1;
-    for (size_t i = 0; i < sizeof natives / sizeof natives[0]; i++)
-        if (snprintf(libs[*n], PATH_MAX, "%s/%s", dir, natives[i]) < PATH_MAX &&
-            access(libs[*n], R_OK) == 0)
-            (*n)++;
-    return true;
-}
-
-/*
  * The helper a program runs for its HTTP, when it is one that does so: git
  * runs git-remote-http(s) from its exec path for http(s):// remotes.  The
  * helper's path in out, or false.
@@ -421,94 +377,6 @@ static bool http_helper(const char *path, char *out, size_t outlen)
             access(out, X_OK) == 0)
             return true;
     return false;
-}
-
-/*
- * A version manager's shim script (pyenv, rbenv, nodenv, asdf...): a line
- * `exec "MANAGER" exec "$program" "$@"` (or the program's name in place of
- * "$program", as asdf writes it).  The manager in mgr, the program it is
- * asked for (the script's own name for "$program") in prog, and the
- * manager's root variable its shim exports (`export PYENV_ROOT="..."`) in
- * root_var/root; false when the script is not such a shim.
- */
-static bool manager_shim(const char *path, char *mgr, size_t mgrlen, char *prog, size_t proglen,
-                         char *root_var, char *root, size_t rootlen)
-{
-    char line[PATH_MAX + 64], m[PATH_MAX], arg[256];
-    bool found = false;
-    FILE *fp = fopen(path, "r");
-
-    root_var[0] = root[0] = '\0';
-    for (int n = 0; fp != NULL && n < 64 && fgets(line, sizeof line, fp) != NULL; n++) {
-        char var[64], val[PATH_MAX];
-        const char *p = line + strspn(line, " \t");
-        if (sscanf(p, "export %63[A-Z_]=\"%4095[^\"]\"", var, val) == 2 &&
-            strstr(var, "_ROOT") != NULL) {
-            snprintf(root_var, 64, "%s", var);
-            snprintf(root, rootlen, "%s", val);
-        }
-        if (!found && (sscanf(p, "exec \"%4095[^\"]\" exec %255s", m, arg) == 2 ||
-                       sscanf(p, "exec %4095s exec %255s", m, arg) == 2)) {
-            size_t al = strlen(arg);
-            if (al >= 2 && arg[0] == '"' && arg[al - 1] == '"') {
-                arg[al - 1] = '\0';
-                memmove(arg, arg + 1, al - 1);
-            }
-            const char *base = strrchr(path, '/');
-            const char *name = strcmp(arg, "$program") != 0 ? arg : base ? base + 1 : path;
-            found = m[0] == '/' && snprintf(mgr, mgrlen, "%s", m) < (int)mgrlen &&
-                    snprintf(prog, proglen, "%s", name) < (int)proglen;
-        }
-    }
-    if (fp != NULL)
-        fclose(fp);
-    return found;
-}
-
-/*
- * `MANAGER which PROGRAM`, as the shim's own exec would resolve it (the
- * environment as it is, the shim's root variable set): its first line of
- * output in out (its error's in out when it fails); true when it named a
- * program.  Bounded: a manager that does not answer within 10 s is killed.
- */
-static bool manager_which(const char *mgr, const char *prog, const char *root_var,
-                          const char *root, char *out, size_t outlen)
-{
-    int fds[2];
-    pid_t pid;
-
-    out[0] = '\0';
-    if (pipe(fds) != 0)
-        return false;
-    if ((pid = fork()) < 0) {
-        close(fds[0]);
-        close(fds[1]);
-        return false;
-    }
-    if (pid == 0) {
-        dup2(fds[1], 1);
-        dup2(fds[1], 2);
-        close(fds[0]);
-        close(fds[1]);
-        if (root_var[0] != '\0')
-            setenv(root_var, root, 1);
-        alarm(10);
-        execl(mgr, mgr, "which", prog, (char *)NULL);
-        _exit(127);
-    }
-    close(fds[1]);
-    size_t used = 0;
-    ssize_t n;
-    while (used + 1 < outlen && (n = read(fds[0], out + used, outlen - 1 - used)) > 0)
-        used += (size_t)n;
-    out[used] = '\0';
-    close(fds[0]);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    out[strcspn(out, "\r\n")] = '\0';
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0 && out[0] == '/' &&
-           access(out, X_OK) == 0;
 }
 
 static int check_program(const char *cmd, int depth);
@@ -533,9 +401,10 @@ static int check_script(const char *path, int depth)
                "#! script\n", path);
         return 1;
     }
-    if (manager_shim(path, mgr, sizeof mgr, prog, sizeof prog, root_var, root, sizeof root)) {
+    if (bo_check_manager_shim(path, mgr, sizeof mgr, prog, sizeof prog, root_var, root,
+                              sizeof root)) {
         const char *name = strrchr(mgr, '/') ? strrchr(mgr, '/') + 1 : mgr;
-        if (!manager_which(mgr, prog, root_var, root, real, sizeof real)) {
+        if (!bo_check_manager_which(mgr, prog, root_var, root, real, sizeof real)) {
             printf("backoff: %s: cannot tell: a %s shim, and `%s which %s` names no program "
                    "(%s)\n", path, name, name, prog, real[0] ? real : "no answer");
             return 2;
@@ -560,7 +429,7 @@ static int check_script(const char *path, int depth)
 static int check_program(const char *cmd, int depth)
 {
     char path[PATH_MAX], real[PATH_MAX], helper[PATH_MAX], unseen[2 * PATH_MAX] = "";
-    char jvm[JVM_LIBS][PATH_MAX];
+    char jvm[BO_CHECK_JVM_LIBS][PATH_MAX];
     elf_facts ef;
     closure cl;
     struct stat st;
@@ -595,9 +464,9 @@ static int check_program(const char *cmd, int depth)
     const char *root = real;
     memset(&cl, 0, sizeof cl);
     walk(&root, 1, &ef, &cl, false);
-    bool java = cl.jli[0] && java_runtime(cl.jli, jvm, &njvm);
+    bool java = cl.jli[0] && bo_check_java_runtime(cl.jli, jvm, &njvm);
     if (java) {
-        const char *roots[JVM_LIBS];
+        const char *roots[BO_CHECK_JVM_LIBS];
         for (int i = 0; i < njvm; i++)
             roots[i] = jvm[i];
         printf("backoff: %s: a Java launcher: its runtime %s and the JDK's network libraries "
