@@ -21,11 +21,11 @@
 #define MBUCKETS 64
 static bo_multi_rec *g_mbuckets[MBUCKETS];
 static pthread_mutex_t g_mlock = PTHREAD_MUTEX_INITIALIZER;
-static int g_nmulti;      /* records in the table: 0 lets every call through at once */
-static uint64_t g_mgen;   /* bumped on every removal (the threads' caches) */
-static BO_TLS const CURLM *tl_last_m;
-static BO_TLS bo_multi_rec *tl_last_mr;
-static BO_TLS uint64_t tl_last_mgen;
+int bo_multi_nrecs;
+uint64_t bo_multi_gen;
+BO_TLS const CURLM *bo_multi_tl_m;
+BO_TLS bo_multi_rec *bo_multi_tl_rec;
+BO_TLS uint64_t bo_multi_tl_gen;
 
 /* Fork: the table lock is a leaf, taken last and made anew in the child. */
 void bo_multi_prepare_fork(void)
@@ -48,25 +48,20 @@ static size_t mbucket(const CURLM *m)
     return (size_t)((((uintptr_t)m >> 4) * 0x9e3779b97f4a7c15ULL) >> 58) % MBUCKETS;
 }
 
-bo_multi_rec *bo_multi_rec_find(const CURLM *m)
+bo_multi_rec *bo_multi_rec_lookup(const CURLM *m)
 {
     bo_multi_rec *r;
     uint64_t gen;
 
-    if (__atomic_load_n(&g_nmulti, __ATOMIC_ACQUIRE) == 0 || m == NULL)
-        return NULL;
-    gen = __atomic_load_n(&g_mgen, __ATOMIC_ACQUIRE);
-    if (m == tl_last_m && gen == tl_last_mgen && tl_last_mr != NULL)
-        return tl_last_mr;
     pthread_mutex_lock(&g_mlock);
-    gen = g_mgen;
+    gen = bo_multi_gen;
     for (r = g_mbuckets[mbucket(m)]; r != NULL && r->m != m; r = r->hnext) {
     }
     pthread_mutex_unlock(&g_mlock);
     if (r != NULL) {
-        tl_last_m = m;
-        tl_last_mr = r;
-        tl_last_mgen = gen;
+        bo_multi_tl_m = m;
+        bo_multi_tl_rec = r;
+        bo_multi_tl_gen = gen;
     }
     return r;
 }
@@ -85,7 +80,7 @@ bo_multi_rec *bo_multi_rec_new(bo_curl_real *real, CURLM *m)
     size_t b = mbucket(m);
     r->hnext = g_mbuckets[b];
     g_mbuckets[b] = r;
-    __atomic_add_fetch(&g_nmulti, 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&bo_multi_nrecs, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&g_mlock);
     return r;
 }
@@ -130,18 +125,12 @@ void bo_multi_rec_remove(bo_multi_rec *r)
     for (pp = &g_mbuckets[mbucket(r->m)]; *pp != NULL; pp = &(*pp)->hnext) {
         if (*pp == r) {
             *pp = r->hnext;
-            __atomic_sub_fetch(&g_nmulti, 1, __ATOMIC_RELEASE);
-            __atomic_add_fetch(&g_mgen, 1, __ATOMIC_RELEASE);
+            __atomic_sub_fetch(&bo_multi_nrecs, 1, __ATOMIC_RELEASE);
+            __atomic_add_fetch(&bo_multi_gen, 1, __ATOMIC_RELEASE);
             break;
         }
     }
     pthread_mutex_unlock(&g_mlock);
-}
-
-bo_multi_rec *bo_multi_rec_of(bo_curl_real *real, CURLM *m)
-{
-    bo_multi_rec *r = bo_multi_rec_find(m);
-    return r != NULL && r->real == real ? r : NULL;
 }
 
 void bo_multi_rec_free(bo_multi_rec *r)
@@ -158,7 +147,7 @@ bo_mxfer *bo_mxfer_of_easy(const void *h)
 {
     bo_mxfer *x;
 
-    if (__atomic_load_n(&g_nmulti, __ATOMIC_ACQUIRE) == 0 || h == NULL)
+    if (__atomic_load_n(&bo_multi_nrecs, __ATOMIC_ACQUIRE) == 0 || h == NULL)
         return NULL;
     pthread_mutex_lock(&g_mlock);
     for (x = g_xbuckets[xbucket(h)]; x != NULL && x->h != h; x = x->hnext) {
@@ -195,14 +184,6 @@ void bo_mxfer_free(bo_multi_rec *r, bo_mxfer *x)
     x->qnext = r->spare;
     r->spare = x;
     r->nspare++;
-}
-
-bo_mxfer *bo_mxfer_find(bo_multi_rec *r, const CURL *h)
-{
-    bo_mxfer *x;
-    for (x = r->xfers; x != NULL && x->h != h; x = x->next) {
-    }
-    return x;
 }
 
 void bo_multi_queue(bo_multi_rec *r, bo_mxfer *x, CURLMSG kind, int code)
@@ -253,18 +234,6 @@ CURLMsg *bo_multi_next_msg(bo_multi_rec *r, int *left)
     if (left != NULL)
         *left = r->nqueued;
     return &x->msg;
-}
-
-void bo_multi_move(bo_multi_rec *r, bo_mxfer *x, bo_xstate st, int64_t until)
-{
-    r->npending += (int)bo_xstate_pending(st) - (int)bo_xstate_pending(x->state);
-    r->nactive += (int)bo_xstate_active(st) - (int)bo_xstate_active(x->state);
-    x->state = st;
-    if (bo_xstate_pending(st)) {
-        x->until = until;
-        if (until < r->next_due)
-            r->next_due = until;
-    }
 }
 
 /* ---- the deadline the program is told ---------------------------------- */

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/core.h"
 #include "libcurl/xfer.h"
 
 /*
@@ -70,12 +71,6 @@ typedef struct bo_multi_rec {
     int nspare;
 } bo_multi_rec;
 
-/*
- * The one change of a transfer's state: npending and nactive follow, and a
- * pending state's time `until` (ignored otherwise) brings next_due forward.
- * A transfer leaving its multi handle moves to X_DETACHED first.
- */
-void bo_multi_move(bo_multi_rec *r, bo_mxfer *x, bo_xstate st, int64_t until);
 
 /* Pending (counted in running_handles by the shim) and active states. */
 static inline bool bo_xstate_pending(bo_xstate st)
@@ -88,10 +83,54 @@ static inline bool bo_xstate_active(bo_xstate st)
     return st == BO_X_RUN || st == BO_X_PASS;
 }
 
-/* The record of multi handle m (a thread's last answer cached); NULL: none.
+/*
+ * The one change of a transfer's state: npending and nactive follow, and a
+ * pending state's time `until` (ignored otherwise) brings next_due forward.
+ * A transfer leaving its multi handle moves to X_DETACHED first.  Inline,
+ * as the other small steps below: every hook of a transfer takes several.
+ */
+static inline void bo_multi_move(bo_multi_rec *r, bo_mxfer *x, bo_xstate st, int64_t until)
+{
+    r->npending += (int)bo_xstate_pending(st) - (int)bo_xstate_pending(x->state);
+    r->nactive += (int)bo_xstate_active(st) - (int)bo_xstate_active(x->state);
+    x->state = st;
+    if (bo_xstate_pending(st)) {
+        x->until = until;
+        if (until < r->next_due)
+            r->next_due = until;
+    }
+}
+
+/*
+ * The table's figures a lookup reads first (multi_rec.c): its records (0
+ * lets every call through at once), a count of removals that makes the
+ * threads' cached last answers stale, and each thread's last answer.
+ */
+extern __attribute__((visibility("hidden"))) int bo_multi_nrecs;
+extern __attribute__((visibility("hidden"))) uint64_t bo_multi_gen;
+extern BO_TLS __attribute__((visibility("hidden"))) const CURLM *bo_multi_tl_m;
+extern BO_TLS __attribute__((visibility("hidden"))) bo_multi_rec *bo_multi_tl_rec;
+extern BO_TLS __attribute__((visibility("hidden"))) uint64_t bo_multi_tl_gen;
+/* The record of m from the table, under its lock, cached for the thread. */
+bo_multi_rec *bo_multi_rec_lookup(const CURLM *m);
+
+/* The record of multi handle m (the thread's last answer first); NULL: none.
  * bo_multi_rec_of: only when it is the one of libcurl copy real. */
-bo_multi_rec *bo_multi_rec_find(const CURLM *m);
-bo_multi_rec *bo_multi_rec_of(bo_curl_real *real, CURLM *m);
+static inline bo_multi_rec *bo_multi_rec_find(const CURLM *m)
+{
+    if (__atomic_load_n(&bo_multi_nrecs, __ATOMIC_ACQUIRE) == 0 || m == NULL)
+        return NULL;
+    uint64_t gen = __atomic_load_n(&bo_multi_gen, __ATOMIC_ACQUIRE);
+    if (m == bo_multi_tl_m && gen == bo_multi_tl_gen && bo_multi_tl_rec != NULL)
+        return bo_multi_tl_rec;
+    return bo_multi_rec_lookup(m);
+}
+
+static inline bo_multi_rec *bo_multi_rec_of(bo_curl_real *real, CURLM *m)
+{
+    bo_multi_rec *r = bo_multi_rec_find(m);
+    return r != NULL && r->real == real ? r : NULL;
+}
 /* A new record for m, in the table; NULL: no memory. */
 bo_multi_rec *bo_multi_rec_new(bo_curl_real *real, CURLM *m);
 /* Out of the table (its multi handle is cleaned up), then freed with its
@@ -100,11 +139,18 @@ void bo_multi_rec_remove(bo_multi_rec *r);
 void bo_multi_rec_free(bo_multi_rec *r);
 
 /* A transfer's record, zeroed: a spare one of r's, else a new one; given
- * back to r's spares (at most a few, the rest freed).  bo_mxfer_find: the
- * record of easy handle h in r; NULL: none. */
+ * back to r's spares (at most a few, the rest freed). */
 bo_mxfer *bo_mxfer_new(bo_multi_rec *r);
 void bo_mxfer_free(bo_multi_rec *r, bo_mxfer *x);
-bo_mxfer *bo_mxfer_find(bo_multi_rec *r, const CURL *h);
+
+/* The record of easy handle h in r; NULL: none. */
+static inline bo_mxfer *bo_mxfer_find(bo_multi_rec *r, const CURL *h)
+{
+    bo_mxfer *x;
+    for (x = r->xfers; x != NULL && x->h != h; x = x->next) {
+    }
+    return x;
+}
 /* The index of the transfers by easy handle, for curl_easy_cleanup (which
  * may come without curl_multi_remove_handle): x in, x out (it must be
  * there), and the transfer of easy handle h in any managed multi handle. */
