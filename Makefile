@@ -30,7 +30,9 @@ POLICY_OBJ := $(POLICY_SRC:%.c=$(BUILD)/obj/%.o)
 # shim/: one folder a room (docs/DESIGN.md); the wrapper is a program of its own.
 SHIM_SRC   := $(filter-out shim/wrapper/%,$(wildcard shim/*/*.c))
 SHIM_OBJ   := $(SHIM_SRC:%.c=$(BUILD)/obj/%.o)
-WRAPPER_SRC := $(wildcard shim/wrapper/*.c) shim/dest/share.c shim/dest/metrics.c shim/core/core.c
+# The host-wide backend's files (dest/share*.c), which the wrapper and two test helpers link.
+SHARE_SRC  := $(wildcard shim/dest/share*.c)
+WRAPPER_SRC := $(wildcard shim/wrapper/*.c) $(SHARE_SRC) shim/dest/metrics.c shim/core/core.c
 SIM_SRC    := $(wildcard demo/sim/*.c)
 SERVER_SRC := $(wildcard demo/server/*.c)
 LOADGEN_SRC := $(wildcard demo/loadgen/*.c)
@@ -132,7 +134,7 @@ $(BUILD)/tests/unit/test_shim_%: tests/unit/test_shim_%.c $(BUILD)/libshim.a $(B
 	$(CC) $(ALL_CFLAGS) -Ishim $(CURL_CFLAGS) $(CHECK_CFLAGS) -o $@ $< $(BUILD)/libshim.a \
 	    $(BUILD)/libpolicies.a $(ALL_LDFLAGS) $(CHECK_LIBS) -lhiredis -ldl -lm
 
-$(BUILD)/tests/helpers/%: tests/helpers/%.c $(wildcard shim/dest/share.h policies/*.h)
+$(BUILD)/tests/helpers/%: tests/helpers/%.c $(wildcard shim/dest/share_layout.h policies/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(CURL_CFLAGS) -o $@ $< $(ALL_LDFLAGS) $(CURL_LIBS) -lm
 
@@ -141,19 +143,19 @@ $(BUILD)/tests/helpers/http_bench: tests/helpers/http_bench.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(ALL_LDFLAGS) -lssl -lcrypto -lm
 
-# share_evict drives the host-wide file's own code (dest/share.c) in two processes.
-$(BUILD)/tests/helpers/share_evict: tests/helpers/share_evict.c shim/dest/share.c shim/core/core.c \
+# share_evict drives the host-wide file's own code (dest/share*.c) in two processes.
+$(BUILD)/tests/helpers/share_evict: tests/helpers/share_evict.c $(SHARE_SRC) shim/core/core.c \
                                     $(BUILD)/libpolicies.a $(wildcard shim/*/*.h policies/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Ishim -o $@ tests/helpers/share_evict.c shim/dest/share.c \
+	$(CC) $(ALL_CFLAGS) -Ishim -o $@ tests/helpers/share_evict.c $(SHARE_SRC) \
 	    shim/core/core.c $(BUILD)/libpolicies.a $(ALL_LDFLAGS) -lm
 
-# share_pool drives its pool of entries (dest/share.c) in 150 processes.
+# share_pool drives its pool of entries (dest/share_entry.c) in 150 processes.
 $(BUILD)/tests/helpers/share_pool: tests/helpers/share_pool.c tests/helpers/share_file.h \
-                                   shim/dest/share.c shim/core/core.c \
+                                   $(SHARE_SRC) shim/core/core.c \
                                    $(BUILD)/libpolicies.a $(wildcard shim/*/*.h policies/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Ishim -o $@ tests/helpers/share_pool.c shim/dest/share.c \
+	$(CC) $(ALL_CFLAGS) -Ishim -o $@ tests/helpers/share_pool.c $(SHARE_SRC) \
 	    shim/core/core.c $(BUILD)/libpolicies.a $(ALL_LDFLAGS) -lm
 
 # fleet_equal drives the fleet's script (as the library builds it in) and its

@@ -54,19 +54,16 @@ else
     exit 1
 fi
 # One line saying what is installed; apt's own output goes to a log file,
-# shown (its end) only when apt fails.
-log=$(mktemp "${TMPDIR:-/tmp}/backoff-apt.XXXXXX.log")
-echo "backoff: installing missing Debian packages:$missing$missing_lean (apt log: $log)" >&2
+# shown (its end) only when apt fails.  A package manager busy with
+# another apt or dpkg (unattended upgrades on a new machine) is waited for,
+# a few minutes at most, with one line saying so (demo/apt-step.sh).
+APT_LOG=$(mktemp "${TMPDIR:-/tmp}/backoff-apt.XXXXXX.log")
+APT_WHO=backoff
+. "$(dirname "$0")/apt-step.sh"
+echo "backoff: installing missing Debian packages:$missing$missing_lean (apt log: $APT_LOG)" >&2
 export DEBIAN_FRONTEND=noninteractive
-apt_step() {
-    if ! "$@" >>"$log" 2>&1 </dev/null; then
-        echo "backoff: '$*' failed; the end of $log:" >&2
-        tail -n 40 "$log" | sed 's/^/    /' >&2
-        exit 1
-    fi
-}
-apt_step $SUDO apt-get update
+apt_step update
 # shellcheck disable=SC2086
-[ -z "$missing" ] || apt_step $SUDO apt-get install -y $missing
+[ -z "$missing" ] || apt_step install -y $missing
 # shellcheck disable=SC2086
-[ -z "$missing_lean" ] || apt_step $SUDO apt-get install -y --no-install-recommends $missing_lean
+[ -z "$missing_lean" ] || apt_step install -y --no-install-recommends $missing_lean

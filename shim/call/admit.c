@@ -362,7 +362,7 @@ int bo_run_wait_until(bo_block *b, int64_t until_ns)
 }
 
 /*
- * One slice of a wait: a blocking read() of a timerfd armed for until_ns.
+ * One slice of a wait: a blocking read of a timerfd armed for until_ns.
  * 0 when the time came, EINTR when a signal without SA_RESTART interrupted it.
  */
 static int wait_slice(int fd, int64_t until_ns)
@@ -371,7 +371,7 @@ static int wait_slice(int fd, int64_t until_ns)
     uint64_t expirations;
 
     if (fd >= 0 && timerfd_settime(fd, TFD_TIMER_ABSTIME, &its, NULL) == 0) {
-        if (read(fd, &expirations, sizeof expirations) < 0 && errno == EINTR)
+        if (bo_core_sys_read(fd, &expirations, sizeof expirations) < 0 && errno == EINTR)
             return EINTR;
         return 0;
     }
@@ -401,7 +401,7 @@ int bo_run_wait(bo_block *b, int64_t until_ns, const bo_waiter *w)
             rc = tick(w);
     }
     if (fd >= 0)
-        close(fd);
+        bo_core_sys_close(fd);
     bo_report_waited(b, bo_core_now_ns() - from);
     errno = saved;
     return rc;

@@ -114,7 +114,7 @@ static void write_stats(const bo_config *cfg, int64_t until_ns)
     if (fd < 0)
         return;
     bo_core_write_all(fd, buf, (size_t)n);
-    close(fd);
+    bo_core_sys_close(fd);
 }
 
 /*

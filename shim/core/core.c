@@ -1,6 +1,7 @@
 /*
- * core.c: once and the init lock, the clocks, the re-entry flag and the
- * one writer of stderr lines (core.h).
+ * core.c: once and the init lock, the clocks, the re-entry flag, the
+ * library's own system calls for its I/O and the one writer of stderr
+ * lines (core.h).
  */
 #include "core/core.h"
 
@@ -8,6 +9,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,10 +46,25 @@ int64_t bo_core_wall_ns(void)
     return (int64_t)ts.tv_sec * BO_NS_PER_S + ts.tv_nsec;
 }
 
+ssize_t bo_core_sys_write(int fd, const void *buf, size_t n)
+{
+    return (ssize_t)syscall(SYS_write, fd, buf, n);
+}
+
+ssize_t bo_core_sys_read(int fd, void *buf, size_t n)
+{
+    return (ssize_t)syscall(SYS_read, fd, buf, n);
+}
+
+int bo_core_sys_close(int fd)
+{
+    return (int)syscall(SYS_close, fd);
+}
+
 void bo_core_write_all(int fd, const char *buf, size_t len)
 {
     while (len > 0) {
-        ssize_t n = write(fd, buf, len);
+        ssize_t n = bo_core_sys_write(fd, buf, len);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)

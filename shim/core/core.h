@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "bo_config.h"
 #include "bo_rng.h"
@@ -84,7 +85,20 @@ void bo_core_once(int *done, void (*fn)(void));
  * as at its first initialization: a fork child makes its locks anew so. */
 void bo_core_mutex_init(pthread_mutex_t *mu, int type);
 
-/* Write the whole buffer to fd, retrying short writes and EINTR. */
+/*
+ * The library's own I/O (its stderr lines, its state, metrics, trace and
+ * stats files, its timerfds, what it reads of /proc): the system calls
+ * themselves, never through the write, read and close the library exports
+ * as hooks (shim/http/sock.c), which would look its descriptors up as the
+ * program's.  Every file of the library but the http room's own hooks does
+ * its I/O on descriptors through these.  -1 and errno as the system call.
+ */
+ssize_t bo_core_sys_write(int fd, const void *buf, size_t n);
+ssize_t bo_core_sys_read(int fd, void *buf, size_t n);
+int bo_core_sys_close(int fd);
+
+/* Write the whole buffer to fd (bo_core_sys_write), retrying short writes
+ * and EINTR. */
 void bo_core_write_all(int fd, const char *buf, size_t len);
 
 /*

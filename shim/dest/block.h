@@ -8,8 +8,14 @@
 
 #include "dest/dest.h"
 
-/* A new block's state: mutex, condition variable, a fresh bo_dest. */
+/* A new block's state: mutex, condition variable, a fresh bo_dest; its own
+ * backend until it is attached. */
 void bo_block_init(bo_block *b, const bo_config *cfg);
+/* The block's home: attached to slot s as entry idx of generation gen (the
+ * host-wide backend), or (s NULL) its own state.  Only where no call uses
+ * the block's lock as the other backend's (refs 0 to 1, refs 0, a fork
+ * child, or under mu for a block waiting for an entry). */
+void bo_block_set_slot(bo_block *b, struct bo_share_slot *s, unsigned idx, uint32_t gen);
 /* Just before an evicted block is freed (under its mutex): its counts and
  * largest window still count in the stats at exit. */
 void bo_block_retire(bo_block *b);

@@ -4,23 +4,14 @@
  * key where the destination is chosen (a URL set, a connect()), and the
  * policy's state of that destination (bo_dest) behind one lock, wherever
  * it lives:
- *
- *   table.c    the process-local table: sharded hash, references, LRU
- *              eviction of idle blocks;
- *   block.c    a block's state and its lock: the block's own
- *              (BACKOFF_SHARE=process), or the host-wide slot it is
- *              attached to, and the fleet's word through Redis; the
- *              process's counters for the stats;
- *   share.c    the host-wide backend: a shared-memory file of slots
- *              (share.h, also read by `backoff --status`);
- *   redis.c    the fleet backend: the destination's fleet window in Redis
- *              (redis.h; its script, fleet.lua);
- *   metrics.c  the host-wide counts and gauges in the forms monitoring
- *              reads (metrics.h; also `backoff --status --format=...`);
- *   metrics_file.c  BACKOFF_METRICS_FILE, rewritten at most once a second
- *              (metrics_file.h: what a completion calls after the counts
- *              changed, bo_metrics_tick).
- *
+ *   table.c    the process-local table: sharded hash, references, LRU;
+ *   block.c    a block's state, lock and counts through its backend, the
+ *              block's own or the host-wide slot's (a table of the two);
+ *   share*.c   the host-wide backend, a shared-memory file of slots
+ *              (share.h; its layout share_layout.h; --status, --reset);
+ *   redis.c    the fleet backend: the fleet's window in Redis (redis.h);
+ *   metrics.c, metrics_file.c  the host-wide counts in the forms monitoring
+ *              reads, and BACKOFF_METRICS_FILE (metrics.h, metrics_file.h).
  * The call room (call/) drives admissions and completions through the
  * functions below and never sees a backend.  Decisions are policies/'.
  */
@@ -44,10 +35,9 @@ typedef struct bo_block_counts {
 
 /*
  * What one step of a call adds to the counts: the process's (above) and,
- * when the block is attached host-wide, the slot's (the same increments:
- * the sum of the processes' BACKOFF_STATS is what `backoff --status
- * --format=...` says).  Bits of bo_tally.what, and the attempt's kind of
- * throttle or loss (BO_CAUSE_NONE: none); passed by value.
+ * attached host-wide, the slot's (the same increments: the processes'
+ * BACKOFF_STATS sum to `backoff --status --format=...`).  Bits of
+ * bo_tally.what, and the attempt's kind of throttle or loss.
  */
 enum {
     BO_TALLY_ATTEMPT = 1u << 0,  /* an attempt completed */
@@ -55,8 +45,7 @@ enum {
     BO_TALLY_THROTTLE = 1u << 2, /* ... answered 429, 503 or 504 (BO_SIGNAL_THROTTLE) */
     BO_TALLY_END = 1u << 3,      /* the call ends */
     BO_TALLY_FAILED = 1u << 4,   /* ... without a success */
-    BO_TALLY_GAVE_UP = 1u << 5,  /* ... on a failure it would have retried: attempts,
-                                    time or retry budget spent */
+    BO_TALLY_GAVE_UP = 1u << 5,  /* ... on a retryable failure, attempts, time or budget spent */
     BO_TALLY_BUDGET = 1u << 6    /* ... the retry budget it was (bo_call.budget_refused) */
 };
 typedef struct bo_tally {
@@ -64,12 +53,12 @@ typedef struct bo_tally {
     bo_cause cause;
 } bo_tally;
 
-/*
- * One destination's block.  It lives while someone holds a reference
- * (bo_block_get/_ref, released by bo_block_put): a handle record pointing
- * at it, a connect() in progress.  An unreferenced block stays in the
- * table until it is evicted (least recently used first) and freed.
- */
+/* Where a block's state lives: its own, or the host-wide slot's (block.c). */
+typedef struct bo_block_backend bo_block_backend;
+
+/* One destination's block, alive while someone holds a reference (a handle
+ * record pointing at it, a connect() in progress: bo_block_get/_ref/_put);
+ * an unreferenced one stays in the table until it is evicted and freed. */
 typedef struct bo_block {
     char key[BO_DEST_KEY_LEN];  /* "http://host:port", "tcp://addr:port", "unix:path" */
     /* the table's (table.c), guarded by the block's shard lock; refs is
@@ -87,46 +76,38 @@ typedef struct bo_block {
      * destination succeeded in this process: a refusal then means
      * "restarting", not "nothing here" (bo_connect_errno_retryable). */
     int alive;
-    /* BACKOFF_SHARE=host: the host-wide slot the block is attached to
-     * (share.c), whose bo_dest and lock then stand in for d and mu while
-     * the block is referenced (the counters stay this process's); NULL:
-     * the state is this process's own.  It stays attached while idle (its
-     * entry idle in the slot) and is checked again on the move of refs
-     * from zero (bo_share_reuse), where the table sets it; it is cleared
-     * only while refs is zero (the block freed, exit, a fork child), so a
-     * holder sees it stable. */
+    /* The backend that holds d and mu's part (block.c), and for the
+     * host-wide one (BACKOFF_SHARE=host) the slot the block is attached to,
+     * whose bo_dest and lock stand in for d and mu (the counters stay this
+     * process's), with this process's entry and the slot's generation.
+     * Set by bo_block_set_slot only: where the table attaches (refs 0 to
+     * 1; checked again by bo_share_reuse), by the attach of a block waiting
+     * for an entry (under mu), and cleared only while refs is zero, so a
+     * holder sees it stable.  It stays attached while idle. */
+    const bo_block_backend *backend;
     struct bo_share_slot *shared;
-    unsigned share_idx;         /* this process's entry in the slot */
-    uint32_t share_gen;         /* the slot's generation when attached */
-    /* BACKOFF_SHARE=host, shared NULL: the destination's slot had no entry
-     * for this process (the pool spent, a full tmpfs): its calls wait for
-     * one (bo_block_share_waits) and never send on the block's own state.
-     * Set where the table attaches (refs 0 to 1); cleared, and shared set,
-     * by the attach that finds an entry, under mu (so that a thread holding
-     * mu as the block's lock never sees the lock change under it);
-     * share_retry_ns (under mu): the next attach to try. */
+    unsigned share_idx;
+    uint32_t share_gen;
+    /* BACKOFF_SHARE=host, not attached: the slot had no entry for this
+     * process (the pool spent, a full tmpfs): its calls wait for one
+     * (bo_block_share_waits), never sending on the block's own state.  Set
+     * where the table attaches, cleared by the attach that finds an entry
+     * (under mu); share_retry_ns (under mu): the next attach to try. */
     int share_wait;
     int64_t share_retry_ns;
 } bo_block;
 
-/*
- * The block for `key`, created on first use, with a reference the caller
+/* The block for `key`, created on first use, with a reference the caller
  * releases with bo_block_put; NULL when the key is too long, allocation
- * fails or the configuration is bad (the caller then passes through).
- * Every destination is managed: the table has no fixed size, only idle
- * blocks are evicted.
- */
+ * fails or the configuration is bad (the caller then passes through). */
 bo_block *bo_block_get(const char *key);
 /* Another reference to a block the caller already holds one on (NULL: NULL). */
 bo_block *bo_block_ref(bo_block *b);
 /* Release a reference (NULL: nothing). */
 void bo_block_put(bo_block *b);
 
-/*
- * The destination's state, locked: the host-wide slot's under
- * BACKOFF_SHARE=host, else the block's own.  The block's counts and
- * cwnd_max are guarded by the same lock.
- */
+/* The destination's state, locked: the host-wide slot's when attached,
+ * else the block's own; the block's counts and cwnd_max are guarded by it. */
 bo_dest *bo_block_lock(bo_block *b);
 void bo_block_unlock(bo_block *b);
 /* Under the lock: release it, wait for a completion on the destination or
@@ -134,11 +115,9 @@ void bo_block_unlock(bo_block *b);
 void bo_block_wait(bo_block *b, int64_t until_ns);
 /*
  * BACKOFF_SHARE=host: true while the destination's slot has no entry for
- * this process: the call waits (asks again at now + BO_BLOCK_SHARE_RETRY_NS
- * at the latest) and no attempt of it may start, since none would be
- * counted in the shared window.  Each call asks the file again, at most
- * every BO_BLOCK_SHARE_RETRY_NS per block.  With no lock held; one load
- * when the block is attached or its state its own.
+ * this process: no attempt may start (none would count in the shared
+ * window); the file is asked again at most every BO_BLOCK_SHARE_RETRY_NS
+ * per block.  No lock held; one load when the block is not waiting.
  */
 #define BO_BLOCK_SHARE_RETRY_NS (20 * 1000000LL)
 bool bo_block_share_retry(bo_block *b, int64_t now_ns);
@@ -158,9 +137,8 @@ void bo_block_waiting(bo_block *b, int64_t now_ns);
 /* Under the lock: give back an admitted attempt that will not run (its
  * slot, its lease: bo_dest_cancel) and wake the calls waiting for one. */
 void bo_block_release(bo_block *b, bo_dest *d, bo_call *call);
-/* Under the lock: the admitted attempt ended (its lease goes back, the
- * news for `backoff --status`, the tally counted), and the waiting calls
- * are woken. */
+/* Under the lock: the admitted attempt ended (its lease back, the news for
+ * `backoff --status`, the tally counted); the waiting calls are woken. */
 void bo_block_completed(bo_block *b, bo_tally t, bool success, int64_t now_ns);
 /* Under the lock: a call ends without a completion (it gave up waiting,
  * was abandoned or cancelled): the tally counted. */
@@ -169,14 +147,12 @@ void bo_block_count(bo_block *b, bo_tally t, int64_t now_ns);
  * atomic add; the process's own total is the call room's). */
 void bo_block_waited(bo_block *b, int64_t ns);
 
-
 /*
  * The fleet (BACKOFF_SHARE=redis, aimd): after a host-wide admission, its
- * word on the attempt, with no lock held.  GO: the attempt has a fleet
- * lease (call->fleet_lease); WAIT: ask again at *until_ns, the call keeping
- * its place in the fleet's queue (call->fleet_ticket); ALONE: no answer,
- * the attempt goes on the host-wide state alone.  Without a fleet every
- * call is ALONE, at the cost of one load.
+ * word on the attempt, no lock held.  GO: a fleet lease (call->fleet_lease);
+ * WAIT: ask again at *until_ns, keeping the call's place in the fleet's
+ * queue (call->fleet_ticket); ALONE: no answer, the host-wide state alone.
+ * Without a fleet every call is ALONE, at the cost of one load.
  */
 typedef enum bo_fleet_answer {
     BO_FLEET_GO = 0,
@@ -193,13 +169,11 @@ void bo_block_fleet_cancel(bo_block *b, bo_call *call);
 void bo_block_fleet_leave(bo_block *b, bo_call *call);
 
 /*
- * What this process counted on every destination, for the stats at exit:
- * the blocks' counts summed with those of the blocks evicted before;
- * `window` is the cwnd of the destination with the most attempts,
- * `window_max` the largest cwnd any reached.  A block no call uses may be
- * attached to a slot whose lock another process holds, stopped: that lock
- * is waited for until until_ns only, and without it the block's counts
- * still count but its window does not.
+ * What this process counted on every destination, for the stats at exit
+ * (evicted blocks' included); `window` is the cwnd of the destination with
+ * the most attempts, `window_max` the largest any reached.  A slot's lock
+ * held by a stopped process is waited for until until_ns only (without it
+ * the block's counts count, its window does not).
  */
 typedef struct bo_block_totals {
     bo_block_counts counts;
@@ -214,9 +188,8 @@ void bo_block_table_exit(int64_t until_ns);
 /*
  * Fork (the one list in fork/fork.c): the table's shards, then every
  * block's mutex, held across fork(); in the child each block starts its
- * process-local state anew (nothing of the parent's in flight, no counts)
- * and a block in use attaches to its slot as the child.  The host-wide
- * backend's and the fleet's handlers are theirs (share.h, redis.h).
+ * own state anew (nothing in flight, no counts) and a block in use attaches
+ * to its slot as the child (the backends' handlers: share.h, redis.h).
  */
 void bo_block_table_prepare_fork(void);
 void bo_block_table_parent_fork(void);

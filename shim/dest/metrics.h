@@ -24,7 +24,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "dest/share.h"
+#include "dest/share_status.h"
 
 typedef enum bo_metrics_format {
     BO_METRICS_TABLE = 0,

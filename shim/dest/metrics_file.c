@@ -33,6 +33,7 @@
 #include "bo_time.h"
 #include "core/core.h"
 #include "dest/metrics.h"
+#include "dest/share.h"
 
 /* At most one rewrite of a file this often, by all the processes. */
 #define WRITE_GAP_NS BO_NS_PER_S
@@ -105,7 +106,7 @@ static void rewrite(const bo_config *cfg, bo_share_file *f, int64_t now)
     int rc = fp != NULL ? bo_metrics_render(fp, BO_METRICS_PROMETHEUS, v, n, now,
                                             bo_core_wall_ns())
                         : -1;
-    if (fp != NULL ? fclose(fp) != 0 : close(fd) != 0)
+    if (fp != NULL ? fclose(fp) != 0 : bo_core_sys_close(fd) != 0)
         rc = -1;
     if (rc != 0 || rename(tmp, cfg->metrics_path) != 0) {
         say_once(cfg, "backoff: BACKOFF_METRICS_FILE=%s: not rewritten: %s", cfg->metrics_path,

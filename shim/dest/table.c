@@ -159,8 +159,11 @@ static void evict(shard *s)
  * process there: its calls wait for one (bo_block_share_waits). */
 static void attach(bo_block *blk, const char *key, size_t len, uint64_t h, const bo_config *cfg)
 {
+    unsigned idx = 0;
+    uint32_t gen = 0;
     bool wait;
-    blk->shared = bo_share_attach(key, len, h, cfg, &blk->share_idx, &blk->share_gen, &wait);
+    bo_share_slot *slot = bo_share_attach(key, len, h, cfg, &idx, &gen, &wait);
+    bo_block_set_slot(blk, slot, idx, gen);
     blk->share_retry_ns = 0;
     __atomic_store_n(&blk->share_wait, wait, __ATOMIC_RELEASE);
     if (wait && cfg->verbose)
@@ -289,7 +292,7 @@ void bo_block_table_exit(int64_t until_ns)
         pthread_mutex_lock(&s->mu);
         for (bo_block *blk = s->lru_head; blk != NULL; blk = blk->lru_next) {
             bo_share_detach(blk->shared, blk->share_idx, blk->share_gen, until_ns);
-            blk->shared = NULL;
+            bo_block_set_slot(blk, NULL, 0, 0);
         }
         pthread_mutex_unlock(&s->mu);
     }
@@ -347,7 +350,7 @@ void bo_block_table_child_fork(void)
                 if (blk->shared != NULL &&
                     (!used || !bo_share_child_reattach(blk->shared, blk->key, blk->share_gen,
                                                        &blk->share_idx)))
-                    blk->shared = NULL;
+                    bo_block_set_slot(blk, NULL, 0, 0);
                 blk->share_wait = waits && blk->shared == NULL;
                 blk->share_retry_ns = 0;
             }

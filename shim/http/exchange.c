@@ -33,7 +33,7 @@
 #include "core/core.h"
 #include "http/http.h"
 #include "http/redial.h"
-#include "http/sock.h"
+#include "http/sockwait.h"
 
 /* The kept request: its head, its body up to the cap, the shim's key line. */
 #define HX_KEPT_MAX (BO_HTTP_HEAD_MAX + BO_HTTP_BODY_CAP + 1024)

@@ -27,6 +27,7 @@
 #include "http/conn.h"
 #include "http/exchange.h"
 #include "http/sock.h"
+#include "http/sockwait.h"
 #include "loader/loader.h"
 
 /* GnuTLS's ABI constants this file needs (no header needed). */
@@ -134,7 +135,7 @@ static ssize_t read_one(bo_hconn *c, const gnutls_real *R)
 static bool gt_ready(bo_hconn *c, const gnutls_real *R)
 {
     struct pollfd p = {.fd = c->fd, .events = POLLIN};
-    return R->check_pending(c->ssl) > 0 || poll(&p, 1, 0) > 0;
+    return R->check_pending(c->ssl) > 0 || bo_hs_poll(&p, 1, 0) > 0;
 }
 
 /* The answer so far, read into held as GnuTLS gives it, copied to peek. */
@@ -175,7 +176,7 @@ static bool gt_idle(bo_hconn *c)
 {
     const gnutls_real *R = c->io_ctx;
     struct pollfd p = {.fd = c->fd, .events = POLLIN | POLLRDHUP};
-    return R->check_pending(c->ssl) == 0 && poll(&p, 1, 0) == 0;
+    return R->check_pending(c->ssl) == 0 && bo_hs_poll(&p, 1, 0) == 0;
 }
 
 static ssize_t gt_put(bo_hconn *c, const char *buf, size_t n, short *ev)

@@ -18,13 +18,14 @@
  *   redial.c    a new connection made like the program's, moved onto its
  *               fd; a quiet stand-in while an event loop's retry waits;
  *   wait.c      the poll and epoll families' hooks (the program's waits);
+ *   sockwait.c  what a socket says of itself, a bounded wait (every file's);
  *   sock.c      the socket hooks (write, send, sendto, writev, read, recv,
  *               recvfrom and their _chk forms, close, dup2, dup3, accept,
  *               accept4, shutdown) and a plain socket's moves;
  *   ssl.c       the OpenSSL hooks (SSL_write, SSL_read and their _ex forms,
  *               SSL_peek, SSL_pending, SSL_get_error) on SSL objects bound
- *               to a socket, the peer a redial must show, and the libssl
- *               family declared to the loader;
+ *               to a socket, and the libssl family declared to the loader;
+ *   ssl_conn.c  a TLS connection's moves and the peer a redial must show;
  *   gnutls.c    the GnuTLS hooks (gnutls_record_send, _recv, _check_pending)
  *               on sessions over a socket: same-connection retries only; the
  *               libgnutls family;

@@ -22,14 +22,18 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "core/core.h"
+#include "http/sockwait.h"
+
 #ifndef IP_BIND_ADDRESS_NO_PORT
 #define IP_BIND_ADDRESS_NO_PORT 24
 #endif
 
+/* The library's own descriptors closed with the system call itself. */
 static void sys_close(int fd)
 {
     if (fd >= 0)
-        (void)syscall(SYS_close, fd);
+        (void)bo_core_sys_close(fd);
 }
 
 /* The options a program may have set, copied to the new socket (ints, or the
@@ -133,7 +137,8 @@ int bo_hr_dial(bo_hconn *c)
         return -1;
     copy_opts(fd, nfd, dom);
     bind_like(fd, nfd);
-    if (connect(nfd, (struct sockaddr *)&c->peer, c->peer_len) != 0 && errno != EINPROGRESS) {
+    if (syscall(SYS_connect, nfd, (struct sockaddr *)&c->peer, c->peer_len) != 0 &&
+        errno != EINPROGRESS) {
         sys_close(nfd);
         return -1;
     }
@@ -149,7 +154,7 @@ int bo_hr_dial_done(bo_hconn *c)
 
     if (c->dial_fd < 0)
         return -1;
-    if (poll(&p, 1, 0) == 0)
+    if (bo_hs_poll(&p, 1, 0) == 0)
         return 0;
     if (getsockopt(c->dial_fd, SOL_SOCKET, SO_ERROR, &err, &l) == 0 && err == 0 &&
         (p.revents & POLLOUT))

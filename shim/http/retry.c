@@ -21,7 +21,7 @@
 #include "http/exchange.h"
 #include "http/exchange_int.h"
 #include "http/redial.h"
-#include "http/sock.h"
+#include "http/sockwait.h"
 
 /* How long the rest of a throttle's head, or of the small body that lets
  * it be taken out whole, may take once its first bytes came; past it the

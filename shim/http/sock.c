@@ -36,6 +36,7 @@
 #include "http/conn.h"
 #include "http/exchange.h"
 #include "http/sock.h"
+#include "http/sockwait.h"
 
 /* ---- the real functions ---------------------------------------------------- */
 
@@ -116,12 +117,6 @@ static void resolve(void)
 
 /* ---- a plain socket's moves ---------------------------------------------------- */
 
-bool bo_hs_nonblocking(int fd)
-{
-    int fl = fcntl(fd, F_GETFL);
-    return fl >= 0 && (fl & O_NONBLOCK);
-}
-
 /* Without a wait first: when the answer is there (the program read after
  * its poll said so) the socket's mode does not matter and is not asked. */
 static ssize_t plain_look(bo_hconn *c, bool block)
@@ -152,51 +147,13 @@ static int plain_hold(bo_hconn *c, size_t n)
 static bool plain_idle(bo_hconn *c)
 {
     struct pollfd p = {.fd = c->fd, .events = POLLIN | POLLRDHUP};
-    return poll(&p, 1, 0) == 0; /* neither more bytes nor the peer's close */
+    return bo_hs_poll(&p, 1, 0) == 0; /* neither more bytes nor the peer's close */
 }
 
 static ssize_t plain_put(bo_hconn *c, const char *buf, size_t n, short *ev)
 {
     *ev = POLLOUT;
     return REAL(send)(c->fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-}
-
-int bo_hs_wait_fd(int fd, short events, int64_t until_ns)
-{
-    for (;;) {
-        int64_t left = until_ns - bo_core_now_ns();
-        if (left <= 0) {
-            errno = ETIMEDOUT;
-            return -1;
-        }
-        struct pollfd p = {.fd = fd, .events = events};
-        int ms = left > 1000 * BO_NS_PER_MS ? 1000
-                                            : (int)((left + BO_NS_PER_MS - 1) / BO_NS_PER_MS);
-        int r = poll(&p, 1, ms);
-        if (r > 0)
-            return 0;
-        if (r < 0 && errno != EINTR)
-            return -1;
-    }
-}
-
-static int64_t timeo(int fd, int opt)
-{
-    struct timeval tv;
-    socklen_t l = sizeof tv;
-    if (getsockopt(fd, SOL_SOCKET, opt, &tv, &l) != 0)
-        return 0;
-    return (int64_t)tv.tv_sec * BO_NS_PER_S + (int64_t)tv.tv_usec * 1000;
-}
-
-int64_t bo_hs_rcvtimeo(int fd)
-{
-    return timeo(fd, SO_RCVTIMEO);
-}
-
-int64_t bo_hs_sndtimeo(int fd)
-{
-    return timeo(fd, SO_SNDTIMEO);
 }
 
 static const bo_hx_io k_plain = {

@@ -1,8 +1,7 @@
 /*
- * sock.h: what the plain socket's side (sock.c) lends the rest of the http
- * room: the test that makes a socket one the room follows, a bounded wait
- * for a descriptor, and what a socket says of itself (its mode, its
- * timeouts).
+ * sock.h: what the plain socket's side (sock.c) lends the TLS hooks of the
+ * http room (ssl.c, gnutls.c): the test that makes a socket one the room
+ * follows.
  */
 #ifndef BO_HTTP_SOCK_H
 #define BO_HTTP_SOCK_H
@@ -22,15 +21,5 @@
  * it (bo_hx_adopt).
  */
 bo_hconn *bo_hs_adopt(int fd, const void *ret);
-
-/* Wait until fd is ready for `events` (poll's), no later than until_ns:
- * 0, or -1 (ETIMEDOUT, or poll's error). */
-int bo_hs_wait_fd(int fd, short events, int64_t until_ns);
-
-/* Is fd O_NONBLOCK now?  Its SO_RCVTIMEO and SO_SNDTIMEO in ns (0: none,
- * or unreadable). */
-bool bo_hs_nonblocking(int fd);
-int64_t bo_hs_rcvtimeo(int fd);
-int64_t bo_hs_sndtimeo(int fd);
 
 #endif

@@ -42,6 +42,7 @@
 #include "http/callers.h"
 #include "http/exchange.h"
 #include "http/sock.h"
+#include "http/sockwait.h"
 #include "http/ssl_conn.h"
 #include "loader/elf.h"
 #include "loader/loader.h"

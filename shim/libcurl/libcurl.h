@@ -4,14 +4,16 @@
  *
  *   family.c   the libcurl family, declared to the loader: its functions,
  *              its wrappers per copy;
- *   real.c     each copy's real functions, and the copy a caller means;
+ *   real.c     each copy's real functions, the copy a caller means and
+ *              whether the caller is inside a libcurl;
  *   options.c  the records of the easy handles and the tracked options;
  *   held.c     the bytes of an attempt held until it is known to stand;
  *   xfer.c     one transfer's call, step by step (the engine's phases);
  *   easy.c     the easy hooks: curl_easy_perform drives a transfer's call
  *              in blocking mode;
  *   multi.c    the multi hooks: the same call driven from the program's
- *              own loop.
+ *              own loop;
+ *   multi_rec.c  the multi handles' and their transfers' records.
  *
  * Nothing of it is called from other rooms but the fork handlers below.
  */

@@ -33,156 +33,23 @@
  * Only multi handles the program created are managed: curl_easy_perform
  * drives a private multi handle of libcurl's, whose calls come through the
  * exported hooks from inside libcurl itself (its PLT); those, recognised by
- * their return address, pass straight through.  A multi handle is used by
- * one thread at a time (libcurl's rule), so its record needs no lock of its
- * own; the table of records has one.
+ * their return address (real.h), pass straight through.  The records of
+ * the managed multi handles and their transfers are multi_rec.c's.
  */
 #include "libcurl/multi.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdarg.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "bo_time.h"
 #include "call/call.h"
 #include "core/core.h"
-#include "libcurl/libcurl.h"
+#include "libcurl/multi_rec.h"
 #include "libcurl/real.h"
 #include "loader/loader.h"
 
 /* A waiting transfer's progress callback is asked this often at most. */
 #define TICK_NS (100 * BO_NS_PER_MS)
-
-/* Find slot's libcurl address range, once per slot; two threads that race
- * find the same. */
-__attribute__((noinline, cold)) static void find_range(bo_curl_real *mr)
-{
-    uintptr_t lo, hi;
-    (void)bo_dl_object_range((const void *)mr->m_add, &lo, &hi);
-    /* atomic: two threads that race here both store, the same values */
-    __atomic_store_n(&mr->lo, lo, __ATOMIC_RELAXED);
-    __atomic_store_n(&mr->hi, hi, __ATOMIC_RELAXED);
-    __atomic_store_n(&mr->range_done, 1, __ATOMIC_RELEASE);
-}
-
-/* Is `ret` inside slot's libcurl, whose range is known? (lo == hi: none) */
-static inline bool in_range(const bo_curl_real *mr, const void *ret)
-{
-    uintptr_t lo = __atomic_load_n(&mr->lo, __ATOMIC_RELAXED);
-    uintptr_t hi = __atomic_load_n(&mr->hi, __ATOMIC_RELAXED);
-    return (uintptr_t)ret - lo < hi - lo;
-}
-
-/*
- * Is `ret` an address inside slot's (bound) libcurl?  Then the call comes
- * from libcurl itself (curl_easy_perform's private multi handle).
- */
-static bool from_libcurl(bo_curl_real *mr, const void *ret)
-{
-    if (!__atomic_load_n(&mr->range_done, __ATOMIC_ACQUIRE))
-        find_range(mr);
-    return in_range(mr, ret);
-}
-
-
-/*
- * The libcurl a hook's caller means.  A call from inside a libcurl (its
- * curl_easy_perform driving a private multi handle, ~7 calls a transfer)
- * is that libcurl's own: *internal tells the hook to pass it straight
- * through.  Slots are bound in order, so the first unbound one ends the
- * search; any other caller means the libcurl bo_curl_caller_real finds for
- * it (the global scope's at once, else its per-thread cache).
- */
-__attribute__((noinline)) static bo_curl_real *slot_search_all(const void *ret, bool *internal)
-{
-    for (int i = 0; i < BO_LIB_MAX_COPIES; i++) {
-        bo_curl_real *mr = &bo_curl_reals[i];
-        if (__atomic_load_n((void **)&mr->m_add, __ATOMIC_ACQUIRE) == NULL)
-            break;
-        if (from_libcurl(mr, ret)) {
-            *internal = true;
-            return mr;
-        }
-    }
-    *internal = false;
-    return bo_curl_caller_real(ret);
-}
-
-/* The search, with the common case first: one libcurl, its range known. */
-__attribute__((noinline)) static bo_curl_real *slot_search(const void *ret, bool *internal)
-{
-    bo_curl_real *mr = &bo_curl_reals[0];
-    if (!__atomic_load_n(&mr->range_done, __ATOMIC_ACQUIRE) ||
-        __atomic_load_n((void **)&bo_curl_reals[1].m_add, __ATOMIC_ACQUIRE) != NULL)
-        return slot_search_all(ret, internal);
-    *internal = in_range(mr, ret);
-    return *internal ? mr : bo_curl_caller_real(ret);
-}
-
-/* A call from inside the first slot's libcurl, the common case: a compare
- * or two (a range is known only for a bound slot). */
-static inline bool internal0(const void *ret)
-{
-    const bo_curl_real *mr = &bo_curl_reals[0];
-    return __atomic_load_n(&mr->range_done, __ATOMIC_ACQUIRE) && in_range(mr, ret);
-}
-
-/* ---- records --------------------------------------------------------- */
-
-#define MBUCKETS 64
-static bo_multi_rec *g_mbuckets[MBUCKETS];
-static pthread_mutex_t g_mlock = PTHREAD_MUTEX_INITIALIZER;
-static int g_nmulti;      /* records in the table: 0 lets every call through at once */
-static uint64_t g_mgen;   /* bumped on every removal (the threads' caches) */
-static BO_TLS const CURLM *tl_last_m;
-static BO_TLS bo_multi_rec *tl_last_mr;
-static BO_TLS uint64_t tl_last_mgen;
-
-/* Fork: the table lock is a leaf, taken last and made anew in the child. */
-void bo_multi_prepare_fork(void)
-{
-    pthread_mutex_lock(&g_mlock);
-}
-
-void bo_multi_parent_fork(void)
-{
-    pthread_mutex_unlock(&g_mlock);
-}
-
-void bo_multi_child_fork(void)
-{
-    pthread_mutex_init(&g_mlock, NULL);
-}
-
-static size_t mbucket(const CURLM *m)
-{
-    return (size_t)((((uintptr_t)m >> 4) * 0x9e3779b97f4a7c15ULL) >> 58) % MBUCKETS;
-}
-
-static bo_multi_rec *mrec_find(const CURLM *m)
-{
-    bo_multi_rec *r;
-    uint64_t gen;
-
-    if (__atomic_load_n(&g_nmulti, __ATOMIC_ACQUIRE) == 0 || m == NULL)
-        return NULL;
-    gen = __atomic_load_n(&g_mgen, __ATOMIC_ACQUIRE);
-    if (m == tl_last_m && gen == tl_last_mgen && tl_last_mr != NULL)
-        return tl_last_mr;
-    pthread_mutex_lock(&g_mlock);
-    gen = g_mgen;
-    for (r = g_mbuckets[mbucket(m)]; r != NULL && r->m != m; r = r->hnext) {
-    }
-    pthread_mutex_unlock(&g_mlock);
-    if (r != NULL) {
-        tl_last_m = m;
-        tl_last_mr = r;
-        tl_last_mgen = gen;
-    }
-    return r;
-}
 
 /*
  * The record of a multi handle the program uses (called from the program,
@@ -192,173 +59,12 @@ static bo_multi_rec *mrec_get(bo_curl_real *real, CURLM *m, const void *ret)
 {
     bo_multi_rec *r;
 
-    if (bo_core_busy || m == NULL || bo_core_config() == NULL || from_libcurl(real, ret))
+    if (bo_core_busy || m == NULL || bo_core_config() == NULL ||
+        bo_curl_from_libcurl(real, ret))
         return NULL;
-    if ((r = mrec_find(m)) != NULL)
+    if ((r = bo_multi_rec_find(m)) != NULL)
         return r->real == real ? r : NULL;
-    r = calloc(1, sizeof *r);
-    if (r == NULL)
-        return NULL;
-    r->m = m;
-    r->real = real;
-    r->next_due = INT64_MAX;
-    r->curl_timer_at = -1;
-    r->told_at = -2;
-    pthread_mutex_lock(&g_mlock);
-    size_t b = mbucket(m);
-    r->hnext = g_mbuckets[b];
-    g_mbuckets[b] = r;
-    __atomic_add_fetch(&g_nmulti, 1, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&g_mlock);
-    return r;
-}
-
-/*
- * Which managed multi handle holds an easy handle (for curl_easy_cleanup,
- * which may come without curl_multi_remove_handle), under g_mlock.  The
- * transfers' lists themselves are their multi handle's thread's alone.
- */
-#define XBUCKETS 1024
-static bo_mxfer *g_xbuckets[XBUCKETS];
-
-static size_t xbucket(const CURL *h)
-{
-    return (size_t)((((uintptr_t)h >> 4) * 0x9e3779b97f4a7c15ULL) >> 54) % XBUCKETS;
-}
-
-static void xindex_add(bo_mxfer *x)
-{
-    size_t b = xbucket(x->h);
-    pthread_mutex_lock(&g_mlock);
-    x->hnext = g_xbuckets[b];
-    g_xbuckets[b] = x;
-    pthread_mutex_unlock(&g_mlock);
-}
-
-/* Unlink x from the index (it must be there). */
-static void xindex_del(bo_mxfer *x)
-{
-    bo_mxfer **pp;
-    pthread_mutex_lock(&g_mlock);
-    for (pp = &g_xbuckets[xbucket(x->h)]; *pp != NULL && *pp != x; pp = &(*pp)->hnext) {
-    }
-    if (*pp == x)
-        *pp = x->hnext;
-    pthread_mutex_unlock(&g_mlock);
-}
-
-static void mrec_remove(bo_multi_rec *r)
-{
-    bo_multi_rec **pp;
-    pthread_mutex_lock(&g_mlock);
-    for (pp = &g_mbuckets[mbucket(r->m)]; *pp != NULL; pp = &(*pp)->hnext) {
-        if (*pp == r) {
-            *pp = r->hnext;
-            __atomic_sub_fetch(&g_nmulti, 1, __ATOMIC_RELEASE);
-            __atomic_add_fetch(&g_mgen, 1, __ATOMIC_RELEASE);
-            break;
-        }
-    }
-    pthread_mutex_unlock(&g_mlock);
-}
-
-/* The managed record of (multi, real), or NULL (pass through). */
-static bo_multi_rec *mrec_of(bo_curl_real *real, CURLM *m)
-{
-    bo_multi_rec *r = mrec_find(m);
-    return r != NULL && r->real == real ? r : NULL;
-}
-
-/*
- * A transfer's record: a removed transfer's, kept by its multi handle
- * (at most SPARE_MAX), else a new one; all zero either way.  A program
- * that adds and removes transfers allocates nothing once it runs.  Spare
- * records are in no index, so only the multi handle's thread sees them.
- */
-#define SPARE_MAX 16
-
-static bo_mxfer *xfer_new(bo_multi_rec *r)
-{
-    bo_mxfer *x = r->spare;
-    if (x == NULL)
-        return calloc(1, sizeof *x);
-    r->spare = x->qnext;
-    r->nspare--;
-    memset(x, 0, sizeof *x);
-    return x;
-}
-
-static void xfer_free(bo_multi_rec *r, bo_mxfer *x)
-{
-    if (r->nspare >= SPARE_MAX) {
-        free(x);
-        return;
-    }
-    x->qnext = r->spare;
-    r->spare = x;
-    r->nspare++;
-}
-
-static bo_mxfer *xfer_find(bo_multi_rec *r, const CURL *h)
-{
-    bo_mxfer *x;
-    for (x = r->xfers; x != NULL && x->h != h; x = x->next) {
-    }
-    return x;
-}
-
-static void queue_msg(bo_multi_rec *r, bo_mxfer *x, CURLMSG kind, int code)
-{
-    x->msg.msg = kind;
-    x->msg.easy_handle = x->h;
-    x->msg.data.result = (CURLcode)code;
-    x->qnext = NULL;
-    x->queued = true;
-    if (r->qtail != NULL)
-        r->qtail->qnext = x;
-    else
-        r->qhead = x;
-    r->qtail = x;
-    r->nqueued++;
-}
-
-static void unqueue(bo_multi_rec *r, bo_mxfer *x)
-{
-    bo_mxfer **pp, *prev = NULL;
-    if (!x->queued)
-        return;
-    for (pp = &r->qhead; *pp != NULL; prev = *pp, pp = &(*pp)->qnext) {
-        if (*pp == x) {
-            *pp = x->qnext;
-            if (r->qtail == x)
-                r->qtail = prev;
-            break;
-        }
-    }
-    x->queued = false;
-    r->nqueued--;
-}
-
-static bool pending(bo_xstate st)
-{
-    return st == BO_X_ADMIT || st == BO_X_RETRY;
-}
-
-static bool active(bo_xstate st)
-{
-    return st == BO_X_RUN || st == BO_X_PASS;
-}
-
-void bo_multi_move(bo_multi_rec *r, bo_mxfer *x, bo_xstate st, int64_t until)
-{
-    r->npending += (int)pending(st) - (int)pending(x->state);
-    r->nactive += (int)active(st) - (int)active(x->state);
-    x->state = st;
-    if (pending(st)) {
-        x->until = until;
-        if (until < r->next_due)
-            r->next_due = until;
-    }
+    return bo_multi_rec_new(real, m);
 }
 
 /*
@@ -372,7 +78,7 @@ static void end_call(bo_mxfer *x)
     if (x->state == BO_X_RUN) {
         bo_run_cancel(x->x.sd, &x->x.call);
         bo_curl_xfer_drop(&x->x);
-    } else if (pending(x->state)) {
+    } else if (bo_xstate_pending(x->state)) {
         if (x->x.call.have_result)
             bo_run_abandoned(x->x.sd);
         bo_curl_xfer_drop(&x->x);
@@ -390,19 +96,19 @@ static void xfer_forget(bo_multi_rec *r, bo_mxfer *x)
 
     end_call(x);
     bo_multi_move(r, x, BO_X_DETACHED, 0);
-    unqueue(r, x);
+    bo_multi_unqueue(r, x);
     for (pp = &r->xfers; *pp != x; pp = &(*pp)->next) {
     }
     *pp = x->next;
-    xindex_del(x);
-    xfer_free(r, x);
+    bo_mxfer_index_del(x);
+    bo_mxfer_free(r, x);
 }
 
 /* The call ends while its transfer is not in the real multi: its message. */
 static void finish_detached(bo_multi_rec *r, bo_mxfer *x, int code)
 {
     bo_multi_move(r, x, BO_X_DETACHED, 0);
-    queue_msg(r, x, CURLMSG_DONE, bo_curl_xfer_end(&x->x, code));
+    bo_multi_queue(r, x, CURLMSG_DONE, bo_curl_xfer_end(&x->x, code));
 }
 
 /*
@@ -422,7 +128,7 @@ static void drain(bo_multi_rec *r)
         CURL *h = m->easy_handle;
         CURLMSG kind = m->msg;
         int code = (int)m->data.result;
-        bo_mxfer *x = xfer_find(r, h);
+        bo_mxfer *x = bo_mxfer_find(r, h);
         int64_t until;
 
         if (x == NULL)
@@ -446,7 +152,7 @@ static void drain(bo_multi_rec *r)
             bo_multi_move(r, x, BO_X_DONE, 0);
         }
         if (!x->queued)
-            queue_msg(r, x, kind, code);
+            bo_multi_queue(r, x, kind, code);
     }
 }
 
@@ -466,12 +172,12 @@ static int advance(bo_multi_rec *r)
         /* nothing due; but the program may cancel a waiting transfer */
         bool ticks = false;
         for (bo_mxfer *x = r->xfers; x != NULL && !ticks; x = x->next)
-            ticks = pending(x->state) && x->tick_at <= now;
+            ticks = bo_xstate_pending(x->state) && x->tick_at <= now;
         if (!ticks)
             return 0;
     }
     for (bo_mxfer *x = r->xfers; x != NULL; x = x->next) {
-        if (!pending(x->state))
+        if (!bo_xstate_pending(x->state))
             continue;
         if (x->tick_at <= now) {
             x->tick_at = now + TICK_NS;
@@ -481,7 +187,7 @@ static int advance(bo_multi_rec *r)
             if (cancel) {
                 end_call(x);
                 bo_multi_move(r, x, BO_X_DETACHED, 0);
-                queue_msg(r, x, CURLMSG_DONE, CURLE_ABORTED_BY_CALLBACK);
+                bo_multi_queue(r, x, CURLMSG_DONE, CURLE_ABORTED_BY_CALLBACK);
                 continue;
             }
         }
@@ -526,57 +232,6 @@ static int advance(bo_multi_rec *r)
     return added;
 }
 
-/* Milliseconds (rounded up) from now until the next deadline; -1: none. */
-static long due_ms(const bo_multi_rec *r)
-{
-    if (r->npending == 0)
-        return -1;
-    int64_t left = r->next_due - bo_core_now_ns();
-    if (left <= 0)
-        return 0;
-    int64_t ms = (left + BO_NS_PER_MS - 1) / BO_NS_PER_MS;
-    return ms > 24 * 3600 * 1000LL ? 24 * 3600 * 1000L : (long)ms;
-}
-
-/* The sooner of libcurl's timeout t (-1: none) and the shim's next deadline. */
-static long clamp_ms(const bo_multi_rec *r, long t)
-{
-    long d = due_ms(r);
-    if (d >= 0 && (t < 0 || d < t))
-        return d;
-    return t;
-}
-
-/*
- * A socket_action program's timer: tell it the sooner of libcurl's and the
- * shim's, when that changed.
- */
-static int tell_timer(bo_multi_rec *r)
-{
-    int64_t at = r->curl_timer_at;
-    if (r->npending > 0 && (at < 0 || r->next_due < at))
-        at = r->next_due;
-    if (r->timer_fn == NULL || at == r->told_at)
-        return 0;
-    r->told_at = at;
-    long ms = -1;
-    if (at >= 0) {
-        int64_t left = at - bo_core_now_ns();
-        ms = left <= 0 ? 0 : (long)((left + BO_NS_PER_MS - 1) / BO_NS_PER_MS);
-    }
-    return r->timer_fn(r->m, ms, r->timer_data);
-}
-
-static int shim_timer_cb(CURLM *m, long timeout_ms, void *ud)
-{
-    bo_multi_rec *r = ud;
-    (void)m;
-    r->curl_timer_at = timeout_ms < 0 ? -1 : bo_core_now_ns() + (int64_t)timeout_ms * BO_NS_PER_MS;
-    if (r->timer_fn == NULL)
-        return 0;
-    r->told_at = -2; /* libcurl asked: the program hears it even if unchanged */
-    return tell_timer(r);
-}
 
 /* ---- the hooks ------------------------------------------------------- */
 
@@ -589,9 +244,9 @@ static CURLMcode shim_add(bo_curl_real *real, CURLM *m, CURL *h, const void *ret
         return real->m_add(m, h);
     if (r->in_real)
         return CURLM_RECURSIVE_API_CALL;
-    if (xfer_find(r, h) != NULL)
+    if (bo_mxfer_find(r, h) != NULL)
         return CURLM_ADDED_ALREADY;
-    if ((x = xfer_new(r)) == NULL)
+    if ((x = bo_mxfer_new(r)) == NULL)
         return CURLM_OUT_OF_MEMORY;
     x->h = h;
     x->state = BO_X_DETACHED; /* neither pending nor active until it is one */
@@ -599,7 +254,7 @@ static CURLMcode shim_add(bo_curl_real *real, CURLM *m, CURL *h, const void *ret
     if (rec == NULL) {
         CURLMcode mc = real->m_add(m, h);
         if (mc != CURLM_OK) {
-            xfer_free(r, x);
+            bo_mxfer_free(r, x);
             return mc;
         }
         bo_multi_move(r, x, BO_X_PASS, 0);
@@ -611,22 +266,22 @@ static CURLMcode shim_add(bo_curl_real *real, CURLM *m, CURL *h, const void *ret
     x->next = r->xfers;
     r->xfers = x;
     x->owner = r;
-    xindex_add(x);
+    bo_mxfer_index_add(x);
     if (x->state == BO_X_ADMIT) {
         advance(r);
         if (x->state == BO_X_ADMIT)
-            tell_timer(r); /* a socket_action program wakes for its admission */
+            bo_multi_tell_timer(r); /* a socket_action program wakes for its admission */
     }
     return CURLM_OK;
 }
 
 static CURLMcode shim_remove(bo_curl_real *real, CURLM *m, CURL *h)
 {
-    bo_multi_rec *r = mrec_of(real, m);
+    bo_multi_rec *r = bo_multi_rec_of(real, m);
     bo_mxfer *x;
     CURLMcode mc;
 
-    if (r == NULL || (x = xfer_find(r, h)) == NULL)
+    if (r == NULL || (x = bo_mxfer_find(r, h)) == NULL)
         return real->m_remove(m, h);
     if (r->in_real)
         return CURLM_RECURSIVE_API_CALL;
@@ -656,7 +311,7 @@ static void after_real(bo_multi_rec *r, int *running)
 
 static CURLMcode shim_perform(bo_curl_real *real, CURLM *m, int *running)
 {
-    bo_multi_rec *r = mrec_of(real, m);
+    bo_multi_rec *r = bo_multi_rec_of(real, m);
     CURLMcode mc = CURLM_OK;
 
     if (r == NULL || r->in_real)
@@ -683,7 +338,7 @@ static CURLMcode shim_perform(bo_curl_real *real, CURLM *m, int *running)
 static CURLMcode shim_socket_action(bo_curl_real *real, CURLM *m, curl_socket_t s, int ev,
                                     int *running)
 {
-    bo_multi_rec *r = mrec_of(real, m);
+    bo_multi_rec *r = bo_multi_rec_of(real, m);
     CURLMcode mc;
 
     if (r == NULL || r->in_real)
@@ -697,40 +352,27 @@ static CURLMcode shim_socket_action(bo_curl_real *real, CURLM *m, curl_socket_t 
     if (mc != CURLM_OK)
         return mc;
     after_real(r, running);
-    tell_timer(r);
+    bo_multi_tell_timer(r);
     return mc;
 }
 
 static CURLMsg *shim_info_read(bo_curl_real *real, CURLM *m, int *left)
 {
-    bo_multi_rec *r = mrec_of(real, m);
-    bo_mxfer *x;
+    bo_multi_rec *r = bo_multi_rec_of(real, m);
 
     if (r == NULL)
         return real->m_info_read(m, left);
     drain(r);
-    if ((x = r->qhead) == NULL) {
-        if (left != NULL)
-            *left = 0;
-        return NULL;
-    }
-    r->qhead = x->qnext;
-    if (r->qhead == NULL)
-        r->qtail = NULL;
-    x->queued = false;
-    r->nqueued--;
-    if (left != NULL)
-        *left = r->nqueued;
-    return &x->msg;
+    return bo_multi_next_msg(r, left);
 }
 
 static CURLMcode shim_timeout(bo_curl_real *real, CURLM *m, long *ms)
 {
-    bo_multi_rec *r = mrec_of(real, m);
+    bo_multi_rec *r = bo_multi_rec_of(real, m);
     CURLMcode mc = real->m_timeout(m, ms);
 
     if (r != NULL && mc == CURLM_OK && ms != NULL)
-        *ms = clamp_ms(r, *ms);
+        *ms = bo_multi_clamp_ms(r, *ms);
     return mc;
 }
 
@@ -743,10 +385,10 @@ static CURLMcode shim_timeout(bo_curl_real *real, CURLM *m, long *ms)
 static CURLMcode shim_wait(bo_curl_real *real, bool is_poll, CURLM *m, struct curl_waitfd *fds,
                            unsigned nfds, int timeout_ms, int *numfds)
 {
-    bo_multi_rec *r = mrec_of(real, m);
+    bo_multi_rec *r = bo_multi_rec_of(real, m);
 
     if (r != NULL && !r->in_real && r->npending > 0) {
-        long t = clamp_ms(r, timeout_ms);
+        long t = bo_multi_clamp_ms(r, timeout_ms);
         if (t < timeout_ms)
             timeout_ms = (int)t;
         if (r->nactive == 0 && nfds == 0 && r->nqueued == 0)
@@ -787,28 +429,23 @@ static CURLMcode shim_msetopt(bo_curl_real *real, CURLM *m, CURLMoption opt, va_
         if (r->timer_fn == NULL)
             return real->m_setopt(m, CURLMOPT_TIMERFUNCTION, (curl_multi_timer_callback)NULL);
         CURLMcode mc = real->m_setopt(m, CURLMOPT_TIMERDATA, (void *)r);
-        return mc != CURLM_OK ? mc : real->m_setopt(m, CURLMOPT_TIMERFUNCTION, shim_timer_cb);
+        return mc != CURLM_OK ? mc : real->m_setopt(m, CURLMOPT_TIMERFUNCTION, bo_multi_timer_cb);
     }
     return forward_msetopt(real, m, opt, ap);
 }
 
 static CURLMcode shim_mcleanup(bo_curl_real *real, CURLM *m)
 {
-    bo_multi_rec *r = mrec_of(real, m);
+    bo_multi_rec *r = bo_multi_rec_of(real, m);
 
     if (r == NULL)
         return real->m_cleanup(m);
     if (r->in_real)
         return CURLM_RECURSIVE_API_CALL;
-    mrec_remove(r);
+    bo_multi_rec_remove(r);
     while (r->xfers != NULL)
         xfer_forget(r, r->xfers);
-    while (r->spare != NULL) {
-        bo_mxfer *x = r->spare;
-        r->spare = x->qnext;
-        free(x);
-    }
-    free(r);
+    bo_multi_rec_free(r);
     return real->m_cleanup(m);
 }
 
@@ -820,14 +457,8 @@ static CURLMcode shim_mcleanup(bo_curl_real *real, CURLM *m)
  */
 void bo_multi_easy_gone(void *h)
 {
-    bo_mxfer *gone;
+    bo_mxfer *gone = bo_mxfer_of_easy(h);
 
-    if (__atomic_load_n(&g_nmulti, __ATOMIC_ACQUIRE) == 0 || h == NULL)
-        return;
-    pthread_mutex_lock(&g_mlock);
-    for (gone = g_xbuckets[xbucket(h)]; gone != NULL && gone->h != h; gone = gone->hnext) {
-    }
-    pthread_mutex_unlock(&g_mlock);
     if (gone == NULL)
         return;
     /* The handle is its multi handle's, so this is that multi's thread
@@ -851,7 +482,7 @@ void bo_multi_easy_gone(void *h)
                                                           params);         \
     BO_EXPORT ret_type curl_multi_##name(params)                           \
     {                                                                      \
-        if (internal0(CALLER()))                                           \
+        if (bo_curl_internal0(CALLER()))                                           \
             return bo_curl_reals[0].call;                                  \
         return name##_slow(CALLER(), args);                                \
     }                                                                      \
@@ -860,7 +491,7 @@ void bo_multi_easy_gone(void *h)
 /* The caller's libcurl as `real`; a call from inside libcurl goes straight to it. */
 #define RESOLVE(call)                                 \
     bool internal;                                    \
-    bo_curl_real *real = slot_search(ret, &internal); \
+    bo_curl_real *real = bo_curl_slot_search(ret, &internal); \
     if (internal)                                     \
         return real->call
 
@@ -929,12 +560,12 @@ BO_EXPORT CURLMcode curl_multi_setopt(CURLM *m, CURLMoption opt, ...)
     CURLMcode rc;
     const void *ret = CALLER();
     va_start(ap, opt);
-    if (internal0(ret)) {
+    if (bo_curl_internal0(ret)) {
         rc = forward_msetopt(&bo_curl_reals[0], m, opt, ap);
     } else {
         int saved = errno;
         bool internal;
-        bo_curl_real *real = slot_search(ret, &internal);
+        bo_curl_real *real = bo_curl_slot_search(ret, &internal);
         errno = saved;
         /* an internal call is forwarded: it manages no record */
         rc = internal ? forward_msetopt(real, m, opt, ap) : shim_msetopt(real, m, opt, ap, ret);

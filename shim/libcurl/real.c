@@ -1,8 +1,9 @@
 /*
- * real.c: the libcurl copies' real functions and which copy a caller means
- * (real.h).  libbackoff.so does not link libcurl: the program's own copies
- * (the OpenSSL or the GnuTLS flavour, linked or dlopen()ed later) are
- * found by the loader's registry and bound here.
+ * real.c: the libcurl copies' real functions, which copy a caller means
+ * and whether the caller is inside one (real.h).  libbackoff.so does not
+ * link libcurl: the program's own copies (the OpenSSL or the GnuTLS
+ * flavour, linked or dlopen()ed later) are found by the loader's registry
+ * and bound here.
  */
 #include "libcurl/real.h"
 
@@ -110,4 +111,50 @@ bo_curl_real *bo_curl_caller_real_find(const void *ret)
     tl_callers[i].ret = ret;
     tl_callers[i].real = &bo_curl_reals[s];
     return &bo_curl_reals[s];
+}
+
+/* Find slot's libcurl address range, once per slot; two threads that race
+ * find the same. */
+__attribute__((noinline, cold)) void bo_curl_find_range(bo_curl_real *mr)
+{
+    uintptr_t lo, hi;
+    (void)bo_dl_object_range((const void *)mr->m_add, &lo, &hi);
+    /* atomic: two threads that race here both store, the same values */
+    __atomic_store_n(&mr->lo, lo, __ATOMIC_RELAXED);
+    __atomic_store_n(&mr->hi, hi, __ATOMIC_RELAXED);
+    __atomic_store_n(&mr->range_done, 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * The libcurl a hook's caller means.  A call from inside a libcurl (its
+ * curl_easy_perform driving a private multi handle, ~7 calls a transfer)
+ * is that libcurl's own: *internal tells the hook to pass it straight
+ * through.  Slots are bound in order, so the first unbound one ends the
+ * search; any other caller means the libcurl bo_curl_caller_real finds for
+ * it (the global scope's at once, else its per-thread cache).
+ */
+__attribute__((noinline)) static bo_curl_real *slot_search_all(const void *ret, bool *internal)
+{
+    for (int i = 0; i < BO_LIB_MAX_COPIES; i++) {
+        bo_curl_real *mr = &bo_curl_reals[i];
+        if (__atomic_load_n((void **)&mr->m_add, __ATOMIC_ACQUIRE) == NULL)
+            break;
+        if (bo_curl_from_libcurl(mr, ret)) {
+            *internal = true;
+            return mr;
+        }
+    }
+    *internal = false;
+    return bo_curl_caller_real(ret);
+}
+
+/* The search, with the common case first: one libcurl, its range known. */
+__attribute__((noinline)) bo_curl_real *bo_curl_slot_search(const void *ret, bool *internal)
+{
+    bo_curl_real *mr = &bo_curl_reals[0];
+    if (!__atomic_load_n(&mr->range_done, __ATOMIC_ACQUIRE) ||
+        __atomic_load_n((void **)&bo_curl_reals[1].m_add, __ATOMIC_ACQUIRE) != NULL)
+        return slot_search_all(ret, internal);
+    *internal = bo_curl_in_range(mr, ret);
+    return *internal ? mr : bo_curl_caller_real(ret);
 }

@@ -14,6 +14,9 @@
 #undef curl_easy_getinfo
 #undef curl_multi_setopt
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "loader/loader.h"
 
 /* The libcurl functions each copy is bound for; the hooked ones first. */
@@ -72,7 +75,7 @@ typedef struct bo_curl_real {
     CURLMcode (*m_socket_action)(CURLM *, curl_socket_t, int, int *);
     CURLMcode (*m_setopt)(CURLM *, CURLMoption, ...);
     CURLMcode (*m_cleanup)(CURLM *);
-    /* the copy's address range, found on first need (multi.c) */
+    /* the copy's address range, found on first need (bo_curl_find_range) */
     uintptr_t lo, hi;
     int range_done;
 } bo_curl_real;
@@ -100,6 +103,45 @@ static inline bo_curl_real *bo_curl_caller_real(const void *ret)
     if (__atomic_load_n(&bo_curl_global_known, __ATOMIC_ACQUIRE) && bo_curl_global != NULL)
         return bo_curl_global;
     return bo_curl_caller_real_find(ret);
+}
+
+
+/*
+ * Which copy, if any, a hook's caller lives in: a call from inside a
+ * libcurl (its curl_easy_perform driving a private multi handle, ~7 calls
+ * a transfer) is that libcurl's own and passes straight through.  A copy's
+ * address range is found on first need (bo_curl_find_range), then a compare
+ * or two.  bo_curl_slot_search: the copy a caller means, *internal when the
+ * caller is inside one.
+ */
+void bo_curl_find_range(bo_curl_real *mr);
+bo_curl_real *bo_curl_slot_search(const void *ret, bool *internal);
+
+/* Is `ret` inside slot's libcurl, whose range is known? (lo == hi: none) */
+static inline bool bo_curl_in_range(const bo_curl_real *mr, const void *ret)
+{
+    uintptr_t lo = __atomic_load_n(&mr->lo, __ATOMIC_RELAXED);
+    uintptr_t hi = __atomic_load_n(&mr->hi, __ATOMIC_RELAXED);
+    return (uintptr_t)ret - lo < hi - lo;
+}
+
+/*
+ * Is `ret` an address inside slot's (bound) libcurl?  Then the call comes
+ * from libcurl itself (curl_easy_perform's private multi handle).
+ */
+static inline bool bo_curl_from_libcurl(bo_curl_real *mr, const void *ret)
+{
+    if (!__atomic_load_n(&mr->range_done, __ATOMIC_ACQUIRE))
+        bo_curl_find_range(mr);
+    return bo_curl_in_range(mr, ret);
+}
+
+/* A call from inside the first slot's libcurl, the common case: a compare
+ * or two (a range is known only for a bound slot). */
+static inline bool bo_curl_internal0(const void *ret)
+{
+    const bo_curl_real *mr = &bo_curl_reals[0];
+    return __atomic_load_n(&mr->range_done, __ATOMIC_ACQUIRE) && bo_curl_in_range(mr, ret);
 }
 
 #endif

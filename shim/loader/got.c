@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "core/core.h"
 #include "loader/elf.h"
 #include "loader/registry.h"
 
@@ -83,7 +84,7 @@ static int page_prot(uintptr_t addr)
     if (fd < 0)
         return -1;
     for (;;) {
-        ssize_t got = read(fd, buf + len, sizeof buf - 1 - len);
+        ssize_t got = bo_core_sys_read(fd, buf + len, sizeof buf - 1 - len);
         if (got < 0 && errno == EINTR)
             continue;
         if (got <= 0)
@@ -106,7 +107,7 @@ static int page_prot(uintptr_t addr)
         memmove(buf, line, len);
     }
 out:
-    close(fd);
+    bo_core_sys_close(fd);
     return prot;
 }
 

@@ -13,8 +13,17 @@
  *   plain sockets  CMD or a library of its own makes TCP connections
  *                  (imports connect): its HTTP/1.x over them is reached;
  * or out of reach whole because CMD is setuid/setgid or a static program.
+ *
+ * What a program loads at run time is followed where it can be named: a
+ * Java launcher's runtime (libjvm.so and the JDK's network libraries, found
+ * as the launcher finds them), a version manager's shim script (pyenv,
+ * rbenv...: the program the manager names, `MANAGER which PROGRAM`).  A
+ * path it cannot see is never called unused: a library the dynamic linker
+ * would look for and this check does not find makes those lines "cannot
+ * tell", with the library's name.
  */
 #include "wrapper/check.h"
+#include "wrapper/runtime.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -22,6 +31,7 @@
 #include <limits.h>
 #include <link.h>
 #include <stdbool.h>
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,7 +154,35 @@ out:
     return 0;
 }
 
-/* Find a DT_NEEDED name as the dynamic linker would (without its cache). */
+/* The directories /etc/ld.so.conf names (and those it includes), which the
+ * dynamic linker's cache holds: a colon list in out. */
+static void conf_dirs(char *out, size_t outlen)
+{
+    glob_t g;
+    size_t used = 0;
+
+    out[0] = '\0';
+    if (glob("/etc/ld.so.conf.d/*.conf", 0, NULL, &g) != 0)
+        return;
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        char line[PATH_MAX];
+        FILE *fp = fopen(g.gl_pathv[i], "r");
+        while (fp != NULL && fgets(line, sizeof line, fp) != NULL) {
+            line[strcspn(line, "#\r\n")] = '\0';
+            if (line[0] != '/')
+                continue;
+            int n = snprintf(out + used, outlen - used, "%s%s", used ? ":" : "", line);
+            if (n > 0 && (size_t)n < outlen - used)
+                used += (size_t)n;
+        }
+        if (fp != NULL)
+            fclose(fp);
+    }
+    globfree(&g);
+}
+
+/* Find a DT_NEEDED name as the dynamic linker would, its cache read from the
+ * files it is made of. */
 static bool find_needed(const char *name, const char *runpath, const char *origin, char *out,
                         size_t outlen)
 {
@@ -152,8 +190,15 @@ static bool find_needed(const char *name, const char *runpath, const char *origi
                                        "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
                                        "/lib64", "/usr/lib64", "/lib", "/usr/lib",
                                        "/usr/local/lib"};
-    char list[2048];
+    static char conf[4096];
+    static bool conf_read;
+    char list[2048 + sizeof conf];
     const char *ld = getenv("LD_LIBRARY_PATH");
+
+    if (!conf_read) {
+        conf_dirs(conf, sizeof conf);
+        conf_read = true;
+    }
 
     if (strchr(name, '/') != NULL)
         return snprintf(out, outlen, "%s", name) < (int)outlen && access(out, R_OK) == 0;
@@ -169,6 +214,13 @@ static bool find_needed(const char *name, const char *runpath, const char *origi
     for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
         snprintf(out, outlen, "%s/%s", dirs[i], name);
         if (access(out, R_OK) == 0)
+            return true;
+    }
+    snprintf(list, sizeof list, "%s", conf);
+    for (char *save = NULL, *d = strtok_r(list, ":", &save); d != NULL;
+         d = strtok_r(NULL, ":", &save)) {
+        int n = snprintf(out, outlen, "%s/%s", d, name);
+        if (n > 0 && (size_t)n < outlen && access(out, R_OK) == 0)
             return true;
     }
     return false;
@@ -204,6 +256,10 @@ typedef struct closure {
     char curl[PATH_MAX];    /* the first libcurl ("": none) */
     char ssl[PATH_MAX];     /* the first libssl needed by something else than libcurl */
     char gnutls[PATH_MAX];  /* the same for GnuTLS */
+    char jli[PATH_MAX];     /* a Java launcher's libjli, which loads the JVM */
+    char sockets_by[PATH_MAX]; /* the first object of its own that imports connect */
+    char unseen[256];       /* a library the dynamic linker would load, not found here */
+    char unseen_by[PATH_MAX];  /* ... and the object that needs it */
     bool ssl_by_curl;       /* a libssl needed by libcurl only */
     bool dl;                /* the program, or an interpreter's library, loads modules */
     bool sockets;           /* it, or a library of its own, makes TCP connections */
@@ -216,55 +272,83 @@ static bool interpreter(const char *obj)
            base_is(obj, "liblua") || base_is(obj, "libphp");
 }
 
-/* Breadth first through the dependencies of path (its facts in ef), as the
- * dynamic linker loads them. */
-static void walk(const char *path, const elf_facts *ef, closure *cl)
+/* A library of the list already (by path, or by its file name as DT_NEEDED
+ * names it: the dynamic linker binds a name to an object loaded already). */
+static bool seen_already(char (*seen)[PATH_MAX], int nseen, const char *path, const char *name)
+{
+    for (int k = 0; k < nseen; k++) {
+        const char *b = strrchr(seen[k], '/');
+        if (strcmp(seen[k], path) == 0 || (name != NULL && strcmp(b ? b + 1 : seen[k], name) == 0))
+            return true;
+    }
+    return false;
+}
+
+/*
+ * Breadth first through the dependencies of the roots, as the dynamic
+ * linker loads them, into cl (which the caller cleared).  The roots are the
+ * program's own code (the program; a runtime it loads, as a Java launcher
+ * loads libjvm.so), as are interpreters' libraries; a TLS library another
+ * library brings (libcurl's, libldap's) is that one's.  A runtime's dlopen
+ * is its own loading of its parts: it does not count as the program's
+ * (runtime true).  root_facts: the first root's facts, read already.
+ */
+static void walk(const char *const *roots, int nroots, const elf_facts *root_facts, closure *cl,
+                 bool runtime)
 {
     static char seen[MAX_OBJS][PATH_MAX];
     static int parent[MAX_OBJS];
     char dep[PATH_MAX], origin[PATH_MAX];
     int nseen = 0, next = 0;
 
-    memset(cl, 0, sizeof *cl);
-    snprintf(seen[nseen], PATH_MAX, "%s", path);
-    parent[nseen++] = -1;
+    for (int i = 0; i < nroots && nseen < MAX_OBJS; i++) {
+        snprintf(seen[nseen], PATH_MAX, "%s", roots[i]);
+        parent[nseen++] = -1;
+    }
     while (next < nseen) {
         int me = next++;
         const char *obj = seen[me];
         elf_facts df;
-        if (me > 0 && elf_read(obj, &df) != 0)
+        bool root = parent[me] < 0;
+        if ((me > 0 || root_facts == NULL) && elf_read(obj, &df) != 0)
             continue;
-        const elf_facts *f = me == 0 ? ef : &df;
-        /* the program's own code: itself and an interpreter's library; a TLS
-         * library another library brings (libcurl's, libldap's) is that one's */
-        bool own = me == 0 || interpreter(obj);
-        bool by_own = parent[me] == 0 || (parent[me] > 0 && interpreter(seen[parent[me]]));
-        if (me > 0 && base_is(obj, "libcurl") && !cl->curl[0])
+        const elf_facts *f = me == 0 && root_facts != NULL ? root_facts : &df;
+        bool own = root || interpreter(obj);
+        bool by_own = root || parent[parent[me]] < 0 || interpreter(seen[parent[me]]);
+        if (!root && base_is(obj, "libcurl") && !cl->curl[0])
             snprintf(cl->curl, sizeof cl->curl, "%.*s", PATH_MAX - 1, obj);
-        if (me > 0 && base_is(obj, "libssl")) {
+        if (!root && base_is(obj, "libssl")) {
             if (by_own && !cl->ssl[0])
                 snprintf(cl->ssl, sizeof cl->ssl, "%.*s", PATH_MAX - 1, obj);
             cl->ssl_by_curl = cl->ssl_by_curl || base_is(seen[parent[me]], "libcurl");
         }
-        if (me > 0 && base_is(obj, "libgnutls") && by_own && !cl->gnutls[0])
+        if (!root && base_is(obj, "libgnutls") && by_own && !cl->gnutls[0])
             snprintf(cl->gnutls, sizeof cl->gnutls, "%.*s", PATH_MAX - 1, obj);
+        if (base_is(obj, "libjli.") && !cl->jli[0])
+            snprintf(cl->jli, sizeof cl->jli, "%.*s", PATH_MAX - 1, obj);
         /* The program itself, or an interpreter's library, loads modules. */
-        if (f->imports_dlopen && own)
+        if (f->imports_dlopen && own && !runtime)
             cl->dl = true;
-        if (f->imports_connect && own)
+        if (f->imports_connect && own && !cl->sockets) {
             cl->sockets = true;
+            snprintf(cl->sockets_by, sizeof cl->sockets_by, "%.*s", PATH_MAX - 1, obj);
+        }
         if (snprintf(origin, sizeof origin, "%s", obj) >= (int)sizeof origin)
             continue;
         char *slash = strrchr(origin, '/');
         if (slash != NULL)
             *slash = '\0';
         for (int i = 0; i < f->nneeded && nseen < MAX_OBJS; i++) {
-            if (!find_needed(f->needed[i], f->runpath, origin, dep, sizeof dep))
+            if (seen_already(seen, nseen, "", f->needed[i]))
                 continue;
-            bool dup = false;
-            for (int k = 0; k < nseen && !dup; k++)
-                dup = strcmp(seen[k], dep) == 0;
-            if (!dup) {
+            if (!find_needed(f->needed[i], f->runpath, origin, dep, sizeof dep)) {
+                if (!cl->unseen[0]) {
+                    snprintf(cl->unseen, sizeof cl->unseen, "%s", f->needed[i]);
+                    snprintf(cl->unseen_by, sizeof cl->unseen_by, "%.*s", PATH_MAX - 1, obj);
+                }
+                continue;
+            }
+            if (!seen_already(seen, nseen, dep, NULL)) {
                 snprintf(seen[nseen], PATH_MAX, "%s", dep);
                 parent[nseen++] = me;
             }
@@ -295,13 +379,62 @@ static bool http_helper(const char *path, char *out, size_t outlen)
     return false;
 }
 
+static int check_program(const char *cmd, int depth);
+
+/*
+ * A #! script: a version manager's shim is followed to the program the
+ * manager names; any other script is judged by its interpreter (what a
+ * shell script runs in turn is not seen).
+ */
+static int check_script(const char *path, int depth)
+{
+    char line[PATH_MAX], *p, *arg;
+    char mgr[PATH_MAX], prog[256], root_var[64], root[PATH_MAX], real[PATH_MAX];
+    FILE *fp = fopen(path, "r");
+    bool script = fp != NULL && fgets(line, sizeof line, fp) != NULL && line[0] == '#' &&
+                  line[1] == '!';
+
+    if (fp != NULL)
+        fclose(fp);
+    if (!script || depth > 2) {
+        printf("backoff: %s: not reached: not a program of this machine (ELF) nor a "
+               "#! script\n", path);
+        return 1;
+    }
+    if (bo_check_manager_shim(path, mgr, sizeof mgr, prog, sizeof prog, root_var, root,
+                              sizeof root)) {
+        const char *name = strrchr(mgr, '/') ? strrchr(mgr, '/') + 1 : mgr;
+        if (!bo_check_manager_which(mgr, prog, root_var, root, real, sizeof real)) {
+            printf("backoff: %s: cannot tell: a %s shim, and `%s which %s` names no program "
+                   "(%s)\n", path, name, name, prog, real[0] ? real : "no answer");
+            return 2;
+        }
+        printf("backoff: %s: a %s shim: it runs %s (`%s which %s`)\n", path, name, real, name,
+               prog);
+        return check_program(real, depth + 1);
+    }
+    line[strcspn(line, "\r\n")] = '\0';
+    p = line + 2 + strspn(line + 2, " \t");
+    arg = p + strcspn(p, " \t");
+    if (*arg != '\0')
+        *arg++ = '\0';
+    arg += strspn(arg, " \t");
+    arg[strcspn(arg, " \t")] = '\0';
+    if (base_is(p, "env") && *arg != '\0')
+        p = arg;
+    printf("backoff: %s: a script run by %s\n", path, p);
+    return check_program(p, depth + 1);
+}
+
 static int check_program(const char *cmd, int depth)
 {
-    char path[PATH_MAX], helper[PATH_MAX];
+    char path[PATH_MAX], real[PATH_MAX], helper[PATH_MAX], unseen[2 * PATH_MAX] = "";
+    char jvm[BO_CHECK_JVM_LIBS][PATH_MAX];
     elf_facts ef;
     closure cl;
     struct stat st;
     bool reached = false;
+    int njvm = 0;
 
     if (!find_cmd(cmd, path, sizeof path) || stat(path, &st) != 0) {
         fprintf(stderr, "backoff: cannot find %s: give a path or a command on PATH\n", cmd);
@@ -316,37 +449,34 @@ static int check_program(const char *cmd, int depth)
         fprintf(stderr, "backoff: cannot read %s: %s\n", path, strerror(errno));
         return 2;
     }
-    if (!ef.elf) {
-        char line[PATH_MAX], *p, *arg;
-        FILE *fp = fopen(path, "r");
-        bool script = fp != NULL && fgets(line, sizeof line, fp) != NULL && line[0] == '#' &&
-                      line[1] == '!';
-        if (fp != NULL)
-            fclose(fp);
-        if (!script || depth > 2) {
-            printf("backoff: %s: not reached: not a program of this machine (ELF) nor a "
-                   "#! script\n", path);
-            return 1;
-        }
-        line[strcspn(line, "\r\n")] = '\0';
-        p = line + 2 + strspn(line + 2, " \t");
-        arg = p + strcspn(p, " \t");
-        if (*arg != '\0')
-            *arg++ = '\0';
-        arg += strspn(arg, " \t");
-        arg[strcspn(arg, " \t")] = '\0';
-        if (base_is(p, "env") && *arg != '\0')
-            p = arg;
-        printf("backoff: %s: a script run by %s\n", path, p);
-        return check_program(p, depth + 1);
-    }
+    if (!ef.elf)
+        return check_script(path, depth);
     if (!ef.interp) {
         printf("backoff: %s: not reached: a statically linked program (no dynamic linker: "
                "LD_PRELOAD is ignored)%s\n", path,
                ef.go ? "; a Go program, with its own HTTP stack" : "");
         return 1;
     }
-    walk(path, &ef, &cl);
+    /* $ORIGIN is the directory of the program's file, its links resolved
+     * (/usr/bin/java is a link into a JDK) */
+    if (realpath(path, real) == NULL)
+        snprintf(real, sizeof real, "%s", path);
+    const char *root = real;
+    memset(&cl, 0, sizeof cl);
+    walk(&root, 1, &ef, &cl, false);
+    bool java = cl.jli[0] && bo_check_java_runtime(cl.jli, jvm, &njvm);
+    if (java) {
+        const char *roots[BO_CHECK_JVM_LIBS];
+        for (int i = 0; i < njvm; i++)
+            roots[i] = jvm[i];
+        printf("backoff: %s: a Java launcher: its runtime %s and the JDK's network libraries "
+               "beside it are followed\n", path, jvm[0]);
+        walk(roots, njvm, NULL, &cl, true);
+    }
+    if (cl.unseen[0])
+        snprintf(unseen, sizeof unseen, "cannot tell: %s, which %s needs, is not where the "
+                 "dynamic linker looks", cl.unseen, cl.unseen_by);
+    const char *java_own = java ? " (a Java runtime: its HTTP stack, java.net, is its own)" : "";
 
     /* libcurl: its own, or the helper it runs for HTTP (git's git-remote-https) */
     char helper_curl[sizeof cl.curl] = "";
@@ -354,7 +484,9 @@ static int check_program(const char *cmd, int depth)
         elf_facts hf;
         closure hc;
         if (elf_read(helper, &hf) == 0 && hf.elf && hf.interp) {
-            walk(helper, &hf, &hc);
+            const char *hroot = helper;
+            memset(&hc, 0, sizeof hc);
+            walk(&hroot, 1, &hf, &hc, false);
             memcpy(helper_curl, hc.curl, sizeof helper_curl);
         }
     }
@@ -369,10 +501,12 @@ static int check_program(const char *cmd, int depth)
                "but loads libraries with dlopen (PHP's curl extension, python3-pycurl, plugins, "
                "RTLD_DEEPBIND or not are reached)\n", path);
         reached = true;
+    } else if (!helper_curl[0] && unseen[0]) {
+        printf("backoff: %s: libcurl: %s\n", path, unseen);
     } else if (!helper_curl[0]) {
         printf("backoff: %s: not reached: it does not use libcurl%s\n", path,
                ef.go ? " (a Go program, with its own HTTP stack)"
-                     : ef.rust ? " (a Rust program: its HTTP stack, if any, is its own)" : "");
+               : ef.rust ? " (a Rust program: its HTTP stack, if any, is its own)" : java_own);
     }
     if (helper_curl[0]) {
         printf("backoff: %s: reached through its helper %s: libcurl is linked dynamically "
@@ -395,6 +529,11 @@ static int check_program(const char *cmd, int depth)
         reached = true;
     } else if (cl.ssl_by_curl) {
         printf("backoff: %s: OpenSSL: only libcurl's (above)\n", path);
+    } else if (unseen[0]) {
+        printf("backoff: %s: OpenSSL: %s\n", path, unseen);
+    } else if (java) {
+        printf("backoff: %s: OpenSSL: not used (a Java runtime's TLS, JSSE, is its own: its "
+               "https is not reached)\n", path);
     } else {
         printf("backoff: %s: OpenSSL: not used\n", path);
     }
@@ -406,13 +545,18 @@ static int check_program(const char *cmd, int depth)
     }
     if (cl.sockets || cl.dl) {
         printf("backoff: %s: plain sockets: reached: HTTP/1.x it writes on TCP connections of "
-               "its own\n", path);
+               "its own%s%s%s\n", path, cl.sockets && java ? " (" : "",
+               cl.sockets && java ? cl.sockets_by : "", cl.sockets && java ? " imports connect)"
+                                                                          : "");
         reached = true;
+    } else if (unseen[0]) {
+        printf("backoff: %s: plain sockets: %s\n", path, unseen);
     } else {
         printf("backoff: %s: plain sockets: not used (it makes no TCP connection of its "
                "own)\n", path);
     }
-    return reached ? 0 : 1;
+    /* A path it cannot see may be reached: the answer is not "none". */
+    return reached || unseen[0] ? 0 : 1;
 }
 
 int bo_check_program(const char *cmd)

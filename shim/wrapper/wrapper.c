@@ -30,7 +30,7 @@
 
 #include "bo_config.h"
 #include "dest/metrics.h"
-#include "dest/share.h"
+#include "dest/share_status.h"
 #include "wrapper/check.h"
 
 #define LIB_NAME "libbackoff.so"

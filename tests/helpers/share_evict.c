@@ -23,7 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../shim/dest/share.h"
+#include "dest/share.h"
 
 #define KEY "http://idle.test:1"
 #define MARK 77.0

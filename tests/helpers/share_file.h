@@ -17,7 +17,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../../shim/dest/share.h"
+#include "../../shim/dest/share_layout.h"
 
 static bo_share_file *share_file_map(void)
 {

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "dest/share.h"
 #include "share_file.h"
 
 #define KEY "http://pool.test:1"

@@ -23,7 +23,7 @@
 #     samples, typed, on its /metrics;
 #   - `backoff --reset` zeroes them; a bad --format is one line and exit 2;
 #     BACKOFF_SHARE=process is not counted and writes no file;
-#   - the README's alert rule passes `promtool check rules`, and `promtool
+#   - docs/WATCHING.md's alert rule passes `promtool check rules`, and `promtool
 #     test rules` shows it fires at 20% throttled for 5 minutes, not at 5%.
 . "$(dirname "$0")/lib.sh"
 
@@ -304,10 +304,10 @@ grep -q '^# HELP backoff_calls .*processes under BACKOFF_SHARE=process are not c
     fail "the output does not say that BACKOFF_SHARE=process is not counted"
 [ ! -e "$TMP/process.prom" ] || fail "BACKOFF_SHARE=process wrote a metrics file"
 
-# ---- the README's alert rule -------------------------------------------------
+# ---- the alert rule of docs/WATCHING.md --------------------------------------
 awk '/^<!-- alert rule:/ { on = 1; next } on && /^```yaml$/ { next } on && /^```$/ { exit } on { print }' \
-    "$TOP/README.md" >"$TMP/rules.yml"
-grep -q 'alert: BackoffThrottled' "$TMP/rules.yml" || fail "no alert rule found in README.md"
+    "$TOP/docs/WATCHING.md" >"$TMP/rules.yml"
+grep -q 'alert: BackoffThrottled' "$TMP/rules.yml" || fail "no alert rule found in docs/WATCHING.md"
 promtool check rules "$TMP/rules.yml" >"$TMP/rules.out" 2>&1 || fail "promtool check rules: $(cat "$TMP/rules.out")"
 cat >"$TMP/rules_test.yml" <<EOF
 rule_files: [$TMP/rules.yml]
@@ -336,5 +336,5 @@ tests:
 EOF
 promtool test rules "$TMP/rules_test.yml" >"$TMP/rules_test.out" 2>&1 ||
     fail "promtool test rules: $(cat "$TMP/rules_test.out")"
-note "README's alert: promtool check rules and test rules pass (fires at 20%, not at 5%)"
+note "docs/WATCHING.md's alert: promtool check rules and test rules pass (fires at 20%, not at 5%)"
 echo "ok"

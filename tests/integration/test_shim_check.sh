@@ -5,7 +5,10 @@
 # reached through the helper it runs (git's git-remote-https); its OpenSSL
 # (linked: php; loadable: python3; linked statically: node), GnuTLS (wget:
 # same-connection retries), plain sockets; or nothing because it is setuid or a static
-# program.  Exit 0 when one path will (or may) be reached, 1 when none.
+# program.  What a program loads at run time is followed: a Java launcher's
+# runtime, a pyenv shim's interpreter; a library it cannot find makes a path
+# "cannot tell", never "not used".  Exit 0 when one path will (or may) be
+# reached, 1 when none.
 . "$(dirname "$0")/lib.sh"
 
 B="$BUILD/backoff"
@@ -43,6 +46,69 @@ expect 0 "OpenSSL: only libcurl's" /usr/bin/curl
 if [ -x /usr/bin/node ] && nm -D /usr/bin/node 2>/dev/null | grep -q ' T SSL_read$'; then
     expect 0 "OpenSSL: not reached: linked statically into it" /usr/bin/node
 fi
+
+# What a program loads at run time.  Java: the launcher links only libjli,
+# which loads libjvm.so and, for java.net, libnet.so (they import connect).
+if command -v java >/dev/null 2>&1; then
+    expect 0 "a Java launcher: its runtime .*/libjvm.so" java
+    grep -q "plain sockets: reached" "$TMP/out" || fail "java: $(cat "$TMP/out")"
+    ! grep -q "not used (it makes no TCP" "$TMP/out" || fail "java: $(cat "$TMP/out")"
+    grep -q "OpenSSL: not used (a Java runtime's TLS" "$TMP/out" || fail "java: $(cat "$TMP/out")"
+else
+    note "no java on this machine: the Java launcher case is skipped"
+fi
+
+# A version manager's shim script (pyenv's form) is followed to the program
+# the manager names, with the root the shim exports; a program the manager
+# cannot name is "cannot tell", exit 2, never the shell's answer.
+mkdir -p "$TMP/pyenv/libexec" "$TMP/pyenv/shims" "$TMP/pyenv/versions/9.9/bin"
+ln -s /usr/bin/python3 "$TMP/pyenv/versions/9.9/bin/python3"
+cat >"$TMP/pyenv/libexec/pyenv" <<'SH'
+#!/bin/sh
+if [ "$1" = which ] && [ "$2" = python3 ] && [ -n "${PYENV_ROOT:-}" ]; then
+    echo "$PYENV_ROOT/versions/9.9/bin/python3"
+    exit 0
+fi
+echo "pyenv: $2: command not found" >&2
+exit 127
+SH
+for prog in python3 nosuch; do
+    cat >"$TMP/pyenv/shims/$prog" <<SH
+#!/usr/bin/env bash
+set -e
+program="\${0##*/}"
+export PYENV_ROOT="$TMP/pyenv"
+exec "$TMP/pyenv/libexec/pyenv" exec "\$program" "\$@"
+SH
+done
+chmod +x "$TMP/pyenv/libexec/pyenv" "$TMP/pyenv/shims/python3" "$TMP/pyenv/shims/nosuch"
+expect 0 "a pyenv shim: it runs $TMP/pyenv/versions/9.9/bin/python3" "$TMP/pyenv/shims/python3"
+grep -q "OpenSSL: reached if it loads libssl at run time" "$TMP/out" || fail "shim: $(cat "$TMP/out")"
+! grep -q "a script run by\|bash" "$TMP/out" || fail "the shim's shell was judged: $(cat "$TMP/out")"
+expect 2 "cannot tell: a pyenv shim, and .pyenv which nosuch. names no program" "$TMP/pyenv/shims/nosuch"
+if command -v pyenv >/dev/null 2>&1 && case "$(command -v python3)" in */shims/python3) true ;; *) false ;; esac; then
+    expect 0 "a pyenv shim: it runs $(pyenv which python3)" python3
+else
+    note "python3 is not a pyenv shim here: the real pyenv case is skipped"
+fi
+
+# A library the dynamic linker would load and the check cannot find: the
+# paths it may hold are "cannot tell", never "not used".
+cat >"$TMP/unseen.c" <<'C'
+int unseen(void);
+int unseen(void) { return 0; }
+C
+cat >"$TMP/needs.c" <<'C'
+int unseen(void);
+int main(void) { return unseen(); }
+C
+mkdir -p "$TMP/lib"
+cc -shared -fPIC -o "$TMP/lib/libunseen.so" "$TMP/unseen.c" &&
+    cc -o "$TMP/needs" "$TMP/needs.c" -L"$TMP/lib" -lunseen ||
+    fail "cannot build the program with a library of its own"
+expect 0 "plain sockets: cannot tell: libunseen.so, which .*needs needs, is not where" "$TMP/needs"
+! grep -q "not used" "$TMP/out" || fail "a path it cannot see called unused: $(cat "$TMP/out")"
+LD_LIBRARY_PATH="$TMP/lib" expect 1 "plain sockets: not used" "$TMP/needs"
 
 cat >"$TMP/fake.c" <<'C'
 int curl_easy_perform(void *h);

@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "libcurl/multi.h"
+#include "libcurl/multi_rec.h"
 
 static void fresh(bo_multi_rec *r, bo_mxfer *x, int n)
 {

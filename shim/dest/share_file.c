@@ -1,0 +1,347 @@
+/*
+ * share_file.c: the host-wide state file (share_file.h) and its robust
+ * locks.
+ *
+ * The file: $XDG_RUNTIME_DIR/backoff.shm, else /dev/shm/backoff-UID.shm.
+ * It is made whole under a temporary name (mkostemp: O_EXCL, 0600), then
+ * linked into place, so nobody ever maps a half-made file.  A file that is
+ * a symlink, not a regular file, not ours or open to others is never
+ * touched: the process keeps its state to itself and says so (one
+ * BACKOFF_VERBOSE line).  A file of ours that is the wrong size or has
+ * another magic or layout (another build, a 32-bit process, a crash of an
+ * older version) is replaced when no process holds it (every user holds a
+ * shared flock for its lifetime), else left alone with the same fallback.
+ *
+ * Crash safety: the locks are robust (bo_share_lock_mend), and a death
+ * inside the file's lock rebuilds the hash chains and the pool's free list;
+ * a slot's repair is its entries' (share_entry.c).
+ */
+#include "dest/share_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/core.h"
+
+bo_share_this bo_share_me = {.fd = -1};
+
+void bo_share_mutex_init(pthread_mutex_t *mu)
+{
+    pthread_mutexattr_t ma;
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+    pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
+    pthread_mutex_init(mu, &ma);
+    pthread_mutexattr_destroy(&ma);
+}
+
+
+/*
+ * After a lock of mu failed with rc: when its holder died (EOWNERDEAD), or a
+ * repairer did (ENOTRECOVERABLE: every locker fails alike, so the lock is
+ * made anew and taken), repair(arg) runs and mu is consistent again: true,
+ * mu held; false for any other error (a timed lock's ETIMEDOUT), mu not
+ * held.  The common case, a lock taken, never calls it: robust locks cost
+ * their holders nothing more.
+ */
+bool bo_share_lock_mend(pthread_mutex_t *mu, int rc, void (*repair)(void *), void *arg)
+{
+    if (rc == ENOTRECOVERABLE) {
+        bo_share_mutex_init(mu);
+        rc = pthread_mutex_lock(mu);
+        if (rc == 0)
+            rc = EOWNERDEAD;
+    }
+    if (rc == EOWNERDEAD) {
+        repair(arg);
+        pthread_mutex_consistent(mu);
+        rc = 0;
+    }
+    return rc == 0;
+}
+
+
+static void repair_file_v(void *arg)
+{
+    bo_share_file *f = arg;
+    unsigned nchunks = bo_share_pool_hiwater(f);
+    uint64_t held[(BO_SHARE_POOL_CHUNKS + 63) / 64] = {0};
+
+    /* A holder died inside: the chains are made anew from the slots, and
+     * the pool's free list from the chunks: a chunk is a slot's when it is
+     * on the slot's chain and names it (bo_share_chunk_next), free when it
+     * names none.  One a holder left half taken or half given back (named
+     * but off its chain) is free again. */
+    memset(f->heads, 0, sizeof f->heads);
+    for (unsigned i = 0, n = bo_share_hiwater(f); i < n; i++) {
+        bo_share_slot *s = &f->slots[i];
+        s->key[BO_SHARE_KEY_LEN - 1] = '\0';
+        if (s->used)
+            bo_share_chain_link(f, s);
+        const bo_share_chunk *c = &s->m.own;
+        for (unsigned k = 0; k < nchunks && (c = bo_share_chunk_next(f, s, c)) != NULL; k++)
+            held[(c - f->pool) / 64] |= 1ULL << ((c - f->pool) % 64);
+    }
+    f->pool_free = 0;
+    for (unsigned k = nchunks; k-- > 0;) {
+        bo_share_chunk *c = &f->pool[k];
+        if (!(held[k / 64] & (1ULL << (k % 64))))
+            c->owner = 0;
+        if (c->owner == 0) {
+            c->next = f->pool_free;
+            f->pool_free = k + 1;
+        }
+    }
+}
+
+
+void bo_share_lock_file(bo_share_file *f)
+{
+    int rc = pthread_mutex_lock(&f->mu);
+    if (rc != 0)
+        bo_share_lock_mend(&f->mu, rc, repair_file_v, f);
+}
+
+/* Hash chains, under the file's lock. */
+void bo_share_chain_link(bo_share_file *f, bo_share_slot *s)
+{
+    uint32_t *head = &f->heads[s->hash % BO_SHARE_SLOTS];
+    s->hnext = *head;
+    *head = (uint32_t)(s - f->slots) + 1;
+}
+
+void bo_share_chain_unlink(bo_share_file *f, bo_share_slot *s)
+{
+    uint32_t me = (uint32_t)(s - f->slots) + 1;
+    uint32_t *pp = &f->heads[s->hash % BO_SHARE_SLOTS];
+    for (unsigned n = 0; *pp != 0 && *pp <= BO_SHARE_SLOTS && n < BO_SHARE_SLOTS; n++) {
+        if (*pp == me) {
+            *pp = s->hnext;
+            break;
+        }
+        pp = &f->slots[*pp - 1].hnext;
+    }
+    s->hnext = 0;
+}
+
+bo_share_slot *bo_share_chain_find(bo_share_file *f, const char *key, uint64_t h, uint64_t ch)
+{
+    uint32_t j = f->heads[h % BO_SHARE_SLOTS];
+    for (unsigned n = 0; j != 0 && j <= BO_SHARE_SLOTS && n < BO_SHARE_SLOTS; n++) {
+        bo_share_slot *c = &f->slots[j - 1];
+        if (c->used && c->hash == h && c->cfg_hash == ch && strcmp(c->key, key) == 0)
+            return c;
+        j = c->hnext;
+    }
+    return NULL;
+}
+
+int bo_share_path(char *buf, size_t len)
+{
+    const char *xdg = getenv("XDG_RUNTIME_DIR");
+    int n;
+
+    if (xdg != NULL && xdg[0] == '/')
+        n = snprintf(buf, len, "%s/backoff.shm", xdg);
+    else
+        n = snprintf(buf, len, "/dev/shm/backoff-%u.shm", (unsigned)geteuid());
+    return n > 0 && (size_t)n < len ? 0 : -1;
+}
+
+/* A reason, cut to the caller's buffer (a cut reason still says enough). */
+__attribute__((format(printf, 3, 4))) static void why_set(char *why, size_t len, const char *fmt,
+                                                          ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, len, fmt, ap);
+    va_end(ap);
+}
+#define WHY(...) why_set(why, len, __VA_ARGS__)
+
+static const char *header_problem(const bo_share_file *f, char *why, size_t len)
+{
+    if (f->magic != BO_SHARE_MAGIC)
+        return "it is not a backoff state file (bad magic)";
+    if (f->version != BO_SHARE_VERSION || f->dest_size != sizeof(bo_dest) ||
+        f->slot_size != sizeof(bo_share_slot) || f->nslots != BO_SHARE_SLOTS ||
+        f->nprocs != BO_SHARE_CHUNK_PROCS || f->pool_chunks != BO_SHARE_POOL_CHUNKS ||
+        f->mutex_size != sizeof(pthread_mutex_t) ||
+        f->ptr_size != sizeof(void *) || f->file_size != sizeof(bo_share_file)) {
+        WHY(
+                 "its layout (version %u, state %u bytes, %u-bit) is not this library's "
+                 "(version %u, state %zu bytes, %zu-bit)",
+                 f->version, f->dest_size, f->ptr_size * 8, BO_SHARE_VERSION, sizeof(bo_dest),
+                 sizeof(void *) * 8);
+        return why;
+    }
+    return NULL;
+}
+
+/* A new file under a temporary name, linked into place; -1 with *why. */
+static bo_share_file *create_file(const char *path, int *fdp, char *why, size_t len)
+{
+    char tmp[PATH_MAX];
+    bo_share_file *f = NULL;
+    int fd;
+
+    if (snprintf(tmp, sizeof tmp, "%s.XXXXXX", path) >= (int)sizeof tmp)
+        return NULL;
+    fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0) {
+        WHY("it cannot be created: %s", strerror(errno));
+        return NULL;
+    }
+    /* The file is sparse: the header's pages are allocated now, a slot's when it is
+     * first handed out (take_slot), a pool chunk's likewise (grow), so a full
+     * tmpfs is an error, never a SIGBUS. */
+    if (fchmod(fd, 0600) != 0 || ftruncate(fd, sizeof(bo_share_file)) != 0 ||
+        fallocate(fd, 0, 0, (off_t)offsetof(bo_share_file, slots)) != 0 ||
+        fallocate(fd, 0, (off_t)offsetof(bo_share_file, exports),
+                  (off_t)sizeof(((bo_share_file *)NULL)->exports)) != 0)
+        goto fail;
+    f = mmap(NULL, sizeof *f, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (f == MAP_FAILED) {
+        f = NULL;
+        goto fail;
+    }
+    f->version = BO_SHARE_VERSION;
+    f->dest_size = sizeof(bo_dest);
+    f->slot_size = sizeof(bo_share_slot);
+    f->nslots = BO_SHARE_SLOTS;
+    f->nprocs = BO_SHARE_CHUNK_PROCS;
+    f->pool_chunks = BO_SHARE_POOL_CHUNKS;
+    f->mutex_size = sizeof(pthread_mutex_t);
+    f->ptr_size = sizeof(void *);
+    f->file_size = sizeof(bo_share_file);
+    bo_share_mutex_init(&f->mu); /* a slot's lock is made when it is first handed out */
+    __atomic_store_n(&f->magic, BO_SHARE_MAGIC, __ATOMIC_RELEASE);
+    flock(fd, LOCK_SH);
+    if (link(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        munmap(f, sizeof *f);
+        bo_core_sys_close(fd);
+        errno = e;
+        return NULL; /* EEXIST: another process made it first; open that one */
+    }
+    unlink(tmp);
+    *fdp = fd;
+    return f;
+fail:
+    WHY("it cannot be created: %s", strerror(errno));
+    if (f != NULL)
+        munmap(f, sizeof *f);
+    unlink(tmp);
+    bo_core_sys_close(fd);
+    errno = 0;
+    return NULL;
+}
+
+/*
+ * Map the user's file, creating or replacing it as the header comment says.
+ * NULL with a reason in why (empty: there is nothing to say, e.g. the file
+ * does not exist and create is false).  replaced: set when a bad file of
+ * ours was replaced (its reason stays in why).
+ */
+bo_share_file *bo_share_map_file(bool create, char *why, size_t len, bool *replaced)
+{
+    char path[PATH_MAX], reason[256];
+    bo_share_file *f;
+    struct stat st, lst;
+
+    why[0] = '\0';
+    *replaced = false;
+    if (bo_share_path(path, sizeof path) != 0) {
+        WHY("its path is too long");
+        return NULL;
+    }
+    for (int tries = 0; tries < 4; tries++) {
+        int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+        if (fd < 0 && errno == ENOENT) {
+            if (!create)
+                return NULL;
+            f = create_file(path, &fd, why, len);
+            if (f != NULL) {
+                bo_share_me.fd = fd; /* stays open: it holds the shared flock */
+                return f;
+            }
+            if (why[0] != '\0')
+                return NULL;
+            continue;
+        }
+        if (fd < 0) {
+            if (errno == ELOOP)
+                WHY("%s is a symbolic link", path);
+            else
+                WHY("%s cannot be opened: %s", path, strerror(errno));
+            return NULL;
+        }
+        if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+            WHY("%s is not a regular file", path);
+            bo_core_sys_close(fd);
+            return NULL;
+        }
+        if (st.st_uid != geteuid()) {
+            WHY("%s belongs to uid %u, not to this user (uid %u)", path,
+                     (unsigned)st.st_uid, (unsigned)geteuid());
+            bo_core_sys_close(fd);
+            return NULL;
+        }
+        if ((st.st_mode & 077) != 0) {
+            WHY("%s is open to other users (mode %03o, expected 600)", path,
+                     (unsigned)(st.st_mode & 0777));
+            bo_core_sys_close(fd);
+            return NULL;
+        }
+        flock(fd, LOCK_SH);
+        const char *problem = NULL;
+        f = NULL;
+        if ((uint64_t)st.st_size != sizeof(bo_share_file)) {
+            snprintf(reason, sizeof reason, "it is %jd bytes, not %zu", (intmax_t)st.st_size,
+                     sizeof(bo_share_file));
+            problem = reason;
+        } else {
+            f = mmap(NULL, sizeof *f, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+            if (f == MAP_FAILED) {
+                WHY("%s cannot be mapped: %s", path, strerror(errno));
+                bo_core_sys_close(fd);
+                return NULL;
+            }
+            problem = header_problem(f, reason, sizeof reason);
+            if (problem == NULL) {
+                bo_share_me.fd = fd; /* stays open: it holds the shared flock */
+                return f;
+            }
+            munmap(f, sizeof *f);
+        }
+        /* Ours but not usable: replace it when no process holds it. */
+        if (!create || flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            WHY("%s is in use and %s", path, problem);
+            bo_core_sys_close(fd);
+            return NULL;
+        }
+        if (lstat(path, &lst) == 0 && lst.st_dev == st.st_dev && lst.st_ino == st.st_ino) {
+            unlink(path);
+            WHY("%s: %s", path, problem);
+            *replaced = true;
+        }
+        bo_core_sys_close(fd);
+    }
+    if (why[0] == '\0')
+        WHY("%s keeps changing under us", path);
+    return NULL;
+}

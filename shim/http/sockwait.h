@@ -1,0 +1,27 @@
+/*
+ * sockwait.h: what a socket says of itself and a bounded wait for a
+ * descriptor (sockwait.c), within the http room: the exchange, the
+ * transports and the hooks all use them, and they use nothing of the room.
+ */
+#ifndef BO_HTTP_SOCKWAIT_H
+#define BO_HTTP_SOCKWAIT_H
+
+#include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* poll(2) as the system call itself (never the library's own poll hook):
+ * ms < 0 waits for ever. */
+int bo_hs_poll(struct pollfd *fds, nfds_t n, int ms);
+
+/* Wait until fd is ready for `events` (poll's), no later than until_ns:
+ * 0, or -1 (ETIMEDOUT, or poll's error). */
+int bo_hs_wait_fd(int fd, short events, int64_t until_ns);
+
+/* Is fd O_NONBLOCK now?  Its SO_RCVTIMEO and SO_SNDTIMEO in ns (0: none,
+ * or unreadable). */
+bool bo_hs_nonblocking(int fd);
+int64_t bo_hs_rcvtimeo(int fd);
+int64_t bo_hs_sndtimeo(int fd);
+
+#endif
