@@ -11,6 +11,8 @@
 #include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "bo_classify.h"
 #include "bo_ratelimit.h"
@@ -49,9 +51,9 @@ void bo_hx_abandon_counted(bo_hconn *c, bool counted)
     if (c->park_fd >= 0)
         bo_hr_unpark(c);
     else if (swapped && !c->same_conn)
-        (void)shutdown(c->fd, SHUT_RDWR);
+        (void)syscall(SYS_shutdown, c->fd, SHUT_RDWR);
     else if (c->loop)
-        (void)shutdown(c->fd, SHUT_RD);
+        (void)syscall(SYS_shutdown, c->fd, SHUT_RD);
     bo_hr_release(c);
     if (!answered || bo_hc_held_left(c) == 0) {
         bo_hx_off(c);
@@ -201,7 +203,7 @@ bool bo_hx_step(bo_hconn *c, int64_t now, hx_need *need)
                 return true;
             }
             if (c->shut_wr)
-                (void)shutdown(c->fd, SHUT_WR); /* as the program left its first connection */
+                (void)syscall(SYS_shutdown, c->fd, SHUT_WR); /* as the program left its first connection */
             /* the retried answer is gone for good: the retry's is judged next */
             c->held_len = c->held_off = 0;
             c->first_byte_ns = 0;

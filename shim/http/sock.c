@@ -81,7 +81,7 @@ static struct {
 } g_real;
 static int g_bound;
 
-static void *need(const char *name, void *self)
+static void *real_fn(const char *name, void *self)
 {
     void *p = dlsym(RTLD_NEXT, name);
     if (p == NULL || p == self)
@@ -91,23 +91,23 @@ static void *need(const char *name, void *self)
 
 static void resolve(void)
 {
-    *(void **)&g_real.read = need("read", (void *)read);
-    *(void **)&g_real.write = need("write", (void *)write);
-    *(void **)&g_real.recv = need("recv", (void *)recv);
-    *(void **)&g_real.send = need("send", (void *)send);
-    *(void **)&g_real.recvfrom = need("recvfrom", (void *)recvfrom);
-    *(void **)&g_real.sendto = need("sendto", (void *)sendto);
-    *(void **)&g_real.writev = need("writev", (void *)writev);
-    *(void **)&g_real.read_chk = need("__read_chk", NULL);
-    *(void **)&g_real.recv_chk = need("__recv_chk", NULL);
-    *(void **)&g_real.recvfrom_chk = need("__recvfrom_chk", NULL);
-    *(void **)&g_real.close = need("close", (void *)close);
-    *(void **)&g_real.dup2 = need("dup2", (void *)dup2);
-    *(void **)&g_real.dup3 = need("dup3", (void *)dup3);
-    *(void **)&g_real.accept = need("accept", (void *)accept);
-    *(void **)&g_real.accept4 = need("accept4", (void *)accept4);
-    *(void **)&g_real.connect = need("connect", NULL);
-    *(void **)&g_real.shutdown = need("shutdown", (void *)shutdown);
+    *(void **)&g_real.read = real_fn("read", (void *)read);
+    *(void **)&g_real.write = real_fn("write", (void *)write);
+    *(void **)&g_real.recv = real_fn("recv", (void *)recv);
+    *(void **)&g_real.send = real_fn("send", (void *)send);
+    *(void **)&g_real.recvfrom = real_fn("recvfrom", (void *)recvfrom);
+    *(void **)&g_real.sendto = real_fn("sendto", (void *)sendto);
+    *(void **)&g_real.writev = real_fn("writev", (void *)writev);
+    *(void **)&g_real.read_chk = real_fn("__read_chk", NULL);
+    *(void **)&g_real.recv_chk = real_fn("__recv_chk", NULL);
+    *(void **)&g_real.recvfrom_chk = real_fn("__recvfrom_chk", NULL);
+    *(void **)&g_real.close = real_fn("close", (void *)close);
+    *(void **)&g_real.dup2 = real_fn("dup2", (void *)dup2);
+    *(void **)&g_real.dup3 = real_fn("dup3", (void *)dup3);
+    *(void **)&g_real.accept = real_fn("accept", (void *)accept);
+    *(void **)&g_real.accept4 = real_fn("accept4", (void *)accept4);
+    *(void **)&g_real.connect = real_fn("connect", NULL);
+    *(void **)&g_real.shutdown = real_fn("shutdown", (void *)shutdown);
 }
 
 /* The real functions, bound on first use (a library's constructor may write

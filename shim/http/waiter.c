@@ -1,0 +1,99 @@
+/*
+ * waiter.c: where the program of a non-blocking read waits for its answer
+ * (exchange_int.h's bo_hx_waiter), within the http room: whether the
+ * socket is in an epoll set (/proc/self/fdinfo: an event loop), the loop's
+ * next timer (its thread's last wait, bo_hx_loop_wait), whether the
+ * process serves connections (bo_hx_serving); and the margin a retry
+ * leaves before the end of the program's wait (bo_hx_before).
+ */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bo_time.h"
+#include "core/core.h"
+#include "http/exchange.h"
+#include "http/exchange_int.h"
+
+/* The least time a retry leaves before the end of the program's wait (its
+ * poll's timeout, its loop's next timer), a tenth of what is left if more:
+ * the program's own timer must find the answer there. */
+#define HX_MARGIN_NS (50 * BO_NS_PER_MS)
+
+/* Is the fd in an epoll set (an event loop waits on it)? */
+static bool in_epoll(int fd)
+{
+    char path[64], line[256], link[64];
+    bool found = false;
+    DIR *d = opendir("/proc/self/fd");
+
+    if (d == NULL)
+        return false;
+    for (struct dirent *e; !found && (e = readdir(d)) != NULL;) {
+        int epfd = atoi(e->d_name);
+        if (e->d_name[0] < '0' || e->d_name[0] > '9' || epfd == dirfd(d))
+            continue;
+        snprintf(path, sizeof path, "/proc/self/fd/%d", epfd);
+        ssize_t k = readlink(path, link, sizeof link - 1);
+        if (k <= 0)
+            continue;
+        link[k] = '\0';
+        if (strcmp(link, "anon_inode:[eventpoll]") != 0)
+            continue;
+        snprintf(path, sizeof path, "/proc/self/fdinfo/%d", epfd);
+        FILE *f = fopen(path, "re");
+        if (f == NULL)
+            continue;
+        int tfd;
+        while (!found && fgets(line, sizeof line, f) != NULL)
+            found = sscanf(line, "tfd: %d", &tfd) == 1 && tfd == fd;
+        fclose(f);
+    }
+    closedir(d);
+    return found;
+}
+
+/* The end of this thread's event-loop wait (bo_hx_loop_wait): a loop's
+ * timers are its thread's, and another thread's wait (a wait for ever in a
+ * helper thread) says nothing of them.  0: the thread has not waited yet
+ * (only ever looked, with a timeout of 0): its timers are not known. */
+static BO_TLS int64_t tl_loop_deadline;
+
+/* The process serves connections it accepted (bo_hx_serving). */
+static int g_serving;
+
+void bo_hx_serving(void)
+{
+    if (!__atomic_load_n(&g_serving, __ATOMIC_RELAXED))
+        __atomic_store_n(&g_serving, 1, __ATOMIC_RELAXED);
+}
+
+void bo_hx_loop_wait(int64_t now, int timeout_ms)
+{
+    if (timeout_ms == 0)
+        return; /* a loop with work at hand says nothing of its timers */
+    tl_loop_deadline = timeout_ms < 0 ? INT64_MAX : now + (int64_t)timeout_ms * BO_NS_PER_MS;
+}
+
+int64_t bo_hx_before(int64_t now, int64_t deadline)
+{
+    if (deadline == INT64_MAX || deadline <= now)
+        return deadline;
+    int64_t margin = (deadline - now) / 10;
+    if (margin < HX_MARGIN_NS)
+        margin = HX_MARGIN_NS;
+    return deadline - margin;
+}
+
+bo_hx_waits bo_hx_waiter(const bo_hconn *c, int64_t *deadline)
+{
+    if (!in_epoll(c->fd))
+        return BO_HX_WAITS_UNSEEN;
+    if (__atomic_load_n(&g_serving, __ATOMIC_RELAXED) || tl_loop_deadline == 0)
+        return BO_HX_WAITS_PASSED; /* a server's answers; a loop whose timers are unknown */
+    *deadline = bo_hx_before(bo_core_now_ns(), tl_loop_deadline);
+    return BO_HX_WAITS_IN_LOOP;
+}
+
