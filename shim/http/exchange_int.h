@@ -14,6 +14,7 @@
 #include "bo_classify.h"
 #include "bo_ratelimit.h"
 #include "http/conn.h"
+#include "http/fdtab.h"
 
 /* ---- exchange.c ---- */
 

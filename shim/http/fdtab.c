@@ -11,6 +11,7 @@
  * (exchange.c), which depends on this file and not the other way round.
  */
 #include "http/conn.h"
+#include "http/fdtab.h"
 
 #include <pthread.h>
 #include <stdlib.h>

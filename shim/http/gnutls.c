@@ -25,6 +25,7 @@
 #include "core/core.h"
 #include "http/callers.h"
 #include "http/conn.h"
+#include "http/fdtab.h"
 #include "http/exchange.h"
 #include "http/sock.h"
 #include "http/sockwait.h"

@@ -5,16 +5,20 @@
  * HTTP::Tiny, PHP's streams, wget), a hook family beside libcurl/ and
  * connect/ on the same call/, dest/ and loader/:
  *
- *   fdtab.c     the records of the connections, found by fd (conn.h);
+ *   fdtab.c     the records of the connections (conn.h), found by fd
+ *               (fdtab.h);
  *   exchange.c  one request and its answer as a call of the engine: the
  *               records' life and their one state setter, the request
  *               admitted and kept, the answer that stands followed
- *               (exchange.h; exchange_int.h for the next two);
+ *               (exchange.h, the transports' moves in transport.h;
+ *               exchange_int.h for the next three);
  *   retry.c     an answer judged (bo_classify) and a throttle retried, step
  *               by step, never waiting: the wait and the admission, a new
  *               connection, its handshake, the request sent again;
  *   drive.c     where the steps wait: the program's blocking read, its
  *               poll or select, its event loop;
+ *   waiter.c    where a non-blocking read's program waits (an event
+ *               loop's set, its next timer), the margin a retry leaves;
  *   redial.c    a new connection made like the program's, moved onto its
  *               fd; a quiet stand-in while an event loop's retry waits;
  *   wait.c      the poll and epoll families' hooks (the program's waits);

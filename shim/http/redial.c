@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "http/fdtab.h"
 #include "http/sockwait.h"
 
 #ifndef IP_BIND_ADDRESS_NO_PORT

@@ -203,7 +203,8 @@ bool bo_hx_step(bo_hconn *c, int64_t now, hx_need *need)
                 return true;
             }
             if (c->shut_wr)
-                (void)syscall(SYS_shutdown, c->fd, SHUT_WR); /* as the program left its first connection */
+                /* as the program left its first connection */
+                (void)syscall(SYS_shutdown, c->fd, SHUT_WR);
             /* the retried answer is gone for good: the retry's is judged next */
             c->held_len = c->held_off = 0;
             c->first_byte_ns = 0;

@@ -34,6 +34,7 @@
 #include "bo_time.h"
 #include "core/core.h"
 #include "http/conn.h"
+#include "http/fdtab.h"
 #include "http/exchange.h"
 #include "http/sock.h"
 #include "http/sockwait.h"

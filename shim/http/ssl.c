@@ -39,6 +39,7 @@
 
 #include "core/core.h"
 #include "http/conn.h"
+#include "http/fdtab.h"
 #include "http/callers.h"
 #include "http/exchange.h"
 #include "http/sock.h"

@@ -31,6 +31,7 @@
 #include "bo_time.h"
 #include "core/core.h"
 #include "http/conn.h"
+#include "http/fdtab.h"
 #include "http/exchange.h"
 
 /* ---- the real functions ---------------------------------------------------- */

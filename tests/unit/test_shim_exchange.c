@@ -29,6 +29,7 @@
 
 #include "core/core.h"
 #include "http/conn.h"
+#include "http/fdtab.h"
 #include "http/exchange.h"
 
 /* ---- the fake transport: a scripted server ------------------------------------ */
