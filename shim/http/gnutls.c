@@ -23,7 +23,7 @@
 #include <sys/types.h>
 
 #include "core/core.h"
-#include "http/callers.h"
+#include "loader/callers.h"
 #include "http/conn.h"
 #include "http/fdtab.h"
 #include "http/exchange.h"
@@ -86,7 +86,7 @@ static const bo_lib_family g_gnutls_family = {
 BO_LIB_FAMILY(g_gnutls_family);
 
 static void gnutls_ask_global(void);
-static bo_hcallers g_callers = {.family = &g_gnutls_family, .ask_global = gnutls_ask_global,
+static bo_lib_callers g_callers = {.family = &g_gnutls_family, .ask_global = gnutls_ask_global,
                                 .global_slot = -1};
 
 static void gnutls_ask_global(void)
@@ -96,7 +96,7 @@ static void gnutls_ask_global(void)
 
 static inline const gnutls_real *caller_real(const void *ret)
 {
-    const gnutls_real *R = &g_reals[bo_hcallers_slot(&g_callers, ret)];
+    const gnutls_real *R = &g_reals[bo_lib_caller_slot(&g_callers, ret)];
     if (__builtin_expect(!__atomic_load_n(&R->bound, __ATOMIC_ACQUIRE), 0))
         bo_core_die("backoff: the program's libgnutls is not bound; cannot continue");
     return R;

@@ -32,8 +32,9 @@
  *   ssl_conn.c  a TLS connection's moves and the peer a redial must show;
  *   gnutls.c    the GnuTLS hooks (gnutls_record_send, _recv, _check_pending)
  *               on sessions over a socket: same-connection retries only; the
- *               libgnutls family;
- *   callers.c   the copy of a TLS library an exported hook's caller means.
+ *               libgnutls family.
+ * Which copy of a TLS library a hook's caller means is the loader's
+ * (loader/callers.h), as for libcurl.
  *
  * What it promises: a program that never meets a throttle sees the same
  * bytes and results; a read or write on an fd it does not follow costs one

@@ -38,6 +38,7 @@
 #include "http/exchange.h"
 #include "http/sock.h"
 #include "http/sockwait.h"
+#include "loader/loader.h"
 
 /* ---- the real functions ---------------------------------------------------- */
 
@@ -166,16 +167,22 @@ static const bo_hx_io k_plain = {
 
 /* ---- which sockets are followed ---------------------------------------------- */
 
-/* Is the code at ret inside a libcurl (its transfers are the libcurl room's)? */
+/*
+ * Is the code at ret inside a libcurl (its transfers are the libcurl
+ * room's)?  The loader's record of the libcurl family's copies says, as it
+ * says it for the libcurl hooks (a copy calls out only from inside a
+ * transfer, so it is known by then).
+ */
 static bool from_libcurl(const void *ret)
 {
-    Dl_info info;
-    const char *b;
-    if (dladdr(ret, &info) == 0 || info.dli_fname == NULL)
-        return false;
-    b = strrchr(info.dli_fname, '/');
-    b = b != NULL ? b + 1 : info.dli_fname;
-    return strncmp(b, "libcurl", 7) == 0;
+    static const bo_lib_family *curl; /* (the same for every thread that finds it) */
+    const bo_lib_family *f = __atomic_load_n(&curl, __ATOMIC_RELAXED);
+    if (f == NULL) {
+        if ((f = bo_lib_family_named("libcurl")) == NULL)
+            return false;
+        __atomic_store_n(&curl, f, __ATOMIC_RELAXED);
+    }
+    return bo_lib_copy_holding(f->copies, ret) >= 0;
 }
 
 bo_hconn *bo_hs_adopt(int fd, const void *ret)

@@ -40,7 +40,7 @@
 #include "core/core.h"
 #include "http/conn.h"
 #include "http/fdtab.h"
-#include "http/callers.h"
+#include "loader/callers.h"
 #include "http/exchange.h"
 #include "http/sock.h"
 #include "http/sockwait.h"
@@ -129,7 +129,7 @@ _Static_assert(SSLF_NFNS <= BO_LIB_MAX_FNS, "the registry holds every function o
 
 /* The copy an exported hook's caller means (callers.h). */
 static void ssl_ask_global(void);
-static bo_hcallers g_callers = {.family = &g_ssl_family, .ask_global = ssl_ask_global,
+static bo_lib_callers g_callers = {.family = &g_ssl_family, .ask_global = ssl_ask_global,
                                 .global_slot = -1};
 
 static void ssl_ask_global(void)
@@ -139,7 +139,7 @@ static void ssl_ask_global(void)
 
 static inline const ssl_real *caller_real(const void *ret)
 {
-    const ssl_real *R = &g_reals[bo_hcallers_slot(&g_callers, ret)];
+    const ssl_real *R = &g_reals[bo_lib_caller_slot(&g_callers, ret)];
     if (__builtin_expect(!__atomic_load_n(&R->bound, __ATOMIC_ACQUIRE), 0))
         bo_core_die("backoff: the program's libssl is not bound; cannot continue");
     return R;

@@ -15,7 +15,7 @@ static void *wrapper(int slot, int fn)
     return fn < BO_CURL_M_FIRST ? bo_curl_easy_wrapper(slot, fn) : bo_multi_wrapper(slot, fn);
 }
 
-static bo_lib_copies g_copies;
+bo_lib_copies bo_curl_copies;
 
 static const bo_lib_family g_curl_family = {
     .name = BO_CURL_FAMILY_NAME,
@@ -26,7 +26,7 @@ static const bo_lib_family g_curl_family = {
     .nhooked = BO_CURL_NHOOKED,
     .bind = bo_curl_bind,
     .wrapper = wrapper,
-    .copies = &g_copies,
+    .copies = &bo_curl_copies,
 };
 BO_LIB_FAMILY(g_curl_family);
 

@@ -65,96 +65,32 @@ void bo_curl_bind(int slot, void *const *fn)
     __atomic_store_n((void **)&c->m_add, fn[BO_CURL_M_ADD], __ATOMIC_RELEASE);
 }
 
-/* The libcurl of the global scope, when it has one: every program call that
- * reaches the exported hooks was bound to it. */
-bo_curl_real *bo_curl_global;
-int bo_curl_global_known; /* set once resolve_global has run (bo_core_once) */
-
 /* The libcurl family (declared by family.c), by name. */
 static const bo_lib_family *family(void)
 {
     return bo_lib_family_named(BO_CURL_FAMILY_NAME);
 }
 
-static void resolve_global(void)
-{
-    int s = bo_lib_slot_global(family());
-    if (s >= 0)
-        bo_curl_global = &bo_curl_reals[s];
-}
+/* The global scope's copy, asked once (bo_lib_callers' ask_global). */
+static void ask_global(void);
+bo_lib_callers bo_curl_callers = {.ask_global = ask_global, .global_slot = -1};
 
-/*
- * Without a global libcurl, each thread remembers the libcurl of the last
- * callers it resolved (a small direct-mapped table by return address: a
- * module such as pycurl calls from a handful of places).
- */
-#define CALLER_CACHE 16
-static BO_TLS struct {
-    const void *ret;
-    bo_curl_real *real;
-} tl_callers[CALLER_CACHE];
-
-bo_curl_real *bo_curl_caller_real_find(const void *ret)
+static void ask_global(void)
 {
-    int saved = errno;
-    bo_core_once(&bo_curl_global_known, resolve_global);
-    if (bo_curl_global != NULL)
-        return bo_curl_global;
-    size_t i = ((uintptr_t)ret >> 2) % CALLER_CACHE;
-    if (tl_callers[i].ret == ret && tl_callers[i].real != NULL)
-        return tl_callers[i].real;
-    int s = bo_lib_slot_for_caller(family(), ret);
-    errno = saved;
-    if (s < 0)
-        bo_core_die("backoff: cannot find the program's libcurl for curl_easy_perform; "
-                    "cannot continue");
-    tl_callers[i].ret = ret;
-    tl_callers[i].real = &bo_curl_reals[s];
-    return &bo_curl_reals[s];
-}
-
-/* Find slot's libcurl address range, once per slot; two threads that race
- * find the same. */
-__attribute__((noinline, cold)) void bo_curl_find_range(bo_curl_real *mr)
-{
-    uintptr_t lo, hi;
-    (void)bo_dl_object_range((const void *)mr->m_add, &lo, &hi);
-    /* atomic: two threads that race here both store, the same values */
-    __atomic_store_n(&mr->lo, lo, __ATOMIC_RELAXED);
-    __atomic_store_n(&mr->hi, hi, __ATOMIC_RELAXED);
-    __atomic_store_n(&mr->range_done, 1, __ATOMIC_RELEASE);
+    bo_curl_callers.family = family();
+    bo_curl_callers.global_slot = bo_lib_slot_global(bo_curl_callers.family);
 }
 
 /*
  * The libcurl a hook's caller means.  A call from inside a libcurl (its
  * curl_easy_perform driving a private multi handle, ~7 calls a transfer)
  * is that libcurl's own: *internal tells the hook to pass it straight
- * through.  Slots are bound in order, so the first unbound one ends the
- * search; any other caller means the libcurl bo_curl_caller_real finds for
- * it (the global scope's at once, else its per-thread cache).
+ * through.  Any other caller means the libcurl bo_curl_caller_real finds
+ * for it (the global scope's at once, else the callers table).
  */
-__attribute__((noinline)) static bo_curl_real *slot_search_all(const void *ret, bool *internal)
-{
-    for (int i = 0; i < BO_LIB_MAX_COPIES; i++) {
-        bo_curl_real *mr = &bo_curl_reals[i];
-        if (__atomic_load_n((void **)&mr->m_add, __ATOMIC_ACQUIRE) == NULL)
-            break;
-        if (bo_curl_from_libcurl(mr, ret)) {
-            *internal = true;
-            return mr;
-        }
-    }
-    *internal = false;
-    return bo_curl_caller_real(ret);
-}
-
-/* The search, with the common case first: one libcurl, its range known. */
 __attribute__((noinline)) bo_curl_real *bo_curl_slot_search(const void *ret, bool *internal)
 {
-    bo_curl_real *mr = &bo_curl_reals[0];
-    if (!__atomic_load_n(&mr->range_done, __ATOMIC_ACQUIRE) ||
-        __atomic_load_n((void **)&bo_curl_reals[1].m_add, __ATOMIC_ACQUIRE) != NULL)
-        return slot_search_all(ret, internal);
-    *internal = bo_curl_in_range(mr, ret);
-    return *internal ? mr : bo_curl_caller_real(ret);
+    int s = bo_lib_copy_holding(&bo_curl_copies, ret);
+    *internal = s >= 0;
+    return s >= 0 ? &bo_curl_reals[s] : bo_curl_caller_real(ret);
 }

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "loader/callers.h"
 #include "loader/loader.h"
 
 /* The libcurl functions each copy is bound for; the hooked ones first. */
@@ -75,13 +76,12 @@ typedef struct bo_curl_real {
     CURLMcode (*m_socket_action)(CURLM *, curl_socket_t, int, int *);
     CURLMcode (*m_setopt)(CURLM *, CURLMoption, ...);
     CURLMcode (*m_cleanup)(CURLM *);
-    /* the copy's address range, found on first need (bo_curl_find_range) */
-    uintptr_t lo, hi;
-    int range_done;
 } bo_curl_real;
 
-/* One per libcurl copy of the process (the slots of the loader's registry). */
+/* One per libcurl copy of the process (the slots of the loader's registry),
+ * and the registry's record of them (family.c: their code's ranges). */
 extern bo_curl_real bo_curl_reals[BO_LIB_MAX_COPIES];
+extern bo_lib_copies bo_curl_copies;
 
 /* Bind slot's real functions (the family's bind: under the registry's lock,
  * once per copy; a bound m_add says the slot is complete). */
@@ -89,59 +89,39 @@ void bo_curl_bind(int slot, void *const *fn);
 
 /*
  * The copy an exported hook's caller (its return address) was bound to
- * without the shim: the global scope's, else the one of the caller's own
- * object (a module loaded RTLD_LOCAL, such as python3-pycurl's).  Aborts
- * loudly when no libcurl is loaded: continuing would crash later.  Once
- * the global scope's copy is known, it is every caller's: two loads inline.
+ * without the shim, as the loader's callers table says for every family
+ * (loader/callers.h): the global scope's, else the one of the caller's
+ * own object (a module loaded RTLD_LOCAL, such as python3-pycurl's).
+ * Aborts loudly when no libcurl is loaded: continuing would crash later.
+ * Once the global scope's copy is known, it is every caller's: two loads.
  */
-bo_curl_real *bo_curl_caller_real_find(const void *ret);
-extern int bo_curl_global_known;    /* set (release) once the global scope was asked */
-extern bo_curl_real *bo_curl_global; /* its copy; NULL: none */
-
+extern bo_lib_callers bo_curl_callers;
 static inline bo_curl_real *bo_curl_caller_real(const void *ret)
 {
-    if (__atomic_load_n(&bo_curl_global_known, __ATOMIC_ACQUIRE) && bo_curl_global != NULL)
-        return bo_curl_global;
-    return bo_curl_caller_real_find(ret);
+    return &bo_curl_reals[bo_lib_caller_slot(&bo_curl_callers, ret)];
 }
 
-
 /*
- * Which copy, if any, a hook's caller lives in: a call from inside a
- * libcurl (its curl_easy_perform driving a private multi handle, ~7 calls
- * a transfer) is that libcurl's own and passes straight through.  A copy's
- * address range is found on first need (bo_curl_find_range), then a compare
- * or two.  bo_curl_slot_search: the copy a caller means, *internal when the
- * caller is inside one.
+ * Which copy, if any, a hook's caller lives in (the loader's ranges): a
+ * call from inside a libcurl (its curl_easy_perform driving a private
+ * multi handle, ~7 calls a transfer) is that libcurl's own and passes
+ * straight through.  bo_curl_slot_search: the copy a caller means,
+ * *internal when the caller is inside one.
  */
-void bo_curl_find_range(bo_curl_real *mr);
 bo_curl_real *bo_curl_slot_search(const void *ret, bool *internal);
 
-/* Is `ret` inside slot's libcurl, whose range is known? (lo == hi: none) */
-static inline bool bo_curl_in_range(const bo_curl_real *mr, const void *ret)
+/* Is `ret` inside real's (bound) libcurl?  Then the call comes from
+ * libcurl itself (curl_easy_perform's private multi handle). */
+static inline bool bo_curl_from_libcurl(bo_curl_real *real, const void *ret)
 {
-    uintptr_t lo = __atomic_load_n(&mr->lo, __ATOMIC_RELAXED);
-    uintptr_t hi = __atomic_load_n(&mr->hi, __ATOMIC_RELAXED);
-    return (uintptr_t)ret - lo < hi - lo;
-}
-
-/*
- * Is `ret` an address inside slot's (bound) libcurl?  Then the call comes
- * from libcurl itself (curl_easy_perform's private multi handle).
- */
-static inline bool bo_curl_from_libcurl(bo_curl_real *mr, const void *ret)
-{
-    if (!__atomic_load_n(&mr->range_done, __ATOMIC_ACQUIRE))
-        bo_curl_find_range(mr);
-    return bo_curl_in_range(mr, ret);
+    return bo_lib_inside(&bo_curl_copies, (int)(real - bo_curl_reals), ret);
 }
 
 /* A call from inside the first slot's libcurl, the common case: a compare
  * or two (a range is known only for a bound slot). */
 static inline bool bo_curl_internal0(const void *ret)
 {
-    const bo_curl_real *mr = &bo_curl_reals[0];
-    return __atomic_load_n(&mr->range_done, __ATOMIC_ACQUIRE) && bo_curl_in_range(mr, ret);
+    return bo_lib_inside_known(&bo_curl_copies, 0, ret);
 }
 
 #endif

@@ -4,9 +4,11 @@
  *   elf.c       reading the loaded objects: dynamic sections, symbols,
  *               segments; the one lock every walk of them takes; libc's
  *               real dl functions;
- *   registry.c  the copies of each interposed library family (libcurl
- *               today): one slot of real functions per copy loaded, so
- *               that a wrapper never calls into another copy;
+ *   registry.c  the copies of each interposed library family (libcurl,
+ *               libssl, libgnutls): one slot of real functions per copy
+ *               loaded, so that a wrapper never calls into another copy,
+ *               and each copy's code range (is a caller inside it?);
+ *   callers.c   which copy a hook's caller means (callers.h);
  *   got.c       after a deep-bound load (RTLD_DEEPBIND, dlmopen), the GOT
  *               entries that bound a hooked name straight to a copy are
  *               rewritten to that copy's wrapper;
@@ -41,6 +43,9 @@ typedef struct bo_lib_copies {
     void *fn[BO_LIB_MAX_COPIES][BO_LIB_MAX_FNS];
     int n;                                       /* slots below it are complete */
     int full_warned;
+    /* each copy's code, [lo, hi), found on first need (bo_lib_find_range) */
+    uintptr_t lo[BO_LIB_MAX_COPIES], hi[BO_LIB_MAX_COPIES];
+    int range_done[BO_LIB_MAX_COPIES];
 } bo_lib_copies;
 
 /*
@@ -69,6 +74,32 @@ typedef struct bo_lib_family {
 #define BO_LIB_FAMILY(fam)                                                                  \
     __attribute__((used, section("bo_lib_families"))) static const bo_lib_family *const   \
         fam##_entry = &(fam)
+
+/*
+ * Is a hook's caller inside a copy of the family itself (libcurl's
+ * curl_easy_perform driving a private multi handle, ~7 calls a transfer;
+ * libcurl writing its own requests on its sockets)?  A copy's address
+ * range is found on first need, then a compare or two.  bo_lib_inside:
+ * inside slot s's copy (bound); bo_lib_inside_known: the same, false while
+ * its range is not known yet (the common case first, inline);
+ * bo_lib_copy_holding: the slot of the copy that holds ret, -1 when none.
+ */
+void bo_lib_find_range(bo_lib_copies *c, int s);
+static inline bool bo_lib_inside_known(const bo_lib_copies *c, int s, const void *ret)
+{
+    if (!__atomic_load_n(&c->range_done[s], __ATOMIC_ACQUIRE))
+        return false;
+    uintptr_t lo = __atomic_load_n(&c->lo[s], __ATOMIC_RELAXED);
+    uintptr_t hi = __atomic_load_n(&c->hi[s], __ATOMIC_RELAXED);
+    return (uintptr_t)ret - lo < hi - lo;
+}
+static inline bool bo_lib_inside(bo_lib_copies *c, int s, const void *ret)
+{
+    if (!__atomic_load_n(&c->range_done[s], __ATOMIC_ACQUIRE))
+        bo_lib_find_range(c, s);
+    return bo_lib_inside_known(c, s, ret);
+}
+int bo_lib_copy_holding(bo_lib_copies *c, const void *ret);
 
 /* The declared family of that name ("libcurl"), or NULL: how a family's own
  * files reach its descriptor without depending on the file that declares

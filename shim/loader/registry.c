@@ -191,3 +191,22 @@ void bo_lib_registry_child_fork(void)
 {
     pthread_mutex_init(&g_slot_lock, NULL);
 }
+
+__attribute__((noinline, cold)) void bo_lib_find_range(bo_lib_copies *c, int s)
+{
+    uintptr_t lo, hi;
+    (void)bo_dl_object_range(c->fn[s][0], &lo, &hi);
+    /* atomic: two threads that race here both store, the same values */
+    __atomic_store_n(&c->lo[s], lo, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->hi[s], hi, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->range_done[s], 1, __ATOMIC_RELEASE);
+}
+
+int bo_lib_copy_holding(bo_lib_copies *c, const void *ret)
+{
+    int n = __atomic_load_n(&c->n, __ATOMIC_ACQUIRE);
+    for (int s = 0; s < n; s++)
+        if (bo_lib_inside(c, s, ret))
+            return s;
+    return -1;
+}

@@ -1,14 +1,14 @@
 /*
- * callers.c: the copy of a TLS library an exported hook's caller means
- * (callers.h).
+ * callers.c: the copy of an interposed library an exported hook's caller
+ * means (callers.h).
  */
-#include "http/callers.h"
+#include "loader/callers.h"
 
 #include <errno.h>
 
 #include "core/core.h"
 
-int bo_hcallers_find(bo_hcallers *t, const void *ret)
+int bo_lib_callers_find(bo_lib_callers *t, const void *ret)
 {
     int saved = errno;
 
@@ -22,8 +22,8 @@ int bo_hcallers_find(bo_hcallers *t, const void *ret)
     if (s < 0)
         bo_core_die("backoff: cannot find the program's %s for a call of its; cannot continue",
                     t->family->name);
-    size_t i = bo_hcallers_hash(ret);
-    for (size_t k = 0; k < BO_HCALLERS_PROBE; k++, i = (i + 1) % BO_HCALLERS_TABLE) {
+    size_t i = bo_lib_callers_hash(ret);
+    for (size_t k = 0; k < BO_LIB_CALLERS_PROBE; k++, i = (i + 1) % BO_LIB_CALLERS_TABLE) {
         if (__atomic_load_n(&t->tab[i].ret, __ATOMIC_ACQUIRE) == ret)
             break;
         if (!__atomic_exchange_n(&t->tab[i].claimed, 1, __ATOMIC_ACQ_REL)) {
