@@ -37,6 +37,7 @@
 #       AbortSignal.timeout(3000): none hangs, no abort where plain has none;
 #   10. aiohttp, 8 requests each under wait_for(3 s), 429s with Retry-After 1
 #       and 5: no TimeoutError where plain has none, the loop never frozen;
+#       the same for 3 of them beside a long poll, without a ticker;
 #   and redis-benchmark (client and server under the library), an SMTP-style
 #   line protocol, a WebSocket upgrade, Expect: 100-continue, HEAD, a chunked
 #   upload, a 10 MB 429 body.
@@ -543,6 +544,21 @@ case_aio_waitfor() {
         [ -n "$sl" ] && lt "$sl" 1 || harm "$n: the event loop stalled ${sl:-?} s under the library (plain $sp s)"
     done
     stop_server
+    # no ticker, and a long poll beside the throttled requests (each under
+    # wait_for(3 s) too): the window a throttle cut is held by the poll
+    hserver aiob
+    go "$TMP/aiobeside.plain" plain 30 $PY "$PROGS/harm_aio.py" beside "$B" 3 "/first429/p-?ra=1&i=" 3 /slow/5 &
+    p1=$!
+    go "$TMP/aiobeside.lib" lib 30 $PY "$PROGS/harm_aio.py" beside "$B" 3 "/first429/l-?ra=1&i=" 3 /slow/5 &
+    p2=$!
+    wait $p1 || true
+    wait $p2 || true
+    stop_server
+    grep -c '^[0-9] 429 rejected$' "$TMP/aiobeside.plain" | grep -qx 3 || fail "aiobeside plain: $(cat "$TMP/aiobeside.plain")"
+    grep -q '^time total' "$TMP/aiobeside.lib" || harm "aiobeside: did not end under the library: $(tail -3 "$TMP/aiobeside.lib.err")"
+    same_or_clean aiobeside ' 429 rejected$' ' 200 ok$' || true
+    row "10 3 x wait_for(3), Retry-After 1, beside a 5 s poll" "answers after $(tfield "$TMP/aiobeside.plain" answered) s" \
+        "$(grep -c '^[0-9] TimeoutError' "$TMP/aiobeside.lib" || true) timeouts, answers after $(tfield "$TMP/aiobeside.lib" answered) s"
 }
 
 # ---- plus: programs that are not HTTP clients, and HTTP's corners --------------
