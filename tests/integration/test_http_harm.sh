@@ -209,6 +209,32 @@ case_long_poll() {
         grep -qx '200 slow 10' "$TMP/poll.l.$i" || bad=$((bad + 1))
     done
     [ "$bad" = 0 ] || harm "long poll: $bad of the 20 pollers under the library did not get their answer"
+
+    # The same with blocking clients (http.client without a timeout: a
+    # first attempt that waits for the window when the window is full): 20
+    # long polls are requests the server is working on, not a throttle,
+    # and keep nobody out.
+    hserver pollb
+    pids=""
+    i=0
+    while [ $i -lt 20 ]; do
+        i=$((i + 1))
+        go "$TMP/pollb.$i" lib 40 $CLI blocking "$B/slow/10" &
+        pids="$pids $!"
+    done
+    w=0
+    while [ "$(reqs pollb 'GET /slow/10')" -lt 20 ]; do
+        w=$((w + 1))
+        [ $w -gt 300 ] && break
+        sleep 0.1
+    done
+    go "$TMP/pollb.quick" lib 30 $CLI blocking "$B/quick"
+    for p in $pids; do wait "$p" || true; done
+    stop_server
+    qb=$(tfield "$TMP/pollb.quick" total)
+    row "2 the same, blocking clients" "-" "$qb s"
+    grep -qx '200 quick' "$TMP/pollb.quick" && lt "${qb:-99}" 1 ||
+        harm "long poll: a blocking quick GET beside 20 held blocking requests: $(cat "$TMP/pollb.quick") (under 1 s expected)"
 }
 
 # ---- 3. nginx as a reverse proxy under the library ---------------------------------
@@ -633,18 +659,12 @@ case_corners() {
     stop_server
 }
 
-case_aio_slow
-case_long_poll
-case_nginx
-case_tls
-case_pipeline
-case_halfclose
-case_slow_retry
-case_interim
-case_node
-case_aio_waitfor
-case_redis
-case_corners
+# HARM_CASES: the cases to run (names without case_; default: all), to look
+# into one by hand.
+for c in ${HARM_CASES:-aio_slow long_poll nginx tls pipeline halfclose slow_retry interim node \
+    aio_waitfor redis corners}; do
+    case_$c
+done
 
 note "case | plain | under the library ($(($(date +%s) - T0)) s in all)"
 while IFS= read -r l; do note "$l"; done <"$TMP/table"
