@@ -26,6 +26,9 @@
 #   http      demo/bench-http.sh (the http room: read/write/recv/send on fds
 #             it does not follow, and a followed request over http and over
 #             https, SSL_read_ex/SSL_write_ex)
+#   harm      demo/bench-harm.sh (what the http room must never do to event
+#             loops, servers, proxies, half-closes and TLS peers: the issue's
+#             table, plain against under backoff, each row with its target)
 #   real      demo/bench-real-programs.sh (shells, make, perl, python, git:
 #             median preloaded - plain ms; not in the default set)
 #   own       (not in the default list): demo/bench-own-retries.sh,
@@ -109,7 +112,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-build}
 case "$BUILD" in /*) ;; *) BUILD="$top/$BUILD" ;; esac
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/backoff-bench.XXXXXX")
-SCENARIOS=${BENCH_SCENARIOS:-"burst outage pacing fairness multi share many fleet overhead http"}
+SCENARIOS=${BENCH_SCENARIOS:-"burst outage pacing fairness multi share many fleet overhead http harm"}
 # every policy of the library (aimd-000 is the simulator's alone)
 ALL_POLICIES=$("$BUILD/backoff-sim" --list-policies | grep -v '^aimd-000$' | tr '\n' ' ')
 POLICIES=${BENCH_POLICIES:-$ALL_POLICIES}
@@ -814,6 +817,12 @@ bench_http() {
           printf "%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t%s\n", $1, $2, extra }'
 }
 
+# The harm table (demo/bench-harm.sh: issue-style rows, plain against under
+# backoff, each with its target): printed as comments, it has no TSV rows.
+bench_harm() {
+    BUILD="$BUILD" sh "$top/demo/bench-harm.sh" | sed 's/^/# /'
+}
+
 bench_real() {
     BUILD="$BUILD" sh "$top/demo/bench-real-programs.sh" | awk -F'\t' '
         /^#/ { print; next }
@@ -838,6 +847,7 @@ for s in $SCENARIOS; do
     fairness) bench_fairness ;;
     overhead) bench_overhead ;;
     http) bench_http ;;
+    harm) bench_harm ;;
     multi) bench_multi ;;
     real) bench_real ;;
     own) bench_own ;;
@@ -847,6 +857,6 @@ for s in $SCENARIOS; do
     share-threads) bench_share_threads ;;
     many) bench_many ;;
     fleet) bench_fleet ;;
-    *) echo "backoff bench: unknown scenario \"$s\": expected burst, outage, pacing, fairness, multi, share, share-threads, many, fleet, overhead, http, real, own, headers or quota" >&2; exit 2 ;;
+    *) echo "backoff bench: unknown scenario \"$s\": expected burst, outage, pacing, fairness, multi, share, share-threads, many, fleet, overhead, http, harm, real, own, headers or quota" >&2; exit 2 ;;
     esac
 done
