@@ -258,19 +258,37 @@ static int shim_poll(struct pollfd *fds, nfds_t n, int64_t deadline, const sigse
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
-BO_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
+/* The slow paths out of line: the hooks' fast path is one load and the
+ * real call (libcurl polls several times a transfer). */
+__attribute__((noinline)) static int poll_slow(struct pollfd *fds, nfds_t n, int timeout)
 {
-    if (quiet() || !names_active(fds, n))
+    if (bo_core_busy || !names_active(fds, n))
         return REAL(poll)(fds, n, timeout);
     return shim_poll(fds, n, deadline_of_ms(bo_core_now_ns(), timeout), NULL);
+}
+
+__attribute__((noinline)) static int ppoll_slow(struct pollfd *fds, nfds_t n,
+                                                const struct timespec *timeout,
+                                                const sigset_t *mask)
+{
+    if (bo_core_busy || !names_active(fds, n))
+        return REAL(ppoll)(fds, n, timeout, mask);
+    return shim_poll(fds, n, deadline_of_ts(bo_core_now_ns(), timeout), mask);
+}
+
+BO_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
+{
+    if (__builtin_expect(__atomic_load_n(&bo_hc_active, __ATOMIC_RELAXED) == 0, 1))
+        return REAL(poll)(fds, n, timeout);
+    return poll_slow(fds, n, timeout);
 }
 
 BO_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *timeout,
                     const sigset_t *mask)
 {
-    if (quiet() || !names_active(fds, n))
+    if (__builtin_expect(__atomic_load_n(&bo_hc_active, __ATOMIC_RELAXED) == 0, 1))
         return REAL(ppoll)(fds, n, timeout, mask);
-    return shim_poll(fds, n, deadline_of_ts(bo_core_now_ns(), timeout), mask);
+    return ppoll_slow(fds, n, timeout, mask);
 }
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
