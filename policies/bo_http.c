@@ -834,6 +834,60 @@ static bool version_byte(bo_http_msg *m, unsigned char c)
  * The head, one byte at a time, up to its end (DONE, *used where it ends)
  * or the buffer's (NEED_MORE).  Interim responses are read through.
  */
+/* The run of field-value (or reason) text at buf, counted in the head's
+ * and the line's lengths but stopping short of either limit, so that the
+ * byte loop still reports it.  Its end is the CR, LF or other byte that
+ * the byte loop then reads. */
+static size_t text_run(bo_http_msg *m, const char *buf, size_t len)
+{
+    size_t room = len;
+    if (BO_HTTP_HEAD_MAX - m->p.head < room)
+        room = BO_HTTP_HEAD_MAX - m->p.head;
+    if (BO_HTTP_LINE_MAX - m->p.line < room)
+        room = BO_HTTP_LINE_MAX - m->p.line;
+    size_t k = 0;
+    while (k < room && buf[k] != '\r' && buf[k] != '\n' && is_text((unsigned char)buf[k]))
+        k++;
+    m->p.head += k;
+    m->p.line += k;
+    return k;
+}
+
+/* The run of field-name bytes at buf, read as the byte loop reads them
+ * (lower case, the name's length capped one past what it keeps) and
+ * counted as it counts them, short of the limits. */
+static size_t name_run(bo_http_msg *m, const char *buf, size_t len)
+{
+    size_t room = len;
+    if (BO_HTTP_HEAD_MAX - m->p.head < room)
+        room = BO_HTTP_HEAD_MAX - m->p.head;
+    if (BO_HTTP_LINE_MAX - m->p.line < room)
+        room = BO_HTTP_LINE_MAX - m->p.line;
+    size_t k = 0;
+    while (k < room && is((unsigned char)buf[k], CH_TCHAR)) {
+        if (m->p.name_len < sizeof m->p.name)
+            m->p.name[m->p.name_len] = lower(buf[k]);
+        if (m->p.name_len <= sizeof m->p.name)
+            m->p.name_len++;
+        k++;
+    }
+    m->p.head += k;
+    m->p.line += k;
+    return k;
+}
+
+/* A known field's value bytes, kept up to BO_HTTP_VALUE_MAX. */
+static void keep_value(bo_http_msg *m, const char *s, size_t n)
+{
+    size_t room = BO_HTTP_VALUE_MAX - m->p.value_len;
+    if (n > room) {
+        n = room;
+        m->p.value_long = true;
+    }
+    memcpy(m->p.value + m->p.value_len, s, n);
+    m->p.value_len = (uint16_t)(m->p.value_len + n);
+}
+
 static bo_http_rc head_feed(bo_http_msg *m, const char *buf, size_t len, size_t *used)
 {
     size_t i = 0;
@@ -913,6 +967,8 @@ static bo_http_rc head_feed(bo_http_msg *m, const char *buf, size_t len, size_t 
                 line_end(m);
             else if (!is_text(c))
                 return fail(m, BO_HTTP_ERR_LINE_END);
+            else
+                i += text_run(m, buf + i, len - i);
             break;
         case HS_LINE_LF:
             if (c != '\n')
@@ -951,6 +1007,7 @@ static bo_http_rc head_feed(bo_http_msg *m, const char *buf, size_t len, size_t 
                     m->p.name[m->p.name_len] = lower((char)c);
                 if (m->p.name_len <= sizeof m->p.name)
                     m->p.name_len++;
+                i += name_run(m, buf + i, len - i);
             } else {
                 return fail(m, BO_HTTP_ERR_FIELD_NAME);
             }
@@ -967,11 +1024,13 @@ static bo_http_rc head_feed(bo_http_msg *m, const char *buf, size_t len, size_t 
                 line_end(m);
             } else if (!is_text(c)) {
                 return fail(m, BO_HTTP_ERR_FIELD_VALUE);
-            } else if (m->p.field != FLD_OTHER) {
-                if (m->p.value_len < BO_HTTP_VALUE_MAX)
-                    m->p.value[m->p.value_len++] = (char)c;
-                else
-                    m->p.value_long = true;
+            } else {
+                /* this byte and the value's text after it at once: the
+                 * bulk of a head */
+                size_t k = text_run(m, buf + i, len - i);
+                if (m->p.field != FLD_OTHER)
+                    keep_value(m, buf + i - 1, k + 1);
+                i += k;
             }
             break;
         case HS_END_LF:

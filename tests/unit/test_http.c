@@ -577,6 +577,37 @@ START_TEST(test_request_limits)
     r = request(buf, n + 1);
     ck_assert_int_eq(r.rc, BO_HTTP_TOO_LARGE);
     ck_assert_int_eq(r.m.err, BO_HTTP_ERR_LINE_TOO_LONG);
+    /* the same for a field line whose value the reader keeps nowhere, and
+     * for a response's reason phrase */
+    n = (size_t)snprintf(buf, sizeof buf, "GET / HTTP/1.1\r\nX-Pad: ");
+    size_t pad = BO_HTTP_LINE_MAX - strlen("X-Pad: \r\n");
+    memset(buf + n, 'p', pad);
+    n += pad;
+    n += (size_t)snprintf(buf + n, sizeof buf - n, "\r\n\r\n");
+    r = request(buf, n);
+    ck_assert_int_eq(r.rc, BO_HTTP_DONE);
+    memmove(buf + 24, buf + 23, n - 23);
+    r = request(buf, n + 1);
+    ck_assert_int_eq(r.rc, BO_HTTP_TOO_LARGE);
+    ck_assert_int_eq(r.m.err, BO_HTTP_ERR_LINE_TOO_LONG);
+    /* told as soon as the line passes the limit, before its end has come */
+    n = (size_t)snprintf(buf, sizeof buf, "GET / HTTP/1.1\r\nX-Pad: ");
+    memset(buf + n, 'p', BO_HTTP_LINE_MAX);
+    r = request(buf, n + BO_HTTP_LINE_MAX);
+    ck_assert_int_eq(r.rc, BO_HTTP_TOO_LARGE);
+    ck_assert_int_eq(r.m.err, BO_HTTP_ERR_LINE_TOO_LONG);
+    n = (size_t)snprintf(buf, sizeof buf, "HTTP/1.1 200 ");
+    pad = BO_HTTP_LINE_MAX - strlen("HTTP/1.1 200 \r\n");
+    memset(buf + n, 'o', pad);
+    n += pad;
+    n += (size_t)snprintf(buf + n, sizeof buf - n, "\r\nContent-Length: 0\r\n\r\n");
+    r = read_whole(buf, n, true, BO_HTTP_METHOD_GET);
+    ck_assert_int_eq(r.rc, BO_HTTP_DONE);
+    ck_assert_int_eq(r.m.status, 200);
+    memmove(buf + 14, buf + 13, n - 13);
+    r = read_whole(buf, n + 1, true, BO_HTTP_METHOD_GET);
+    ck_assert_int_eq(r.rc, BO_HTTP_TOO_LARGE);
+    ck_assert_int_eq(r.m.err, BO_HTTP_ERR_LINE_TOO_LONG);
     /* a head of BO_HTTP_HEAD_MAX bytes is read, one more is too large */
     n = (size_t)snprintf(buf, sizeof buf, "GET / HTTP/1.1\r\n");
     while (n + 1000 < BO_HTTP_HEAD_MAX) {
@@ -585,7 +616,7 @@ START_TEST(test_request_limits)
         n += 900;
         n += (size_t)snprintf(buf + n, sizeof buf - n, "\r\n");
     }
-    size_t pad = BO_HTTP_HEAD_MAX - n - strlen("X: \r\n\r\n");
+    pad = BO_HTTP_HEAD_MAX - n - strlen("X: \r\n\r\n");
     n += (size_t)snprintf(buf + n, sizeof buf - n, "X: ");
     memset(buf + n, 'q', pad);
     n += pad;
