@@ -78,10 +78,10 @@ fi
 section "contention (001): calls / completion time vs N, mean of 100 runs"
 for n in 10 25 50 75 100; do
     "$SIM" --scenario contention --independent --clients "$n" --policy "$JITTERED" >"$TMP/cont_ind_$n.tsv"
-    "$SIM" --scenario contention --clients "$n" --policy aimd-000,aimd >"$TMP/cont_shared_$n.tsv"
+    "$SIM" --scenario contention --clients "$n" --policy aws-adaptive,aimd-000,aimd >"$TMP/cont_shared_$n.tsv"
 done
-echo "independent clients (the article's strategies), then aimd with the clients as"
-echo "threads sharing one window (as under the shim); a stale write is a throttle signal."
+echo "independent clients (the article's strategies), then aws-adaptive and aimd with the"
+echo "clients as threads sharing one destination (as under the shim); a stale write is a throttle."
 echo
 contention_pivot "$TMP"/cont_ind_10.tsv "$TMP"/cont_ind_25.tsv "$TMP"/cont_ind_50.tsv \
     "$TMP"/cont_ind_75.tsv "$TMP"/cont_ind_100.tsv "$TMP"/cont_shared_10.tsv \
@@ -91,9 +91,9 @@ contention_pivot "$TMP"/cont_ind_10.tsv "$TMP"/cont_ind_25.tsv "$TMP"/cont_ind_5
 # --- 003: outage ---------------------------------------------------------------
 section "outage (003): 1000 clients, server stopped 10 s at t=20 s, run to t=50 s"
 "$SIM" --scenario outage --independent --policy fixed,gaussian-jitter,full-jitter >"$TMP/out_ind.tsv"
-"$SIM" --scenario outage --policy aimd-000,aimd,responsive >"$TMP/out_shared.tsv"
+"$SIM" --scenario outage --policy aimd-000,aimd,responsive,aws-adaptive >"$TMP/out_shared.tsv"
 echo "independent: fixed (100 ms) and 003's exponential (gaussian-jitter, factor e, jitter 0.1);"
-echo "shared state (threads of one process): aimd.  recovery_s: from the server's return."
+echo "shared state (threads of one process): aimd, responsive, aws-adaptive.  recovery_s: from the server's return."
 echo
 if [ "$md" = 1 ]; then
     tail -n +2 "$TMP/out_shared.tsv" >>"$TMP/out_ind.tsv"
@@ -118,8 +118,8 @@ fi
 # --- fairness ------------------------------------------------------------------------
 section "fairness: 4 independent clients, 500 ops each, one max_busy=50 server"
 if [ "$md" = 1 ]; then
-    "$SIM" --scenario fairness --policy full-jitter,decorrelated-jitter,thain,aimd-000,aimd >"$TMP/fair.tsv"
+    "$SIM" --scenario fairness --policy full-jitter,decorrelated-jitter,thain,aws-adaptive,aimd-000,aimd >"$TMP/fair.tsv"
     tsv_to_md "$TMP/fair.tsv" policy jain completion_s ratio wasted_pct
 else
-    "$SIM" --scenario fairness --policy full-jitter,decorrelated-jitter,thain,aimd-000,aimd --format table
+    "$SIM" --scenario fairness --policy full-jitter,decorrelated-jitter,thain,aws-adaptive,aimd-000,aimd --format table
 fi

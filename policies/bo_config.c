@@ -43,6 +43,7 @@ static const char *const policy_names[BO_POLICY_COUNT] = {
     [BO_POLICY_GAUSSIAN_JITTER] = "gaussian-jitter",
     [BO_POLICY_THAIN] = "thain",
     [BO_POLICY_RESPONSIVE] = "responsive",
+    [BO_POLICY_AWS_ADAPTIVE] = "aws-adaptive",
     [BO_POLICY_AIMD] = "aimd",
 };
 
@@ -65,7 +66,7 @@ static const struct {
 
 #define POLICY_LIST                                                          \
     "none, fixed, linear, exponential, full-jitter, equal-jitter, "          \
-    "decorrelated-jitter, gaussian-jitter, thain, responsive or aimd"
+    "decorrelated-jitter, gaussian-jitter, thain, responsive, aws-adaptive or aimd"
 #define HOSTS_LIST                                                           \
     "a comma list of at most 32 host, host:port, [ipv6] or [ipv6]:port items, "   \
     "port 1 to 65535"

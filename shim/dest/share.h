@@ -45,8 +45,9 @@
 /* Bump with any change of the layout below that sizes do not show.
  * 8: process entries in chunks, a slot's own and the file's pool; 9: the
  * counters of each destination appended to the slot, the metrics files'
- * claims to the file. */
-#define BO_SHARE_VERSION 10
+ * claims to the file; 11: bo_dest holds aws-adaptive's rate limiter and the
+ * aimd window's in-flight attempts by send time. */
+#define BO_SHARE_VERSION 11
 /* Destinations per file, LRU evicted: a crawler's 10,000 hosts in rotation
  * fit (evicting on every call cost ~3,000 instructions per call).  The file
  * is sparse on tmpfs: a slot's pages are touched only once it is used
