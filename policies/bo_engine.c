@@ -164,8 +164,12 @@ bo_admit bo_dest_admit(bo_dest *d, const bo_config *cfg, bo_call *c,
         int64_t pace = bo_window_next_send_ns(&d->window, now_ns);
         if (pace > wait)
             wait = pace;
-        if (wait <= now_ns && !bo_window_can_send(&d->window, now_ns))
+        if (wait <= now_ns && !bo_window_can_send(&d->window, now_ns)) {
             wait = now_ns + BO_SLOT_RECHECK_NS; /* a completion wakes us sooner */
+            int64_t aged = bo_window_next_room_ns(&d->window, now_ns);
+            if (aged > now_ns && aged < wait)
+                wait = aged; /* ...or a held attempt that stops counting */
+        }
         if (wait > now_ns && d->next_send_ns <= now_ns)
             bo_window_on_blocked(&d->window, now_ns);
     }

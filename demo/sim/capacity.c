@@ -14,8 +14,10 @@
  *
  * What it measures, from 100 ms bins of what the server saw:
  *   settle_s    after the capacity halved: time until the refusals of
- *               every 1 s that follows stay under 5% of the new capacity (the
- *               storm is over; a policy that never settles: never);
+ *               every 1 s that follows stay at the policy's own steady state
+ *               (1.5 x the refusals per second of the last half of the halved
+ *               third, plus one) or under 5% of the new capacity, whichever is
+ *               more: the storm is over (never: not within the third);
  *   extra_rej   the refusals between the halving and the settling;
  *   window      the attempts in flight at the halving (what "one window of
  *               extra refusals" is measured against);
@@ -171,12 +173,17 @@ int sim_run_capacity(const bo_config *cfg, const sim_params *p, sim_result *r)
     }
     long third = (long)(st.third_ns / BIN_NS), per_s = SIM_NS_PER_S / BIN_NS;
     double half = capacity_hz(p, &st, st.third_ns), full = capacity_hz(p, &st, 0);
-    /* settled: from this bin on, every 1 s refuses under 5% of the halved capacity */
+    /* settled: from this bin on, every 1 s refuses no more than the policy's own steady
+     * state (the last half of the halved third, with room for one more) or 5% of the
+     * halved capacity, whichever is more */
+    double steady = (double)bins_sum(st.rej_bins, st.nbins, third + third / 2, third - third / 2) /
+                    ((double)(third - third / 2) / per_s);
+    double calm = 1.5 * steady + 1 > 0.05 * half ? 1.5 * steady + 1 : 0.05 * half;
     long settle = -1;
     for (long b = third; b + per_s <= 2 * third; b++) {
         bool quiet = true;
         for (long k = b; k + per_s <= 2 * third && quiet; k++)
-            quiet = (double)bins_sum(st.rej_bins, st.nbins, k, per_s) < 0.05 * half;
+            quiet = (double)bins_sum(st.rej_bins, st.nbins, k, per_s) <= calm;
         if (quiet) {
             settle = b;
             break;
