@@ -352,6 +352,7 @@ quota_flags() {
     github-429) echo "--window-requests 20 --window-s 2 --ratelimit-headers x-ratelimit --retry-after-form none:window 20 2" ;;
     x) echo "--window-requests 10 --window-s 1 --ratelimit-headers x-rate-limit --retry-after-form none:window 10 1" ;;
     openai) echo "--window-requests 10 --window-s 1 --ratelimit-headers openai:window 10 1" ;;
+    openai-s) echo "--window-requests 20 --window-s 2 --ratelimit-headers openai-s:window 20 2" ;;
     discord) echo "--rate 10 --burst 10 --ratelimit-headers discord:bucket 10 10" ;;
     azure) echo "--rate 10 --burst 10 --retry-after-form ms-azure:bucket 10 10" ;;
     s3) echo "--rate 10 --burst 10 --reject-status 503 --bucket-hints none:bucket 10 10" ;;
@@ -450,19 +451,27 @@ bench_quota() {
             sleep 0.5
         done
     done
-    # loadgen 8 threads x 100 under backoff -n 0, started at a window's start
-    for d in github-403 openai discord; do
+    # loadgen 8 threads x 100 under backoff -n 0, started at a window's start; OpenAI's
+    # resets in whole seconds (openai-s) also 0.7 s and 1.6 s into one, where "2s" and
+    # "0s" are early
+    for dp in github-403:20 openai:20 discord:20 openai-s:20 openai-s:700 openai-s:1600; do
+        d=${dp%%:*} phase=${dp#*:}
         spec=$(quota_flags $d)
         flags=${spec%%:*}
         set -- ${spec#*:}
         shape=$1 qa=$2 qb=$3
         opt=$(quota_optimum "$shape" "$qa" "$qb" 100 0)
         name="quota-$d-loadgen"
+        [ "$phase" != 20 ] && name="quota-$d-p$phase-loadgen"
+        if [ "$phase" != 20 ]; then
+            # started $phase ms into a window: the first has less left, and so the last
+            opt=$(awk -v o="$opt" -v p="$phase" 'BEGIN { printf "%.2f", o - p / 1000 }')
+        fi
         mkdir -m 700 "$WORK/$name.xdg"
         # shellcheck disable=SC2086
         start_server "$WORK/$name-server.tsv" $flags
         at=$(( $(date +%s%3N) + 1500 ))
-        [ "$shape" = window ] && at=$(( (at + qb * 1000 - 1) / (qb * 1000) * qb * 1000 + 20 ))
+        [ "$shape" = window ] && at=$(( (at + qb * 1000 - 1) / (qb * 1000) * qb * 1000 + phase ))
         XDG_RUNTIME_DIR="$WORK/$name.xdg" "$BUILD/backoff" -n 0 -- "$BUILD/loadgen" \
             --url "http://127.0.0.1:$PORT/item/{n}" --requests 100 --threads 8 --verify \
             --start-at-ms $at >"$WORK/$name.tsv"
@@ -471,7 +480,7 @@ bench_quota() {
         att=$(col "$WORK/$name-server.tsv" requests)
         rej=$(col "$WORK/$name-server.tsv" rejected)
         ratio=$(awk -v c="$comp" -v o="$opt" 'BEGIN { printf "%.2f", c / o }')
-        row "quota-$d-loadgen" backoff "$comp" "$opt" "$ratio" 100 "$(col "$WORK/$name.tsv" ok)" "$att" \
+        row "${name}" backoff "$comp" "$opt" "$ratio" 100 "$(col "$WORK/$name.tsv" ok)" "$att" \
             "$(awk -v a="$att" -v r="$rej" 'BEGIN { printf "%.1f", a ? 100 * r / a : 0 }')" \
             "$(col "$WORK/$name.tsv" p99_ms)" - - - - \
             "rejected=$rej threads=8 target=rejected<=2,ratio<=1.10 met=$(awk -v r="$rej" -v q="$ratio" 'BEGIN { print (r <= 2 && q <= 1.10) ? "yes" : "no" }')"

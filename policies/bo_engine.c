@@ -341,7 +341,7 @@ static bo_next complete(bo_dest *d, const bo_config *cfg, bo_call *c, bo_outcome
         bo_window_on_hint(&d->window, hint);
     if (outcome.rate_limited && cfg->ratelimit_headers && cfg->policy != BO_POLICY_NONE &&
         c->phase == BO_PHASE_ATTEMPT && !c->quota_noted)
-        bo_quota_note_throttle(&d->quota, now_ns); /* a throttle without quota headers */
+        bo_quota_note_throttle(&d->quota, c->attempt_ns, now_ns); /* one without quota headers */
     if (hint >= 0 && cfg->policy == BO_POLICY_RESPONSIVE)
         hold_dest(d, now_ns + hint);
     if (aimd && outcome.signal == BO_SIGNAL_LOSS && d->probe_failures > 0)
@@ -398,7 +398,7 @@ void bo_dest_note_quota(bo_dest *d, const bo_config *cfg, bo_call *c,
     if (!cfg->ratelimit_headers || cfg->policy == BO_POLICY_NONE)
         return;
     if (outcome.rate_limited && !c->quota_noted)
-        bo_quota_note_throttle(&d->quota, now_ns);
+        bo_quota_note_throttle(&d->quota, c->attempt_ns, now_ns);
     c->quota_noted = true;
     if (retry_after_ns >= 0)
         return;

@@ -32,12 +32,13 @@ static void usage(FILE *f)
           "  --outage-for-s S --timeout-ms MS --think-ms MS --bucket-rate PER_S\n"
           "  --bucket-burst N --net-mean-ms MS --net-sd-ms MS --backlog N\n"
           "  headers: --limiter bucket|window --window-requests N --window-s S\n"
+          "  --phase-s P (the clients start P s into a window)\n"
           "  capacity: --limiter cap|bucket (the capacity halves at a third of\n"
           "  --duration-s, and is back at two thirds)\n"
           "  room: --held N --held-s S [--abandon] (N requests held S seconds, then\n"
           "  quick ones; --abandon: the held ones never end)\n"
           "  --warm (burst, room): measure a second run on the state the first left\n"
-          "  --dialect none|x-ratelimit|ratelimit|draft|x-rate-limit|openai|discord\n"
+          "  --dialect none|x-ratelimit|ratelimit|draft|x-rate-limit|openai|discord|openai-s\n"
           "  --retry-after-form seconds|date|ms|ms-azure|none --reject-status 429|403|503\n"
           "matrix (see demo/sim/matrix.c): filters --server NAME --hint NAME\n"
           "  --client NAME; default policies: all but none and aimd-000.\n",
@@ -563,6 +564,8 @@ int main(int argc, char **argv)
             p.limiter = strcmp(v, "bucket") == 0 ? SIM_LIMITER_BUCKET
                         : capacity              ? SIM_LIMITER_CAP
                                                 : SIM_LIMITER_WINDOW;
+        } else if (!strcmp(f, "--phase-s")) {
+            rc = parse_num(f, v, 0, 86400, &p.phase_s);
         } else if (!strcmp(f, "--held")) {
             rc = parse_long(f, v, 0, 100000, &l);
             p.held = (int)l;

@@ -56,6 +56,7 @@ typedef struct sim_params {
     int wait_form;         /* headers: how a rejection's wait is written (RL_WAIT_*) */
     int reject_status;     /* headers: 429, 403 or 503 */
     double window_requests, window_s; /* headers: the fixed window */
+    double phase_s;        /* headers: the clients start this far into a window */
     int held;              /* room: requests the server holds held_s (0: none) */
     double held_s;
     bool abandon;          /* room: the held requests never end as far as the policy knows */

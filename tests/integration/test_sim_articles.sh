@@ -151,6 +151,21 @@ done
 check "quick requests behind 20 long polls, cold: admitted at once" "v1 <= 0.01" \
     "$(field "$TMP/held.tsv" aimd held_wait_s)"
 
+# --- hints that prove wrong --------------------------------------------------
+# A fixed window of 20 per 2 s whose reset comes in whole seconds rounded to
+# the nearest (OpenAI's "2s"), 8 clients x 100 started anywhere in a window:
+# a "0s" is not a window that is over, a refusal after the told reset makes
+# every later reset be read later.
+worst=0
+for ph in 0 0.4 0.9 1.4 1.6 1.8; do
+    "$SIM" --scenario headers --limiter window --window-requests 20 --window-s 2 --ops 100 \
+        --clients 8 --dialect openai-s --retry-after-form none --phase-s "$ph" --policy aimd \
+        --seed 1 >"$TMP/oai.tsv"
+    r=$(field "$TMP/oai.tsv" aimd throttled)
+    [ "$r" -gt "$worst" ] && worst=$r
+done
+check "whole-second OpenAI resets, 8 x 100, any phase of the window: at most 2 rejected" "v1 <= 2" "$worst"
+
 # --- a capacity that halves, then doubles back ------------------------------
 "$SIM" --scenario capacity --limiter cap --policy aimd --seed 1 >"$TMP/cap.tsv"
 check "capacity halved: settled within 1 s, with at most one window of extra refusals" \
