@@ -658,7 +658,9 @@ static const bo_var vars[] = {
      "BACKOFF_SEED or not",
      NULL},
     {"BACKOFF_WINDOW", BO_VAR_UINT, F(window), 1, COUNT_MAX, 0, NULL, "20", "20",
-     "aimd: initial window of requests in flight per destination", NULL},
+     "aimd: initial window of requests in flight per destination (before any answer, on a "
+     "destination that has not throttled, four times it go out, 0.5 ms apart)",
+     NULL},
     {"BACKOFF_WINDOW_MAX", BO_VAR_UINT, F(window_max), 1, COUNT_MAX, 0, NULL, "1024", "1024",
      "aimd: largest window (also the initial slow-start threshold), not below "
      "BACKOFF_WINDOW",
