@@ -8,7 +8,7 @@
 #   burst     000's burst, times / 5: 2000 requests at 5000/s, max_busy 50,
 #             100 ms per success, 10 ms per rejection, 20 ms travel
 #   sizes     the burst against 100, 200, 500 and 1,000 slots (1,250 threads), for none,
-#             aws-adaptive and aimd (BENCH_SIZES_POLICIES)
+#             linear, aws-adaptive and aimd (BENCH_SIZES_POLICIES)
 #   room      never throttled: 200 loadgen threads x 2,000 requests of 200 ms, plain,
 #             then under the library cold (a fresh state) and warm (the state that
 #             left); targets 1.10x and 1.05x plain
@@ -177,10 +177,10 @@ bench_burst() {
 # The burst above against 100, 200, 500 and 1,000 slots (the optimum: 2000 x 0.1 s / slots;
 # at 500 and 1,000 the arrivals, 0.4 s, bound it), for the policies of BENCH_SIZES_POLICIES.
 bench_sizes() {
-    for n in 100 200 500 1000; do
-        opt=$(awk -v n="$n" 'BEGIN { o = 2000 * 0.1 / n; if (o < 0.4) o = 0.4; printf "%.2f", o }')
-        for p in ${BENCH_SIZES_POLICIES:-none aws-adaptive aimd}; do
-            start_server "$WORK/sizes-server.tsv" --max-busy "$n" --service-ms 100 --error-ms 10 --delay-ms 20
+    for slots in 100 200 500 1000; do
+        opt=$(awk -v n="$slots" 'BEGIN { o = 2000 * 0.1 / n; if (o < 0.4) o = 0.4; printf "%.2f", o }')
+        for p in ${BENCH_SIZES_POLICIES:-none linear aws-adaptive aimd}; do
+            start_server "$WORK/sizes-server.tsv" --max-busy "$slots" --service-ms 100 --error-ms 10 --delay-ms 20
             BACKOFF_BASE_MS=10 BACKOFF_CAP_MS=6000 BACKOFF_MAX_ATTEMPTS=0 BACKOFF_MAX_TIME_MS=60000 \
                 "$BUILD/backoff" -p "$p" -- "$BUILD/loadgen" --url "http://127.0.0.1:$PORT/item/{n}" \
                 --requests 2000 --threads 1250 --rate 5000 --verify >"$WORK/sizes-loadgen.tsv"
@@ -188,11 +188,11 @@ bench_sizes() {
             comp=$(col "$WORK/sizes-loadgen.tsv" completion_s)
             att=$(col "$WORK/sizes-server.tsv" requests)
             rej=$(col "$WORK/sizes-server.tsv" rejected)
-            row "burst-$n" "$p" "$comp" "$opt" "$(awk -v c="$comp" -v o="$opt" 'BEGIN { printf "%.2f", c / o }')" 2000 \
+            row "burst-$slots" "$p" "$comp" "$opt" "$(awk -v c="$comp" -v o="$opt" 'BEGIN { printf "%.2f", c / o }')" 2000 \
                 "$(col "$WORK/sizes-loadgen.tsv" ok)" "$att" \
                 "$(awk -v a="$att" -v r="$rej" 'BEGIN { printf "%.1f", a ? 100 * r / a : 0 }')" \
                 "$(col "$WORK/sizes-loadgen.tsv" p99_ms)" - - "$(col "$WORK/sizes-server.tsv" max_concurrency)" - \
-                "slots=$n body_mismatch=$(col "$WORK/sizes-loadgen.tsv" body_mismatch)"
+                "slots=$slots body_mismatch=$(col "$WORK/sizes-loadgen.tsv" body_mismatch)"
         done
     done
 }
