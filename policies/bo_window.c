@@ -157,7 +157,7 @@ void bo_window_init(bo_window *w, const bo_config *cfg)
     w->srtt_ns = 0;
     memset(w->held_n, 0, sizeof(w->held_n));
     memset(w->held_bin, 0, sizeof(w->held_bin));
-    w->held_old = 0;
+    w->held_young = 0;
     w->held_aged = 0;
     w->answered_sent_ns = INT64_MIN;
     w->room_cap = 0;
@@ -283,7 +283,7 @@ static int64_t held_upto(const bo_window *w, int64_t now_ns)
     return late > upto ? late : upto;
 }
 
-/* Bins older than the bound move to held_old, each once. */
+/* Bins older than the bound stop counting, each once. */
 static void held_age(bo_window *w, int64_t now_ns)
 {
     int64_t upto = held_upto(w, now_ns);
@@ -294,7 +294,7 @@ static void held_age(bo_window *w, int64_t now_ns)
     for (int64_t b = w->held_aged; b < upto; b++) {
         int i = held_slot(b);
         if (w->held_bin[i] == b) {
-            w->held_old += w->held_n[i];
+            w->held_young -= w->held_n[i];
             w->held_n[i] = 0;
         }
     }
@@ -311,14 +311,15 @@ static void held_on_send(bo_window *w, int64_t now_ns)
         /* nothing else in flight: whatever the bins still say is stale (a lease the shim
          * gave back for a dead process) */
         memset(w->held_n, 0, sizeof(w->held_n));
-        w->held_old = 0;
+        w->held_young = 0;
     }
     if (w->held_bin[i] != b) {
-        w->held_old += w->held_n[i]; /* a bin the ring has gone round: its attempts are old */
+        w->held_young -= w->held_n[i]; /* a bin the ring has gone round: its attempts are old */
         w->held_bin[i] = b;
         w->held_n[i] = 0;
     }
     w->held_n[i]++;
+    w->held_young++;
     if (w->held_aged > b)
         w->held_aged = b; /* the clock went back (another process's): age from here */
 }
@@ -329,10 +330,10 @@ static void held_on_end(bo_window *w, int64_t sent_ns)
     int64_t b = held_bin_of(sent_ns);
     int i = held_slot(b);
 
-    if (w->held_bin[i] == b && w->held_n[i] > 0)
+    if (w->held_bin[i] == b && w->held_n[i] > 0) {
         w->held_n[i]--;
-    else if (w->held_old > 0)
-        w->held_old--;
+        w->held_young--;
+    }
 }
 
 unsigned bo_window_counted(bo_window *w, int64_t now_ns)
@@ -340,7 +341,9 @@ unsigned bo_window_counted(bo_window *w, int64_t now_ns)
     if (!held_may_age(w, now_ns))
         return w->inflight;
     held_age(w, now_ns);
-    return w->held_old < w->inflight ? w->inflight - w->held_old : 0;
+    /* what the bins do not hold is old: aged, or counted in flight by the shim without a
+     * send here (leases summed anew after a crash or a fresh start) */
+    return w->held_young < w->inflight ? w->held_young : w->inflight;
 }
 
 int64_t bo_window_next_room_ns(const bo_window *w, int64_t now_ns)
@@ -361,7 +364,7 @@ int64_t bo_window_next_room_ns(const bo_window *w, int64_t now_ns)
         if (w->held_n[i] > 0 && w->held_bin[i] >= w->held_aged && w->held_bin[i] < oldest)
             oldest = w->held_bin[i];
     if (oldest == INT64_MAX)
-        return w->held_old > 0 ? quiet_end : INT64_MAX;
+        return w->held_young < w->inflight ? quiet_end : INT64_MAX;
     int64_t end = (oldest + 1) * BO_HELD_BIN_NS;
     int64_t at = end + (w->answered_sent_ns >= end ? bound : held_long_ns(w));
     return at > quiet_end ? at : quiet_end;

@@ -125,8 +125,9 @@ typedef struct bo_window {
     int64_t srtt_ns;          /* smoothed success round trip; 0 = none yet */
     uint32_t held_n[BO_HELD_BINS];   /* attempts in flight sent in bin held_bin[i] */
     int64_t held_bin[BO_HELD_BINS];  /* send time / BO_HELD_BIN_NS of what held_n[i] counts */
-    uint32_t held_old;        /* attempts in flight older than the bins (or aged out of them) */
-    int64_t held_aged;        /* bins before this one are aged: counted in held_old */
+    uint32_t held_young;      /* attempts in flight in bins not aged yet: the ones that count
+                                 while aging applies (the sum of held_n of those bins) */
+    int64_t held_aged;        /* bins before this one are aged: their attempts count no more */
     int64_t answered_sent_ns; /* send time of the latest-sent attempt that ended */
     double room_cap;          /* after the first cut that ended room: what late successes of
                                  attempts sent before it may bring the window back to */
