@@ -39,7 +39,15 @@
  *     in between, or one before any success) clamps the window to what was
  *     in flight when the refused attempt left; after a cut the window
  *     probes 8x slower at or above the window that drew it (CUBIC's
- *     plateau).
+ *     plateau);
+ *   - room (see has_room): a destination that has not throttled is not held
+ *     back by a window it has not needed: a first window of 4 x
+ *     BACKOFF_WINDOW before any answer, then 3 x the concurrency a success
+ *     proved, unpaced; the first throttle sets the window from what was
+ *     measured (on_signal);
+ *   - held requests (see held_bound_ns): attempts in flight are counted by
+ *     send time, and those older than the destination's own round trips
+ *     allow stop holding the window while it has not throttled.
  * A loss signal (no answer) sets cwnd to 1 in both modes; ssthresh drops
  * only on the first loss in a row, so a run of failed probes does not leave
  * the window stuck in congestion avoidance after the server comes back.

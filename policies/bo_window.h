@@ -11,7 +11,10 @@
  *     single probe at a time;
  *   - signals from attempts sent before the last decrease are ignored: every
  *     decrease starts a new epoch and each attempt carries the epoch it was
- *     sent in (O(1), no sets copied).
+ *     sent in (O(1), no sets copied);
+ *   - a destination that has not throttled opens its window by the
+ *     concurrency its answers prove, and attempts held longer than its round
+ *     trips allow stop counting (bo_window.c).
  * Time is passed in (ns); nothing here reads a clock.
  */
 #ifndef BO_WINDOW_H
