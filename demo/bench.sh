@@ -7,6 +7,11 @@
 #
 #   burst     000's burst, times / 5: 2000 requests at 5000/s, max_busy 50,
 #             100 ms per success, 10 ms per rejection, 20 ms travel
+#   sizes     the burst against 100, 200, 500 and 1,000 slots (1,250 threads), for none,
+#             linear, aws-adaptive and aimd (BENCH_SIZES_POLICIES)
+#   room      never throttled: 200 loadgen threads x 2,000 requests of 200 ms, plain,
+#             then under the library cold (a fresh state) and warm (the state that
+#             left); targets 1.10x and 1.05x plain
 #   outage    003's model, times / 5 for think time: 200 client threads with
 #             exponential think time of mean 2 s (100 req/s), latency 100 ms up
 #             to 30 concurrent then x1.05^((c-30)/15), 2 s timeout; the server
@@ -112,7 +117,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-build}
 case "$BUILD" in /*) ;; *) BUILD="$top/$BUILD" ;; esac
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/backoff-bench.XXXXXX")
-SCENARIOS=${BENCH_SCENARIOS:-"burst outage pacing fairness multi share many fleet overhead http harm"}
+SCENARIOS=${BENCH_SCENARIOS:-"burst sizes room outage pacing fairness multi share many fleet overhead http harm"}
 # every policy of the library (aimd-000 is the simulator's alone)
 ALL_POLICIES=$("$BUILD/backoff-sim" --list-policies | grep -v '^aimd-000$' | tr '\n' ' ')
 POLICIES=${BENCH_POLICIES:-$ALL_POLICIES}
@@ -168,6 +173,58 @@ bench_burst() {
             "$att" "$(awk -v a="$att" -v r="$rej" 'BEGIN { printf "%.1f", a ? 100 * r / a : 0 }')" \
             "$(col "$WORK/burst-loadgen.tsv" p99_ms)" - - "$(col "$WORK/burst-server.tsv" max_concurrency)" - \
             "body_mismatch=$mism"
+    done
+}
+
+# --- burst at other server sizes -------------------------------------------------
+# The burst above against 100, 200, 500 and 1,000 slots (the optimum: 2000 x 0.1 s / slots;
+# at 500 and 1,000 the arrivals, 0.4 s, bound it), for the policies of BENCH_SIZES_POLICIES.
+bench_sizes() {
+    for slots in 100 200 500 1000; do
+        opt=$(awk -v n="$slots" 'BEGIN { o = 2000 * 0.1 / n; if (o < 0.4) o = 0.4; printf "%.2f", o }')
+        for p in ${BENCH_SIZES_POLICIES:-none linear aws-adaptive aimd}; do
+            start_server "$WORK/sizes-server.tsv" --max-busy "$slots" --service-ms 100 --error-ms 10 --delay-ms 20
+            BACKOFF_BASE_MS=10 BACKOFF_CAP_MS=6000 BACKOFF_MAX_ATTEMPTS=0 BACKOFF_MAX_TIME_MS=60000 \
+                "$BUILD/backoff" -p "$p" -- "$BUILD/loadgen" --url "http://127.0.0.1:$PORT/item/{n}" \
+                --requests 2000 --threads 1250 --rate 5000 --verify >"$WORK/sizes-loadgen.tsv"
+            stop_server
+            comp=$(col "$WORK/sizes-loadgen.tsv" completion_s)
+            att=$(col "$WORK/sizes-server.tsv" requests)
+            rej=$(col "$WORK/sizes-server.tsv" rejected)
+            row "burst-$slots" "$p" "$comp" "$opt" "$(awk -v c="$comp" -v o="$opt" 'BEGIN { printf "%.2f", c / o }')" 2000 \
+                "$(col "$WORK/sizes-loadgen.tsv" ok)" "$att" \
+                "$(awk -v a="$att" -v r="$rej" 'BEGIN { printf "%.1f", a ? 100 * r / a : 0 }')" \
+                "$(col "$WORK/sizes-loadgen.tsv" p99_ms)" - - "$(col "$WORK/sizes-server.tsv" max_concurrency)" - \
+                "slots=$slots body_mismatch=$(col "$WORK/sizes-loadgen.tsv" body_mismatch)"
+        done
+    done
+}
+
+# --- room: never throttled ----------------------------------------------------
+# 200 loadgen threads x 2,000 requests against a server with no limit whose every answer
+# takes 200 ms: plain, then under the library with a fresh state directory (cold), then
+# again on the state that run left (warm).  Target: within 1.05x of plain (1.10x cold).
+bench_room() {
+    start_server "$WORK/room-server.tsv" --delay-ms 200
+    u="http://127.0.0.1:$PORT/item/{n}"
+    "$BUILD/loadgen" --url "$u" --threads 200 --requests 2000 --verify >"$WORK/room-plain.tsv"
+    mkdir -m 700 "$WORK/room.xdg"
+    for kind in cold warm; do
+        XDG_RUNTIME_DIR="$WORK/room.xdg" "$BUILD/backoff" -- "$BUILD/loadgen" --url "$u" \
+            --threads 200 --requests 2000 --verify >"$WORK/room-$kind.tsv"
+    done
+    stop_server
+    plain=$(col "$WORK/room-plain.tsv" completion_s)
+    row room none "$plain" "$plain" 1.00 2000 "$(col "$WORK/room-plain.tsv" ok)" - - \
+        "$(col "$WORK/room-plain.tsv" p99_ms)" - - - - "plain (no library)"
+    for kind in cold warm; do
+        c=$(col "$WORK/room-$kind.tsv" completion_s)
+        r=$(awk -v c="$c" -v p="$plain" 'BEGIN { printf "%.3f", c / p }')
+        lim=1.05
+        [ $kind = cold ] && lim=1.10
+        row room "aimd-$kind" "$c" "$plain" "$r" 2000 "$(col "$WORK/room-$kind.tsv" ok)" - - \
+            "$(col "$WORK/room-$kind.tsv" p99_ms)" - - - - \
+            "target=<=${lim}x_plain met=$(awk -v r="$r" -v l="$lim" 'BEGIN { print (r <= l) ? "yes" : "no" }')"
     done
 }
 
@@ -355,6 +412,7 @@ quota_flags() {
     github-429) echo "--window-requests 20 --window-s 2 --ratelimit-headers x-ratelimit --retry-after-form none:window 20 2" ;;
     x) echo "--window-requests 10 --window-s 1 --ratelimit-headers x-rate-limit --retry-after-form none:window 10 1" ;;
     openai) echo "--window-requests 10 --window-s 1 --ratelimit-headers openai:window 10 1" ;;
+    openai-s) echo "--window-requests 20 --window-s 2 --ratelimit-headers openai-s:window 20 2" ;;
     discord) echo "--rate 10 --burst 10 --ratelimit-headers discord:bucket 10 10" ;;
     azure) echo "--rate 10 --burst 10 --retry-after-form ms-azure:bucket 10 10" ;;
     s3) echo "--rate 10 --burst 10 --reject-status 503 --bucket-hints none:bucket 10 10" ;;
@@ -453,19 +511,27 @@ bench_quota() {
             sleep 0.5
         done
     done
-    # loadgen 8 threads x 100 under backoff -n 0, started at a window's start
-    for d in github-403 openai discord; do
+    # loadgen 8 threads x 100 under backoff -n 0, started at a window's start; OpenAI's
+    # resets in whole seconds (openai-s) also 0.7 s and 1.6 s into one, where "2s" and
+    # "0s" are early
+    for dp in github-403:20 openai:20 discord:20 openai-s:20 openai-s:700 openai-s:1600; do
+        d=${dp%%:*} phase=${dp#*:}
         spec=$(quota_flags $d)
         flags=${spec%%:*}
         set -- ${spec#*:}
         shape=$1 qa=$2 qb=$3
         opt=$(quota_optimum "$shape" "$qa" "$qb" 100 0)
         name="quota-$d-loadgen"
+        [ "$phase" != 20 ] && name="quota-$d-p$phase-loadgen"
+        if [ "$phase" != 20 ]; then
+            # started $phase ms into a window: the first has less left, and so the last
+            opt=$(awk -v o="$opt" -v p="$phase" 'BEGIN { printf "%.2f", o - p / 1000 }')
+        fi
         mkdir -m 700 "$WORK/$name.xdg"
         # shellcheck disable=SC2086
         start_server "$WORK/$name-server.tsv" $flags
         at=$(( $(date +%s%3N) + 1500 ))
-        [ "$shape" = window ] && at=$(( (at + qb * 1000 - 1) / (qb * 1000) * qb * 1000 + 20 ))
+        [ "$shape" = window ] && at=$(( (at + qb * 1000 - 1) / (qb * 1000) * qb * 1000 + phase ))
         XDG_RUNTIME_DIR="$WORK/$name.xdg" "$BUILD/backoff" -n 0 -- "$BUILD/loadgen" \
             --url "http://127.0.0.1:$PORT/item/{n}" --requests 100 --threads 8 --verify \
             --start-at-ms $at >"$WORK/$name.tsv"
@@ -474,7 +540,7 @@ bench_quota() {
         att=$(col "$WORK/$name-server.tsv" requests)
         rej=$(col "$WORK/$name-server.tsv" rejected)
         ratio=$(awk -v c="$comp" -v o="$opt" 'BEGIN { printf "%.2f", c / o }')
-        row "quota-$d-loadgen" backoff "$comp" "$opt" "$ratio" 100 "$(col "$WORK/$name.tsv" ok)" "$att" \
+        row "${name}" backoff "$comp" "$opt" "$ratio" 100 "$(col "$WORK/$name.tsv" ok)" "$att" \
             "$(awk -v a="$att" -v r="$rej" 'BEGIN { printf "%.1f", a ? 100 * r / a : 0 }')" \
             "$(col "$WORK/$name.tsv" p99_ms)" - - - - \
             "rejected=$rej threads=8 target=rejected<=2,ratio<=1.10 met=$(awk -v r="$rej" -v q="$ratio" 'BEGIN { print (r <= 2 && q <= 1.10) ? "yes" : "no" }')"
@@ -842,6 +908,8 @@ bench_own() {
 for s in $SCENARIOS; do
     case "$s" in
     burst) bench_burst ;;
+    sizes) bench_sizes ;;
+    room) bench_room ;;
     outage) bench_outage ;;
     pacing) bench_pacing ;;
     fairness) bench_fairness ;;
@@ -857,6 +925,6 @@ for s in $SCENARIOS; do
     share-threads) bench_share_threads ;;
     many) bench_many ;;
     fleet) bench_fleet ;;
-    *) echo "backoff bench: unknown scenario \"$s\": expected burst, outage, pacing, fairness, multi, share, share-threads, many, fleet, overhead, http, harm, real, own, headers or quota" >&2; exit 2 ;;
+    *) echo "backoff bench: unknown scenario \"$s\": expected burst, sizes, room, outage, pacing, fairness, multi, share, share-threads, many, fleet, overhead, http, harm, real, own, headers or quota" >&2; exit 2 ;;
     esac
 done

@@ -13,6 +13,9 @@
  *                 tokens}, resets as durations ("850ms", "1.5s", "6m0s");
  *                 tokens: 100 per request, a limit of 200 per request of
  *                 the requests' limit (never the stricter of the two here)
+ *   openai-s      the same with the resets in whole seconds, rounded to the
+ *                 nearest ("1s", "2s", "6m0s", as OpenAI's documentation
+ *                 shows them): up to half a second early or late
  *   discord       Discord: X-RateLimit-Limit/-Remaining, X-RateLimit-Reset
  *                 (epoch with 3 decimals), X-RateLimit-Reset-After (seconds
  *                 with 3 decimals), X-RateLimit-Bucket
@@ -40,12 +43,14 @@ enum rl_dialect {
     RL_DIALECT_XRATE,
     RL_DIALECT_OPENAI,
     RL_DIALECT_DISCORD,
+    RL_DIALECT_OPENAI_S,
     RL_DIALECT_COUNT
 };
 
 static const char *const rl_dialect_names[RL_DIALECT_COUNT] = {
-    "none", "x-ratelimit", "ratelimit", "draft", "x-rate-limit", "openai", "discord"};
-#define RL_DIALECT_LIST "none, x-ratelimit, ratelimit, draft, x-rate-limit, openai or discord"
+    "none", "x-ratelimit", "ratelimit", "draft", "x-rate-limit", "openai", "discord", "openai-s"};
+#define RL_DIALECT_LIST                                                                    \
+    "none, x-ratelimit, ratelimit, draft, x-rate-limit, openai, discord or openai-s"
 
 enum rl_wait_form {
     RL_WAIT_SECONDS = 0,
@@ -185,8 +190,10 @@ static inline int rl_quota_lines(int d, const rl_quota_state *st, rl_line *l)
                  st->remaining);
         snprintf(rl_add(l, &n, "x-rate-limit-reset")->value, sizeof l->value, "%lld", epoch);
         break;
-    case RL_DIALECT_OPENAI: {
+    case RL_DIALECT_OPENAI:
+    case RL_DIALECT_OPENAI_S: {
         long used = st->limit - st->remaining;
+        double reset_s = d == RL_DIALECT_OPENAI_S ? floor(st->reset_s + 0.5) : st->reset_s;
         snprintf(rl_add(l, &n, "x-ratelimit-limit-requests")->value, sizeof l->value, "%ld",
                  st->limit);
         snprintf(rl_add(l, &n, "x-ratelimit-limit-tokens")->value, sizeof l->value, "%ld",
@@ -196,9 +203,8 @@ static inline int rl_quota_lines(int d, const rl_quota_state *st, rl_line *l)
         snprintf(rl_add(l, &n, "x-ratelimit-remaining-tokens")->value, sizeof l->value, "%ld",
                  200 * st->limit - 100 * used);
         rl_duration(rl_add(l, &n, "x-ratelimit-reset-requests")->value, sizeof l->value,
-                    st->reset_s);
-        rl_duration(rl_add(l, &n, "x-ratelimit-reset-tokens")->value, sizeof l->value,
-                    st->reset_s);
+                    reset_s);
+        rl_duration(rl_add(l, &n, "x-ratelimit-reset-tokens")->value, sizeof l->value, reset_s);
         break;
     }
     case RL_DIALECT_DISCORD:

@@ -43,6 +43,7 @@ static const char *const policy_names[BO_POLICY_COUNT] = {
     [BO_POLICY_GAUSSIAN_JITTER] = "gaussian-jitter",
     [BO_POLICY_THAIN] = "thain",
     [BO_POLICY_RESPONSIVE] = "responsive",
+    [BO_POLICY_AWS_ADAPTIVE] = "aws-adaptive",
     [BO_POLICY_AIMD] = "aimd",
 };
 
@@ -65,7 +66,7 @@ static const struct {
 
 #define POLICY_LIST                                                          \
     "none, fixed, linear, exponential, full-jitter, equal-jitter, "          \
-    "decorrelated-jitter, gaussian-jitter, thain, responsive or aimd"
+    "decorrelated-jitter, gaussian-jitter, thain, responsive, aws-adaptive or aimd"
 #define HOSTS_LIST                                                           \
     "a comma list of at most 32 host, host:port, [ipv6] or [ipv6]:port items, "   \
     "port 1 to 65535"
@@ -657,7 +658,9 @@ static const bo_var vars[] = {
      "BACKOFF_SEED or not",
      NULL},
     {"BACKOFF_WINDOW", BO_VAR_UINT, F(window), 1, COUNT_MAX, 0, NULL, "20", "20",
-     "aimd: initial window of requests in flight per destination", NULL},
+     "aimd: initial window of requests in flight per destination (before any answer, on a "
+     "destination that has not throttled, four times it go out, 0.5 ms apart)",
+     NULL},
     {"BACKOFF_WINDOW_MAX", BO_VAR_UINT, F(window_max), 1, COUNT_MAX, 0, NULL, "1024", "1024",
      "aimd: largest window (also the initial slow-start threshold), not below "
      "BACKOFF_WINDOW",

@@ -22,6 +22,7 @@ typedef enum bo_policy_kind {
     BO_POLICY_GAUSSIAN_JITTER,
     BO_POLICY_THAIN,
     BO_POLICY_RESPONSIVE,
+    BO_POLICY_AWS_ADAPTIVE,
     BO_POLICY_AIMD,
     BO_POLICY_COUNT
 } bo_policy_kind;

@@ -12,7 +12,11 @@
  *                 with BACKOFF_PACING=1 (the default) a throttled call first
  *                 waits an RTO (throttle_rto_ns), and cuts that do not stop
  *                 the throttling hold the whole destination (dest_rto_ns);
- *                 BACKOFF_PACING=0 is 000's algorithm: no wait.
+ *                 BACKOFF_PACING=0 is 000's algorithm: no wait;
+ *   aws-adaptive  AWS SDKs' adaptive mode: once the destination has
+ *                 throttled, every attempt waits for a token of the
+ *                 client rate limiter (bo_adaptive); retries wait the
+ *                 schedule's delay (full jitter, as the SDKs' standard mode).
  * A 409 to a request that carries an Idempotency-Key (BO_SIGNAL_KEY_BUSY: the
  * server is still processing that key) tells nothing about capacity, but its
  * retry must give the key's first request time: under aimd and responsive it
@@ -48,6 +52,7 @@ void bo_dest_init(bo_dest *d, const bo_config *cfg, int64_t now_ns)
     bo_responsive_init(&d->pacing);
     bo_quota_init(&d->quota);
     bo_budget_init(&d->budget, now_ns);
+    bo_adaptive_init(&d->adaptive, now_ns);
     d->next_send_ns = now_ns;
 }
 
@@ -139,6 +144,8 @@ static void start_attempt(bo_dest *d, const bo_config *cfg, bo_call *c, int64_t 
     c->attempt_ns = now_ns;
     if (cfg->policy == BO_POLICY_RESPONSIVE)
         d->next_send_ns = now_ns + bo_responsive_interval_ns(&d->pacing);
+    if (cfg->policy == BO_POLICY_AWS_ADAPTIVE)
+        bo_adaptive_on_send(&d->adaptive, now_ns);
 }
 
 /*
@@ -174,10 +181,19 @@ bo_admit bo_dest_admit(bo_dest *d, const bo_config *cfg, bo_call *c,
         int64_t pace = bo_window_next_send_ns(&d->window, now_ns);
         if (pace > wait)
             wait = pace;
-        if (wait <= now_ns && !bo_window_can_send(&d->window, now_ns))
+        if (wait <= now_ns && !bo_window_can_send(&d->window, now_ns)) {
             wait = now_ns + BO_SLOT_RECHECK_NS; /* a completion wakes us sooner */
+            int64_t aged = bo_window_next_room_ns(&d->window, now_ns);
+            if (aged > now_ns && aged < wait)
+                wait = aged; /* ...or a held attempt that stops counting */
+        }
         if (wait > now_ns && d->next_send_ns <= now_ns)
             bo_window_on_blocked(&d->window, now_ns);
+    }
+    if (cfg->policy == BO_POLICY_AWS_ADAPTIVE) {
+        int64_t token = bo_adaptive_next_send_ns(&d->adaptive, now_ns);
+        if (token > wait)
+            wait = token;
     }
     if (cfg->ratelimit_headers && cfg->policy != BO_POLICY_NONE) { /* the server's quota */
         int64_t quota = bo_quota_next_send(&d->quota, now_ns, cap_ns(cfg));
@@ -331,13 +347,15 @@ static bo_next complete(bo_dest *d, const bo_config *cfg, bo_call *c, bo_outcome
     }
     if (cfg->policy == BO_POLICY_RESPONSIVE)
         hold_dest(d, now_ns + bo_responsive_interval_ns(&d->pacing));
+    if (cfg->policy == BO_POLICY_AWS_ADAPTIVE && c->phase == BO_PHASE_ATTEMPT)
+        bo_adaptive_on_answer(&d->adaptive, outcome.signal == BO_SIGNAL_THROTTLE, now_ns);
     if (retry_after_ns >= 0)
         hint = cap > 0 && retry_after_ns > cap ? cap : retry_after_ns;
     if (outcome.signal == BO_SIGNAL_THROTTLE)
         bo_window_on_hint(&d->window, hint);
     if (outcome.rate_limited && cfg->ratelimit_headers && cfg->policy != BO_POLICY_NONE &&
         c->phase == BO_PHASE_ATTEMPT && !c->quota_noted)
-        bo_quota_note_throttle(&d->quota, now_ns); /* a throttle without quota headers */
+        bo_quota_note_throttle(&d->quota, c->attempt_ns, now_ns); /* one without quota headers */
     if (hint >= 0 && cfg->policy == BO_POLICY_RESPONSIVE)
         hold_dest(d, now_ns + hint);
     if (aimd && outcome.signal == BO_SIGNAL_LOSS && d->probe_failures > 0)
@@ -394,7 +412,7 @@ void bo_dest_note_quota(bo_dest *d, const bo_config *cfg, bo_call *c,
     if (!cfg->ratelimit_headers || cfg->policy == BO_POLICY_NONE)
         return;
     if (outcome.rate_limited && !c->quota_noted)
-        bo_quota_note_throttle(&d->quota, now_ns);
+        bo_quota_note_throttle(&d->quota, c->attempt_ns, now_ns);
     c->quota_noted = true;
     if (retry_after_ns >= 0)
         return;

@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "bo_adaptive.h"
 #include "bo_budget.h"
 #include "bo_classify.h"
 #include "bo_config.h"
@@ -48,6 +49,7 @@ typedef struct bo_dest {
     unsigned probe_failures; /* loss signals in a row while probing */
     bo_quota quota;          /* the server's advertised quota (rate-limit headers) */
     bo_budget budget;        /* retries against first attempts (BACKOFF_RETRY_BUDGET) */
+    bo_adaptive adaptive;    /* aws-adaptive: the SDKs' client rate limiter */
 } bo_dest;
 
 /*

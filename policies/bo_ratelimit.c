@@ -977,7 +977,8 @@ bool bo_rl_headers_quota(const bo_rl_headers *h, int64_t wall_ns, bo_rl_quota *q
         return true;
     }
     if (openai_quota(h, q)) {
-        q->reset_exact = true; /* durations, to the millisecond */
+        /* durations to the millisecond ("850ms", "1.5s"); "2s" may be rounded */
+        q->reset_exact = q->reset_ns % BO_NS_PER_S != 0;
         return true;
     }
     if (epoch_reset(h->t_reset_ms, wall_ns, &reset) && counts(h->t_limit, h->t_remaining, q)) {
@@ -1201,7 +1202,7 @@ static void share(bo_quota_slot *s, int64_t now_ns)
 
 static bool is_bucket(const bo_quota_slot *s)
 {
-    return s->refills && refill_gap(s) > 0;
+    return s->refills && !s->not_bucket && refill_gap(s) > 0;
 }
 
 /*
@@ -1254,7 +1255,11 @@ void bo_quota_note_answer(bo_quota *q, const bo_rl_quota *rl, unsigned inflight,
                           int64_t sent_ns, bool spent, int64_t now_ns, bo_rng *rng)
 {
     bo_quota_slot *s = slot_for(q, rl->pk, now_ns);
-    int64_t at = now_ns + rl->reset_ns;
+    /* A reset in whole seconds that says 0 is a window with under a second left
+     * (rounded down or to the nearest, as OpenAI's "0s"), not one that is over:
+     * taken as over, its remaining count held nothing back. */
+    int64_t told = rl->reset_ns == 0 && !rl->reset_exact ? BO_NS_PER_S : rl->reset_ns;
+    int64_t at = now_ns + told + s->late_ns;
     /* the server counted this request after every answer noted so far */
     bool fresh = sent_ns > s->noted_ns;
 
@@ -1363,12 +1368,47 @@ void bo_quota_note_answer(bo_quota *q, const bo_rl_quota *rl, unsigned inflight,
         s->next_ns = now_ns + s->gap_ns;
 }
 
-void bo_quota_note_throttle(bo_quota *q, int64_t now_ns)
+void bo_quota_note_throttle(bo_quota *q, int64_t sent_ns, int64_t now_ns)
 {
     for (int i = 0; i < BO_QUOTA_SLOTS; i++) {
         bo_quota_slot *s = &q->slot[i];
+        if (!s->used)
+            continue;
+        /*
+         * Sent once the reset the headers gave had passed, and refused: the
+         * reset was early (rounded: a fixed window with 0.4 s left says "0s").
+         * Wait a full rounding past it, and read every later reset so.
+         */
+        if (sent_ns >= s->reset_at_ns && !is_bucket(s) && s->late_ns < BO_QUOTA_ROUNDING_NS) {
+            /* rounded to the nearest second first (Go's durations), down if that fails */
+            int64_t more = s->late_ns == 0 ? BO_QUOTA_HALF_ROUNDING_NS
+                                           : BO_QUOTA_ROUNDING_NS - s->late_ns;
+            s->late_ns += more;
+            s->reset_at_ns += more;
+            if (s->reset_at_ns <= now_ns)
+                s->reset_at_ns = now_ns + more;
+            s->rolled = false;
+            s->avail = 0;
+            s->avail_answered = false;
+            s->next_ns = after_reset(q, s, false);
+            continue;
+        }
+        /*
+         * Refused at a token a bucket's refill was to have brought back: once is
+         * the jitter, twice is a fixed window read as a bucket (its reset
+         * instant moved as a whole-second rounding moves it).  A window from
+         * then on: nothing until its reset.
+         */
+        if (is_bucket(s) && s->avail < 0 && now_ns < s->reset_at_ns + BO_QUOTA_ROUNDING_NS &&
+            ++s->wrong_tokens >= 2) {
+            s->not_bucket = true;
+            s->avail = 0;
+            if (s->next_ns < s->reset_at_ns)
+                s->next_ns = after_reset(q, s, false);
+            continue;
+        }
         /* our own count left room for the throttled request: others took it */
-        if (s->used && now_ns < s->reset_at_ns && s->avail_answered && s->avail >= 0)
+        if (now_ns < s->reset_at_ns && s->avail_answered && s->avail >= 0)
             share(s, now_ns);
     }
 }

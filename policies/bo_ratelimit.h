@@ -204,6 +204,8 @@ bool bo_rl_headers_exhausted(const bo_rl_headers *h);
  * read apart): a bucket's epoch "full at" moving one second on is the same
  * window, not a coin flip. */
 #define BO_QUOTA_ROUNDING_NS (1000000000LL + 10000000LL)
+/* Half of it: how late a reset rounded to the nearest second can be. */
+#define BO_QUOTA_HALF_ROUNDING_NS (500000000LL + 10000000LL)
 /* Tokens a bucket's pace leaves unspent: a send made early by the pace's
  * jitter (+-10%) then finds one instead of a 429. */
 #define BO_QUOTA_BUCKET_RESERVE 1
@@ -268,6 +270,11 @@ typedef struct bo_quota_slot {
     int64_t ev_remaining;    /* -1: no mark */
     int64_t ev_owed;
     int64_t shared_until_ns; /* others spend this quota: spread it evenly until then */
+    /* Hints that proved wrong (bo_quota_note_throttle): */
+    int64_t late_ns;         /* a refusal came after the reset the headers gave: they round
+                                it, so every reset is read as up to this much later */
+    unsigned wrong_tokens;   /* refusals of sends a bucket's refill paced */
+    bool not_bucket;         /* two of those: the quota is read as a window from then on */
 } bo_quota_slot;
 
 typedef struct bo_quota {
@@ -298,12 +305,18 @@ void bo_quota_note(bo_quota *q, const bo_rl_quota *rl, unsigned inflight, int64_
                    bo_rng *rng);
 
 /*
- * The destination was throttled at now_ns.  Call it before the throttle's
- * own quota headers, if any, are noted: when our own count says requests
- * were left in the current window, others spend the quota, and it is
- * spread evenly from now on (for two windows).
+ * The destination was throttled at now_ns, for a request sent at sent_ns.
+ * Call it before the throttle's own quota headers, if any, are noted: when
+ * our own count says requests were left in the current window, others
+ * spend the quota, and it is spread evenly from now on (for two windows).
+ * The server's answers win over its headers: a refusal of a request sent
+ * once the reset the headers gave had passed says they round it (OpenAI's
+ * "2s"), so the destination waits half a second past it (rounded to the
+ * nearest), a whole one at the next such refusal (rounded down), and reads
+ * every later reset as that much later; the second refusal of a send a bucket's
+ * refill paced says the quota is a fixed window, read as one from then on.
  */
-void bo_quota_note_throttle(bo_quota *q, int64_t now_ns);
+void bo_quota_note_throttle(bo_quota *q, int64_t sent_ns, int64_t now_ns);
 
 /*
  * Earliest admission the quota allows (<= now_ns: now), never more than

@@ -68,6 +68,7 @@ int64_t bo_schedule_next_ns(bo_schedule *s, const bo_config *cfg, bo_rng *rng)
         out = clamp_ns(grown(base, cfg->factor, n, cap), cap);
         break;
     case BO_POLICY_FULL_JITTER:
+    case BO_POLICY_AWS_ADAPTIVE: /* the SDKs' standard delay: rand x min(base x 2^n, cap) */
         t = grown(base, cfg->factor, n, cap);
         out = clamp_ns(bo_rng_between(rng, 0, t), cap);
         break;

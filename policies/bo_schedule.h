@@ -10,6 +10,7 @@
  *   decorrelated-jitter  min(cap, uniform(base, prev * 3))     (001)
  *   gaussian-jitter      d = min(cap, d * factor); d + normal(0, d * jitter), >= 0 (003)
  *   thain                min(R * base * factor^n, cap), R uniform in [1, 2] (004)
+ *   aws-adaptive         as full-jitter: AWS SDKs' standard delay (their base is 1 s)
  *
  * n counts the retries of one call so far (0 before the first retry).
  */

@@ -39,7 +39,15 @@
  *     in between, or one before any success) clamps the window to what was
  *     in flight when the refused attempt left; after a cut the window
  *     probes 8x slower at or above the window that drew it (CUBIC's
- *     plateau).
+ *     plateau);
+ *   - room (see has_room): a destination that has not throttled is not held
+ *     back by a window it has not needed: a first window of 4 x
+ *     BACKOFF_WINDOW before any answer, then 3 x the concurrency a success
+ *     proved, unpaced; the first throttle sets the window from what was
+ *     measured (on_signal);
+ *   - held requests (see held_bound_ns): attempts in flight are counted by
+ *     send time, and those older than the destination's own round trips
+ *     allow stop holding the window while it has not throttled.
  * A loss signal (no answer) sets cwnd to 1 in both modes; ssthresh drops
  * only on the first loss in a row, so a run of failed probes does not leave
  * the window stuck in congestion avoidance after the server comes back.
@@ -47,6 +55,7 @@
 #include "bo_window.h"
 #include "bo_time.h"
 
+#include <math.h>
 #include <string.h>
 
 
@@ -152,6 +161,221 @@ void bo_window_init(bo_window *w, const bo_config *cfg)
     w->probe_every_ns = 0;
     w->probe_from = 0;
     w->hint_ns = 0;
+    w->signal_ns = -1;
+    w->srtt_ns = 0;
+    memset(w->held_n, 0, sizeof(w->held_n));
+    memset(w->held_bin, 0, sizeof(w->held_bin));
+    w->held_young = 0;
+    w->held_aged = 0;
+    w->answered_sent_ns = INT64_MIN;
+    w->room_cap = 0;
+}
+
+/*
+ * Room (see has_room): forgotten throttles, the window's multiple of the
+ * concurrency a success proved, the first window before any answer (as
+ * multiples of BACKOFF_WINDOW: 4 x 20 = 80, one send every BO_FIRST_GAP_NS).
+ * Why these: a first window of 80 wastes 3.3% of article 000's burst at 50
+ * slots (target: 4%; 100 wasted 4.6%, 200 9.0%), while 200 threads never
+ * throttled lose one round trip for the 120 calls past it (1.11x their own
+ * pace; 1.05x takes a first window of 200).  Tripling a round trip, not
+ * doubling, takes 000's burst at 1,000 slots from 1.23x to 1.00x of the
+ * fastest policy, and its overshoot at 100 and 200 slots is what the cut of
+ * on_signal (to what was measured) pays for.
+ */
+#define BO_ROOM_FORGET_NS (60 * BO_NS_PER_S)
+#define BO_ROOM_GAIN 3.0
+#define BO_BLIND_WINDOWS 4.0
+/* After the first cut that ended room: the probe for the rest starts one round trip on. */
+#define BO_ROOM_PROBE_RTTS 1
+/*
+ * A probe that found no room doubles the wait before the next one up to
+ * this (the fleet's window keeps BO_PROBE_MAX_NS): 8 s left a concurrency cap
+ * that doubled 3.4 s from 90% use, 2 s takes 2.2 s (capacity scenario).
+ */
+#define BO_WINDOW_PROBE_MAX_NS (2000 * BO_NS_PER_MS)
+
+/* Held requests (see held_bound_ns, held_long_ns, held_may_age). */
+#define BO_HELD_RTTS 8
+#define BO_HELD_MIN_NS (250 * BO_NS_PER_MS)
+#define BO_HELD_BLIND_NS (1000 * BO_NS_PER_MS)
+#define BO_HELD_MAX_NS ((BO_HELD_BINS - 2) * BO_HELD_BIN_NS)
+#define BO_HELD_LONG 4
+#define BO_HELD_LONG_MIN_NS (1000 * BO_NS_PER_MS)
+#define BO_HELD_QUIET_NS (2000 * BO_NS_PER_MS)
+
+/*
+ * Room: a destination that has not throttled (no throttle nor loss signal,
+ * or none for BO_ROOM_FORGET_NS) is not held back by a window it has not
+ * needed.  Its window opens by evidence: each success of an attempt sent
+ * with n others in flight proves the server took n + 1 at once, and the
+ * window may hold BO_ROOM_GAIN times that.
+ */
+static bool has_room(const bo_window *w, int64_t now_ns)
+{
+    return w->improved && (w->signal_ns < 0 || now_ns - w->signal_ns >= BO_ROOM_FORGET_NS);
+}
+
+/* Before any answer, on a destination with room: nothing is known yet. */
+static bool blind(const bo_window *w)
+{
+    return w->improved && w->delivered == 0 && w->signal_ns < 0 && w->min_rtt_ns == 0;
+}
+
+/*
+ * Held requests are not throttling.  An attempt the server is still
+ * working on (a long poll, a slow answer, a stream), or one the program
+ * abandoned without the library noticing, stops holding the window once it
+ * is older than a bound from the destination's own round trips:
+ * BO_HELD_RTTS smoothed round trips, at least BO_HELD_MIN_NS (before any
+ * answer BO_HELD_BLIND_NS), at most what the bins span.  Only while the
+ * destination has not throttled for BO_HELD_QUIET_NS and two bounds: once
+ * it throttles, everything in flight counts again.
+ */
+static int64_t held_bound_ns(const bo_window *w)
+{
+    int64_t b = w->srtt_ns > 0 ? BO_HELD_RTTS * w->srtt_ns : BO_HELD_BLIND_NS;
+    if (b < BO_HELD_MIN_NS)
+        b = BO_HELD_MIN_NS;
+    return b < BO_HELD_MAX_NS ? b : BO_HELD_MAX_NS;
+}
+
+static bool held_may_age(const bo_window *w, int64_t now_ns)
+{
+    if (!w->improved)
+        return false;
+    if (w->signal_ns < 0)
+        return true;
+    int64_t quiet = 2 * held_bound_ns(w);
+    if (quiet < BO_HELD_QUIET_NS)
+        quiet = BO_HELD_QUIET_NS;
+    return now_ns - w->signal_ns >= quiet;
+}
+
+/* The bin of send time t, and its place in the ring (times before the clock's origin too). */
+static int64_t held_bin_of(int64_t t)
+{
+    int64_t b = t / BO_HELD_BIN_NS;
+    return t < 0 && t % BO_HELD_BIN_NS != 0 ? b - 1 : b;
+}
+
+static int held_slot(int64_t bin)
+{
+    int64_t k = bin % BO_HELD_BINS;
+    return (int)(k < 0 ? k + BO_HELD_BINS : k);
+}
+
+/*
+ * The bound alone would also age the attempts of a server that stopped
+ * answering altogether (SIGSTOP, a hung backend), and let a new window into
+ * it every bound.  So an attempt ages at the bound only once an attempt sent
+ * after it was answered (the server is alive and serving newer requests:
+ * the old one is held, not stuck); otherwise at BO_HELD_LONG bounds, at least
+ * BO_HELD_LONG_MIN_NS (a window full of abandoned attempts, with nothing
+ * else to send, must free itself all the same).
+ */
+static int64_t held_long_ns(const bo_window *w)
+{
+    int64_t b = BO_HELD_LONG * held_bound_ns(w);
+    return b > BO_HELD_LONG_MIN_NS ? b : BO_HELD_LONG_MIN_NS;
+}
+
+/* Bins before this one are old enough to stop counting. */
+static int64_t held_upto(const bo_window *w, int64_t now_ns)
+{
+    int64_t at = now_ns - held_bound_ns(w);
+    if (w->answered_sent_ns < at)
+        at = w->answered_sent_ns;
+    int64_t upto = held_bin_of(at);
+    int64_t late = held_bin_of(now_ns - held_long_ns(w));
+    return late > upto ? late : upto;
+}
+
+/* Bins older than the bound stop counting, each once. */
+static void held_age(bo_window *w, int64_t now_ns)
+{
+    int64_t upto = held_upto(w, now_ns);
+    if (upto <= w->held_aged)
+        return;
+    if (upto - w->held_aged > BO_HELD_BINS)
+        w->held_aged = upto - BO_HELD_BINS; /* older ones were moved when their slot was reused */
+    for (int64_t b = w->held_aged; b < upto; b++) {
+        int i = held_slot(b);
+        if (w->held_bin[i] == b) {
+            w->held_young -= w->held_n[i];
+            w->held_n[i] = 0;
+        }
+    }
+    w->held_aged = upto;
+}
+
+/* An attempt leaves: counted in its send time's bin. */
+static void held_on_send(bo_window *w, int64_t now_ns)
+{
+    int64_t b = held_bin_of(now_ns);
+    int i = held_slot(b);
+
+    if (w->inflight == 1) {
+        /* nothing else in flight: whatever the bins still say is stale (a lease the shim
+         * gave back for a dead process) */
+        memset(w->held_n, 0, sizeof(w->held_n));
+        w->held_young = 0;
+    }
+    if (w->held_bin[i] != b) {
+        w->held_young -= w->held_n[i]; /* a bin the ring has gone round: its attempts are old */
+        w->held_bin[i] = b;
+        w->held_n[i] = 0;
+    }
+    w->held_n[i]++;
+    w->held_young++;
+    if (w->held_aged > b)
+        w->held_aged = b; /* the clock went back (another process's): age from here */
+}
+
+/* An attempt sent at sent_ns ended. */
+static void held_on_end(bo_window *w, int64_t sent_ns)
+{
+    int64_t b = held_bin_of(sent_ns);
+    int i = held_slot(b);
+
+    if (w->held_bin[i] == b && w->held_n[i] > 0) {
+        w->held_n[i]--;
+        w->held_young--;
+    }
+}
+
+unsigned bo_window_counted(bo_window *w, int64_t now_ns)
+{
+    if (!held_may_age(w, now_ns))
+        return w->inflight;
+    held_age(w, now_ns);
+    /* what the bins do not hold is old: aged, or counted in flight by the shim without a
+     * send here (leases summed anew after a crash or a fresh start) */
+    return w->held_young < w->inflight ? w->held_young : w->inflight;
+}
+
+int64_t bo_window_next_room_ns(const bo_window *w, int64_t now_ns)
+{
+    if (!w->improved || w->inflight == 0)
+        return INT64_MAX;
+    int64_t bound = held_bound_ns(w);
+    int64_t quiet_end = now_ns;
+    if (w->signal_ns >= 0) {
+        int64_t quiet = 2 * bound > BO_HELD_QUIET_NS ? 2 * bound : BO_HELD_QUIET_NS;
+        if (w->signal_ns + quiet > quiet_end)
+            quiet_end = w->signal_ns + quiet;
+    }
+    /* the oldest bin still counted: it ages when its end is `bound` old, if an attempt
+     * sent after it was answered, else when it is the long bound old */
+    int64_t oldest = INT64_MAX;
+    for (int i = 0; i < BO_HELD_BINS; i++)
+        if (w->held_n[i] > 0 && w->held_bin[i] >= w->held_aged && w->held_bin[i] < oldest)
+            oldest = w->held_bin[i];
+    if (oldest == INT64_MAX)
+        return w->held_young < w->inflight ? quiet_end : INT64_MAX;
+    int64_t end = (oldest + 1) * BO_HELD_BIN_NS;
+    int64_t at = end + (w->answered_sent_ns >= end ? bound : held_long_ns(w));
+    return at > quiet_end ? at : quiet_end;
 }
 
 #define BO_BIN_NS 100000000LL
@@ -204,7 +428,7 @@ double bo_window_measured_rate(const bo_window *w, int64_t now_ns)
 #define BO_FIRST_GAP_NS 500000.0
 
 /* Gap between two sends under pacing, in ns; 0 when pacing is off or unknown. */
-static double pacing_gap_ns(const bo_window *w)
+static double pacing_gap_ns(const bo_window *w, int64_t now_ns)
 {
     double gap = 0;
 
@@ -212,7 +436,9 @@ static double pacing_gap_ns(const bo_window *w)
         return 0;
     if (w->min_rtt_ns > 0 && w->cwnd > 0) {
         double gain = w->cwnd < w->ssthresh ? BO_GAIN_SLOW_START : BO_GAIN_AVOIDANCE;
-        gap = (double)w->min_rtt_ns / (w->cwnd * gain);
+        /* room: the program's own bursts go as they come (pacing smeared 200 threads'
+         * rounds by 100 ms each) */
+        gap = has_room(w, now_ns) ? 0 : (double)w->min_rtt_ns / (w->cwnd * gain);
     } else if (w->delivered == 0) {
         gap = BO_FIRST_GAP_NS;
     }
@@ -224,12 +450,24 @@ static double pacing_gap_ns(const bo_window *w)
     return gap;
 }
 
-bool bo_window_can_send(const bo_window *w, int64_t now_ns)
+/*
+ * The first window, before any answer on a destination with room:
+ * BO_BLIND_WINDOWS x BACKOFF_WINDOW, one send every BO_FIRST_GAP_NS.
+ */
+static double window_limit(const bo_window *w)
+{
+    double limit = w->cwnd < 1 ? 1 : w->cwnd;
+    if (blind(w) && limit < w->initial * BO_BLIND_WINDOWS)
+        limit = w->initial * BO_BLIND_WINDOWS;
+    return limit;
+}
+
+bool bo_window_can_send(bo_window *w, int64_t now_ns)
 {
     /* A window below one still lets one attempt out (a probe). */
-    double limit = w->cwnd < 1 ? 1 : w->cwnd;
+    double limit = window_limit(w);
 
-    if ((double)w->inflight + 1 > limit + 1e-9)
+    if ((double)bo_window_counted(w, now_ns) + 1 > limit + 1e-9)
         return false;
     return !w->improved || now_ns >= w->next_send_ns;
 }
@@ -263,15 +501,24 @@ void bo_window_on_send(bo_window *w, int64_t now_ns, bo_ticket *t)
         w->first_send_ns = now_ns;
     if (w->improved) {
         int64_t base = w->next_send_ns > now_ns ? w->next_send_ns : now_ns;
-        w->next_send_ns = base + gap_ns(pacing_gap_ns(w));
+        w->next_send_ns = base + gap_ns(pacing_gap_ns(w, now_ns));
+        held_on_send(w, now_ns);
+        /* the first window is the window: a cut before any answer starts from what went */
+        if (blind(w) && (double)w->inflight > w->cwnd)
+            w->cwnd = (double)w->inflight;
     }
 }
 
 /* In-flight -1, never below zero (a stray completion must not wrap it). */
-static void release(bo_window *w)
+static void release(bo_window *w, const bo_ticket *t)
 {
     if (w->inflight > 0)
         w->inflight--;
+    if (w->improved) {
+        held_on_end(w, t->sent_ns);
+        if (t->sent_ns > w->answered_sent_ns)
+            w->answered_sent_ns = t->sent_ns;
+    }
 }
 
 /* A probing step lasts long enough for a few sends at the pace, and at least 200 ms. */
@@ -364,6 +611,9 @@ void bo_window_on_success(bo_window *w, const bo_ticket *t, int64_t now_ns)
             inc /= BO_PLATEAU_SLOW;
     }
     if (w->improved && w->cwnd >= w->ssthresh && w->cut_ns >= 0 && w->min_rtt_ns > 0) {
+        /* a late wait set before any round trip was known counts its round trips now */
+        if (w->probe_every_ns == BO_PROBE_LATE_NS)
+            w->probe_every_ns = at_least_rtts(w, BO_PROBE_LATE_NS, BO_PROBE_LATE_RTTS);
         if (w->probe_ns < 0 && now_ns - w->cut_ns >= w->probe_every_ns) {
             w->probe_ns = now_ns;
             w->probe_from = w->cwnd;
@@ -384,8 +634,23 @@ void bo_window_on_success(bo_window *w, const bo_ticket *t, int64_t now_ns)
     /* Pacing-limited, not application-limited: the in-flight bound does not apply. */
     if (w->improved && w->blocked_ns >= t->sent_ns)
         bound = grown;
+    /* Room: the server took t->inflight + 1 at once; the window may hold BO_ROOM_GAIN x that. */
+    if (has_room(w, now_ns) && BO_ROOM_GAIN * ((double)t->inflight + 1) > bound)
+        bound = BO_ROOM_GAIN * ((double)t->inflight + 1);
+    /*
+     * After the cut that ended room, the answers of what was sent before it go on
+     * coming: each success proves the server took t->inflight + 1 at once, up to
+     * beta x where the first refusal came.
+     */
+    if (w->room_cap > 0 && t->epoch != w->epoch) {
+        double proven = (double)t->inflight + 1;
+        if (proven > w->room_cap)
+            proven = w->room_cap;
+        if (proven > bound)
+            bound = proven;
+    }
 
-    release(w);
+    release(w, t);
     w->delivered++;
     bins_advance(w, now_ns);
     w->bins[0]++;
@@ -400,6 +665,12 @@ void bo_window_on_success(bo_window *w, const bo_ticket *t, int64_t now_ns)
     int64_t rtt = now_ns - t->sent_ns;
     if (rtt > 0 && (w->min_rtt_ns == 0 || rtt < w->min_rtt_ns))
         w->min_rtt_ns = rtt;
+    if (rtt > 0) {
+        /* TCP's smoothed round trip (gain 1/8), a sample at most twice it: one long poll
+         * answered must not make every request look held */
+        int64_t sample = w->srtt_ns > 0 && rtt > 2 * w->srtt_ns ? 2 * w->srtt_ns : rtt;
+        w->srtt_ns = w->srtt_ns > 0 ? w->srtt_ns + (sample - w->srtt_ns) / 8 : sample;
+    }
     if (rtt > 0) {
         /* BBR's delivery-rate sample: successes delivered while this one flew. */
         double rate = (double)(w->delivered - t->delivered) / (double)rtt;
@@ -510,7 +781,11 @@ static void rate_evidence(bo_window *w, const bo_ticket *t, int64_t now_ns)
 
 bool bo_window_on_signal(bo_window *w, const bo_ticket *t, bo_signal sig, int64_t now_ns)
 {
-    release(w);
+    bool from_room = has_room(w, now_ns);
+
+    release(w, t);
+    if (sig == BO_SIGNAL_THROTTLE || sig == BO_SIGNAL_LOSS)
+        w->signal_ns = now_ns;
     if (sig == BO_SIGNAL_NONE || sig == BO_SIGNAL_KEY_BUSY || t->epoch != w->epoch)
         return false;
     if (sig == BO_SIGNAL_LOSS) {
@@ -528,11 +803,27 @@ bool bo_window_on_signal(bo_window *w, const bo_ticket *t, bo_signal sig, int64_
             w->ceiling = t->inflight + 1;
     }
     double ss = w->cwnd * w->beta;
+    double room_ss = 0; /* the first cut of a destination with room: slow start's threshold */
     if (w->improved && w->min_rtt_ns > 0 && w->delivery_rate > 0) {
         double bdp = w->delivery_rate * (double)w->min_rtt_ns;
         bdp *= BO_BDP_MARGIN;
         if (bdp > ss)
             ss = bdp < w->cwnd ? bdp : w->cwnd;
+        /*
+         * The first throttle after room: the window grew by doubling what the server
+         * took, not by what it delivers, and may be twice the capacity.  Fall to what
+         * was measured: the delivered rate x the round trip, or the most in flight
+         * that a success had, whichever is more.
+         */
+        double proven = (double)w->ok_inflight + 1;
+        double est = bdp > proven ? bdp : proven;
+        w->room_cap = 0;
+        if (from_room && est < ss) {
+            w->room_cap = w->beta * (double)t->inflight;
+            /* slow start goes on from there up to halfway (geometrically) to the old level */
+            room_ss = sqrt(est * ss);
+            ss = est;
+        }
         w->delivery_rate *= BO_RATE_DECAY;
     }
     /*
@@ -542,19 +833,39 @@ bool bo_window_on_signal(bo_window *w, const bo_ticket *t, bo_signal sig, int64_
      * window need not exceed what was in flight then (a concurrency cap is
      * at most that; a metered rate is paced anyway).
      */
-    if (w->improved && (w->cuts_in_row >= 2 || w->delivered == 0) &&
-        ss > (double)(t->inflight > 0 ? t->inflight : 1))
+    if (w->improved && from_room && w->delivered == 0) {
+        /*
+         * A cut of the first window, before any answer: the server refused the
+         * (inflight + 1)-th attempt, which is its concurrency (the window was a guess);
+         * slow start goes on to beta x where the guess stood, since the server's
+         * concurrency is less than what clients keep in flight while requests travel.
+         */
+        room_ss = ss;
         ss = (double)(t->inflight > 0 ? t->inflight : 1);
+    } else if (w->improved && (w->cuts_in_row >= 2 || w->delivered == 0) &&
+               ss > (double)(t->inflight > 0 ? t->inflight : 1)) {
+        ss = (double)(t->inflight > 0 ? t->inflight : 1);
+    }
     if (ss > w->max)
         ss = w->max;
+    if (room_ss > w->max)
+        room_ss = w->max;
     if (w->improved) {
         int64_t soon = at_least_rtts(w, BO_PROBE_SOON_NS, BO_PROBE_RTTS);
         if (w->probe_ns >= 0) {
             /* A probe that found no room waits twice as long; one that did, the least. */
             int64_t twice =
-                2 * w->probe_every_ns < BO_PROBE_MAX_NS ? 2 * w->probe_every_ns : BO_PROBE_MAX_NS;
+                2 * w->probe_every_ns < BO_WINDOW_PROBE_MAX_NS ? 2 * w->probe_every_ns
+                                                            : BO_WINDOW_PROBE_MAX_NS;
             w->probe_every_ns = ss > w->probe_from * BO_PROBE_FOUND ? soon : twice;
             w->probe_ns = -1;
+        } else if (from_room && w->delivered == 0) {
+            /* a cut of the first window: its in-flight count is the server's */
+            w->probe_every_ns = at_least_rtts(w, BO_PROBE_LATE_NS, BO_PROBE_LATE_RTTS);
+        } else if (from_room) {
+            /* the first cut after room fell to what was delivered while the window still
+             * grew, a floor: once slow start is done, probe on for the rest */
+            w->probe_every_ns = at_least_rtts(w, BO_PROBE_SOON_NS, BO_ROOM_PROBE_RTTS);
         } else if (ss < w->cwnd * BO_PROBE_DEEP) {
             w->probe_every_ns = soon;
         } else if (w->probe_every_ns == 0) {
@@ -562,7 +873,7 @@ bool bo_window_on_signal(bo_window *w, const bo_ticket *t, bo_signal sig, int64_
         }
         w->cut_ns = now_ns;
     }
-    decrease(w, w->mode == BO_AIMD_TAHOE ? w->initial : ss, ss);
+    decrease(w, w->mode == BO_AIMD_TAHOE ? w->initial : ss, room_ss > ss ? room_ss : ss);
     return true;
 }
 
@@ -574,7 +885,7 @@ void bo_window_on_blocked(bo_window *w, int64_t now_ns)
      * demand, and must not let the window grow (it would then let a burst
      * through when the destination stops answering).
      */
-    if ((double)w->inflight + 1 >= BO_BLOCKED_FULL * w->cwnd)
+    if ((double)bo_window_counted(w, now_ns) + 1 >= BO_BLOCKED_FULL * w->cwnd)
         w->blocked_ns = now_ns;
 }
 
@@ -585,6 +896,5 @@ void bo_window_on_hint(bo_window *w, int64_t hint_ns)
 
 void bo_window_on_release(bo_window *w, const bo_ticket *t)
 {
-    (void)t;
-    release(w);
+    release(w, t);
 }

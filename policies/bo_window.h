@@ -11,7 +11,10 @@
  *     single probe at a time;
  *   - signals from attempts sent before the last decrease are ignored: every
  *     decrease starts a new epoch and each attempt carries the epoch it was
- *     sent in (O(1), no sets copied).
+ *     sent in (O(1), no sets copied);
+ *   - a destination that has not throttled opens its window by the
+ *     concurrency its answers prove, and attempts held longer than its round
+ *     trips allow stop counting (bo_window.c).
  * Time is passed in (ns); nothing here reads a clock.
  */
 #ifndef BO_WINDOW_H
@@ -67,6 +70,13 @@
 /* Delivery-rate estimate (and the fleet's pace) decays by this factor per decrease. */
 #define BO_RATE_DECAY 0.9
 
+/*
+ * Attempts in flight by the time they were sent: BO_HELD_BINS bins of
+ * BO_HELD_BIN_NS, a ring (see bo_window.c, "held requests").
+ */
+#define BO_HELD_BINS 32
+#define BO_HELD_BIN_NS 125000000LL
+
 typedef struct bo_ticket {
     uint64_t epoch;           /* window epoch when the attempt was admitted */
     int64_t sent_ns;          /* admission time */
@@ -113,6 +123,17 @@ typedef struct bo_window {
     int64_t probe_every_ns;   /* quiet time after a cut before the next probe */
     double probe_from;        /* window when the probe began */
     int64_t hint_ns;          /* Retry-After of the last throttle (0: it had none) */
+    /* Room and held requests (improved mode, see bo_window.c): */
+    int64_t signal_ns;        /* last throttle or loss signal, ignored ones too; -1 = none */
+    int64_t srtt_ns;          /* smoothed success round trip; 0 = none yet */
+    uint32_t held_n[BO_HELD_BINS];   /* attempts in flight sent in bin held_bin[i] */
+    int64_t held_bin[BO_HELD_BINS];  /* send time / BO_HELD_BIN_NS of what held_n[i] counts */
+    uint32_t held_young;      /* attempts in flight in bins not aged yet: the ones that count
+                                 while aging applies (the sum of held_n of those bins) */
+    int64_t held_aged;        /* bins before this one are aged: their attempts count no more */
+    int64_t answered_sent_ns; /* send time of the latest-sent attempt that ended */
+    double room_cap;          /* after the first cut that ended room: what late successes of
+                                 attempts sent before it may bring the window back to */
 } bo_window;
 
 /* Successes over the last second (per second); 0 = none yet. */
@@ -122,7 +143,21 @@ double bo_window_measured_rate(const bo_window *w, int64_t now_ns);
 void bo_window_init(bo_window *w, const bo_config *cfg);
 
 /* A slot is free and pacing allows a send at now_ns. */
-bool bo_window_can_send(const bo_window *w, int64_t now_ns);
+bool bo_window_can_send(bo_window *w, int64_t now_ns);
+
+/*
+ * The attempts in flight that hold the window at now_ns: all of them once
+ * the destination has throttled recently; otherwise those younger than a
+ * bound from its own round trips (bo_window.c: held requests are not
+ * throttling).
+ */
+unsigned bo_window_counted(bo_window *w, int64_t now_ns);
+
+/*
+ * When a full window next frees a slot without a completion (an attempt
+ * in flight ages out of the count); INT64_MAX when none will.
+ */
+int64_t bo_window_next_room_ns(const bo_window *w, int64_t now_ns);
 
 /* Earliest time at which pacing allows the next send (<= now: now). */
 int64_t bo_window_next_send_ns(const bo_window *w, int64_t now_ns);

@@ -70,6 +70,7 @@ struct req {
     uint64_t body_len;
     uint64_t item_n;
     uint64_t item_size;
+    long hold_ms;       /* GET /item/N?hold_ms=MS: answered MS ms later (a long poll) */
     double retry_after; /* the rejection's wait, seconds (exact); < 0: none */
     int64_t wall_ms;    /* wall clock at admission: the quota's and the wait's instant */
     int rl;             /* rate-limit headers (--ratelimit-headers) */
@@ -633,6 +634,17 @@ static void choose_content(struct req *r, const char *url)
             r->text = "bad size\n";
             return;
         }
+        const char *hold = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "hold_ms");
+        if (hold != NULL) {
+            char *end;
+            long ms = strtol(hold, &end, 10);
+            if (*hold == '\0' || *end != '\0' || ms < 0 || ms > 3600000) {
+                r->status = MHD_HTTP_BAD_REQUEST;
+                r->text = "bad hold_ms\n";
+                return;
+            }
+            r->hold_ms = ms;
+        }
         r->kind = SRV_KIND_ITEM;
     }
 }
@@ -1041,7 +1053,7 @@ static enum MHD_Result advance(struct req *r, const char *method, const char *ur
                 atomic_fetch_sub(&g.busy, 1);
             }
             r->phase = SRV_PHASE_RESPOND;
-            long extra = g.cfg.delay_ms;
+            long extra = g.cfg.delay_ms + r->hold_ms;
             if (r->method == SRV_METHOD_POST || r->method == SRV_METHOD_PUT ||
                 r->method == SRV_METHOD_PATCH)
                 extra += g.cfg.post_delay_ms;

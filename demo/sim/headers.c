@@ -14,7 +14,9 @@
  * quota is spent is a throttle).
  * Optimum, the quota's own: bucket (ops - burst) / rate; window: the last
  * request's window start plus the round trips its clients need for that
- * window's share (windows start at 0, a window's requests go at once).
+ * window's share (windows start at 0, a window's requests go at once);
+ * --phase-s P starts the clients P seconds into a window (the optimum then
+ * counts from the start of that window).
  */
 #include "sim.h"
 
@@ -173,6 +175,7 @@ int sim_run_headers(const bo_config *cfg, const sim_params *p, sim_result *r)
         goto fail;
     st.tokens = p->bucket_burst;
     st.window_len_ns = (int64_t)(p->window_s * SIM_NS_PER_S);
+    st.window_start_ns = -(int64_t)(p->phase_s * SIM_NS_PER_S);
     s.sc = &st;
     s.send = hdr_send;
     s.done = hdr_done;
@@ -214,7 +217,7 @@ int sim_run_headers(const bo_config *cfg, const sim_params *p, sim_result *r)
         long w = (long)p->window_requests, last = (p->ops - 1) % w + 1;
         double rtt = 2 * p->travel_ms / 1000.0 + p->service_ms / 1000.0;
         r->optimum_s = (double)((p->ops - 1) / w) * p->window_s +
-                       ceil((double)last / n) * rtt;
+                       ceil((double)last / n) * rtt - p->phase_s;
     } else {
         r->optimum_s = ((double)p->ops - p->bucket_burst) / p->bucket_rate;
     }

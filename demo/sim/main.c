@@ -16,9 +16,10 @@
 
 static void usage(FILE *f)
 {
-    fputs("usage: backoff-sim --scenario burst|contention|outage|pacing|fairness|headers|matrix\n"
+    fputs("usage: backoff-sim --scenario burst|contention|outage|pacing|fairness|headers|\n"
+          "                              capacity|room|matrix\n"
           "                   [--policy NAME|all] [--seed N] [--format tsv|table]\n"
-          "                   [--independent|--shared] [--runs N] [scenario flags]\n"
+          "                   [--independent|--shared] [--warm] [--runs N] [scenario flags]\n"
           "       backoff-sim --list-policies\n"
           "Policies: the library's (backoff --help lists them), aimd-000 (000's exact\n"
           "  AIMD: BACKOFF_PACING=0 BACKOFF_BETA=0.9), or all.\n"
@@ -31,7 +32,13 @@ static void usage(FILE *f)
           "  --outage-for-s S --timeout-ms MS --think-ms MS --bucket-rate PER_S\n"
           "  --bucket-burst N --net-mean-ms MS --net-sd-ms MS --backlog N\n"
           "  headers: --limiter bucket|window --window-requests N --window-s S\n"
-          "  --dialect none|x-ratelimit|ratelimit|draft|x-rate-limit|openai|discord\n"
+          "  --phase-s P (the clients start P s into a window)\n"
+          "  capacity: --limiter cap|bucket (the capacity halves at a third of\n"
+          "  --duration-s, and is back at two thirds)\n"
+          "  room: --held N --held-s S [--abandon] (N requests held S seconds, then\n"
+          "  quick ones; --abandon: the held ones never end)\n"
+          "  --warm (burst, room): measure a second run on the state the first left\n"
+          "  --dialect none|x-ratelimit|ratelimit|draft|x-rate-limit|openai|discord|openai-s\n"
           "  --retry-after-form seconds|date|ms|ms-azure|none --reject-status 429|403|503\n"
           "matrix (see demo/sim/matrix.c): filters --server NAME --hint NAME\n"
           "  --client NAME; default policies: all but none and aimd-000.\n",
@@ -109,6 +116,21 @@ static void defaults(sim_params *p)
         p->ops = 600;
         p->travel_ms = 5;
         p->service_ms = 0;
+    } else if (strcmp(sc, "capacity") == 0) {
+        p->clients = 200;
+        p->max_busy = 100;
+        p->service_ms = -1; /* 100 for the cap, 10 for the bucket: set once the limiter is known */
+        p->travel_ms = 5;
+        p->bucket_rate = 100;
+        p->bucket_burst = 10;
+        p->duration_s = 30;
+        p->limiter = SIM_LIMITER_CAP;
+    } else if (strcmp(sc, "room") == 0) {
+        p->clients = 200;
+        p->ops = 2000;
+        p->service_ms = 200;
+        p->travel_ms = 0.1;
+        p->held_s = 25;
     }
 }
 
@@ -128,6 +150,10 @@ static run_fn scenario_fn(const char *sc)
         return sim_run_pacing;
     if (strcmp(sc, "headers") == 0)
         return sim_run_headers;
+    if (strcmp(sc, "capacity") == 0)
+        return sim_run_capacity;
+    if (strcmp(sc, "room") == 0)
+        return sim_run_room;
     return NULL;
 }
 
@@ -143,7 +169,14 @@ static const char *const *extra_cols(const char *sc)
                                          "down_attempts_per_s", "pre_rate", "post_rate", NULL};
     static const char *const fairness[] = {"clients", "jain", NULL};
     static const char *const headers[] = {"clients", NULL};
+    static const char *const capacity[] = {"settle_s", "extra_rej", "window", "up_s",
+                                           "use_1", "use_2", "use_3", NULL};
+    static const char *const room[] = {"clients", "held_wait_s", NULL};
     static const char *const none[] = {NULL};
+    if (strcmp(sc, "capacity") == 0)
+        return capacity;
+    if (strcmp(sc, "room") == 0)
+        return room;
     if (strcmp(sc, "headers") == 0)
         return headers;
     if (strcmp(sc, "contention") == 0)
@@ -176,6 +209,14 @@ static double col_value(const char *col, const sim_result *r, const sim_params *
     if (!strcmp(col, "pre_rate")) return r->pre_rate;
     if (!strcmp(col, "post_rate")) return r->post_rate;
     if (!strcmp(col, "jain")) return r->jain;
+    if (!strcmp(col, "settle_s")) return r->settle_s;
+    if (!strcmp(col, "extra_rej")) return r->extra_rej;
+    if (!strcmp(col, "window")) return r->window;
+    if (!strcmp(col, "up_s")) return r->up_s;
+    if (!strcmp(col, "use_1")) return r->use_1;
+    if (!strcmp(col, "use_2")) return r->use_2;
+    if (!strcmp(col, "use_3")) return r->use_3;
+    if (!strcmp(col, "held_wait_s")) return p->held > 0 ? r->held_wait_s : NAN;
     return NAN;
 }
 
@@ -184,11 +225,13 @@ static void fmt_value(char *buf, size_t len, const char *col, double v)
     if (isinf(v) || isnan(v) || (!strcmp(col, "recovery_s") && v < 0))
         snprintf(buf, len, "%s", "never");
     else if (!strcmp(col, "ops") || !strcmp(col, "attempts") || !strcmp(col, "throttled") ||
-             !strcmp(col, "clients") || !strcmp(col, "peak_concurrency"))
+             !strcmp(col, "clients") || !strcmp(col, "peak_concurrency") ||
+             !strcmp(col, "extra_rej") || !strcmp(col, "window"))
         snprintf(buf, len, "%.0f", v);
     else if (!strcmp(col, "calls"))
         snprintf(buf, len, "%.1f", v);
-    else if (!strcmp(col, "jain") || !strcmp(col, "ratio"))
+    else if (!strcmp(col, "jain") || !strcmp(col, "ratio") || !strcmp(col, "held_wait_s") ||
+             !strncmp(col, "use_", 4))
         snprintf(buf, len, "%.3f", v);
     else
         snprintf(buf, len, "%.2f", v);
@@ -208,6 +251,13 @@ static const char *published(const char *sc)
                "(factor e, jitter 0.1) does";
     if (!strcmp(sc, "pacing"))
         return "002: token bucket; optimum = ops / rate";
+    if (!strcmp(sc, "capacity"))
+        return "beyond the articles: after the capacity halves, settled within about 1 s with "
+               "at most one window of extra refusals; after it doubles, 90% of it used within "
+               "3 s";
+    if (!strcmp(sc, "room"))
+        return "beyond the articles: a server that never refuses; a policy can only cost time "
+               "(held: how long a quick request waits behind held ones)";
     if (!strcmp(sc, "headers"))
         return "beyond the articles: the quota from rate-limit headers, spent, then waited "
                "for; optimum: the quota's own (window: requests at each window's start; "
@@ -234,6 +284,19 @@ static void settings_line(const char *sc, const sim_params *p, char *buf, size_t
                  "down %g s from t=%g s, run %g s, %s",
                  p->clients, p->think_ms, p->service_ms, p->timeout_ms, p->outage_for_s,
                  p->outage_at_s, p->duration_s, p->independent ? "independent" : "shared state");
+    else if (!strcmp(sc, "capacity"))
+        snprintf(buf, len,
+                 "clients=%d closed loop, %s, halved from %g s to %g s; service=%gms "
+                 "travel=%gms each way, 429 at once without Retry-After, %g s",
+                 p->clients, p->limiter == SIM_LIMITER_CAP ? "concurrency cap" : "token bucket",
+                 p->duration_s / 3, 2 * p->duration_s / 3, p->service_ms, p->travel_ms,
+                 p->duration_s);
+    else if (!strcmp(sc, "room"))
+        snprintf(buf, len,
+                 "clients=%d ops=%ld service=%gms travel=%gms each way, never refused; held=%d "
+                 "for %g s%s%s",
+                 p->clients, p->ops, p->service_ms, p->travel_ms, p->held, p->held_s,
+                 p->abandon ? ", abandoned" : "", p->warm ? ", warm" : "");
     else if (!strcmp(p->scenario, "headers"))
         snprintf(buf, len,
                  "ops=%ld clients=%d (%s) %s, dialect %s, rejections %d with the wait as %s, "
@@ -366,6 +429,14 @@ int main(int argc, char **argv)
             indep = 0;
             continue;
         }
+        if (!strcmp(a, "--warm")) {
+            p.warm = true;
+            continue;
+        }
+        if (!strcmp(a, "--abandon")) {
+            p.abandon = true;
+            continue;
+        }
         if (strncmp(a, "--", 2) != 0 || i + 1 >= argc) {
             fprintf(stderr,
                     "backoff-sim: %s \"%s\" is not valid: expected a known flag with a value (see "
@@ -398,7 +469,7 @@ int main(int argc, char **argv)
     }
     if (scenario == NULL) {
         fprintf(stderr, "backoff-sim: --scenario is missing: expected burst, contention, outage, "
-                        "pacing, fairness, headers or matrix\n");
+                        "pacing, fairness, headers, capacity, room or matrix\n");
         return 2;
     }
     if (!strcmp(scenario, "matrix")) {
@@ -428,7 +499,8 @@ int main(int argc, char **argv)
     }
     run_fn fn = scenario_fn(scenario);
     if (fn == NULL) {
-        bad_flag("--scenario", scenario, "burst, contention, outage, pacing, fairness or headers");
+        bad_flag("--scenario", scenario,
+                 "burst, contention, outage, pacing, fairness, headers, capacity, room or matrix");
         return 2;
     }
     p.scenario = scenario;
@@ -484,11 +556,21 @@ int main(int argc, char **argv)
         } else if (!strcmp(f, "--bucket-burst")) {
             rc = parse_num(f, v, 1, 1e7, &p.bucket_burst);
         } else if (!strcmp(f, "--limiter")) {
-            if (strcmp(v, "bucket") != 0 && strcmp(v, "window") != 0) {
-                bad_flag(f, v, "bucket or window");
+            bool capacity = !strcmp(scenario, "capacity");
+            if (strcmp(v, "bucket") != 0 && strcmp(v, capacity ? "cap" : "window") != 0) {
+                bad_flag(f, v, capacity ? "cap or bucket" : "bucket or window");
                 return 2;
             }
-            p.limiter = strcmp(v, "window") == 0 ? SIM_LIMITER_WINDOW : SIM_LIMITER_BUCKET;
+            p.limiter = strcmp(v, "bucket") == 0 ? SIM_LIMITER_BUCKET
+                        : capacity              ? SIM_LIMITER_CAP
+                                                : SIM_LIMITER_WINDOW;
+        } else if (!strcmp(f, "--phase-s")) {
+            rc = parse_num(f, v, 0, 86400, &p.phase_s);
+        } else if (!strcmp(f, "--held")) {
+            rc = parse_long(f, v, 0, 100000, &l);
+            p.held = (int)l;
+        } else if (!strcmp(f, "--held-s")) {
+            rc = parse_num(f, v, 0.001, 86400, &p.held_s);
         } else if (!strcmp(f, "--dialect")) {
             p.dialect = rl_lookup(rl_dialect_names, RL_DIALECT_COUNT, v);
             if (p.dialect < 0) {
@@ -525,6 +607,8 @@ int main(int argc, char **argv)
     }
     if (indep >= 0)
         p.independent = indep == 1;
+    if (!strcmp(scenario, "capacity") && p.service_ms < 0)
+        p.service_ms = p.limiter == SIM_LIMITER_CAP ? 100 : 10;
     if (!strcmp(scenario, "outage") && p.outage_at_s + p.outage_for_s >= p.duration_s) {
         fprintf(stderr,
                 "backoff-sim: --duration-s \"%g\" is not valid: expected more than "

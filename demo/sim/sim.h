@@ -56,12 +56,18 @@ typedef struct sim_params {
     int wait_form;         /* headers: how a rejection's wait is written (RL_WAIT_*) */
     int reject_status;     /* headers: 429, 403 or 503 */
     double window_requests, window_s; /* headers: the fixed window */
+    double phase_s;        /* headers: the clients start this far into a window */
+    int held;              /* room: requests the server holds held_s (0: none) */
+    double held_s;
+    bool abandon;          /* room: the held requests never end as far as the policy knows */
+    bool warm;             /* burst, room: measure a second run on the destination's state
+                              as the first left it (the host already knows the window) */
     int program_retries;   /* the program itself retries a call handed back failed this
                               many times, after 1, 2, 4... s (curl --retry), continuing
                               its logical request (bo_call_continue); 0: never */
 } sim_params;
 
-enum { SIM_LIMITER_BUCKET = 0, SIM_LIMITER_WINDOW };
+enum { SIM_LIMITER_BUCKET = 0, SIM_LIMITER_WINDOW, SIM_LIMITER_CAP };
 
 /* ---- one policy's results (one TSV row) ---- */
 
@@ -72,6 +78,12 @@ typedef struct sim_result {
     double recovery_s;       /* outage: < 0 = not recovered */
     double peak_concurrency, down_attempts_per_s, pre_rate, post_rate;
     double jain;             /* fairness */
+    /* capacity: after the halving, the time to settle and the refusals until then, the
+     * attempts in flight when it came; after the doubling, the time to use 90% of it;
+     * each third's successes as a fraction of its capacity */
+    double settle_s, extra_rej, window, up_s, use_1, use_2, use_3;
+    /* room: the longest wait for admission of a quick request behind held ones, s */
+    double held_wait_s;
 } sim_result;
 
 /* ---- the client driver shared by every scenario (driver.c) ---- */
@@ -141,6 +153,8 @@ int sim_run_contention(const bo_config *cfg, const sim_params *p, sim_result *r)
 int sim_run_outage(const bo_config *cfg, const sim_params *p, sim_result *r);
 int sim_run_pacing(const bo_config *cfg, const sim_params *p, sim_result *r);
 int sim_run_headers(const bo_config *cfg, const sim_params *p, sim_result *r);
+int sim_run_capacity(const bo_config *cfg, const sim_params *p, sim_result *r);
+int sim_run_room(const bo_config *cfg, const sim_params *p, sim_result *r);
 
 /* Robustness matrix (matrix.c): prints TSV; returns an exit status. */
 int sim_matrix(const sim_params *p, const char **pols, int npol, const char *server,

@@ -54,9 +54,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     abort();
             }
             (void)bo_rl_headers_exhausted(&h);
-            /* P & 2: the answer was a throttle, judged before its headers */
+            /* P & 2: the answer was a throttle, judged before its headers (to a request
+             * sent S x 23 ms before it, as below) */
             if (n > 4 && (p[4] & 2))
-                bo_quota_note_throttle(&quota, now);
+                bo_quota_note_throttle(&quota,
+                                       now - (n > 3 ? (int64_t)(uint8_t)p[3] * 23 * 1000000LL : 0),
+                                       now);
             if (bo_rl_headers_quota(&h, wall + now, &q)) {
                 if (q.remaining < 0 || q.remaining > BO_RL_MAX_COUNT)
                     abort();

@@ -11,7 +11,7 @@ echo "$out" | grep -q 'window-requests and --window-s go together' || fail "uncl
 out=$("$BUILD/ratelimit-server" --window-requests 0 --window-s 4 2>&1) && fail "--window-requests 0 accepted"
 echo "$out" | grep -q '"0" is not valid' || fail "unclear message: $out"
 out=$("$BUILD/ratelimit-server" --ratelimit-headers github 2>&1) && fail "--ratelimit-headers github accepted"
-echo "$out" | grep -q 'none, x-ratelimit, ratelimit, draft, x-rate-limit, openai or discord' || fail "unclear message: $out"
+echo "$out" | grep -q 'none, x-ratelimit, ratelimit, draft, x-rate-limit, openai, discord or openai-s' || fail "unclear message: $out"
 
 start_server fw --window-requests 5 --window-s 30 --ratelimit-headers x-ratelimit
 hdr() { awk -F': ' -v h="$1" 'tolower($1) == tolower(h) { print $2; exit }' "$2"; }

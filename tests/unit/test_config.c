@@ -77,7 +77,7 @@ static const char *const all_vars[] = {
 #define R_SEED "an integer from 0 to 18446744073709551615"
 #define R_POLICY                                                                             \
     "none, fixed, linear, exponential, full-jitter, equal-jitter, decorrelated-jitter, "     \
-    "gaussian-jitter, thain, responsive or aimd"
+    "gaussian-jitter, thain, responsive, aws-adaptive or aimd"
 #define R_RETRY                                                                              \
     "a comma list of 429, 503, 502, 504, 500, 408, 5xx, connect, timeout, reset, dns"
 #define R_HOSTS                                                                              \

@@ -3,7 +3,9 @@
  * the simulator drive.  Policy none never retries; delay policies admit at
  * once and wait their schedule; max_attempts and max_time_ms bound a call;
  * Retry-After is the least wait, bounded by the cap; aimd waits for a window
- * slot and probes a silent destination one attempt at a time, spaced;
+ * slot and probes a silent destination one attempt at a time, spaced,
+ * lets a destination that has not throttled have what it proved it takes,
+ * and wakes a call behind held attempts when they stop counting;
  * responsive's gap applies before every attempt.
  */
 #include <check.h>
@@ -788,6 +790,73 @@ START_TEST(test_continued_call_shares_the_budget)
 }
 END_TEST
 
+
+/*
+ * No harm where there is room: a fresh destination lets its first 80
+ * attempts out 0.5 ms apart; once they are answered without a throttle, the
+ * 200 calls of a program waiting at once all go at once (3 x the 80 proven).
+ */
+START_TEST(test_aimd_room_lets_the_program_go)
+{
+    bo_config c = cfg_for(BO_POLICY_AIMD);
+    bo_dest d;
+    bo_call first[80], next[200];
+    bo_rng rng;
+    int64_t until = 0;
+    bo_rng_seed(&rng, 1);
+    bo_dest_init(&d, &c, 0);
+    int64_t t = 0;
+    for (int i = 0; i < 80; i++) {
+        bo_call_begin(&first[i], 0);
+        ck_assert_int_eq(bo_dest_admit(&d, &c, &first[i], t, &until), BO_ADMIT_GO);
+        t += MS / 2;
+    }
+    bo_call one_more;
+    bo_call_begin(&one_more, 0);
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &one_more, t, &until), BO_ADMIT_WAIT);
+    for (int i = 0; i < 80; i++)
+        ck_assert_int_eq(bo_dest_complete(&d, &c, &first[i], OK, -1, 200 * MS, &rng, &until),
+                         BO_NEXT_DONE);
+    for (int i = 0; i < 200; i++) {
+        bo_call_begin(&next[i], 200 * MS);
+        ck_assert_int_eq(bo_dest_admit(&d, &c, &next[i], 200 * MS, &until), BO_ADMIT_GO);
+    }
+}
+END_TEST
+
+/*
+ * A call behind a window full of held attempts (long polls that nothing
+ * newer overtook) is told to ask again when they stop counting, not a
+ * second later, and then goes.
+ */
+START_TEST(test_aimd_wakes_when_held_attempts_age)
+{
+    bo_config c = cfg_for(BO_POLICY_AIMD);
+    bo_dest d;
+    bo_call quick, held[20], late;
+    bo_rng rng;
+    int64_t until = 0;
+    bo_rng_seed(&rng, 1);
+    bo_dest_init(&d, &c, 0);
+    d.window.signal_ns = 0; /* throttled at 0: no room, but quiet since */
+    bo_call_begin(&quick, 3000 * MS);
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &quick, 3000 * MS, &until), BO_ADMIT_GO);
+    ck_assert_int_eq(bo_dest_complete(&d, &c, &quick, OK, -1, 3010 * MS, &rng, &until),
+                     BO_NEXT_DONE); /* a 10 ms round trip: held after 250 ms */
+    d.window.cwnd = 20;
+    d.window.next_send_ns = 0;
+    for (int i = 0; i < 20; i++) {
+        bo_call_begin(&held[i], 3100 * MS);
+        d.window.next_send_ns = 0; /* pacing aside: this is about the count */
+        ck_assert_int_eq(bo_dest_admit(&d, &c, &held[i], 3100 * MS, &until), BO_ADMIT_GO);
+    }
+    bo_call_begin(&late, 3300 * MS);
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &late, 3300 * MS, &until), BO_ADMIT_WAIT);
+    ck_assert_int_eq(until, 4125 * MS); /* bin end 3.125 s + a second (no newer answer) */
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &late, until + 1, &until), BO_ADMIT_GO);
+}
+END_TEST
+
 static Suite *engine_suite(void)
 {
     Suite *s = suite_create("engine");
@@ -803,6 +872,8 @@ static Suite *engine_suite(void)
     tcase_add_test(tc, test_aimd_retry_after_holds_only_its_call);
     tcase_add_test(tc, test_aimd_first_throttle_holds_destination);
     tcase_add_test(tc, test_aimd_waits_for_a_slot);
+    tcase_add_test(tc, test_aimd_room_lets_the_program_go);
+    tcase_add_test(tc, test_aimd_wakes_when_held_attempts_age);
     tcase_add_test(tc, test_aimd_throttle_waits_an_rto);
     tcase_add_test(tc, test_aimd_probe_spacing_after_loss);
     tcase_add_test(tc, test_responsive_gap_before_every_attempt);

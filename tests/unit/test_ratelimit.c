@@ -272,6 +272,25 @@ START_TEST(test_openai_durations)
 }
 END_TEST
 
+/* OpenAI's durations are told to the millisecond unless they are whole seconds ("2s"): those
+ * may be rounded, as its documentation shows them. */
+START_TEST(test_openai_whole_seconds_are_not_exact)
+{
+    static const struct {
+        const char *value;
+        bool exact;
+    } v[] = {{"850ms", true}, {"1.5s", true}, {"2s", false}, {"6m0s", false}, {"0s", false}};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        char line[64];
+        snprintf(line, sizeof line, "x-ratelimit-reset-requests: %s\r\n", v[i].value);
+        const char *l[] = {"x-ratelimit-remaining-requests: 5\r\n", line, NULL};
+        bo_rl_quota q;
+        ck_assert(quota_of(l, &q));
+        ck_assert_msg(q.reset_exact == v[i].exact, "\"%s\"", v[i].value);
+    }
+}
+END_TEST
+
 /* Both of OpenAI's quotas are read; the stricter is paced. */
 START_TEST(test_openai_stricter)
 {
@@ -725,7 +744,7 @@ START_TEST(test_throttle_with_quota_left_spreads)
     bo_rl_quota rl = mk(100, 5, 10 * S);
     bo_quota_note(&q, &rl, 0, 0, &rng);
     bo_quota_on_send(&q, 1000);
-    bo_quota_note_throttle(&q, 2000);
+    bo_quota_note_throttle(&q, 2000, 2000);
     ck_assert(q.slot[0].shared_until_ns > 2000);
 
     bo_quota_init(&q);
@@ -733,13 +752,13 @@ START_TEST(test_throttle_with_quota_left_spreads)
     bo_quota_note(&q, &rl, 0, 0, &rng);
     bo_quota_on_send(&q, 1000);
     bo_quota_on_send(&q, 1000); /* two sends for one left: the second's 429 is ours */
-    bo_quota_note_throttle(&q, 2000);
+    bo_quota_note_throttle(&q, 2000, 2000);
     ck_assert(!(q.slot[0].shared_until_ns > 2000));
     /* once the known reset passed, a throttle says nothing either */
     bo_quota_init(&q);
     rl = mk(100, 5, 1 * S);
     bo_quota_note(&q, &rl, 0, 0, &rng);
-    bo_quota_note_throttle(&q, 2 * S);
+    bo_quota_note_throttle(&q, 2 * S, 2 * S);
     ck_assert(!(q.slot[0].shared_until_ns > 2 * S));
 }
 END_TEST
@@ -1098,6 +1117,89 @@ START_TEST(test_reset_bound_tightens)
 }
 END_TEST
 
+/*
+ * A fixed window with 0.4 s left, its reset in whole seconds rounded to the
+ * nearest: "0s".  That is a window with under a second left, not one that
+ * is over: its remaining count still holds the sends back.
+ */
+START_TEST(test_whole_second_zero_reset_is_not_over)
+{
+    bo_quota q;
+    bo_rng rng;
+    bo_rng_seed(&rng, 11);
+    bo_quota_init(&q);
+    bo_rl_quota rl = mk(20, 3, 0); /* not exact */
+    bo_quota_note(&q, &rl, 0, 0, &rng);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(bo_quota_next_send(&q, 1000, 0), 1000);
+        bo_quota_on_send(&q, 1000);
+    }
+    ck_assert_int_ge(bo_quota_next_send(&q, 1000, 0), 1 * S);
+}
+END_TEST
+
+/*
+ * The server's answers win over its headers: a request sent once the reset
+ * they gave had passed is refused, so they round it.  The destination then
+ * waits half a second past it and reads every later reset half a second
+ * later; refused again, a whole second.
+ */
+START_TEST(test_refused_after_the_reset_reads_resets_later)
+{
+    bo_quota q;
+    bo_rng rng;
+    bo_rng_seed(&rng, 12);
+    bo_quota_init(&q);
+    bo_rl_quota rl = mk(20, 0, 1 * S);
+    rl.window_ns = 2 * S;
+    bo_quota_note(&q, &rl, 0, 0, &rng);
+    int64_t next = bo_quota_next_send(&q, 0, 0);
+    ck_assert(next >= 1 * S && next < 1 * S + 50000000LL);
+    bo_quota_on_send(&q, next);
+    bo_quota_note_throttle(&q, next, next + 10000000LL); /* refused */
+    int64_t late = bo_quota_next_send(&q, next + 10000000LL, 0);
+    ck_assert_msg(late >= 1 * S + BO_QUOTA_HALF_ROUNDING_NS, "next %lld", (long long)late);
+    ck_assert_int_eq(q.slot[0].late_ns, BO_QUOTA_HALF_ROUNDING_NS);
+    /* the next window's answer (19 left): its reset is read half a second later */
+    bo_quota_on_send(&q, late);
+    rl = mk(20, 19, 1 * S);
+    rl.window_ns = 2 * S;
+    bo_quota_note(&q, &rl, 0, late + 10000000LL, &rng);
+    ck_assert_int_eq(q.slot[0].reset_at_ns, late + 10000000LL + S + BO_QUOTA_HALF_ROUNDING_NS);
+    /* refused again after that one: a whole second from then on */
+    int64_t again = q.slot[0].reset_at_ns + 1;
+    bo_quota_note_throttle(&q, again, again + 10000000LL);
+    ck_assert_int_eq(q.slot[0].late_ns, BO_QUOTA_ROUNDING_NS);
+    /* a refusal of a request sent before the reset proves nothing of the kind */
+    bo_quota_init(&q);
+    rl = mk(20, 5, 1 * S);
+    bo_quota_note(&q, &rl, 0, 0, &rng);
+    bo_quota_note_throttle(&q, 500000000LL, 510000000LL);
+    ck_assert_int_eq(q.slot[0].late_ns, 0);
+}
+END_TEST
+
+/*
+ * A quota read as a bucket (its exact "full at" moved) whose refill-paced
+ * sends are refused twice is a window: spent, it waits for its reset.
+ */
+START_TEST(test_bucket_reading_refused_twice_is_a_window)
+{
+    bo_quota q = bucket_answers(true, false);
+    ck_assert(q.slot[0].refills);
+    int64_t t = 80000000LL;
+    for (int i = 0; i < 2; i++) {
+        t = bo_quota_next_send(&q, t, 0);
+        bo_quota_on_send(&q, t);
+        ck_assert(q.slot[0].avail < 0);
+        bo_quota_note_throttle(&q, t, t + 1000000LL);
+        t += 1000000LL;
+    }
+    ck_assert(q.slot[0].not_bucket);
+    ck_assert_int_ge(bo_quota_next_send(&q, t, 0), q.slot[0].reset_at_ns);
+}
+END_TEST
+
 static Suite *ratelimit_suite(void)
 {
     Suite *s = suite_create("ratelimit");
@@ -1114,6 +1216,10 @@ static Suite *ratelimit_suite(void)
     tcase_add_test(tc, test_discord);
     tcase_add_test(tc, test_openai_durations);
     tcase_add_test(tc, test_openai_stricter);
+    tcase_add_test(tc, test_openai_whole_seconds_are_not_exact);
+    tcase_add_test(tc, test_whole_second_zero_reset_is_not_over);
+    tcase_add_test(tc, test_refused_after_the_reset_reads_resets_later);
+    tcase_add_test(tc, test_bucket_reading_refused_twice_is_a_window);
     tcase_add_test(tc, test_hints_ms);
     tcase_add_test(tc, test_hints_seconds);
     tcase_add_test(tc, test_hints_date);

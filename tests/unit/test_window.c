@@ -3,7 +3,9 @@
  * mode (BACKOFF_PACING=0): slow start, congestion avoidance, the in-flight
  * + 1 bound, window_max, reno, tahoe, signals ignored through epochs, loss
  * to one; then the improvements (pacing and next_send, BDP sizing, the
- * app-limited rule, Retry-After rate hints).
+ * app-limited rule, Retry-After rate hints); then room (a destination that
+ * has not throttled: the first window, growth by proven concurrency, the
+ * first cut) and held requests (attempts in flight that stop counting).
  */
 #include <check.h>
 #include <math.h>
@@ -249,6 +251,15 @@ static bo_config improved_cfg(void)
     return c;
 }
 
+/*
+ * The destination throttled a moment ago (at time 0): the window is past
+ * room, and these tests are about what it does then.
+ */
+static void throttled_at_0(bo_window *w)
+{
+    w->signal_ns = 0;
+}
+
 START_TEST(test_article_mode_never_paces)
 {
     bo_config c = article_cfg();
@@ -275,6 +286,7 @@ START_TEST(test_pacing_spreads_sends)
     ck_assert_int_eq(bo_window_next_send_ns(&w, 0), MS / 2);
     ck_assert(!bo_window_can_send(&w, MS / 2 - 1));
     ck_assert(bo_window_can_send(&w, MS / 2));
+    throttled_at_0(&w); /* with room, nothing is paced once answers come (test_room_*) */
     bo_window_on_success(&w, &tk, 100 * MS); /* min RTT 100 ms */
     ck_assert_int_eq(w.min_rtt_ns, 100 * MS);
     /* Slow start: gap = min_rtt / (cwnd * 1.25) = 100 ms / 25 = 4 ms. */
@@ -294,6 +306,7 @@ START_TEST(test_app_limited_unless_blocked)
     bo_window w;
     bo_ticket tk[20];
     bo_window_init(&w, &c);
+    throttled_at_0(&w);
     send_n(&w, 0, tk, 2);
     bo_window_on_success(&w, &tk[0], 100 * MS);
     ck_assert_double_eq_tol(w.cwnd, 20, EPS); /* 2 in flight: app-limited */
@@ -306,6 +319,7 @@ START_TEST(test_app_limited_unless_blocked)
     bo_window w2;
     bo_ticket t2[2];
     bo_window_init(&w2, &c);
+    throttled_at_0(&w2);
     send_n(&w2, 0, t2, 2);
     bo_window_on_blocked(&w2, MS);
     bo_window_on_success(&w2, &t2[0], 100 * MS);
@@ -319,6 +333,7 @@ START_TEST(test_bdp_sizing_on_decrease)
     c.beta = 0.5;
     bo_window w;
     bo_window_init(&w, &c);
+    throttled_at_0(&w);
     w.cwnd = 80;
     w.min_rtt_ns = 600 * MS;
     w.delivery_rate = 100.0 / 1e9; /* 100 per second */
@@ -500,6 +515,7 @@ START_TEST(test_probe_after_deep_cut)
     bo_window w;
     bo_ticket tk[64];
     bo_window_init(&w, &c);
+    throttled_at_0(&w);
     w.cwnd = 50;
     w.ssthresh = 50;
     send_n(&w, 0, tk, 50);
@@ -533,6 +549,7 @@ START_TEST(test_avoidance_slower_under_retry_after)
     bo_config c = improved_cfg();
     bo_window a, b;
     bo_window_init(&a, &c);
+    throttled_at_0(&a);
     a.cwnd = a.ssthresh = 40;
     a.min_rtt_ns = 100 * MS;
     b = a;
@@ -553,6 +570,7 @@ START_TEST(test_no_probe_soon_after_shallow_cut)
     bo_window w;
     bo_ticket tk[64];
     bo_window_init(&w, &c);
+    throttled_at_0(&w);
     w.cwnd = 50;
     w.ssthresh = 1024;
     send_n(&w, 0, tk, 50);
@@ -619,6 +637,196 @@ START_TEST(test_concurrency_throttle_is_not_a_rate)
 }
 END_TEST
 
+
+/* ---- room: a destination that has not throttled ---- */
+
+/*
+ * Before any answer the first window is 4 x BACKOFF_WINDOW, one send every
+ * 0.5 ms; a throttle then sets the window to what was in flight when the
+ * refused attempt left (the server's concurrency), and slow start goes on to
+ * beta x the first window.
+ */
+START_TEST(test_room_first_window)
+{
+    bo_config c = improved_cfg();
+    bo_window w;
+    bo_ticket tk[80];
+    bo_window_init(&w, &c);
+    int64_t t = 0;
+    for (int i = 0; i < 80; i++) {
+        ck_assert(bo_window_can_send(&w, t));
+        bo_window_on_send(&w, t, &tk[i]);
+        ck_assert_int_eq(bo_window_next_send_ns(&w, t), t + MS / 2);
+        t += MS / 2;
+    }
+    ck_assert(!bo_window_can_send(&w, t));
+    ck_assert(bo_window_on_signal(&w, &tk[60], BO_SIGNAL_THROTTLE, 50 * MS));
+    ck_assert_double_eq_tol(w.cwnd, 60, EPS);
+    ck_assert_double_eq_tol(w.ssthresh, 80 * 0.9, EPS);
+}
+END_TEST
+
+/* A success of an attempt sent with n in flight opens the window to 3 (n + 1); no pacing. */
+START_TEST(test_room_grows_by_proven_concurrency)
+{
+    bo_config c = improved_cfg();
+    bo_window w;
+    bo_ticket tk[10], t1;
+    bo_window_init(&w, &c);
+    send_n(&w, 0, tk, 10);
+    bo_window_on_success(&w, &tk[9], 100 * MS);
+    ck_assert_double_eq_tol(w.cwnd, 30, EPS);
+    bo_window_on_success(&w, &tk[0], 100 * MS);
+    ck_assert_double_eq_tol(w.cwnd, 30, EPS); /* 3 x 1 proves less: nothing lost */
+    bo_window_on_send(&w, 100 * MS, &t1);
+    ck_assert_int_eq(bo_window_next_send_ns(&w, 100 * MS), 100 * MS);
+}
+END_TEST
+
+/*
+ * The first throttle after room falls to what was measured (here the 40 in
+ * flight a success had), slow start going on to halfway to beta x the
+ * window; successes of attempts sent before the cut then bring the window
+ * back to the concurrency they prove, up to beta x the in-flight count the
+ * refused attempt left with.
+ */
+START_TEST(test_room_first_cut_to_measured)
+{
+    bo_config c = improved_cfg();
+    bo_window w;
+    bo_ticket a[40], b[100];
+    bo_window_init(&w, &c);
+    send_n(&w, 0, a, 40);
+    for (int i = 0; i < 40; i++)
+        bo_window_on_success(&w, &a[i], 100 * MS);
+    ck_assert_double_eq_tol(w.cwnd, 120, EPS);
+    send_n(&w, 100 * MS, b, 100);
+    ck_assert(bo_window_on_signal(&w, &b[99], BO_SIGNAL_THROTTLE, 110 * MS));
+    ck_assert_double_eq_tol(w.cwnd, 40, EPS);
+    ck_assert_double_eq_tol(w.ssthresh, sqrt(40 * 120 * 0.9), 1e-6);
+    bo_window_on_success(&w, &b[70], 200 * MS);
+    ck_assert_double_eq_tol(w.cwnd, 71, EPS);
+    bo_window_on_success(&w, &b[95], 200 * MS);
+    ck_assert_double_eq_tol(w.cwnd, 0.9 * 99, EPS);
+    /* room is over: sends are paced again */
+    bo_ticket t1;
+    bo_window_on_send(&w, 300 * MS, &t1);
+    ck_assert_int_gt(bo_window_next_send_ns(&w, 300 * MS), 300 * MS);
+}
+END_TEST
+
+/* A minute without a throttle or a loss, and the destination has room again. */
+START_TEST(test_room_returns_after_a_quiet_minute)
+{
+    bo_config c = improved_cfg();
+    bo_window w;
+    bo_ticket tk;
+    bo_window_init(&w, &c);
+    throttled_at_0(&w);
+    bo_window_on_send(&w, 0, &tk);
+    bo_window_on_success(&w, &tk, 100 * MS);
+    bo_window_on_send(&w, 59000 * MS, &tk);
+    ck_assert_int_gt(bo_window_next_send_ns(&w, 59000 * MS), 59000 * MS);
+    bo_window_on_success(&w, &tk, 59100 * MS);
+    bo_window_on_send(&w, 60000 * MS, &tk);
+    ck_assert_int_eq(bo_window_next_send_ns(&w, 60000 * MS), 60000 * MS);
+}
+END_TEST
+
+/* ---- held requests ---- */
+
+/*
+ * A window of 20 whose destination throttled 3 s ago (aging applies from 2 s
+ * on, room from 60 s): its round trip is 10 ms, so an attempt stops counting
+ * once it is 250 ms old (8 round trips, at least 250 ms) and an attempt sent
+ * after it was answered.
+ */
+static void held_setup(bo_window *w, const bo_config *c)
+{
+    bo_ticket tk;
+    bo_window_init(w, c);
+    throttled_at_0(w);
+    bo_window_on_send(w, 3000 * MS, &tk);
+    bo_window_on_success(w, &tk, 3010 * MS);
+    ck_assert_int_eq(w->srtt_ns, 10 * MS);
+    w->cwnd = 20;
+}
+
+START_TEST(test_held_stop_counting_behind_newer_answers)
+{
+    bo_config c = improved_cfg();
+    bo_window w;
+    bo_ticket held[19], q1, q2;
+    held_setup(&w, &c);
+    send_n(&w, 3100 * MS, held, 19); /* a long poll each: bin [3.0, 3.125) s */
+    bo_window_on_send(&w, 3200 * MS, &q1);
+    ck_assert(!bo_window_can_send(&w, 3200 * MS));
+    bo_window_on_success(&w, &q1, 3210 * MS); /* newer, answered */
+    w.cwnd = 20;
+    bo_window_on_send(&w, 3210 * MS, &q2);
+    ck_assert(!bo_window_can_send(&w, 3300 * MS));
+    ck_assert_int_eq(bo_window_counted(&w, 3300 * MS), 20);
+    ck_assert_int_eq(bo_window_next_room_ns(&w, 3300 * MS), 3375 * MS);
+    ck_assert(!bo_window_can_send(&w, 3370 * MS));
+    ck_assert(bo_window_can_send(&w, 3376 * MS));
+    ck_assert_int_eq(bo_window_counted(&w, 3376 * MS), 1);
+    ck_assert_int_eq(w.inflight, 20); /* still in flight, only not counted */
+    /* one of them ends: the count of what ages goes down, never below zero */
+    bo_window_on_success(&w, &held[0], 3400 * MS);
+    ck_assert_int_eq(bo_window_counted(&w, 3400 * MS), 1);
+    ck_assert_int_eq(w.inflight, 19);
+    /* a throttle: everything in flight counts again, for at least 2 s */
+    bo_window_on_signal(&w, &q2, BO_SIGNAL_THROTTLE, 3500 * MS);
+    ck_assert_int_eq(bo_window_counted(&w, 3500 * MS), 18);
+    ck_assert_int_eq(bo_window_counted(&w, 5400 * MS), 18);
+    ck_assert_int_eq(bo_window_counted(&w, 5600 * MS), 0);
+}
+END_TEST
+
+/*
+ * With nothing newer answered (a server that stopped answering looks the
+ * same as long polls), attempts stop counting only at 4 bounds, at least a
+ * second: a window full of abandoned attempts frees itself all the same.
+ */
+START_TEST(test_held_without_newer_answers_age_late)
+{
+    bo_config c = improved_cfg();
+    bo_window w;
+    bo_ticket held[20];
+    held_setup(&w, &c);
+    send_n(&w, 3100 * MS, held, 20);
+    ck_assert_int_eq(bo_window_next_room_ns(&w, 3300 * MS), 4125 * MS);
+    ck_assert(!bo_window_can_send(&w, 4120 * MS));
+    ck_assert(bo_window_can_send(&w, 4126 * MS));
+    ck_assert_int_eq(bo_window_counted(&w, 4126 * MS), 0);
+}
+END_TEST
+
+/* The shim may give back leases of a dead process: the bins never count more than is in flight,
+ * and start afresh when nothing is. */
+START_TEST(test_held_counts_follow_the_shim)
+{
+    bo_config c = improved_cfg();
+    bo_window w;
+    bo_ticket held[10], t1;
+    held_setup(&w, &c);
+    send_n(&w, 3100 * MS, held, 10);
+    w.inflight = 3; /* a dead process's 7 leases reaped */
+    ck_assert_int_le(bo_window_counted(&w, 3200 * MS), 3);
+    ck_assert_int_eq(bo_window_counted(&w, 5200 * MS), 0);
+    w.inflight = 0;
+    bo_window_on_send(&w, 5300 * MS, &t1);
+    ck_assert_int_eq(bo_window_counted(&w, 5300 * MS), 1);
+    ck_assert_uint_eq(w.held_young, 1);
+    /* leases the shim counts anew after a crash, with no send here: old, once aging
+     * applies (they must not hold the window for good), all of them while it does not */
+    w.inflight = 20;
+    ck_assert_int_eq(bo_window_counted(&w, 5300 * MS), 1);
+    bo_window_on_signal(&w, &t1, BO_SIGNAL_THROTTLE, 5400 * MS);
+    ck_assert_int_eq(bo_window_counted(&w, 5400 * MS), 19);
+}
+END_TEST
+
 static Suite *window_suite(void)
 {
     Suite *s = suite_create("window");
@@ -650,6 +858,15 @@ static Suite *window_suite(void)
     tcase_add_test(ti, test_no_probe_soon_after_shallow_cut);
     tcase_add_test(ti, test_avoidance_slower_under_retry_after);
     suite_add_tcase(s, ti);
+    TCase *tr = tcase_create("room");
+    tcase_add_test(tr, test_room_first_window);
+    tcase_add_test(tr, test_room_grows_by_proven_concurrency);
+    tcase_add_test(tr, test_room_first_cut_to_measured);
+    tcase_add_test(tr, test_room_returns_after_a_quiet_minute);
+    tcase_add_test(tr, test_held_stop_counting_behind_newer_answers);
+    tcase_add_test(tr, test_held_without_newer_answers_age_late);
+    tcase_add_test(tr, test_held_counts_follow_the_shim);
+    suite_add_tcase(s, tr);
     return s;
 }
 
