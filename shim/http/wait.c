@@ -90,6 +90,15 @@ static inline bool quiet(void)
            bo_core_busy;
 }
 
+/* Nothing in flight and the real calls known: the hooks' fast path, which
+ * keeps no frame of its own (the resolution is the slow path's). */
+static inline bool pass_at_once(void)
+{
+    return __builtin_expect(__atomic_load_n(&bo_hc_active, __ATOMIC_RELAXED) == 0 &&
+                                __atomic_load_n(&g_bound, __ATOMIC_ACQUIRE),
+                            1);
+}
+
 static int64_t deadline_of_ms(int64_t now, int timeout_ms)
 {
     return timeout_ms < 0 ? INT64_MAX : now + (int64_t)timeout_ms * BO_NS_PER_MS;
@@ -278,16 +287,16 @@ __attribute__((noinline)) static int ppoll_slow(struct pollfd *fds, nfds_t n,
 
 BO_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
-    if (__builtin_expect(__atomic_load_n(&bo_hc_active, __ATOMIC_RELAXED) == 0, 1))
-        return REAL(poll)(fds, n, timeout);
+    if (pass_at_once())
+        return g_real.poll(fds, n, timeout);
     return poll_slow(fds, n, timeout);
 }
 
 BO_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *timeout,
                     const sigset_t *mask)
 {
-    if (__builtin_expect(__atomic_load_n(&bo_hc_active, __ATOMIC_RELAXED) == 0, 1))
-        return REAL(ppoll)(fds, n, timeout, mask);
+    if (pass_at_once())
+        return g_real.ppoll(fds, n, timeout, mask);
     return ppoll_slow(fds, n, timeout, mask);
 }
 #if defined(__GNUC__) && !defined(__clang__)
@@ -361,7 +370,8 @@ static bool sets_active(int nfds, const fd_set *r, const fd_set *w, const fd_set
     return false;
 }
 
-BO_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *timeout)
+__attribute__((noinline)) static int select_slow(int nfds, fd_set *r, fd_set *w, fd_set *e,
+                                                 struct timeval *timeout)
 {
     if (quiet() || !sets_active(nfds, r, w, e))
         return REAL(select)(nfds, r, w, e, timeout);
@@ -382,13 +392,29 @@ BO_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *
     return res;
 }
 
-BO_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct timespec *timeout,
-                      const sigset_t *mask)
+__attribute__((noinline)) static int pselect_slow(int nfds, fd_set *r, fd_set *w, fd_set *e,
+                                                  const struct timespec *timeout,
+                                                  const sigset_t *mask)
 {
     if (quiet() || !sets_active(nfds, r, w, e))
         return REAL(pselect)(nfds, r, w, e, timeout, mask);
     int res = shim_select(nfds, r, w, e, deadline_of_ts(bo_core_now_ns(), timeout), mask);
     return res == -2 ? REAL(pselect)(nfds, r, w, e, timeout, mask) : res;
+}
+
+BO_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *timeout)
+{
+    if (pass_at_once())
+        return g_real.select(nfds, r, w, e, timeout);
+    return select_slow(nfds, r, w, e, timeout);
+}
+
+BO_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct timespec *timeout,
+                      const sigset_t *mask)
+{
+    if (pass_at_once())
+        return g_real.pselect(nfds, r, w, e, timeout, mask);
+    return pselect_slow(nfds, r, w, e, timeout, mask);
 }
 
 /* ---- the epoll family ------------------------------------------------------------ */
