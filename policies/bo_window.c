@@ -315,9 +315,9 @@ static void held_on_send(bo_window *w, int64_t now_ns)
     int64_t b = held_bin_of(now_ns);
     int i = held_slot(b);
 
-    if (w->inflight == 1) {
+    if (w->inflight == 1 && w->held_young != 0) {
         /* nothing else in flight: whatever the bins still say is stale (a lease the shim
-         * gave back for a dead process) */
+         * gave back for a dead process; the bins sum to held_young) */
         memset(w->held_n, 0, sizeof(w->held_n));
         w->held_young = 0;
     }
@@ -346,7 +346,7 @@ static void held_on_end(bo_window *w, int64_t sent_ns)
 
 unsigned bo_window_counted(bo_window *w, int64_t now_ns)
 {
-    if (!held_may_age(w, now_ns))
+    if (w->inflight == 0 || !held_may_age(w, now_ns))
         return w->inflight;
     held_age(w, now_ns);
     /* what the bins do not hold is old: aged, or counted in flight by the shim without a
