@@ -152,20 +152,27 @@ function name(s, t,   id, rest) {
 # The shim's own code in a callgrind output file: the self cost of
 # libbackoff.so's functions plus the inclusive cost of their calls into
 # other objects (libc, ld.so, hiredis), but not into libcurl nor into the
-# program (its callbacks).  Callgrind's format: ob= names the current
+# program (its callbacks) nor a hook's call of the real function it stands
+# for (libcurl's poll() through the http room's hook: libc's poll is the
+# program's cost, with or without the library; until 2026-11-27 it counted).  Callgrind's format: ob= names the current
 # object, cob= the callee's object of the next calls= line, whose next
 # cost line is the call's inclusive cost; every other cost line is the
 # current function's own.
 OWN_AWK="$CG_NAME_AWK"'
 function mine(o) { return index(o, lib) > 0 }
+# A hook calling the real function it stands for (poll -> the libc poll):
+# the call of the program itself, made with or without the library.
+function forwarded(f, c) { sub(/^(__libc_|__)/, "", c); sub(/@.*/, "", c); return f == c }
 /^cmd:/ { exe = $2; next }
 /^ob=/ { cur = name(substr($0, 4), "o"); cob = ""; next }
+/^fn=/ { fn = name(substr($0, 4), "f"); next }
 /^cob=/ { cob = name(substr($0, 5), "o"); next }
+/^cfn=/ { cfn = name(substr($0, 5), "f"); next }
 /^calls=/ { incall = 1; next }
 /^[+*0-9-]/ {
     if (incall) {
         o = cob != "" ? cob : cur
-        if (mine(cur) && !mine(o) && o !~ /libcurl/ && o != exe) own += $2
+        if (mine(cur) && !mine(o) && !forwarded(fn, cfn) && o !~ /libcurl/ && o != exe) own += $2
         incall = 0; cob = ""
     } else if (mine(cur)) own += $2
 }
