@@ -132,7 +132,8 @@ static bool is_delay_policy(bo_policy_kind p)
 }
 
 /* An admitted attempt starts: counted in flight, in the quota and the budget. */
-static void start_attempt(bo_dest *d, const bo_config *cfg, bo_call *c, int64_t now_ns)
+static inline __attribute__((always_inline)) void start_attempt(bo_dest *d, const bo_config *cfg,
+                                                            bo_call *c, int64_t now_ns)
 {
     bo_window_on_send(&d->window, now_ns, &c->ticket);
     if (cfg->ratelimit_headers)

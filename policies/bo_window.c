@@ -255,14 +255,16 @@ static bool held_may_age(const bo_window *w, int64_t now_ns)
 /* The bin of send time t, and its place in the ring (times before the clock's origin too). */
 static int64_t held_bin_of(int64_t t)
 {
+    if (__builtin_expect(t >= 0, 1))
+        return t / BO_HELD_BIN_NS;
     int64_t b = t / BO_HELD_BIN_NS;
-    return t < 0 && t % BO_HELD_BIN_NS != 0 ? b - 1 : b;
+    return t % BO_HELD_BIN_NS != 0 ? b - 1 : b;
 }
 
+_Static_assert((BO_HELD_BINS & (BO_HELD_BINS - 1)) == 0, "a power of two: a slot is a mask");
 static int held_slot(int64_t bin)
 {
-    int64_t k = bin % BO_HELD_BINS;
-    return (int)(k < 0 ? k + BO_HELD_BINS : k);
+    return (int)((uint64_t)bin & (BO_HELD_BINS - 1)); /* bin mod BO_HELD_BINS, negative too */
 }
 
 /*

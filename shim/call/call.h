@@ -114,26 +114,20 @@ int bo_run_admit_wait(bo_block *b, bo_call *call, int64_t now_ns, unsigned *infl
  */
 int bo_run_admit_intr(bo_block *b, bo_call *call, int64_t deadline_ns, unsigned *inflight);
 
-/*
- * Wait until the monotonic until_ns as the waiter says, for a call to b;
- * counts wait_ms (the process's, and b's host-wide).
- * Returns 0 when the time came, EINTR or BO_WAIT_ABORTED.
- */
+/* Wait until the monotonic until_ns as the waiter says, for a call to b;
+ * counts wait_ms (the process's, and b's host-wide).  Returns 0 when the
+ * time came, EINTR or BO_WAIT_ABORTED. */
 int bo_run_wait(bo_block *b, int64_t until_ns, const bo_waiter *w);
 
-/*
- * Wait until the monotonic until_ns on behalf of the program's blocking
+/* Wait until the monotonic until_ns on behalf of the program's blocking
  * call: a signal whose handler was installed without SA_RESTART ends it
  * with EINTR, as it would have interrupted the program's own call; with
- * SA_RESTART the wait resumes with the time that is left.
- */
+ * SA_RESTART the wait resumes with the time that is left. */
 int bo_run_wait_until(bo_block *b, int64_t until_ns);
 
-/*
- * Report the admitted attempt's result.  Returns true when the caller must
+/* Report the admitted attempt's result.  Returns true when the caller must
  * retry, after waiting until *until_ns (the caller waits after cleaning
- * up).  Writes the trace row, the verbose line and the counts.
- */
+ * up).  Writes the trace row, the verbose line and the counts. */
 bool bo_run_complete(bo_block *b, bo_call *call, const bo_run_result *r, uint64_t call_id,
                      const char *what, unsigned inflight, int64_t *until_ns);
 
@@ -158,8 +152,7 @@ uint64_t bo_run_call_id(void);
  * bo_lineage_call_end: the call ended; failed_retryable records it for the
  * program's next try, with the Idempotency-Key it was sent with (idem, ""
  * or NULL: none) and its body's fingerprint, anything else forgets the
- * key.  Both cost
- * one atomic load while no logical request is pending
+ * key.  Both cost one atomic load while no logical request is pending
  * (bo_lineage_pending: a call needs its key at begin only then).
  */
 bool bo_lineage_call_begin(uint64_t key, bo_call *call, bo_lineage *found);
@@ -180,16 +173,24 @@ bool bo_lineage_pending(void);
  * forgets the logical request of one that did not.
  */
 typedef uint64_t (*bo_run_key_fn)(const void *ctx);
-bool bo_run_call_start(bo_call *call, int64_t now, uint64_t *key, bo_run_key_fn key_of,
-                       const void *ctx, bo_lineage *prev);
-void bo_run_call_finish(const bo_call *call, uint64_t *key, bo_run_key_fn key_of,
-                        const void *ctx, bool failed_retryable, const char *idem,
-                        uint64_t idem_body);
+static inline bool bo_run_call_start(bo_call *call, int64_t now, uint64_t *key,
+                                     bo_run_key_fn key_of, const void *ctx, bo_lineage *prev)
+{
+    bo_call_begin(call, now);
+    *key = bo_lineage_pending() ? key_of(ctx) : 0;
+    return bo_lineage_call_begin(*key, call, prev);
+}
+static inline void bo_run_call_finish(const bo_call *call, uint64_t *key, bo_run_key_fn key_of,
+                                      const void *ctx, bool failed_retryable, const char *idem,
+                                      uint64_t idem_body)
+{
+    if (*key == 0 && failed_retryable)
+        *key = key_of(ctx);
+    bo_lineage_call_end(*key, call, failed_retryable, idem, idem_body);
+}
 
-/*
- * Fork (the one list in fork/fork.c): the lineage table's lock (a leaf);
- * in the child the process's waiting time starts from zero.
- */
+/* Fork (the one list in fork/fork.c): the lineage table's lock (a leaf); in
+ * the child the process's waiting time starts from zero. */
 void bo_lineage_prepare_fork(void);
 void bo_lineage_parent_fork(void);
 void bo_lineage_child_fork(void);

@@ -62,23 +62,6 @@ void bo_lineage_call_end(uint64_t key, const bo_call *call, bool failed_retryabl
     pthread_mutex_unlock(&g_lock);
 }
 
-bool bo_run_call_start(bo_call *call, int64_t now, uint64_t *key, bo_run_key_fn key_of,
-                       const void *ctx, bo_lineage *prev)
-{
-    bo_call_begin(call, now);
-    *key = bo_lineage_pending() ? key_of(ctx) : 0;
-    return bo_lineage_call_begin(*key, call, prev);
-}
-
-void bo_run_call_finish(const bo_call *call, uint64_t *key, bo_run_key_fn key_of,
-                        const void *ctx, bool failed_retryable, const char *idem,
-                        uint64_t idem_body)
-{
-    if (*key == 0 && failed_retryable)
-        *key = key_of(ctx);
-    bo_lineage_call_end(*key, call, failed_retryable, idem, idem_body);
-}
-
 void bo_lineage_prepare_fork(void)
 {
     pthread_mutex_lock(&g_lock);

@@ -82,7 +82,8 @@ typedef struct bo_lib_family {
  * range is found on first need, then a compare or two.  bo_lib_inside:
  * inside slot s's copy (bound); bo_lib_inside_known: the same, false while
  * its range is not known yet (the common case first, inline);
- * bo_lib_copy_holding: the slot of the copy that holds ret, -1 when none.
+ * bo_lib_copy_holding: the slot of the copy that holds ret, -1 when none
+ * (bo_lib_copy_search: its loop over every copy).
  */
 void bo_lib_find_range(bo_lib_copies *c, int s);
 static inline bool bo_lib_inside_known(const bo_lib_copies *c, int s, const void *ret)
@@ -99,7 +100,15 @@ static inline bool bo_lib_inside(bo_lib_copies *c, int s, const void *ret)
         bo_lib_find_range(c, s);
     return bo_lib_inside_known(c, s, ret);
 }
-int bo_lib_copy_holding(bo_lib_copies *c, const void *ret);
+int bo_lib_copy_search(bo_lib_copies *c, const void *ret);
+static inline int bo_lib_copy_holding(bo_lib_copies *c, const void *ret)
+{
+    /* the common case inline: one copy, its range known */
+    if (__atomic_load_n(&c->n, __ATOMIC_ACQUIRE) == 1 &&
+        __atomic_load_n(&c->range_done[0], __ATOMIC_ACQUIRE))
+        return bo_lib_inside_known(c, 0, ret) ? 0 : -1;
+    return bo_lib_copy_search(c, ret);
+}
 
 /* The declared family of that name ("libcurl"), or NULL: how a family's own
  * files reach its descriptor without depending on the file that declares

@@ -202,7 +202,7 @@ __attribute__((noinline, cold)) void bo_lib_find_range(bo_lib_copies *c, int s)
     __atomic_store_n(&c->range_done[s], 1, __ATOMIC_RELEASE);
 }
 
-int bo_lib_copy_holding(bo_lib_copies *c, const void *ret)
+int bo_lib_copy_search(bo_lib_copies *c, const void *ret)
 {
     int n = __atomic_load_n(&c->n, __ATOMIC_ACQUIRE);
     for (int s = 0; s < n; s++)
