@@ -63,16 +63,22 @@ static int drive_blocking(bo_hconn *c)
     return 0;
 }
 
-bo_hx_verdict bo_hx_read(bo_hconn *c, bool blocking, int *err)
+bo_hx_verdict bo_hx_read(bo_hconn *c, int blocking, int *err)
 {
     if (c->st == BO_HC_REQ) {
         bo_hx_off(c); /* a read in the middle of a request: the server answered early */
         return BO_HX_OFF;
     }
-    if ((c->st == BO_HC_SENT || c->st == BO_HC_RETRY) && !bo_hx_same_socket(c))
-        return BO_HX_OFF; /* another socket on that number: not ours to judge */
+    /* Another socket on that number (the old one closed with the system
+     * call)?  Asked where it matters, before a throttle is acted on
+     * (bo_hx_judge) and at the next request (the write hook), not at every
+     * read: a clean answer passes either way. */
+    if (c->st == BO_HC_RETRY && !bo_hx_same_socket(c))
+        return BO_HX_OFF;
     for (;;) {
         if (c->st == BO_HC_RETRY) {
+            if (blocking == BO_HX_ASK)
+                blocking = !bo_hs_nonblocking(c->fd);
             if (blocking) {
                 if (drive_blocking(c) == EINTR && c->st != BO_HC_PASS) {
                     *err = EINTR;
@@ -90,7 +96,8 @@ bo_hx_verdict bo_hx_read(bo_hconn *c, bool blocking, int *err)
         if (c->st != BO_HC_SENT)
             return c->st == BO_HC_OFF || c->st == BO_HC_NONE ? BO_HX_OFF : BO_HX_PASS;
         /* a non-blocking read's mode is decided at a throttle (bo_hx_waiter) */
-        switch (bo_hx_judge(c, blocking ? MODE_BLOCK : MODE_NONE, INT64_MAX, err)) {
+        hx_mode mode = blocking == BO_HX_ASK ? MODE_READ : blocking ? MODE_BLOCK : MODE_NONE;
+        switch (bo_hx_judge(c, mode, INT64_MAX, err)) {
         case J_NOTHING:
         case J_ERR:
             return BO_HX_ERR;

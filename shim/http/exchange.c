@@ -338,7 +338,7 @@ static int unmanaged(bo_hconn *c)
     return -1;
 }
 
-int bo_hx_begin(bo_hconn *c, const char *buf, size_t len, bool nonblocking)
+int bo_hx_begin(bo_hconn *c, const char *buf, size_t len, bool dontwait)
 {
     const bo_config *cfg = bo_core_config();
     bo_http_msg *s = &c->req;
@@ -370,7 +370,7 @@ int bo_hx_begin(bo_hconn *c, const char *buf, size_t len, bool nonblocking)
     c->inj_len = c->inj_off = 0;
     c->id = bo_run_call_id();
     bo_step st = bo_run_admit_step(b, &c->call, now, &c->inflight, BO_POLL_ADMIT_NS, &until);
-    if (st == BO_STEP_WAIT && nonblocking) {
+    if (st == BO_STEP_WAIT && (dontwait || bo_hs_nonblocking(c->fd))) {
         /* An event loop's request never waits inside the call that sends it:
          * it goes now, counted in the window (its retries wait their turn
          * outside the program's calls). */

@@ -91,15 +91,17 @@ void bo_hx_leave(bo_hconn *c);
 
 /*
  * A write of buf (len bytes) on an IDLE connection: the start of a request
- * whose whole head is in buf.  nonblocking: the program's call may not
- * wait (its first attempt then goes at once, counted in the window).
+ * whose whole head is in buf.  dontwait: the program's call may not wait
+ * (MSG_DONTWAIT); else the socket's O_NONBLOCK is asked only if the
+ * admission would wait (a call that may not wait goes at once, counted in
+ * the window).
  * Returns 0 when its first attempt is admitted (REQ: write it, then
  * bo_hx_sent), EINTR when a signal ended the admission wait (nothing
  * written), -1 when the hooks leave the request alone (not one they may
  * retry, its head not in one write, a destination BACKOFF_HOSTS leaves
  * out; the connection stays followed when only this request is left alone).
  */
-int bo_hx_begin(bo_hconn *c, const char *buf, size_t len, bool nonblocking);
+int bo_hx_begin(bo_hconn *c, const char *buf, size_t len, bool dontwait);
 
 /* n bytes of the request went out (REQ): read, kept. */
 void bo_hx_sent(bo_hconn *c, const char *buf, size_t n);
@@ -126,13 +128,15 @@ typedef enum bo_hx_verdict {
 
 /*
  * The program's read on a connection whose request or answer is in flight
- * (REQ, SENT, RETRY; PASS passes).  blocking: the read may wait (a blocking
- * socket without MSG_DONTWAIT; the program's own blocking read waits as it
- * would have).  Judges the answer when it comes and retries a throttle
+ * (REQ, SENT, RETRY; PASS passes).  blocking: 1 the read may wait (a
+ * blocking socket without MSG_DONTWAIT; the program's own blocking read
+ * waits as it would have), 0 it may not, BO_HX_ASK: the socket's
+ * O_NONBLOCK says, asked only when it matters (not for a clean answer).  Judges the answer when it comes and retries a throttle
  * where the program waits for it (the heading); a read that may not wait
  * finds nothing yet (EAGAIN) while a retry is under way.
  */
-bo_hx_verdict bo_hx_read(bo_hconn *c, bool blocking, int *err);
+#define BO_HX_ASK (-1)
+bo_hx_verdict bo_hx_read(bo_hconn *c, int blocking, int *err);
 
 /* The program consumed n bytes of the answer that stands (PASS; n 0: the
  * peer closed), held bytes included. */

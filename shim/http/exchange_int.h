@@ -73,7 +73,9 @@ typedef enum hx_mode {
     MODE_LOOP,  /* its event loop (epoll), until the loop's next timer */
     MODE_NONE,  /* a non-blocking read: where its program waits is asked at a
                    throttle (bo_hx_waiter) */
-    MODE_NOTE   /* judged where no retry is made (an answer left unread: it stands) */
+    MODE_NOTE,  /* judged where no retry is made (an answer left unread: it stands) */
+    MODE_READ   /* the program's read, blocking or not as its socket says: asked
+                 * when it matters (hx_settle), BLOCK or NONE from then on */
 } hx_mode;
 
 typedef enum hx_judged {

@@ -255,7 +255,7 @@ static ssize_t shim_send(const gnutls_real *R, gnutls_session_t s, const void *b
             bo_hx_off(c);
             break;
         }
-        if (bo_hx_begin(c, buf, n, bo_hs_nonblocking(fd)) == EINTR) {
+        if (bo_hx_begin(c, buf, n, false) == EINTR) {
             bo_core_busy = 0;
             bo_hx_leave(c);
             errno = EINTR;
@@ -316,7 +316,7 @@ static ssize_t shim_recv(const gnutls_real *R, gnutls_session_t s, void *buf, si
     }
     bo_core_busy = 1;
     if (c->st >= BO_HC_REQ && c->st != BO_HC_PASS && n > 0 &&
-        bo_hx_read(c, !bo_hs_nonblocking(fd), &err) == BO_HX_ERR) {
+        bo_hx_read(c, BO_HX_ASK, &err) == BO_HX_ERR) {
         bo_core_busy = 0;
         bo_hx_leave(c);
         errno = err;

@@ -281,6 +281,15 @@ static bool whole_now(bo_hconn *c, ssize_t n, size_t *total)
  * mode and deadline say where the program waits for it and until when
  * (a retry whose wait and one more attempt do not fit is not made).
  */
+/* A read's mode once it matters: its socket's O_NONBLOCK asked (a clean
+ * answer, the common case, never needs it: a system call saved a read). */
+static hx_mode settle(const bo_hconn *c, hx_mode mode)
+{
+    if (mode != MODE_READ)
+        return mode;
+    return bo_hs_nonblocking(c->fd) ? MODE_NONE : MODE_BLOCK;
+}
+
 hx_judged bo_hx_judge(bo_hconn *c, hx_mode mode, int64_t deadline, int *err)
 {
     const bo_hx_io *io = c->io;
@@ -292,7 +301,7 @@ hx_judged bo_hx_judge(bo_hconn *c, hx_mode mode, int64_t deadline, int *err)
         return J_STANDS;
     }
     for (;;) {
-        ssize_t n = io->look(c, mode == MODE_BLOCK);
+        ssize_t n = io->look(c, mode == MODE_BLOCK || mode == MODE_READ);
         int status = 0, code = BO_CURLE_OK, e = errno;
         bool answered = n > 0;
         int64_t now = bo_core_now_ns();
@@ -333,7 +342,7 @@ hx_judged bo_hx_judge(bo_hconn *c, hx_mode mode, int64_t deadline, int *err)
                     return J_STANDS;
                 }
                 if (n < BO_HC_PEEK_MAX && now - c->first_byte_ns < HX_MORE_NS) {
-                    if (mode != MODE_BLOCK) {
+                    if ((mode = settle(c, mode)) != MODE_BLOCK) {
                         *err = EAGAIN; /* the rest is on its way */
                         return J_NOTHING;
                     }
@@ -358,6 +367,11 @@ hx_judged bo_hx_judge(bo_hconn *c, hx_mode mode, int64_t deadline, int *err)
         bo_outcome o = bo_hx_classify(c, status, code);
         int64_t ra = answered ? bo_http_retry_after_ns(&c->resp, bo_core_wall_ns() / BO_NS_PER_S)
                               : -1;
+        if (o.verdict == BO_VERDICT_RETRY) {
+            if (!bo_hx_same_socket(c))
+                return J_OFF; /* another socket on that number: not this request's answer */
+            mode = settle(c, mode);
+        }
         if (o.verdict == BO_VERDICT_RETRY && mode == MODE_NONE) {
             /* A non-blocking read: where does its program wait? */
             switch (bo_hx_waiter(c, &deadline)) {

@@ -339,10 +339,9 @@ static ssize_t shim_write(bo_hconn *c, const wcall *w, const void *ret)
             bo_hx_off(c);
             break;
         }
-        bool nb = ((w->kind == W_SEND || w->kind == W_SENDTO) && (w->flags & MSG_DONTWAIT)) ||
-                  bo_hs_nonblocking(w->fd);
+        bool dontwait = (w->kind == W_SEND || w->kind == W_SENDTO) && (w->flags & MSG_DONTWAIT);
         c->https = false;
-        if (bo_hx_begin(c, first, flen, nb) == EINTR) {
+        if (bo_hx_begin(c, first, flen, dontwait) == EINTR) {
             bo_core_busy = 0;
             bo_hx_leave(c);
             errno = EINTR; /* a signal ended the admission's wait: nothing was written */
@@ -430,8 +429,7 @@ static ssize_t shim_read(bo_hconn *c, const rcall *r)
     }
     bo_core_busy = 1;
     if (c->st >= BO_HC_REQ && c->st != BO_HC_PASS && r->n > 0) {
-        bool blocking = !r_flag(r, MSG_DONTWAIT) && !bo_hs_nonblocking(r->fd);
-        if (bo_hx_read(c, blocking, &err) == BO_HX_ERR) {
+        if (bo_hx_read(c, r_flag(r, MSG_DONTWAIT) ? 0 : BO_HX_ASK, &err) == BO_HX_ERR) {
             bo_core_busy = 0;
             bo_hx_leave(c);
             errno = err;

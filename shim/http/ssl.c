@@ -272,7 +272,7 @@ static int shim_write(const ssl_real *R, int slot, const wcall *w, const void *r
             bo_hx_off(c);
             break;
         }
-        if (bo_hx_begin(c, w->buf, w->n, bo_hs_nonblocking(fd)) == EINTR) {
+        if (bo_hx_begin(c, w->buf, w->n, false) == EINTR) {
             /* the admission's wait was interrupted: nothing was written; the
              * program sees the write refused as a system call's EINTR */
             c->tls_err = SSL_ERROR_SYSCALL;
@@ -389,7 +389,7 @@ static int shim_read(const ssl_real *R, const rcall *r)
     }
     bo_core_busy = 1;
     if (c->st >= BO_HC_REQ && c->st != BO_HC_PASS && r->n > 0 &&
-        bo_hx_read(c, !bo_hs_nonblocking(fd), &err) == BO_HX_ERR) {
+        bo_hx_read(c, BO_HX_ASK, &err) == BO_HX_ERR) {
         failed_as(c, err);
         bo_core_busy = 0;
         bo_hx_leave(c);

@@ -49,11 +49,13 @@ for c in client php wget; do
 done
 stop_server
 
-# httpie starts a process per request (0.4 s each): a slower bucket, and the
-# wrapper instead of LD_PRELOAD.
+# httpie starts a process per request (0.4 s each, over 1 s on a busy
+# machine): a bucket slow enough that plain meets its throttle however slow
+# the processes start (a token every 4 s), and the wrapper instead of
+# LD_PRELOAD.
 SEC=httpie
-start_server httpie --rate 1 --burst 2 --bucket-hints none
-throttled httpie "http://127.0.0.1:$PORT" 4 2.1 wrapper
+start_server httpie --rate 0.25 --burst 2 --bucket-hints none
+throttled httpie "http://127.0.0.1:$PORT" 4 8.1 wrapper
 stop_server
 
 # a server that ends every connection after its answer: each retry is a new
