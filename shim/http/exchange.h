@@ -131,9 +131,10 @@ typedef enum bo_hx_verdict {
  * (REQ, SENT, RETRY; PASS passes).  blocking: 1 the read may wait (a
  * blocking socket without MSG_DONTWAIT; the program's own blocking read
  * waits as it would have), 0 it may not, BO_HX_ASK: the socket's
- * O_NONBLOCK says, asked only when it matters (not for a clean answer).  Judges the answer when it comes and retries a throttle
- * where the program waits for it (the heading); a read that may not wait
- * finds nothing yet (EAGAIN) while a retry is under way.
+ * O_NONBLOCK says, asked only when it matters (not for a clean answer).
+ * Judges the answer when it comes and retries a throttle where the program
+ * waits for it (the heading); a read that may not wait finds nothing yet
+ * (EAGAIN) while a retry is under way.
  */
 #define BO_HX_ASK (-1)
 bo_hx_verdict bo_hx_read(bo_hconn *c, int blocking, int *err);
