@@ -9,7 +9,9 @@
 #   - every header has an include guard;
 #   - policies/ stays pure: no clock, sleep, socket, environment, printing,
 #     allocation or threads (time and randomness are passed in);
-#   - enum constants carry the module's prefix, not a one-letter one (M_GET).
+#   - enum constants carry the module's prefix, not a one-letter one (M_GET);
+#   - the shim's files stay small enough to read whole: no .c in shim/ over
+#     700 lines, no header over 200.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 2
@@ -29,6 +31,13 @@ out=$(
         length($0) > 100 && !table { printf "%s:%d: %d columns (at most 100)\n", FILENAME, FNR, length($0) }
 /^(typedef )?enum[^{]*\{ *[A-Z]_[A-Z]/ { printf "%s:%d: enum constants with a one-letter prefix (name the module)\n", FILENAME, FNR }
     ' $files
+    for f in $(echo "$files" | grep '^shim/.*\.[ch]$'); do
+        n=$(wc -l <"$f")
+        case $f in
+        *.c) [ "$n" -le 700 ] || echo "$f:$n: $n lines (a .c in shim/ at most 700: split it along its sections)" ;;
+        *.h) [ "$n" -le 200 ] || echo "$f:$n: $n lines (a header in shim/ at most 200)" ;;
+        esac
+    done
     for h in $(echo "$files" | grep '\.h$'); do
         grep -q '^#ifndef [A-Z0-9_]*_H$' "$h" || echo "$h:1: no include guard (#ifndef NAME_H)"
     done

@@ -15,10 +15,8 @@
 #include "bo_engine.h"
 
 #define BO_SHARE_MAGIC 0x6873666f6b636162ULL /* "backofsh" */
-/* Bump with any change of the layout below that sizes do not show (8: entries
- * in chunks; 9: the counters in the slot, the metrics files' claims; 11:
- * bo_dest holds aws-adaptive's rate limiter and the aimd window's attempts
- * in flight by send time). */
+/* Bump with any change of the layout that sizes do not show (8: entries in
+ * chunks; 9: the slot's counters; 11: bo_dest's rate limiter, held bins). */
 #define BO_SHARE_VERSION 11
 /* Destinations per file, LRU evicted: a crawler's 10,000 hosts in rotation
  * fit (evicting on every call cost ~3,000 instructions per call).  Sparse on
