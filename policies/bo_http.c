@@ -834,17 +834,24 @@ static bool version_byte(bo_http_msg *m, unsigned char c)
  * The head, one byte at a time, up to its end (DONE, *used where it ends)
  * or the buffer's (NEED_MORE).  Interim responses are read through.
  */
+/* How many of len bytes a run may take: short of the head's and the line's
+ * limits, so that the byte loop meets the byte that passes one. */
+static size_t run_room(const bo_http_msg *m, size_t len)
+{
+    if (BO_HTTP_HEAD_MAX - m->p.head < len)
+        len = BO_HTTP_HEAD_MAX - m->p.head;
+    if (BO_HTTP_LINE_MAX - m->p.line < len)
+        len = BO_HTTP_LINE_MAX - m->p.line;
+    return len;
+}
+
 /* The run of field-value (or reason) text at buf, counted in the head's
  * and the line's lengths but stopping short of either limit, so that the
  * byte loop still reports it.  Its end is the CR, LF or other byte that
  * the byte loop then reads. */
 static size_t text_run(bo_http_msg *m, const char *buf, size_t len)
 {
-    size_t room = len;
-    if (BO_HTTP_HEAD_MAX - m->p.head < room)
-        room = BO_HTTP_HEAD_MAX - m->p.head;
-    if (BO_HTTP_LINE_MAX - m->p.line < room)
-        room = BO_HTTP_LINE_MAX - m->p.line;
+    size_t room = run_room(m, len);
     size_t k = 0;
     while (k < room && buf[k] != '\r' && buf[k] != '\n' && is_text((unsigned char)buf[k]))
         k++;
@@ -858,11 +865,7 @@ static size_t text_run(bo_http_msg *m, const char *buf, size_t len)
  * counted as it counts them, short of the limits. */
 static size_t name_run(bo_http_msg *m, const char *buf, size_t len)
 {
-    size_t room = len;
-    if (BO_HTTP_HEAD_MAX - m->p.head < room)
-        room = BO_HTTP_HEAD_MAX - m->p.head;
-    if (BO_HTTP_LINE_MAX - m->p.line < room)
-        room = BO_HTTP_LINE_MAX - m->p.line;
+    size_t room = run_room(m, len);
     size_t k = 0;
     while (k < room && is((unsigned char)buf[k], CH_TCHAR)) {
         if (m->p.name_len < sizeof m->p.name)

@@ -172,4 +172,10 @@ static inline size_t bo_hc_held_left(const bo_hconn *c)
 /* Room for n more held bytes (the buffer doubles from 4 KiB): 0, or -1 (no memory). */
 int bo_hc_held_room(bo_hconn *c, size_t n);
 
+/* A TLS transport's look and hold, whose answer is read ahead into held:
+ * bo_hc_held_peek copies what is held (BO_HC_PEEK_MAX at most) to peek
+ * (-1 EAGAIN when nothing is), bo_hc_held_has says whether n bytes are. */
+ssize_t bo_hc_held_peek(bo_hconn *c);
+int bo_hc_held_has(bo_hconn *c, size_t n);
+
 #endif

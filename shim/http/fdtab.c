@@ -13,6 +13,7 @@
 #include "http/conn.h"
 #include "http/fdtab.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,6 +143,24 @@ int bo_hc_held_room(bo_hconn *c, size_t n)
     c->held = h;
     c->held_cap = cap;
     return 0;
+}
+
+ssize_t bo_hc_held_peek(bo_hconn *c)
+{
+    size_t h = bo_hc_held_left(c);
+    if (h == 0) {
+        errno = EAGAIN;
+        return -1;
+    }
+    if (h > BO_HC_PEEK_MAX)
+        h = BO_HC_PEEK_MAX;
+    memcpy(c->peek, c->held + c->held_off, h);
+    return (ssize_t)h;
+}
+
+int bo_hc_held_has(bo_hconn *c, size_t n)
+{
+    return bo_hc_held_left(c) >= n ? 0 : -1;
 }
 
 uint64_t bo_hc_identity(int fd)

@@ -157,20 +157,7 @@ static ssize_t gt_look(bo_hconn *c, bool block)
         if (r <= 0)
             break; /* what came is what there is */
     }
-    if (h == 0) {
-        errno = EAGAIN;
-        return -1;
-    }
-    if (h > BO_HC_PEEK_MAX)
-        h = BO_HC_PEEK_MAX;
-    memcpy(c->peek, c->held + c->held_off, h);
-    return (ssize_t)h;
-}
-
-/* The answer was read whole into held by gt_look. */
-static int gt_hold(bo_hconn *c, size_t n)
-{
-    return bo_hc_held_left(c) >= n ? 0 : -1;
+    return bo_hc_held_peek(c);
 }
 
 static bool gt_idle(bo_hconn *c)
@@ -200,7 +187,7 @@ static bool gt_pending(bo_hconn *c)
 /* No new connection: GnuTLS does not handshake a used session again. */
 static const bo_hx_io k_gnutls = {
     .look = gt_look,
-    .hold = gt_hold,
+    .hold = bo_hc_held_has, /* the answer was read whole into held by gt_look */
     .idle = gt_idle,
     .put = gt_put,
     .pending = gt_pending,

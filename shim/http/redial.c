@@ -7,18 +7,14 @@
  */
 #include "http/redial.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -165,72 +161,17 @@ int bo_hr_dial_done(bo_hconn *c)
     return -1;
 }
 
-/* An epoll registration of the old file, to be made again for the new one. */
-typedef struct ep_reg {
-    int epfd;
-    struct epoll_event ev;
-} ep_reg;
-
-/*
- * The epoll sets that hold fd with its current file: every epoll fd of the
- * process, its /proc/self/fdinfo entry for fd (events and data as the
- * program gave them; the inode says it is this very file).
- */
-static int epoll_regs(int fd, ep_reg *regs, int max)
-{
-    char path[64], line[256], link[64];
-    struct stat st;
-    int n = 0;
-    DIR *d;
-
-    if (fstat(fd, &st) != 0 || (d = opendir("/proc/self/fd")) == NULL)
-        return 0;
-    for (struct dirent *e; n < max && (e = readdir(d)) != NULL;) {
-        int epfd = atoi(e->d_name);
-        if (e->d_name[0] < '0' || e->d_name[0] > '9' || epfd == dirfd(d))
-            continue;
-        snprintf(path, sizeof path, "/proc/self/fd/%d", epfd);
-        ssize_t k = readlink(path, link, sizeof link - 1);
-        if (k <= 0)
-            continue;
-        link[k] = '\0';
-        if (strcmp(link, "anon_inode:[eventpoll]") != 0)
-            continue;
-        snprintf(path, sizeof path, "/proc/self/fdinfo/%d", epfd);
-        FILE *f = fopen(path, "re");
-        if (f == NULL)
-            continue;
-        while (n < max && fgets(line, sizeof line, f) != NULL) {
-            int tfd;
-            unsigned ev;
-            unsigned long long data, ino;
-            const char *ip = strstr(line, "ino:");
-            if (sscanf(line, "tfd: %d events: %x data: %llx", &tfd, &ev, &data) != 3 ||
-                tfd != fd || ip == NULL || sscanf(ip, "ino:%llx", &ino) != 1 ||
-                ino != (unsigned long long)st.st_ino)
-                continue;
-            regs[n].epfd = epfd;
-            regs[n].ev.events = ev;
-            regs[n].ev.data.u64 = data;
-            n++;
-        }
-        fclose(f);
-    }
-    closedir(d);
-    return n;
-}
-
 /* nfd onto c->fd, as the heading of bo_hr_swap says; nfd is closed. */
 static int move_onto(bo_hconn *c, int nfd)
 {
-    ep_reg regs[BO_HC_EPOLL_MAX];
+    bo_hs_epreg regs[BO_HC_EPOLL_MAX];
     int fd = c->fd, fl = fcntl(fd, F_GETFL), fdfl = fcntl(fd, F_GETFD);
 
     if (fl < 0 || fdfl < 0 || fcntl(nfd, F_SETFL, fl & (O_NONBLOCK | O_APPEND | O_ASYNC)) != 0) {
         sys_close(nfd);
         return -1;
     }
-    int nregs = epoll_regs(fd, regs, BO_HC_EPOLL_MAX);
+    int nregs = bo_hs_epoll_regs(fd, regs, BO_HC_EPOLL_MAX);
     if (syscall(SYS_dup3, nfd, fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) != fd) {
         sys_close(nfd);
         return -1;

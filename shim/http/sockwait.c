@@ -7,9 +7,14 @@
  */
 #include "http/sockwait.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <time.h>
@@ -68,3 +73,46 @@ int64_t bo_hs_sndtimeo(int fd)
     return timeo(fd, SO_SNDTIMEO);
 }
 
+int bo_hs_epoll_regs(int fd, bo_hs_epreg *regs, int max)
+{
+    char path[64], line[256], link[64];
+    struct stat st;
+    int n = 0;
+    DIR *d;
+
+    if (fstat(fd, &st) != 0 || (d = opendir("/proc/self/fd")) == NULL)
+        return 0;
+    for (struct dirent *e; n < max && (e = readdir(d)) != NULL;) {
+        int epfd = atoi(e->d_name);
+        if (e->d_name[0] < '0' || e->d_name[0] > '9' || epfd == dirfd(d))
+            continue;
+        snprintf(path, sizeof path, "/proc/self/fd/%d", epfd);
+        ssize_t k = readlink(path, link, sizeof link - 1);
+        if (k <= 0)
+            continue;
+        link[k] = '\0';
+        if (strcmp(link, "anon_inode:[eventpoll]") != 0)
+            continue;
+        snprintf(path, sizeof path, "/proc/self/fdinfo/%d", epfd);
+        FILE *f = fopen(path, "re");
+        if (f == NULL)
+            continue;
+        while (n < max && fgets(line, sizeof line, f) != NULL) {
+            int tfd;
+            unsigned ev;
+            unsigned long long data, ino;
+            const char *ip = strstr(line, "ino:");
+            if (sscanf(line, "tfd: %d events: %x data: %llx", &tfd, &ev, &data) != 3 ||
+                tfd != fd || ip == NULL || sscanf(ip, "ino:%llx", &ino) != 1 ||
+                ino != (unsigned long long)st.st_ino)
+                continue;
+            regs[n].epfd = epfd;
+            regs[n].ev.events = ev;
+            regs[n].ev.data.u64 = data;
+            n++;
+        }
+        fclose(f);
+    }
+    closedir(d);
+    return n;
+}

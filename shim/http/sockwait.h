@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/epoll.h>
 
 /* poll(2) as the system call itself (never the library's own poll hook):
  * ms < 0 waits for ever. */
@@ -23,5 +24,18 @@ int bo_hs_wait_fd(int fd, short events, int64_t until_ns);
 bool bo_hs_nonblocking(int fd);
 int64_t bo_hs_rcvtimeo(int fd);
 int64_t bo_hs_sndtimeo(int fd);
+
+/*
+ * The epoll sets that hold fd with its current file: every epoll fd of the
+ * process, its /proc/self/fdinfo entry for fd (events and data as the
+ * program gave them; the inode says it is this very file), at most max of
+ * them into regs.  Returns how many (0: fd is in no event loop's set).
+ * It needs no hook and cannot go stale.
+ */
+typedef struct bo_hs_epreg {
+    int epfd;
+    struct epoll_event ev;
+} bo_hs_epreg;
+int bo_hs_epoll_regs(int fd, bo_hs_epreg *regs, int max);
 
 #endif

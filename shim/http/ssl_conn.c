@@ -112,20 +112,7 @@ static ssize_t tls_look(bo_hconn *c, bool block)
         errno = e == SSL_ERROR_SYSCALL && errno != 0 ? errno : ECONNRESET;
         return -1;
     }
-    if (h == 0) {
-        errno = EAGAIN;
-        return -1;
-    }
-    if (h > BO_HC_PEEK_MAX)
-        h = BO_HC_PEEK_MAX;
-    memcpy(c->peek, c->held + c->held_off, h);
-    return (ssize_t)h;
-}
-
-/* The answer was read ahead whole into held by tls_look. */
-static int tls_hold(bo_hconn *c, size_t n)
-{
-    return bo_hc_held_left(c) >= n ? 0 : -1;
+    return bo_hc_held_peek(c);
 }
 
 static bool tls_idle(bo_hconn *c)
@@ -189,7 +176,7 @@ static bool tls_pending(bo_hconn *c)
 
 const bo_hx_io bo_ssl_io = {
     .look = tls_look,
-    .hold = tls_hold,
+    .hold = bo_hc_held_has, /* the answer was read ahead whole into held by tls_look */
     .idle = tls_idle,
     .put = tls_put,
     .shake = tls_shake,

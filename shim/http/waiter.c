@@ -6,16 +6,13 @@
  * process serves connections (bo_hx_serving); and the margin a retry
  * leaves before the end of the program's wait (bo_hx_before).
  */
-#include <dirent.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "bo_time.h"
 #include "core/core.h"
 #include "http/exchange.h"
 #include "http/exchange_int.h"
+#include "http/sockwait.h"
 
 /* The least time a retry leaves before the end of the program's wait (its
  * poll's timeout, its loop's next timer), a tenth of what is left if more:
@@ -25,34 +22,8 @@
 /* Is the fd in an epoll set (an event loop waits on it)? */
 static bool in_epoll(int fd)
 {
-    char path[64], line[256], link[64];
-    bool found = false;
-    DIR *d = opendir("/proc/self/fd");
-
-    if (d == NULL)
-        return false;
-    for (struct dirent *e; !found && (e = readdir(d)) != NULL;) {
-        int epfd = atoi(e->d_name);
-        if (e->d_name[0] < '0' || e->d_name[0] > '9' || epfd == dirfd(d))
-            continue;
-        snprintf(path, sizeof path, "/proc/self/fd/%d", epfd);
-        ssize_t k = readlink(path, link, sizeof link - 1);
-        if (k <= 0)
-            continue;
-        link[k] = '\0';
-        if (strcmp(link, "anon_inode:[eventpoll]") != 0)
-            continue;
-        snprintf(path, sizeof path, "/proc/self/fdinfo/%d", epfd);
-        FILE *f = fopen(path, "re");
-        if (f == NULL)
-            continue;
-        int tfd;
-        while (!found && fgets(line, sizeof line, f) != NULL)
-            found = sscanf(line, "tfd: %d", &tfd) == 1 && tfd == fd;
-        fclose(f);
-    }
-    closedir(d);
-    return found;
+    bo_hs_epreg reg;
+    return bo_hs_epoll_regs(fd, &reg, 1) > 0;
 }
 
 /* The end of this thread's event-loop wait (bo_hx_loop_wait): a loop's
