@@ -78,6 +78,7 @@ void bo_hx_abandon(bo_hconn *c)
 bool bo_hx_step(bo_hconn *c, int64_t now, hx_need *need)
 {
     const bo_hx_io *io = c->io;
+    bool first_shake = false;
 
     need->until = INT64_MAX;
     need->fd_ev = 0;
@@ -143,26 +144,16 @@ bool bo_hx_step(bo_hconn *c, int64_t now, hx_need *need)
                 bo_hx_abandon(c);
                 return true;
             }
-            if (io->shake != NULL) {
-                short ev = 0;
-                int r = io->shake(c, true, &ev);
-                c->step = BO_HC_STEP_SHAKE;
-                if (r < 0) {
-                    bo_hx_abandon(c);
-                    return true;
-                }
-                if (r == 0) {
-                    need->fd_ev = ev;
-                    need->until = c->give_up_ns;
-                    return false;
-                }
-            }
-            c->step = BO_HC_STEP_SEND;
-            break;
+            c->step = io->shake != NULL ? BO_HC_STEP_SHAKE : BO_HC_STEP_SEND;
+            if (c->step == BO_HC_STEP_SEND)
+                break;
+            first_shake = true; /* the handshake starts now, in the SHAKE step */
+            __attribute__((fallthrough));
         }
         case BO_HC_STEP_SHAKE: {
             short ev = 0;
-            int r = io->shake(c, false, &ev);
+            int r = io->shake(c, first_shake, &ev);
+            first_shake = false;
             if (r < 0) {
                 bo_hx_abandon(c);
                 return true;
