@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bo_classify.h"
@@ -267,11 +268,6 @@ static bool whole_now(bo_hconn *c, ssize_t n, size_t *total)
     return bo_hx_whole(c, &c->resp, n, total);
 }
 
-/*
- * Judge the answer of the attempt in flight (SENT), as far as it came:
- * mode and deadline say where the program waits for it and until when
- * (a retry whose wait and one more attempt do not fit is not made).
- */
 /* A read's mode once it matters: its socket's O_NONBLOCK asked (a clean
  * answer, the common case, never needs it: a system call saved a read). */
 static hx_mode settle(const bo_hconn *c, hx_mode mode)
@@ -281,6 +277,43 @@ static hx_mode settle(const bo_hconn *c, hx_mode mode)
     return bo_hs_nonblocking(c->fd) ? MODE_NONE : MODE_BLOCK;
 }
 
+/*
+ * More of the answer than the n bytes looked at, for a blocking read that
+ * waits for the rest of a head or of a throttle's body: looked at again
+ * until more came, the peer closed or until_ns.  A plain socket's peeked
+ * bytes stay readable, so its POLLIN tells nothing new: the wait is short
+ * sleeps (50 us, doubling to 2 ms), the peer's close seen by POLLRDHUP.
+ * Returns the bytes looked at now (n when nothing more came).
+ */
+static ssize_t look_more(bo_hconn *c, ssize_t n, int64_t until_ns)
+{
+    int64_t pause = 50 * 1000;
+    for (;;) {
+        ssize_t k = c->io->look(c, false);
+        if (k > n)
+            return k;
+        struct pollfd p = {.fd = c->fd, .events = POLLRDHUP};
+        if (bo_hs_poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))) {
+            k = c->io->look(c, false);
+            return k > n ? k : n;
+        }
+        int64_t now = bo_core_now_ns();
+        if (now >= until_ns)
+            return n;
+        if (pause > until_ns - now)
+            pause = until_ns - now;
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)pause};
+        nanosleep(&ts, NULL);
+        if (pause < 2 * BO_NS_PER_MS)
+            pause *= 2;
+    }
+}
+
+/*
+ * Judge the answer of the attempt in flight (SENT), as far as it came:
+ * mode and deadline say where the program waits for it and until when
+ * (a retry whose wait and one more attempt do not fit is not made).
+ */
 hx_judged bo_hx_judge(bo_hconn *c, hx_mode mode, int64_t deadline, int *err)
 {
     const bo_hx_io *io = c->io;
@@ -337,8 +370,7 @@ hx_judged bo_hx_judge(bo_hconn *c, hx_mode mode, int64_t deadline, int *err)
                         *err = EAGAIN; /* the rest is on its way */
                         return J_NOTHING;
                     }
-                    if (bo_hs_wait_fd(c->fd, POLLIN, c->first_byte_ns + HX_MORE_NS) == 0 ||
-                        errno == EINTR)
+                    if (look_more(c, n, c->first_byte_ns + HX_MORE_NS) > n)
                         continue;
                 }
                 if (!final) { /* no status in time: an answer the hooks cannot read */
@@ -386,13 +418,20 @@ hx_judged bo_hx_judge(bo_hconn *c, hx_mode mode, int64_t deadline, int *err)
         if (o.verdict == BO_VERDICT_RETRY) {
             if (answered && !whole_now(c, n, &total) && mode == MODE_BLOCK) {
                 /* the body of a throttle on its way: a moment for it */
-                while (!whole_now(c, n, &total) && n < BO_HC_PEEK_MAX &&
-                       bo_hs_wait_fd(c->fd, POLLIN, c->first_byte_ns + HX_MORE_NS) == 0) {
-                    ssize_t k = io->look(c, false);
+                while (!whole_now(c, n, &total) && n < BO_HC_PEEK_MAX) {
+                    ssize_t k = look_more(c, n, c->first_byte_ns + HX_MORE_NS);
                     if (k <= n)
                         break;
                     n = k;
                 }
+            } else if (answered && (mode == MODE_POLL || mode == MODE_LOOP) &&
+                       !whole_now(c, n, &total) && n < BO_HC_PEEK_MAX &&
+                       now - c->first_byte_ns < HX_MORE_NS) {
+                /* the same where the program polls: nothing for it yet, the
+                 * throttle is judged whole when the rest comes (a server
+                 * writes its head and its body apart) */
+                *err = EAGAIN;
+                return J_NOTHING;
             }
             if (!c->kept_ok || c->shut_rd || mode == MODE_NONE || mode == MODE_NOTE ||
                 (answered && !whole_now(c, n, &total)) ||

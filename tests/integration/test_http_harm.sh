@@ -43,6 +43,8 @@
 #       ticker (its next timer too near for a retry) the 429s as plain, the
 #       ticker never stalled 0.5 s; with its next timer 3 s away, all 8 made
 #       clean before it;
+#   12. a 429 whose body comes 0.3 s after its head, read by urllib with a
+#       timeout (poll) and by http.client blocking: retried, a 200;
 #   and redis-benchmark (client and server under the library), an SMTP-style
 #   line protocol, a WebSocket upgrade, Expect: 100-continue, HEAD, a chunked
 #   upload, a 10 MB 429 body.
@@ -617,6 +619,26 @@ case_epoll() {
     [ -n "$el" ] && lt "$el" 3 || harm "epollt: the loop's answers took ${el:-?} s, past its 3 s timer"
 }
 
+# ---- 12. a 429 whose body comes after its head --------------------------------------
+
+# A server writes a throttle's head and its body apart (Python's http.server
+# does; a busy one leaves time between them): the throttle is judged whole,
+# where the program polls (urllib with a timeout) as where it blocks.
+case_split() {
+    hserver split
+    for how in get blocking; do
+        n=split$how
+        go "$TMP/$n.plain" plain 30 $CLI $how "$B/first429/p$how?ra=0&split=0.3"
+        go "$TMP/$n.lib" lib 30 $CLI $how "$B/first429/l$how?ra=0&split=0.3"
+        [ $RC = 0 ] || harm "$n: exit $RC under the library (124: hung)"
+        grep -q '^429 ' "$TMP/$n.plain.cmp" || fail "$n plain: $(cat "$TMP/$n.plain")"
+        grep -q '^200 ok' "$TMP/$n.lib.cmp" ||
+            harm "$n: a 429 whose body came 0.3 s after its head was not retried: $(cat "$TMP/$n.lib")"
+        row "12 429 body 0.3 s after its head ($how)" "$(head -1 "$TMP/$n.plain.cmp")" "$(head -1 "$TMP/$n.lib.cmp")"
+    done
+    stop_server
+}
+
 # ---- plus: programs that are not HTTP clients, and HTTP's corners --------------
 
 case_redis() {
@@ -692,7 +714,7 @@ case_corners() {
 # HARM_CASES: the cases to run (names without case_; default: all), to look
 # into one by hand.
 for c in ${HARM_CASES:-aio_slow long_poll nginx tls pipeline halfclose slow_retry interim node \
-    aio_waitfor epoll redis corners}; do
+    aio_waitfor epoll split redis corners}; do
     case_$c
 done
 

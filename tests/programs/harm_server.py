@@ -11,8 +11,9 @@
 #   /always429?ra=N&close=1&size=B
 #                        429 every time, Retry-After: N when given, Connection:
 #                        close with close=1, a body of B bytes (default "rejected")
-#   /first429/KEY?ra=N&slow=S&close=1&size=B
-#                        the first request of KEY (path and query): the 429 above;
+#   /first429/KEY?ra=N&slow=S&close=1&size=B&split=T
+#                        the first request of KEY (path and query): the 429 above
+#                        (split: its head written alone, its body T seconds later);
 #                        every later one: 200 "ok\n" (a POST: its "sha256=..." line)
 #                        after S seconds (default 0)
 #   /early/CODE?delay=S  an interim answer CODE (103 Early Hints with a Link, or
@@ -61,7 +62,7 @@ class H(http.server.BaseHTTPRequestHandler):
     def log_message(self, *a):
         pass
 
-    def answer(self, status, reason, body, extra=(), close=False):
+    def answer(self, status, reason, body, extra=(), close=False, split=0.0):
         head = "HTTP/1.1 %d %s\r\n" % (status, reason)
         for k, v in extra:
             head += "%s: %s\r\n" % (k, v)
@@ -71,9 +72,14 @@ class H(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
         head += "\r\n"
         data = head.encode()
-        if self.command != "HEAD":
-            data += body
         try:
+            if split > 0 and self.command != "HEAD":
+                self.wfile.write(data)  # the head alone, the body split seconds later
+                self.wfile.flush()
+                time.sleep(split)
+                data = b""
+            if self.command != "HEAD":
+                data += body
             self.wfile.write(data)
             self.wfile.flush()
         except OSError:
@@ -97,7 +103,8 @@ class H(http.server.BaseHTTPRequestHandler):
         if "ra" in q:
             extra.append(("Retry-After", q["ra"]))
         body = filler(int(q["size"])) if "size" in q else b"rejected"
-        self.answer(429, "Too Many Requests", body, extra, close=q.get("close") == "1")
+        self.answer(429, "Too Many Requests", body, extra, close=q.get("close") == "1",
+                    split=float(q.get("split", 0)))
 
     def route(self):
         log("req %s %s" % (self.command, self.path))
