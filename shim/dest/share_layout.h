@@ -18,8 +18,10 @@
 /* Bump with any change of the layout below that sizes do not show (8: entries
  * in chunks; 9: the counters in the slot, the metrics files' claims; 11:
  * bo_dest holds aws-adaptive's rate limiter and the aimd window's attempts
- * in flight by send time). */
-#define BO_SHARE_VERSION 11
+ * in flight by send time; 12: the aimd window's metered rate learns a token
+ * bucket from its refusals: its burst, the run since the last throttle, sends
+ * per probing step). */
+#define BO_SHARE_VERSION 12
 /* Destinations per file, LRU evicted: a crawler's 10,000 hosts in rotation
  * fit (evicting on every call cost ~3,000 instructions per call).  Sparse on
  * tmpfs: a slot's pages (about 4 KB) are touched once it is used, slots are
