@@ -840,6 +840,7 @@ static void rate_evidence(bo_window *w, const bo_ticket *t, int64_t now_ns)
     }
     w->rate_cut_ns = now_ns;
     w->rate_cut_delivered = w->delivered;
+    w->rate_quiet = 0; /* here, not at the next step: that one may not count (rate_step) */
     /*
      * A token bucket lets its burst through after every wait long enough
      * to refill it (a sequential client's refused call waits its

@@ -523,6 +523,14 @@ START_TEST(test_rate_learns_the_bucket_beyond_its_burst)
         ck_assert_double_le(w.rate_limit_hz, 0.9 * beyond + 1e-6);
     }
     ck_assert_double_ge(w.rate_limit_hz, 0.9 * beyond - 1e-6);
+    /*
+     * A cut ends the quiet steps at once: the step after it, spent waiting
+     * out the Retry-After, does not count, and the bound must not be
+     * forgotten sooner for it (a burst-1 bucket: 1.38x -> 1.54x).
+     */
+    ck_assert_uint_gt(w.rate_quiet, 0);
+    seq_one(&w, bo_window_next_send_ns(&w, t), false);
+    ck_assert_uint_eq(w.rate_quiet, 0);
 }
 END_TEST
 
