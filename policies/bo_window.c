@@ -162,7 +162,6 @@ void bo_window_init(bo_window *w, const bo_config *cfg)
     w->run_ns = -1;
     w->run_delivered = 0;
     w->run_pace_hz = -1;
-    w->run_refilled = false;
     w->ceiling_ns = 0;
     w->ceiling = 0;
     w->cut_ns = -1;
@@ -514,9 +513,6 @@ void bo_window_on_send(bo_window *w, int64_t now_ns, bo_ticket *t)
             w->run_ns = now_ns;
             w->run_delivered = w->delivered;
             w->run_pace_hz = w->rate_limit_hz;
-            w->run_refilled = w->signal_ns >= 0 && w->burst_est > 0 &&
-                              (double)(now_ns - w->signal_ns) * w->rate_limit_hz >=
-                                  w->burst_est * BO_NS_PER_S;
         }
         int64_t base = w->next_send_ns > now_ns ? w->next_send_ns : now_ns;
         w->next_send_ns = base + gap_ns(pacing_gap_ns(w, now_ns));
@@ -585,17 +581,6 @@ static void rate_step(bo_window *w, int64_t now_ns)
     double used = (double)w->rate_step_sends * BO_NS_PER_S /
                   ((double)(now_ns - w->rate_step_ns) * w->rate_limit_hz);
     if (used < BO_RATE_STEP_USED) {
-        step_begin(w, now_ns);
-        return;
-    }
-    /*
-     * Nor does a step early in a run that began with the bucket refilled
-     * (the refused call waited long enough for its burst to come back): any
-     * pace up to twice the rate goes through its first two bursts (a loop
-     * of fresh `curl` against a 10/s bucket of 10 answering with an
-     * HTTP-date: a pace of 50/s "held" 11 sends, then drew a 429).
-     */
-    if (w->run_refilled && (double)(w->delivered - w->run_delivered) < 2 * w->burst_est) {
         step_begin(w, now_ns);
         return;
     }

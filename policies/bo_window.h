@@ -122,7 +122,6 @@ typedef struct bo_window {
     int64_t run_ns;           /* first send after the last throttle; -1 = none yet */
     uint64_t run_delivered;   /* delivered at run_ns */
     double run_pace_hz;       /* the pace the whole run went at; -1 = it changed */
-    bool run_refilled;        /* the run began after a wait its burst could refill in */
     int64_t ceiling_ns;       /* when ceiling was set */
     unsigned ceiling;         /* in-flight + 1 of the last throttle that cut; 0 = none */
     unsigned cuts_in_row;     /* throttle cuts with no success in between */

@@ -584,31 +584,6 @@ START_TEST(test_rate_unused_pace_is_no_proof)
 END_TEST
 
 /*
- * After a wait long enough for the bucket to refill (the refused call's
- * `Retry-After`), any pace up to twice its rate goes through its first two
- * bursts: steps held then prove nothing.
- */
-START_TEST(test_rate_refilled_burst_is_no_proof)
-{
-    bo_config c = improved_cfg();
-    bo_window w;
-    bo_window_init(&w, &c);
-    for (int i = 0; i < 10; i++)
-        seq_one(&w, i * 10 * MS, true);
-    seq_one(&w, 100 * MS, false);
-    double first = w.rate_limit_hz;
-    int64_t t = 1110 * MS; /* the refused call waited a second */
-    for (int i = 0; i < 19; i++) { /* under two bursts, more than a step at the pace */
-        t = bo_window_next_send_ns(&w, t);
-        seq_one(&w, t, true);
-    }
-    ck_assert_int_gt(t - 1110 * MS, 200 * MS);
-    ck_assert_double_eq_tol(w.rate_ok_hz, 0, EPS);
-    ck_assert_double_eq_tol(w.rate_limit_hz, first, EPS);
-}
-END_TEST
-
-/*
  * A concurrency cap that falls (50 -> 10) refuses at 10 in flight what it
  * served at 40 before the cut: not a rate.  Only successes sent since the
  * last cut count.
@@ -998,7 +973,6 @@ static Suite *window_suite(void)
     tcase_add_test(ti, test_rate_learns_the_bucket_beyond_its_burst);
     tcase_add_test(ti, test_rate_cuts_again_at_the_new_pace);
     tcase_add_test(ti, test_rate_unused_pace_is_no_proof);
-    tcase_add_test(ti, test_rate_refilled_burst_is_no_proof);
     tcase_add_test(ti, test_cap_drop_is_not_a_rate);
     tcase_add_test(ti, test_probe_after_deep_cut);
     tcase_add_test(ti, test_closed_server_keeps_pace);
