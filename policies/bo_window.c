@@ -87,6 +87,8 @@
 #define BO_RATE_BAD_DRIFT 1.002
 
 #define BO_RATE_STEP_SENDS 5.0
+/* A step held only when its sends used at least this fraction of the pace. */
+#define BO_RATE_STEP_USED 0.5
 /* Steps in a row without a cut of the pace after which its upper bound is forgotten. */
 #define BO_RATE_QUIET_STEPS 20
 #define BO_RATE_STEP_MIN_NS 200000000LL
@@ -142,6 +144,7 @@ void bo_window_init(bo_window *w, const bo_config *cfg)
     w->rate_limit_hz = 0;
     w->rate_ok_hz = 0;
     w->rate_bad_hz = 0;
+    w->rate_bad_margin = 0;
     w->rate_growth = 0;
     w->rate_step_ns = 0;
     w->blocked_ns = -1;
@@ -154,6 +157,11 @@ void bo_window_init(bo_window *w, const bo_config *cfg)
     w->rate_cut_delivered = 0;
     w->rate_throttle_ns = -1;
     w->rate_quiet = 0;
+    w->rate_step_sends = 0;
+    w->burst_est = 0;
+    w->run_ns = -1;
+    w->run_delivered = 0;
+    w->run_pace_hz = -1;
     w->ceiling_ns = 0;
     w->ceiling = 0;
     w->cut_ns = -1;
@@ -502,6 +510,12 @@ void bo_window_on_send(bo_window *w, int64_t now_ns, bo_ticket *t)
     if (w->first_send_ns < 0)
         w->first_send_ns = now_ns;
     if (w->improved) {
+        w->rate_step_sends++;
+        if (w->run_ns < 0) {
+            w->run_ns = now_ns;
+            w->run_delivered = w->delivered;
+            w->run_pace_hz = w->rate_limit_hz;
+        }
         int64_t base = w->next_send_ns > now_ns ? w->next_send_ns : now_ns;
         w->next_send_ns = base + gap_ns(pacing_gap_ns(w, now_ns));
         held_on_send(w, now_ns);
@@ -536,10 +550,18 @@ static int64_t rate_step_ns(const bo_window *w)
     return (int64_t)step;
 }
 
+/* A probing step of the rate search begins: its time and its sends count from now. */
+static void step_begin(bo_window *w, int64_t now_ns)
+{
+    w->rate_step_ns = now_ns;
+    w->rate_step_sends = 0;
+}
+
 /*
  * One probing step of the rate search (see rate_step_ns): the pace
  * held a whole step without a throttle, so it is known good; pick the next one.
  */
+
 static void rate_step(bo_window *w, int64_t now_ns)
 {
     double r = w->rate_limit_hz;
@@ -549,7 +571,19 @@ static void rate_step(bo_window *w, int64_t now_ns)
      * pass): the pace is not known good.  Keep it; the next throttle cuts.
      */
     if (w->rate_throttle_ns >= w->rate_step_ns && w->rate_cut_ns < w->rate_throttle_ns) {
-        w->rate_step_ns = now_ns;
+        step_begin(w, now_ns);
+        return;
+    }
+    /*
+     * A step proves a pace only if the sends used it: time spent waiting out
+     * a Retry-After, or a program slower than the pace, says nothing about
+     * it (a sequential client's pace of 27/s, "held" through the second its
+     * refused call waited, was then trusted again and drew the next 429).
+     */
+    double used = (double)w->rate_step_sends * BO_NS_PER_S /
+                  ((double)(now_ns - w->rate_step_ns) * w->rate_limit_hz);
+    if (used < BO_RATE_STEP_USED) {
+        step_begin(w, now_ns);
         return;
     }
 
@@ -577,12 +611,18 @@ static void rate_step(bo_window *w, int64_t now_ns)
             2 * w->rate_growth < BO_RATE_GROWTH_MAX ? 2 * w->rate_growth : BO_RATE_GROWTH_MAX;
     } else if (w->rate_bad_hz > w->rate_ok_hz * BO_RATE_CLOSE) {
         r = (w->rate_ok_hz + w->rate_bad_hz) / 2;
+        /* a bucket's measured rate is known to a token over its span: stay that far under */
+        double top = w->rate_bad_margin * w->rate_bad_hz;
+        if (w->rate_bad_margin > 0 && r > top)
+            r = top > w->rate_ok_hz ? top : w->rate_ok_hz;
     } else {
         r = w->rate_ok_hz;
         w->rate_bad_hz *= BO_RATE_BAD_DRIFT;
     }
+    if (r != w->rate_limit_hz)
+        w->run_pace_hz = -1; /* the run no longer went at one pace */
     w->rate_limit_hz = r;
-    w->rate_step_ns = now_ns;
+    step_begin(w, now_ns);
 }
 
 /* A wait of at least `rtts` round trips. */
@@ -724,12 +764,13 @@ static void rate_evidence(bo_window *w, const bo_ticket *t, int64_t now_ns)
     if (w->rate_limit_hz > 0)
         w->rate_throttle_ns = now_ns;
     /*
-     * One cut of the pace per step, as one cut of the window per round
-     * trip: the attempts that went out at the old pace are answered
-     * throttled too, and a server closed for a second would otherwise
-     * ratchet the pace to nothing.
+     * One cut of the pace per round trip, as one cut of the window: the
+     * attempts that went out at the old pace are answered throttled too
+     * (a server closed for a second would otherwise ratchet the pace to
+     * nothing; see also `since` below).  An attempt sent after the cut was
+     * refused at the new pace, which is then too fast as well.
      */
-    if (w->rate_limit_hz > 0 && w->rate_cut_ns >= 0 && now_ns - w->rate_cut_ns < rate_step_ns(w))
+    if (w->rate_limit_hz > 0 && w->rate_cut_ns >= 0 && t->sent_ns < w->rate_cut_ns)
         return;
     /*
      * What the server let through since the last cut: unlike the last
@@ -749,10 +790,69 @@ static void rate_evidence(bo_window *w, const bo_ticket *t, int64_t now_ns)
      */
     if (since == 0)
         return;
+    /*
+     * As much got through since the cut as the pace allows: the throttle
+     * did not come from the pace (sends that were not paced: a non-blocking
+     * first attempt, another host); a cut would only compound on the last.
+     */
+    if (since >= w->rate_limit_hz)
+        return;
+    /*
+     * A bucket's rate, measured (see below): then a pace above it is what draws
+     * the next throttle, where the pace that drew this one may lie far above
+     * (a first pace read from the burst): `bad` is set from it.
+     */
+    double bucket_hz = 0, bucket_n = 0;
+    /* the whole span since the cut went at one pace, above what got through */
+    bool steady = w->run_pace_hz == w->rate_limit_hz;
+    if (since >= 0 && since < measured) {
+        measured = since;
+        /*
+         * Both ends of the span were refusals (the bucket held less than a
+         * token), so it refilled what got through, a token more or less,
+         * unless the refused call's wait was long enough to fill it to its
+         * burst, which then refilled nothing.  Kept under pressure (within
+         * half a burst of refill, read at this rate) at one pace above it,
+         * what got through is its rate, once it is two tokens or more (with
+         * one, anything from nothing to two a span; 200 threads against a
+         * 20/s bucket cut 50 ms apart, one success each, and paced at 17/s).
+         */
+        double idle = (double)(w->run_ns - w->rate_cut_ns) / BO_NS_PER_S;
+        double n = (double)(w->delivered - w->rate_cut_delivered);
+        if (steady && since < w->rate_limit_hz && w->run_ns >= w->rate_cut_ns &&
+            since * idle < w->burst_est / 2 && n >= 2) {
+            bucket_hz = since;
+            bucket_n = n;
+        }
+    }
     w->rate_cut_ns = now_ns;
     w->rate_cut_delivered = w->delivered;
-    if (since >= 0 && since < measured)
-        measured = since;
+    w->rate_quiet = 0; /* here, not at the next step: that one may not count (rate_step) */
+    /*
+     * A token bucket lets its burst through after every wait long enough
+     * to refill it (a sequential client's refused call waits its
+     * Retry-After), then refuses: what it delivered over the last second or
+     * since the last cut holds the wait, what it delivered in the run since
+     * the wait holds the burst.  What the run delivered beyond the burst
+     * (the successes before the destination's first throttle), over the
+     * run's time, is the refill rate: half a token either way, since the
+     * bucket held a fraction of one when it refused.  A run that did not
+     * start from a full bucket delivered less, and the estimate only
+     * falls (10/s, burst 3, `Retry-After: 1`: 3.5/s since the cut, 10.1/s
+     * beyond the burst).
+     */
+    if (w->burst_est > 0 && w->run_ns >= 0 && t->sent_ns > w->run_ns) {
+        double beyond = ((double)(w->delivered - w->run_delivered) - w->burst_est + 0.5) *
+                        BO_NS_PER_S / (double)(t->sent_ns - w->run_ns);
+        if (beyond > measured) {
+            measured = beyond;
+            /* a run at one pace above it: what the bucket, not the pace, let through */
+            bucket_hz = steady && beyond < w->rate_limit_hz ? beyond : 0;
+            bucket_n = (double)(w->delivered - w->run_delivered) - w->burst_est + 0.5;
+        }
+    }
+    if (w->burst_est <= 0)
+        w->burst_est = (double)w->delivered;
     if (w->rate_limit_hz <= 0) {
         /* Not paced yet: what drew the throttle is unknown; start below what got through. */
         w->rate_ok_hz = 0;
@@ -764,7 +864,23 @@ static void rate_evidence(bo_window *w, const bo_ticket *t, int64_t now_ns)
         if (w->rate_ok_hz >= pace)
             w->rate_ok_hz = 0; /* throttled at the known-good pace: the limit fell */
         w->rate_bad_hz = pace;
+        w->rate_bad_margin = 0;
         double r = (measured < pace ? measured : pace) * w->beta;
+        if (bucket_hz > 0 && bucket_hz < pace) {
+            /*
+             * The bucket's rate, measured: the search stays under it (beta
+             * below, then halfway up while ok and bad are apart), and a pace
+             * held a step above it is no proof: a bucket filled at a slower
+             * pace lets a faster one through for a while.
+             */
+            w->rate_bad_hz = bucket_hz;
+            /* a token of the span's under it, and never closer than beta */
+            w->rate_bad_margin = 1.0 - 1.0 / (bucket_n + 1.0);
+            if (w->rate_bad_margin < w->beta)
+                w->rate_bad_margin = w->beta;
+            if (w->rate_ok_hz > r)
+                w->rate_ok_hz = 0;
+        }
         if (w->rate_ok_hz > 0) {
             double mid = (w->rate_ok_hz + w->rate_bad_hz) / 2;
             if (mid < r)
@@ -775,13 +891,24 @@ static void rate_evidence(bo_window *w, const bo_ticket *t, int64_t now_ns)
         w->rate_limit_hz = r;
     }
     double r = w->rate_limit_hz;
-    w->rate_step_ns = now_ns;
+    step_begin(w, now_ns);
     int64_t next = now_ns + gap_ns(r > 0 ? (double)BO_NS_PER_S / r : 0);
     if (w->next_send_ns < next)
         w->next_send_ns = next;
 }
 
+static bool on_signal(bo_window *w, const bo_ticket *t, bo_signal sig, int64_t now_ns);
+
 bool bo_window_on_signal(bo_window *w, const bo_ticket *t, bo_signal sig, int64_t now_ns)
+{
+    bool cut = on_signal(w, t, sig, now_ns);
+
+    if (sig == BO_SIGNAL_THROTTLE)
+        w->run_ns = -1; /* the bucket is empty: the next send starts a run */
+    return cut;
+}
+
+static bool on_signal(bo_window *w, const bo_ticket *t, bo_signal sig, int64_t now_ns)
 {
     bool from_room = has_room(w, now_ns);
 

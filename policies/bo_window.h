@@ -102,6 +102,8 @@ typedef struct bo_window {
     double rate_limit_hz;     /* paced rate learnt from evidence of a metered rate; 0 = none */
     double rate_ok_hz;        /* highest pace held a whole step without a throttle; 0 = none */
     double rate_bad_hz;       /* pace that drew the last throttle; 0 = unknown */
+    double rate_bad_margin;   /* rate_bad_hz is a bucket's rate measured from refusals: the
+                                 pace stays this fraction of it at most; 0 = not measured */
     double rate_growth;       /* per-step growth while no upper bound is known */
     int64_t rate_step_ns;     /* start of the current probing step */
     int64_t blocked_ns;       /* last time an admission waited on the window */
@@ -113,6 +115,13 @@ typedef struct bo_window {
     uint64_t rate_cut_delivered; /* delivered at the last cut of the pace */
     int64_t rate_throttle_ns; /* last throttle seen while paced; -1 = none */
     unsigned rate_quiet;      /* probing steps in a row without a cut of the pace */
+    uint32_t rate_step_sends; /* sends since the current probing step began */
+    /* A metered rate's bucket (see rate_evidence): its burst, and the run of sends since
+     * the last throttle, whose successes beyond the burst tell the refill rate. */
+    double burst_est;         /* successes before the first throttle that set a pace; 0 = none */
+    int64_t run_ns;           /* first send after the last throttle; -1 = none yet */
+    uint64_t run_delivered;   /* delivered at run_ns */
+    double run_pace_hz;       /* the pace the whole run went at; -1 = it changed */
     int64_t ceiling_ns;       /* when ceiling was set */
     unsigned ceiling;         /* in-flight + 1 of the last throttle that cut; 0 = none */
     unsigned cuts_in_row;     /* throttle cuts with no success in between */

@@ -15,9 +15,9 @@
 #include "bo_engine.h"
 
 #define BO_SHARE_MAGIC 0x6873666f6b636162ULL /* "backofsh" */
-/* Bump with any change of the layout that sizes do not show (8: entries in
- * chunks; 9: the slot's counters; 11: bo_dest's rate limiter, held bins). */
-#define BO_SHARE_VERSION 11
+/* Bump with any change of the layout that sizes do not show (8: chunks; 9:
+ * slot counters; 11: rate limiter, held bins; 12: the bucket from refusals). */
+#define BO_SHARE_VERSION 12
 /* Destinations per file, LRU evicted: a crawler's 10,000 hosts in rotation
  * fit (evicting on every call cost ~3,000 instructions per call).  Sparse on
  * tmpfs: a slot's pages (about 4 KB) are touched once it is used, slots are

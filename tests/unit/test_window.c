@@ -428,16 +428,17 @@ END_TEST
 
 /*
  * A bucket's burst read as a rate: 20 successes in 10 ms, then throttles.
- * The first pace rests on that burst; a throttle within the cut's step
- * does not cut again, but the step is then not promoted to known good,
- * and the next cut uses what got through since the last one (20/s here),
- * not the last second that still holds the burst.
+ * The first pace rests on that burst; a throttle of an attempt sent
+ * before the cut does not cut again (one cut a round trip), the steps are
+ * not promoted to known good, and the next cuts use what got through
+ * since the last one (20/s here), not the last second that still holds
+ * the burst.
  */
 START_TEST(test_rate_cut_forgets_the_burst)
 {
     bo_config c = improved_cfg();
     bo_window w;
-    bo_ticket tk;
+    bo_ticket tk, old;
     bo_window_init(&w, &c);
     for (int i = 0; i < 20; i++) {
         bo_window_on_send(&w, i * MS / 2, &tk);
@@ -445,9 +446,13 @@ START_TEST(test_rate_cut_forgets_the_burst)
     }
     int64_t t = 20 * MS;
     bo_window_on_send(&w, t, &tk);
-    ck_assert(bo_window_on_signal(&w, &tk, BO_SIGNAL_THROTTLE, t));
+    bo_window_on_send(&w, t + MS / 4, &old);
+    ck_assert(bo_window_on_signal(&w, &tk, BO_SIGNAL_THROTTLE, t + MS / 2));
     double first = w.rate_limit_hz;
     ck_assert_double_gt(first, 100); /* 20 in 0.1 s (the span floor) x 0.9 */
+    /* sent before the cut, refused after it: the same round trip, no second cut */
+    bo_window_on_signal(&w, &old, BO_SIGNAL_THROTTLE, t + MS);
+    ck_assert_double_eq_tol(w.rate_limit_hz, first, EPS);
     /* 20/s gets through: one success every 50 ms, a throttle in between. */
     int64_t cut_ns = t;
     for (int i = 1; i <= 8; i++) {
@@ -456,12 +461,125 @@ START_TEST(test_rate_cut_forgets_the_burst)
         bo_window_on_success(&w, &tk, t + MS);
         bo_window_on_send(&w, t + 2 * MS, &tk);
         bo_window_on_signal(&w, &tk, BO_SIGNAL_THROTTLE, t + 2 * MS);
-        if (t + 2 * MS - cut_ns < 200 * MS)
-            ck_assert_double_eq_tol(w.rate_limit_hz, first, EPS); /* one cut a step */
     }
     ck_assert_double_eq_tol(w.rate_ok_hz, 0, EPS); /* never promoted */
     ck_assert_double_le(w.rate_limit_hz, 0.9 * 20 * 1.01);
     ck_assert_double_ge(w.rate_limit_hz, 0.9 * 20 * 0.8);
+}
+END_TEST
+
+/* One sequential attempt at t, answered at t + 10 ms: success (true) or throttle. */
+static void seq_one(bo_window *w, int64_t t, bool ok)
+{
+    bo_ticket tk;
+    bo_window_on_send(w, t, &tk);
+    if (ok)
+        bo_window_on_success(w, &tk, t + 10 * MS);
+    else
+        bo_window_on_signal(w, &tk, BO_SIGNAL_THROTTLE, t + 10 * MS);
+}
+
+/*
+ * A sequential client against a token bucket of 10/s holding 3, whose
+ * refusals say `Retry-After: 1`: three go, the fourth is refused, the
+ * refused call waits its second, and the bucket's burst goes through again
+ * before the next refusal.  The first pace rests on the burst (27/s); the
+ * second second, in which nothing was sent, proves nothing about it, and
+ * the run after the wait, beyond the burst, measures the refill: the pace
+ * then stays beta under about 10/s instead of going back up to the burst's.
+ */
+START_TEST(test_rate_learns_the_bucket_beyond_its_burst)
+{
+    bo_config c = improved_cfg();
+    bo_window w;
+    bo_window_init(&w, &c);
+    for (int i = 0; i < 3; i++)
+        seq_one(&w, i * 10 * MS, true);
+    seq_one(&w, 30 * MS, false);
+    ck_assert_double_eq_tol(w.rate_limit_hz, 0.9 * 3 / 0.1, 1e-9); /* the burst, read as a rate */
+    ck_assert_double_eq_tol(w.burst_est, 3, EPS);
+    /* the refused call waits its second; then the burst again at the pace, and a refusal */
+    int64_t t = 1040 * MS;
+    for (int i = 0; i < 4; i++) {
+        t = bo_window_next_send_ns(&w, t);
+        seq_one(&w, t, true);
+        t += 10 * MS;
+    }
+    ck_assert_double_eq_tol(w.rate_ok_hz, 0, EPS); /* the idle second held no send: no proof */
+    t = bo_window_next_send_ns(&w, t);
+    int64_t run = 1040 * MS;
+    seq_one(&w, t, false);
+    double beyond = (4 - 3 + 0.5) * 1e9 / (double)(t - run);
+    ck_assert_double_gt(beyond, 9);
+    ck_assert_double_lt(beyond, 11);
+    ck_assert_double_eq_tol(w.rate_bad_hz, beyond, 1e-6);
+    ck_assert_double_eq_tol(w.rate_limit_hz, 0.9 * beyond, 1e-6);
+    /* the search stays beta under the measured rate, step after step */
+    t += 1010 * MS;
+    for (int i = 0; i < 60; i++) {
+        t = bo_window_next_send_ns(&w, t);
+        seq_one(&w, t, true);
+        t += 10 * MS;
+        ck_assert_double_le(w.rate_limit_hz, 0.9 * beyond + 1e-6);
+    }
+    ck_assert_double_ge(w.rate_limit_hz, 0.9 * beyond - 1e-6);
+    /*
+     * A cut ends the quiet steps at once: the step after it, spent waiting
+     * out the Retry-After, does not count, and the bound must not be
+     * forgotten sooner for it (a burst-1 bucket: 1.38x -> 1.54x).
+     */
+    ck_assert_uint_gt(w.rate_quiet, 0);
+    seq_one(&w, bo_window_next_send_ns(&w, t), false);
+    ck_assert_uint_eq(w.rate_quiet, 0);
+}
+END_TEST
+
+/*
+ * One cut of the pace a round trip: an attempt sent after the cut and
+ * refused says the new pace is too fast as well, however soon it comes
+ * (a loop of fresh processes whose second refusal came 120 ms after the
+ * first kept the burst's pace); one sent before it does not.
+ */
+START_TEST(test_rate_cuts_again_at_the_new_pace)
+{
+    bo_config c = improved_cfg();
+    bo_window w;
+    bo_window_init(&w, &c);
+    for (int i = 0; i < 10; i++)
+        seq_one(&w, i * 10 * MS, true);
+    seq_one(&w, 100 * MS, false); /* cut at 110 ms: 10 in 0.11 s x 0.9 */
+    double first = w.rate_limit_hz;
+    ck_assert_double_gt(first, 50);
+    int64_t t = bo_window_next_send_ns(&w, 110 * MS);
+    seq_one(&w, t, true);
+    t = bo_window_next_send_ns(&w, t + 10 * MS);
+    seq_one(&w, t, true);
+    t = bo_window_next_send_ns(&w, t + 10 * MS);
+    ck_assert_int_lt(t + 10 * MS - 110 * MS, 200 * MS); /* within what used to be one step */
+    seq_one(&w, t, false);
+    ck_assert_double_lt(w.rate_limit_hz, first / 2); /* 2 in ~70 ms since the cut */
+}
+END_TEST
+
+/*
+ * A program slower than the pace never used it: its steps prove nothing
+ * about the pace, which is not raised (it would let the program's next
+ * burst through at a rate nothing had shown the server takes).
+ */
+START_TEST(test_rate_unused_pace_is_no_proof)
+{
+    bo_config c = improved_cfg();
+    bo_window w;
+    bo_window_init(&w, &c);
+    for (int i = 0; i < 10; i++)
+        seq_one(&w, i * 10 * MS, true);
+    seq_one(&w, 100 * MS, false);
+    double first = w.rate_limit_hz;
+    ck_assert_double_gt(first, 50);
+    for (int64_t t = 120 * MS; t < 3000 * MS; t += 120 * MS) /* 8/s, under a tenth of it */
+        seq_one(&w, bo_window_next_send_ns(&w, t), true);
+    ck_assert_double_eq_tol(w.rate_ok_hz, 0, EPS);
+    ck_assert_double_eq_tol(w.rate_limit_hz, first, EPS);
 }
 END_TEST
 
@@ -852,6 +970,9 @@ static Suite *window_suite(void)
     tcase_add_test(ti, test_rate_evidence_paces);
     tcase_add_test(ti, test_concurrency_throttle_is_not_a_rate);
     tcase_add_test(ti, test_rate_cut_forgets_the_burst);
+    tcase_add_test(ti, test_rate_learns_the_bucket_beyond_its_burst);
+    tcase_add_test(ti, test_rate_cuts_again_at_the_new_pace);
+    tcase_add_test(ti, test_rate_unused_pace_is_no_proof);
     tcase_add_test(ti, test_cap_drop_is_not_a_rate);
     tcase_add_test(ti, test_probe_after_deep_cut);
     tcase_add_test(ti, test_closed_server_keeps_pace);
