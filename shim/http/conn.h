@@ -91,6 +91,9 @@ typedef struct bo_hconn {
     bool shut_rd;               /* ... for reading: nothing of it is retried */
     bool deferred;              /* a non-blocking read met an unjudged throttle and
                                    left it for the program's poll (exchange.c) */
+    int64_t paced_until;        /* a request's write held back for the pace: the program's
+                                   poll shows no POLLOUT before then (0: none) */
+    bool paced_go;              /* ... its poll's time ran out first: it goes at once */
     int64_t first_byte_ns;      /* when the answer's first byte was seen (0: not yet) */
     /* the call of the request in flight */
     bool in_call;               /* begun, not ended */

@@ -118,6 +118,20 @@ short bo_hx_poll_before(bo_hconn *c, short ev, int64_t now, int64_t deadline, sh
     *xfd = -1;
     *x_ev = 0;
     *until = INT64_MAX;
+    if (c->paced_until != 0 && (ev & POLLOUT)) {
+        /* a write the pace held back (bo_hx_begin): writable at the pace's
+         * time, or while the program's poll still has time to write */
+        int64_t end = bo_hx_before(now, deadline);
+        if (now < c->paced_until && now < end) {
+            short rest = (short)(ev & ~POLLOUT);
+            *fd_ev = rest != 0 ? rest : -1;
+            *until = c->paced_until < end ? c->paced_until : end;
+            return 0;
+        }
+        c->paced_go = now < c->paced_until; /* its time ran out first: it goes now */
+        c->paced_until = 0;
+        bo_hx_update_active(c);
+    }
     if ((c->st == BO_HC_SENT || c->st == BO_HC_RETRY) && !bo_hx_same_socket(c))
         return 0;
     if (c->st == BO_HC_RETRY) {

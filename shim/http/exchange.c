@@ -43,7 +43,8 @@
 /* Is the record one the wait hooks must look at (bo_hc_active)? */
 static bool wants_waits(const bo_hconn *c)
 {
-    return c->st == BO_HC_SENT || c->st == BO_HC_RETRY || (c->deliver && bo_hc_held_left(c) > 0);
+    return c->st == BO_HC_SENT || c->st == BO_HC_RETRY || (c->deliver && bo_hc_held_left(c) > 0) ||
+           c->paced_until != 0;
 }
 
 void bo_hx_update_active(bo_hconn *c)
@@ -191,6 +192,8 @@ void bo_hx_reset(bo_hconn *c)
     c->peer_id_known = false;
     c->held_len = c->held_off = 0;
     c->deliver = c->shut_wr = c->shut_rd = c->deferred = false;
+    c->paced_until = 0;
+    c->paced_go = false;
     c->idem_keyed = c->idem_added = false;
     c->inj_len = c->inj_off = 0;
     c->ino = 0;
@@ -211,6 +214,8 @@ void bo_hx_adopt(bo_hconn *c, const bo_hx_io *io, const void *ctx, bool tls, boo
     c->tls = c->https = tls;
     c->held_len = c->held_off = 0;
     c->deliver = c->shut_wr = c->shut_rd = c->deferred = false;
+    c->paced_until = 0;
+    c->paced_go = false;
     c->ino = bo_hc_identity(c->fd);
     bo_hx_set_state(c, h2 ? BO_HC_OFF : BO_HC_IDLE);
 }
@@ -369,7 +374,19 @@ int bo_hx_begin(bo_hconn *c, const char *buf, size_t len, bool dontwait)
     c->admitted = c->idem_keyed = c->idem_added = false;
     c->inj_len = c->inj_off = 0;
     c->id = bo_run_call_id();
-    bo_step st = bo_run_admit_step(b, &c->call, now, &c->inflight, BO_POLL_ADMIT_NS, &until);
+    bo_step st = bo_run_admit_step(b, &c->call, now, &c->inflight, BO_NS_PER_S, &until);
+    if (st == BO_STEP_WAIT && !dontwait && !c->tls && !c->paced_go &&
+        bo_hs_nonblocking(c->fd) && bo_hx_polls_itself(c)) {
+        /* A program that waits for its socket in a poll of its own (a
+         * socket with a timeout, not an event loop): the write waits there,
+         * not in the call.  Nothing is written now (EAGAIN); its poll shows
+         * the socket writable when the pace says, or before its time runs
+         * out (bo_hx_poll_before), and its next write is this one again. */
+        bo_hx_end_call(c, false);
+        c->paced_until = until;
+        bo_hx_set_state(c, BO_HC_IDLE);
+        return EAGAIN;
+    }
     if (st == BO_STEP_WAIT && (dontwait || bo_hs_nonblocking(c->fd))) {
         /* An event loop's request never waits inside the call that sends it:
          * it goes now, counted in the window (its retries wait their turn
@@ -399,6 +416,11 @@ int bo_hx_begin(bo_hconn *c, const char *buf, size_t len, bool dontwait)
         return unmanaged(c); /* no slot in time: this request goes as the program sent it */
     }
     c->admitted = true;
+    c->paced_go = false;
+    if (c->paced_until != 0) {
+        c->paced_until = 0;
+        bo_hx_update_active(c);
+    }
     c->kept_len = 0;
     c->kept_ok = s->keep == BO_HTTP_KEEP_OK; /* a body over the cap is sent once, never again */
     if (cfg->idempotency_key && !s->idempotency_key &&

@@ -94,10 +94,12 @@ void bo_hx_leave(bo_hconn *c);
  * whose whole head is in buf.  dontwait: the program's call may not wait
  * (MSG_DONTWAIT); else the socket's O_NONBLOCK is asked only if the
  * admission would wait (a call that may not wait goes at once, counted in
- * the window).
+ * the window, unless its program polls the socket itself: then the write
+ * waits in that poll).
  * Returns 0 when its first attempt is admitted (REQ: write it, then
- * bo_hx_sent), EINTR when a signal ended the admission wait (nothing
- * written), -1 when the hooks leave the request alone (not one they may
+ * bo_hx_sent), EINTR when a signal ended the admission wait, EAGAIN when
+ * the pace holds the write back for the program's poll (nothing written
+ * either way), -1 when the hooks leave the request alone (not one they may
  * retry, its head not in one write, a destination BACKOFF_HOSTS leaves
  * out; the connection stays followed when only this request is left alone).
  */

@@ -52,6 +52,11 @@ typedef enum bo_hx_waits {
 } bo_hx_waits;
 bo_hx_waits bo_hx_waiter(const bo_hconn *c, int64_t *deadline);
 
+/* Does the program wait for c's socket in a poll or select of its own (not
+ * in an event loop's epoll set, not a server's)?  Then a write the pace
+ * holds back can wait there (bo_hx_begin, bo_hx_poll_before). */
+bool bo_hx_polls_itself(const bo_hconn *c);
+
 /* The end of a program's wait, less the margin a retry leaves before it
  * (the program's own timer must find the answer there). */
 int64_t bo_hx_before(int64_t now, int64_t deadline);

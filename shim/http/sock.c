@@ -341,10 +341,13 @@ static ssize_t shim_write(bo_hconn *c, const wcall *w, const void *ret)
         }
         bool dontwait = (w->kind == W_SEND || w->kind == W_SENDTO) && (w->flags & MSG_DONTWAIT);
         c->https = false;
-        if (bo_hx_begin(c, first, flen, dontwait) == EINTR) {
+        int b = bo_hx_begin(c, first, flen, dontwait);
+        if (b == EINTR || b == EAGAIN) {
             bo_core_busy = 0;
             bo_hx_leave(c);
-            errno = EINTR; /* a signal ended the admission's wait: nothing was written */
+            /* EINTR: a signal ended the admission's wait; EAGAIN: the pace holds
+             * the write back for the program's poll.  Nothing was written. */
+            errno = b;
             return -1;
         }
         break;
