@@ -124,6 +124,8 @@ typedef struct bo_hconn {
     bool answered;              /* the retried attempt had an answer (held), not a close */
     bool loop;                  /* the program waits in an event loop (epoll): the
                                    socket is kept quiet while the retry waits */
+    bool loop_late;             /* ... whose next timer was not known: each later wait
+                                   of the loop bounds the retry (give_up_ns) */
     int dial_fd;                /* the new connection while it connects (-1: none) */
     int park_fd;                /* our end of the quiet stand-in on the fd (-1: none) */
     int orig_fd;                /* the program's socket the stand-in holds the place of,

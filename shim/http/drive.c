@@ -199,7 +199,7 @@ short bo_hx_poll_after(bo_hconn *c, short ev, short rev, short xrev, int64_t dea
 
 /* The event-loop drive's gathering (bo_hx_drive). */
 typedef struct drive_ctx {
-    int64_t now, until;
+    int64_t now, until, loop_deadline;
     int *fds;
     short *evs;
     int n, max;
@@ -235,6 +235,13 @@ static void drive_one(bo_hconn *c, void *ud)
             }
         }
     }
+    if (c->st == BO_HC_RETRY && c->loop && c->loop_late && d->loop_deadline > d->now) {
+        /* a retry taken over before the loop told its timers: this wait's
+         * end is one of them, and the answer must reach the program first */
+        int64_t end = bo_hx_before(d->now, d->loop_deadline);
+        if (end < c->give_up_ns)
+            c->give_up_ns = end;
+    }
     if (c->st == BO_HC_RETRY && c->loop && !bo_hx_step(c, d->now, &need)) {
         if (d->now >= c->give_up_ns) {
             bo_hx_abandon(c);
@@ -256,9 +263,13 @@ static void drive_one(bo_hconn *c, void *ud)
 int bo_hx_drive(int64_t now, int64_t loop_deadline, int64_t *until, int *fds, short *evs,
                 int max)
 {
-    drive_ctx d = {.now = now, .until = INT64_MAX, .fds = fds, .evs = evs, .max = max};
+    drive_ctx d = {.now = now,
+                   .until = INT64_MAX,
+                   .loop_deadline = loop_deadline,
+                   .fds = fds,
+                   .evs = evs,
+                   .max = max};
 
-    (void)loop_deadline;
     int64_t last = __atomic_load_n(&g_last_sweep, __ATOMIC_RELAXED);
     if (now - last >= HX_SWEEP_NS) {
         __atomic_store_n(&g_last_sweep, now, __ATOMIC_RELAXED);

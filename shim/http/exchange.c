@@ -361,7 +361,7 @@ int bo_hx_begin(bo_hconn *c, const char *buf, size_t len, bool dontwait)
         goto off; /* its head not in this write, not HTTP/1.x, a tunnel or an Expect */
     c->fed_ahead = used;
     c->held_len = c->held_off = 0;
-    c->deliver = c->shut_wr = c->shut_rd = c->deferred = false;
+    c->deliver = c->shut_wr = c->shut_rd = c->deferred = c->loop_late = false;
     c->first_byte_ns = 0;
     bo_block *b = destination(c, cfg, s);
     if (b == NULL)

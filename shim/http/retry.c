@@ -400,6 +400,7 @@ hx_judged bo_hx_judge(bo_hconn *c, hx_mode mode, int64_t deadline, int *err)
             switch (bo_hx_waiter(c, &deadline)) {
             case BO_HX_WAITS_IN_LOOP:
                 mode = MODE_LOOP;
+                c->loop_late = deadline == INT64_MAX;
                 break;
             case BO_HX_WAITS_UNSEEN:
                 if (!c->deferred) {

@@ -67,9 +67,12 @@ bo_hx_waits bo_hx_waiter(const bo_hconn *c, int64_t *deadline)
 {
     if (!in_epoll(c->fd))
         return BO_HX_WAITS_UNSEEN;
-    if (__atomic_load_n(&g_serving, __ATOMIC_RELAXED) || tl_loop_deadline == 0)
-        return BO_HX_WAITS_PASSED; /* a server's answers; a loop whose timers are unknown */
-    *deadline = bo_hx_before(bo_core_now_ns(), tl_loop_deadline);
+    if (__atomic_load_n(&g_serving, __ATOMIC_RELAXED))
+        return BO_HX_WAITS_PASSED; /* a server's answers */
+    /* a loop that has only looked so far (waits of 0: work at hand) has not
+     * told its timers: its later waits bound the retry (bo_hx_drive) */
+    *deadline = tl_loop_deadline == 0 ? INT64_MAX
+                                      : bo_hx_before(bo_core_now_ns(), tl_loop_deadline);
     return BO_HX_WAITS_IN_LOOP;
 }
 
