@@ -143,9 +143,10 @@ static int g_port = 8000;
 #define THROTTLED "HTTP/1.1 429 Too Many Requests\r\nContent-Length: 8\r\n\r\nrejected"
 #define UNAVAILABLE "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\n\r\nbusy"
 
-/* A fresh connection (a new destination each time: no state carried over)
- * with the server's script; the request written. */
-static bo_hconn *start(const char *const *answers, int n, const char *method, size_t body)
+/* A fresh connection to port with the server's script; the request
+ * written. */
+static bo_hconn *start_at(const char *const *answers, int n, const char *method, size_t body,
+                          int port)
 {
     static char req[80000];
     memset(&g_fake, 0, sizeof g_fake);
@@ -163,7 +164,7 @@ static bo_hconn *start(const char *const *answers, int n, const char *method, si
     ck_assert(bo_hx_enter(c));
     bo_hx_adopt(c, &k_fake, NULL, false, false);
     int len = snprintf(req, sizeof req, "%s /item/1 HTTP/1.1\r\nHost: test.invalid:%d\r\n%s\r\n",
-                       method, g_port++, body > 0 ? "Content-Length: " : "");
+                       method, port, body > 0 ? "Content-Length: " : "");
     if (body > 0) {
         len -= 2;
         len += snprintf(req + len, sizeof req - (size_t)len, "%zu\r\n\r\n", body);
@@ -175,6 +176,12 @@ static bo_hconn *start(const char *const *answers, int n, const char *method, si
     ck_assert_int_eq(c->st, BO_HC_SENT);
     server_answers(); /* the first attempt's answer */
     return c;
+}
+
+/* A fresh connection (a new destination each time: no state carried over). */
+static bo_hconn *start(const char *const *answers, int n, const char *method, size_t body)
+{
+    return start_at(answers, n, method, body, g_port++);
 }
 
 static void finish(bo_hconn *c)
@@ -360,6 +367,66 @@ START_TEST(test_a_retry_with_no_new_connection_hands_back_the_answer_whole)
 }
 END_TEST
 
+START_TEST(test_a_write_the_pace_holds_back_waits_in_the_programs_poll)
+{
+    /* the destination's quota is spent for 5 s, so its next send waits */
+    int port = g_port++;
+    const char *s[] = {"HTTP/1.1 200 OK\r\nRateLimit-Remaining: 0\r\nRateLimit-Reset: 5\r\n"
+                       "Content-Length: 2\r\n\r\nok"};
+    bo_hconn *a = start_at(s, 1, "GET", 0, port);
+    int err = 0;
+    ck_assert_int_eq(bo_hx_read(a, true, &err), BO_HX_PASS);
+    char buf[256];
+    program_reads(a, buf, sizeof buf - 1);
+    finish(a);
+
+    /* the next request to it, on a non-blocking socket the program polls
+     * itself: nothing written, no wait inside the call */
+    int p[2];
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, p), 0);
+    bo_hconn *c = bo_hc_make(p[0]);
+    ck_assert_ptr_nonnull(c);
+    ck_assert(bo_hx_enter(c));
+    bo_hx_adopt(c, &k_fake, NULL, false, false);
+    char req[128];
+    int len = snprintf(req, sizeof req, "GET /item/2 HTTP/1.1\r\nHost: test.invalid:%d\r\n\r\n",
+                       port);
+    int64_t t0 = bo_core_now_ns();
+    ck_assert_int_eq(bo_hx_begin(c, req, (size_t)len, false), EAGAIN);
+    ck_assert_int_gt(c->paced_until, t0 + 1000000000LL); /* far beyond this call's time */
+    ck_assert_int_eq(c->st, BO_HC_IDLE);
+    bo_hx_leave(c);
+
+    /* its poll for POLLOUT (as of the time the write was refused: the
+     * poll's clock is passed in) sees nothing until the pace's time... */
+    short fd_ev, x_ev;
+    int xfd;
+    int64_t until;
+    ck_assert_int_eq(
+        bo_hx_poll_before(c, POLLOUT | POLLIN, t0, t0 + 5000000000LL, &fd_ev, &xfd, &x_ev, &until),
+        0);
+    ck_assert_int_eq(fd_ev, POLLIN);
+    ck_assert_int_eq(until, c->paced_until);
+    ck_assert_int_eq(
+        bo_hx_poll_before(c, POLLOUT, t0, t0 + 5000000000LL, &fd_ev, &xfd, &x_ev, &until), 0);
+    ck_assert_int_eq(fd_ev, -1);
+    /* ...but one whose own time ends first is not held past it: the write
+     * goes at once */
+    ck_assert_int_eq(
+        bo_hx_poll_before(c, POLLOUT, t0, t0 + 1000000LL, &fd_ev, &xfd, &x_ev, &until), 0);
+    ck_assert_int_eq(fd_ev, POLLOUT);
+    ck_assert_int_eq(c->paced_until, 0);
+    ck_assert(c->paced_go);
+    ck_assert(bo_hx_enter(c));
+    ck_assert_int_eq(bo_hx_begin(c, req, (size_t)len, false), 0);
+    ck_assert_int_eq(c->st, BO_HC_REQ);
+    bo_hx_leave(c);
+    bo_hx_closed(p[0]);
+    close(p[0]);
+    close(p[1]);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("shim_exchange");
@@ -373,6 +440,7 @@ static Suite *suite(void)
     tcase_add_test(t, test_a_retry_that_does_not_fit_the_poll_is_not_made);
     tcase_add_test(t, test_an_interim_answer_goes_at_once);
     tcase_add_test(t, test_a_retry_with_no_new_connection_hands_back_the_answer_whole);
+    tcase_add_test(t, test_a_write_the_pace_holds_back_waits_in_the_programs_poll);
     suite_add_tcase(s, t);
     return s;
 }
