@@ -20,7 +20,6 @@
 #include "core/core.h"
 
 #include <arpa/inet.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -48,9 +47,7 @@ static int g_connect_bound;
 /* Bind libc's connect(); abort loudly if it is missing or is ourselves. */
 static void resolve_connect(void)
 {
-    *(void **)&real_connect_fn = dlsym(RTLD_NEXT, "connect");
-    if (real_connect_fn == NULL || (void *)real_connect_fn == (void *)connect)
-        bo_core_die("backoff: cannot find libc's connect; cannot continue");
+    *(void **)&real_connect_fn = bo_core_next_fn("connect", (void *)connect);
 }
 
 static int real_connect(int fd, const struct sockaddr *sa, socklen_t len)

@@ -5,6 +5,7 @@
  */
 #include "core/core.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -103,6 +104,14 @@ void bo_core_die(const char *fmt, ...)
     bo_core_vline(fmt, ap);
     va_end(ap);
     abort();
+}
+
+void *bo_core_next_fn(const char *name, const void *self)
+{
+    void *p = dlsym(RTLD_NEXT, name);
+    if (p == NULL || p == self)
+        bo_core_die("backoff: cannot find libc's %s; cannot continue", name);
+    return p;
 }
 
 /*

@@ -111,6 +111,11 @@ __attribute__((format(printf, 1, 2))) void bo_core_line(const char *fmt, ...);
 __attribute__((format(printf, 1, 0))) void bo_core_vline(const char *fmt, va_list ap);
 __attribute__((format(printf, 1, 2), noreturn)) void bo_core_die(const char *fmt, ...);
 
+/* The definition of name the program would have reached without the
+ * library (dlsym RTLD_NEXT: libc's, for a hook); bo_core_die when there is
+ * none, or when it is self (the hook itself). */
+void *bo_core_next_fn(const char *name, const void *self);
+
 /* Fork (the one list in fork/fork.c): the init lock (core.c); the count of
  * forks, by which a child reseeds its generators apart from its parent's
  * (config.c). */

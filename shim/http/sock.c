@@ -14,7 +14,6 @@
  * answer mean is the exchange's (exchange.c); a new connection for a retry
  * is redial.c's.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -83,33 +82,25 @@ static struct {
 } g_real;
 static int g_bound;
 
-static void *real_fn(const char *name, void *self)
-{
-    void *p = dlsym(RTLD_NEXT, name);
-    if (p == NULL || p == self)
-        bo_core_die("backoff: cannot find libc's %s; cannot continue", name);
-    return p;
-}
-
 static void resolve(void)
 {
-    *(void **)&g_real.read = real_fn("read", (void *)read);
-    *(void **)&g_real.write = real_fn("write", (void *)write);
-    *(void **)&g_real.recv = real_fn("recv", (void *)recv);
-    *(void **)&g_real.send = real_fn("send", (void *)send);
-    *(void **)&g_real.recvfrom = real_fn("recvfrom", (void *)recvfrom);
-    *(void **)&g_real.sendto = real_fn("sendto", (void *)sendto);
-    *(void **)&g_real.writev = real_fn("writev", (void *)writev);
-    *(void **)&g_real.read_chk = real_fn("__read_chk", NULL);
-    *(void **)&g_real.recv_chk = real_fn("__recv_chk", NULL);
-    *(void **)&g_real.recvfrom_chk = real_fn("__recvfrom_chk", NULL);
-    *(void **)&g_real.close = real_fn("close", (void *)close);
-    *(void **)&g_real.dup2 = real_fn("dup2", (void *)dup2);
-    *(void **)&g_real.dup3 = real_fn("dup3", (void *)dup3);
-    *(void **)&g_real.accept = real_fn("accept", (void *)accept);
-    *(void **)&g_real.accept4 = real_fn("accept4", (void *)accept4);
-    *(void **)&g_real.connect = real_fn("connect", NULL);
-    *(void **)&g_real.shutdown = real_fn("shutdown", (void *)shutdown);
+    *(void **)&g_real.read = bo_core_next_fn("read", (void *)read);
+    *(void **)&g_real.write = bo_core_next_fn("write", (void *)write);
+    *(void **)&g_real.recv = bo_core_next_fn("recv", (void *)recv);
+    *(void **)&g_real.send = bo_core_next_fn("send", (void *)send);
+    *(void **)&g_real.recvfrom = bo_core_next_fn("recvfrom", (void *)recvfrom);
+    *(void **)&g_real.sendto = bo_core_next_fn("sendto", (void *)sendto);
+    *(void **)&g_real.writev = bo_core_next_fn("writev", (void *)writev);
+    *(void **)&g_real.read_chk = bo_core_next_fn("__read_chk", NULL);
+    *(void **)&g_real.recv_chk = bo_core_next_fn("__recv_chk", NULL);
+    *(void **)&g_real.recvfrom_chk = bo_core_next_fn("__recvfrom_chk", NULL);
+    *(void **)&g_real.close = bo_core_next_fn("close", (void *)close);
+    *(void **)&g_real.dup2 = bo_core_next_fn("dup2", (void *)dup2);
+    *(void **)&g_real.dup3 = bo_core_next_fn("dup3", (void *)dup3);
+    *(void **)&g_real.accept = bo_core_next_fn("accept", (void *)accept);
+    *(void **)&g_real.accept4 = bo_core_next_fn("accept4", (void *)accept4);
+    *(void **)&g_real.connect = bo_core_next_fn("connect", NULL);
+    *(void **)&g_real.shutdown = bo_core_next_fn("shutdown", (void *)shutdown);
 }
 
 /* The real functions, bound on first use (a library's constructor may write

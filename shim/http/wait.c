@@ -57,25 +57,17 @@ static struct {
 } g_real;
 static int g_bound;
 
-static void *real_fn(const char *name, void *self)
-{
-    void *p = dlsym(RTLD_NEXT, name);
-    if (p == NULL || p == self)
-        bo_core_die("backoff: cannot find libc's %s; cannot continue", name);
-    return p;
-}
-
 int epoll_pwait2(int epfd, struct epoll_event *ev, int max, const struct timespec *timeout,
                  const sigset_t *mask);
 
 static void resolve(void)
 {
-    *(void **)&g_real.poll = real_fn("poll", (void *)poll);
-    *(void **)&g_real.ppoll = real_fn("ppoll", (void *)ppoll);
-    *(void **)&g_real.select = real_fn("select", (void *)select);
-    *(void **)&g_real.pselect = real_fn("pselect", (void *)pselect);
-    *(void **)&g_real.epoll_wait = real_fn("epoll_wait", (void *)epoll_wait);
-    *(void **)&g_real.epoll_pwait = real_fn("epoll_pwait", (void *)epoll_pwait);
+    *(void **)&g_real.poll = bo_core_next_fn("poll", (void *)poll);
+    *(void **)&g_real.ppoll = bo_core_next_fn("ppoll", (void *)ppoll);
+    *(void **)&g_real.select = bo_core_next_fn("select", (void *)select);
+    *(void **)&g_real.pselect = bo_core_next_fn("pselect", (void *)pselect);
+    *(void **)&g_real.epoll_wait = bo_core_next_fn("epoll_wait", (void *)epoll_wait);
+    *(void **)&g_real.epoll_pwait = bo_core_next_fn("epoll_pwait", (void *)epoll_pwait);
     void *p2 = dlsym(RTLD_NEXT, "epoll_pwait2");
     *(void **)&g_real.epoll_pwait2 = p2 == (void *)epoll_pwait2 ? NULL : p2;
 }
