@@ -143,6 +143,38 @@ static int g_port = 8000;
 #define THROTTLED "HTTP/1.1 429 Too Many Requests\r\nContent-Length: 8\r\n\r\nrejected"
 #define UNAVAILABLE "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\n\r\nbusy"
 
+/* A fresh connection (the last one closed), followed through the fake
+ * transport; type_flags: SOCK_NONBLOCK for a socket the program made
+ * non-blocking. */
+static bo_hconn *open_conn(int type_flags)
+{
+    if (g_pair[0] >= 0) {
+        bo_hx_closed(g_pair[0]);
+        close(g_pair[0]);
+        close(g_pair[1]);
+    }
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | type_flags, 0, g_pair), 0);
+    bo_hconn *c = bo_hc_make(g_pair[0]);
+    ck_assert_ptr_nonnull(c);
+    ck_assert(bo_hx_enter(c));
+    bo_hx_adopt(c, &k_fake, NULL, false, false);
+    return c;
+}
+
+/* A request to port with body bytes of body, in req; its length. */
+static size_t format_request(char *req, size_t cap, const char *method, size_t body, int port)
+{
+    int len = snprintf(req, cap, "%s /item/1 HTTP/1.1\r\nHost: test.invalid:%d\r\n%s\r\n", method,
+                       port, body > 0 ? "Content-Length: " : "");
+    if (body > 0) {
+        len -= 2;
+        len += snprintf(req + len, cap - (size_t)len, "%zu\r\n\r\n", body);
+        memset(req + len, 'x', body);
+        len += (int)body;
+    }
+    return (size_t)len;
+}
+
 /* A fresh connection to port with the server's script; the request
  * written. */
 static bo_hconn *start_at(const char *const *answers, int n, const char *method, size_t body,
@@ -153,26 +185,10 @@ static bo_hconn *start_at(const char *const *answers, int n, const char *method,
     for (int i = 0; i < n; i++)
         g_fake.answers[i] = answers[i];
     g_fake.n_answers = n;
-    if (g_pair[0] >= 0) {
-        bo_hx_closed(g_pair[0]);
-        close(g_pair[0]);
-        close(g_pair[1]);
-    }
-    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, g_pair), 0);
-    bo_hconn *c = bo_hc_make(g_pair[0]);
-    ck_assert_ptr_nonnull(c);
-    ck_assert(bo_hx_enter(c));
-    bo_hx_adopt(c, &k_fake, NULL, false, false);
-    int len = snprintf(req, sizeof req, "%s /item/1 HTTP/1.1\r\nHost: test.invalid:%d\r\n%s\r\n",
-                       method, port, body > 0 ? "Content-Length: " : "");
-    if (body > 0) {
-        len -= 2;
-        len += snprintf(req + len, sizeof req - (size_t)len, "%zu\r\n\r\n", body);
-        memset(req + len, 'x', body);
-        len += (int)body;
-    }
-    ck_assert_int_eq(bo_hx_begin(c, req, (size_t)len, false), 0);
-    bo_hx_sent(c, req, (size_t)len);
+    bo_hconn *c = open_conn(0);
+    size_t len = format_request(req, sizeof req, method, body, port);
+    ck_assert_int_eq(bo_hx_begin(c, req, len, false), 0);
+    bo_hx_sent(c, req, len);
     ck_assert_int_eq(c->st, BO_HC_SENT);
     server_answers(); /* the first attempt's answer */
     return c;
@@ -382,17 +398,11 @@ START_TEST(test_a_write_the_pace_holds_back_waits_in_the_programs_poll)
 
     /* the next request to it, on a non-blocking socket the program polls
      * itself: nothing written, no wait inside the call */
-    int p[2];
-    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, p), 0);
-    bo_hconn *c = bo_hc_make(p[0]);
-    ck_assert_ptr_nonnull(c);
-    ck_assert(bo_hx_enter(c));
-    bo_hx_adopt(c, &k_fake, NULL, false, false);
+    bo_hconn *c = open_conn(SOCK_NONBLOCK);
     char req[128];
-    int len = snprintf(req, sizeof req, "GET /item/2 HTTP/1.1\r\nHost: test.invalid:%d\r\n\r\n",
-                       port);
+    size_t len = format_request(req, sizeof req, "GET", 0, port);
     int64_t t0 = bo_core_now_ns();
-    ck_assert_int_eq(bo_hx_begin(c, req, (size_t)len, false), EAGAIN);
+    ck_assert_int_eq(bo_hx_begin(c, req, len, false), EAGAIN);
     ck_assert_int_gt(c->paced_until, t0 + 1000000000LL); /* far beyond this call's time */
     ck_assert_int_eq(c->st, BO_HC_IDLE);
     bo_hx_leave(c);
@@ -418,12 +428,9 @@ START_TEST(test_a_write_the_pace_holds_back_waits_in_the_programs_poll)
     ck_assert_int_eq(c->paced_until, 0);
     ck_assert(c->paced_go);
     ck_assert(bo_hx_enter(c));
-    ck_assert_int_eq(bo_hx_begin(c, req, (size_t)len, false), 0);
+    ck_assert_int_eq(bo_hx_begin(c, req, len, false), 0);
     ck_assert_int_eq(c->st, BO_HC_REQ);
     bo_hx_leave(c);
-    bo_hx_closed(p[0]);
-    close(p[0]);
-    close(p[1]);
 }
 END_TEST
 
