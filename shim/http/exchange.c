@@ -176,6 +176,17 @@ bo_outcome bo_hx_classify(const bo_hconn *c, int status, int code)
 
 /* ---- the records' life ------------------------------------------------------ */
 
+/* What the connection's last exchange left (bytes held for the program,
+ * its shutdowns, a deferred throttle, a write held back for the pace):
+ * nothing of it carries over to what the fd is now. */
+static void forget_exchange(bo_hconn *c)
+{
+    c->held_len = c->held_off = 0;
+    c->deliver = c->shut_wr = c->shut_rd = c->deferred = false;
+    c->paced_until = 0;
+    c->paced_go = false;
+}
+
 /* Under the record's lock: back to NONE, nothing in flight, nothing held. */
 void bo_hx_reset(bo_hconn *c)
 {
@@ -190,10 +201,7 @@ void bo_hx_reset(bo_hconn *c)
     c->io = NULL;
     c->io_ctx = NULL;
     c->peer_id_known = false;
-    c->held_len = c->held_off = 0;
-    c->deliver = c->shut_wr = c->shut_rd = c->deferred = false;
-    c->paced_until = 0;
-    c->paced_go = false;
+    forget_exchange(c);
     c->idem_keyed = c->idem_added = false;
     c->inj_len = c->inj_off = 0;
     c->ino = 0;
@@ -212,10 +220,7 @@ void bo_hx_adopt(bo_hconn *c, const bo_hx_io *io, const void *ctx, bool tls, boo
     c->io = io;
     c->io_ctx = ctx;
     c->tls = c->https = tls;
-    c->held_len = c->held_off = 0;
-    c->deliver = c->shut_wr = c->shut_rd = c->deferred = false;
-    c->paced_until = 0;
-    c->paced_go = false;
+    forget_exchange(c);
     c->ino = bo_hc_identity(c->fd);
     bo_hx_set_state(c, h2 ? BO_HC_OFF : BO_HC_IDLE);
 }
