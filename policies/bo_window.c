@@ -561,7 +561,6 @@ static void step_begin(bo_window *w, int64_t now_ns)
  * One probing step of the rate search (see rate_step_ns): the pace
  * held a whole step without a throttle, so it is known good; pick the next one.
  */
-
 static void rate_step(bo_window *w, int64_t now_ns)
 {
     double r = w->rate_limit_hz;

@@ -479,6 +479,18 @@ static void seq_one(bo_window *w, int64_t t, bool ok)
         bo_window_on_signal(w, &tk, BO_SIGNAL_THROTTLE, t + 10 * MS);
 }
 
+/* Ten sequential successes 10 ms apart, then a refusal: the first pace, read
+ * from them (cut at 110 ms: 10 in 0.11 s x 0.9). */
+static double paced_after_ten(bo_window *w)
+{
+    for (int i = 0; i < 10; i++)
+        seq_one(w, i * 10 * MS, true);
+    seq_one(w, 100 * MS, false);
+    double first = w->rate_limit_hz;
+    ck_assert_double_gt(first, 50);
+    return first;
+}
+
 /*
  * A sequential client against a token bucket of 10/s holding 3, whose
  * refusals say `Retry-After: 1`: three go, the fourth is refused, the
@@ -545,11 +557,7 @@ START_TEST(test_rate_cuts_again_at_the_new_pace)
     bo_config c = improved_cfg();
     bo_window w;
     bo_window_init(&w, &c);
-    for (int i = 0; i < 10; i++)
-        seq_one(&w, i * 10 * MS, true);
-    seq_one(&w, 100 * MS, false); /* cut at 110 ms: 10 in 0.11 s x 0.9 */
-    double first = w.rate_limit_hz;
-    ck_assert_double_gt(first, 50);
+    double first = paced_after_ten(&w);
     int64_t t = bo_window_next_send_ns(&w, 110 * MS);
     seq_one(&w, t, true);
     t = bo_window_next_send_ns(&w, t + 10 * MS);
@@ -571,11 +579,7 @@ START_TEST(test_rate_unused_pace_is_no_proof)
     bo_config c = improved_cfg();
     bo_window w;
     bo_window_init(&w, &c);
-    for (int i = 0; i < 10; i++)
-        seq_one(&w, i * 10 * MS, true);
-    seq_one(&w, 100 * MS, false);
-    double first = w.rate_limit_hz;
-    ck_assert_double_gt(first, 50);
+    double first = paced_after_ten(&w);
     for (int64_t t = 120 * MS; t < 3000 * MS; t += 120 * MS) /* 8/s, under a tenth of it */
         seq_one(&w, bo_window_next_send_ns(&w, t), true);
     ck_assert_double_eq_tol(w.rate_ok_hz, 0, EPS);
