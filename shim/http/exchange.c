@@ -134,6 +134,20 @@ void bo_hx_end_call(bo_hconn *c, bool failed_retryable)
     c->in_call = c->admitted = false;
 }
 
+/* The call ends before its request went out (the pace holds it back, a
+ * signal): the program writes it again, and the logical request the call
+ * continues stays as it was for that write.  (Ended as a call that did not
+ * fail, the program's own retry of a reset POST lost its first try's
+ * Idempotency-Key whenever the pace held its first write back.) */
+static void withdraw_call(bo_hconn *c)
+{
+    if (!c->in_call)
+        return;
+    bo_block_put(c->dest);
+    c->dest = NULL;
+    c->in_call = c->admitted = false;
+}
+
 /* The call gives up where it stands: an admitted attempt's slot back
  * (counted as a failed call), the call ended. */
 void bo_hx_drop_call(bo_hconn *c, bool failed_retryable)
@@ -387,7 +401,7 @@ int bo_hx_begin(bo_hconn *c, const char *buf, size_t len, bool dontwait)
          * not in the call.  Nothing is written now (EAGAIN); its poll shows
          * the socket writable when the pace says, or before its time runs
          * out (bo_hx_poll_before), and its next write is this one again. */
-        bo_hx_end_call(c, false);
+        withdraw_call(c);
         c->paced_until = until;
         bo_hx_set_state(c, BO_HC_IDLE);
         return EAGAIN;
@@ -410,7 +424,7 @@ int bo_hx_begin(bo_hconn *c, const char *buf, size_t len, bool dontwait)
         int a = bo_run_admit_intr(b, &c->call, now + bound, &c->inflight);
         bo_core_busy = 1;
         if (a == EINTR) {
-            bo_hx_end_call(c, false);
+            withdraw_call(c);
             bo_hx_set_state(c, BO_HC_IDLE);
             return EINTR;
         }

@@ -12,7 +12,8 @@
  * poll waits for the retry and reports only the clean answer; a retry that
  * does not fit before the poll's timeout is not made; an interim 1xx goes
  * at once; a retry that cannot get a new connection hands back, whole, the
- * answer it met.
+ * answer it met; a write the pace holds back still continues the program's
+ * own earlier try.
  *
  * The library's configuration is read when it loads, so the test runs
  * itself again with the environment it needs (BACKOFF_SHARE=process, short
@@ -434,6 +435,50 @@ START_TEST(test_a_write_the_pace_holds_back_waits_in_the_programs_poll)
 }
 END_TEST
 
+START_TEST(test_a_write_the_pace_holds_back_still_continues_the_programs_try)
+{
+    /* the program's first try is reset before any answer (no new
+     * connection here: the call fails retryably, for the program's own
+     * next try)... */
+    int port = g_port++;
+    bo_hconn *a = start_at(NULL, 0, "GET", 0, port);
+    int err = 0;
+    g_fake.look_errno = ECONNRESET;
+    ck_assert_int_eq(bo_hx_read(a, true, &err), BO_HX_OFF); /* the program reads the socket */
+    ck_assert_int_eq(g_fake.puts, 0);
+    finish(a);
+    /* ...and another request spends the destination's quota for 5 s */
+    const char *spent[] = {"HTTP/1.1 200 OK\r\nRateLimit-Remaining: 0\r\nRateLimit-Reset: 5\r\n"
+                           "Content-Length: 2\r\n\r\n"};
+    bo_hconn *b = start_at(spent, 1, "HEAD", 0, port);
+    ck_assert_int_eq(bo_hx_read(b, true, &err), BO_HX_PASS);
+    char buf[256];
+    program_reads(b, buf, sizeof buf - 1);
+    finish(b);
+
+    /* its own next try, on a socket it polls itself: the pace holds the
+     * write back (EAGAIN)... */
+    bo_hconn *c = open_conn(SOCK_NONBLOCK);
+    char req[128];
+    size_t len = format_request(req, sizeof req, "GET", 0, port);
+    int64_t t0 = bo_core_now_ns();
+    ck_assert_int_eq(bo_hx_begin(c, req, len, false), EAGAIN);
+    bo_hx_leave(c);
+    short fd_ev, x_ev;
+    int xfd;
+    int64_t until;
+    ck_assert_int_eq(
+        bo_hx_poll_before(c, POLLOUT, t0, t0 + 1000000LL, &fd_ev, &xfd, &x_ev, &until), 0);
+    ck_assert_int_eq(fd_ev, POLLOUT);
+    /* ...and the write that goes is still the first try's logical request
+     * (its attempts counted on; under BACKOFF_IDEMPOTENCY_KEY its key) */
+    ck_assert(bo_hx_enter(c));
+    ck_assert_int_eq(bo_hx_begin(c, req, len, false), 0);
+    ck_assert_uint_eq(c->call.inherited, 1);
+    bo_hx_leave(c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("shim_exchange");
@@ -448,6 +493,7 @@ static Suite *suite(void)
     tcase_add_test(t, test_an_interim_answer_goes_at_once);
     tcase_add_test(t, test_a_retry_with_no_new_connection_hands_back_the_answer_whole);
     tcase_add_test(t, test_a_write_the_pace_holds_back_waits_in_the_programs_poll);
+    tcase_add_test(t, test_a_write_the_pace_holds_back_still_continues_the_programs_try);
     suite_add_tcase(s, t);
     return s;
 }
