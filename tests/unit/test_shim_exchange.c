@@ -384,29 +384,45 @@ START_TEST(test_a_retry_with_no_new_connection_hands_back_the_answer_whole)
 }
 END_TEST
 
-START_TEST(test_a_write_the_pace_holds_back_waits_in_the_programs_poll)
+/* A HEAD to port whose 200 spends the destination's quota for 5 s: the
+ * next send to it waits for the pace. */
+static void spend_quota(int port)
 {
-    /* the destination's quota is spent for 5 s, so its next send waits */
-    int port = g_port++;
     const char *s[] = {"HTTP/1.1 200 OK\r\nRateLimit-Remaining: 0\r\nRateLimit-Reset: 5\r\n"
-                       "Content-Length: 2\r\n\r\nok"};
-    bo_hconn *a = start_at(s, 1, "GET", 0, port);
+                       "Content-Length: 2\r\n\r\n"};
+    bo_hconn *a = start_at(s, 1, "HEAD", 0, port);
     int err = 0;
     ck_assert_int_eq(bo_hx_read(a, true, &err), BO_HX_PASS);
     char buf[256];
     program_reads(a, buf, sizeof buf - 1);
     finish(a);
+}
 
-    /* the next request to it, on a non-blocking socket the program polls
-     * itself: nothing written, no wait inside the call */
+/* The program's next GET to port (spend_quota), on a non-blocking socket
+ * it polls itself: nothing written (EAGAIN), no wait inside the call, the
+ * write held back far beyond the call's time.  Its connection; the request
+ * in req (*len bytes), the time of the write in *t0. */
+static bo_hconn *write_held_back(int port, char *req, size_t cap, size_t *len, int64_t *t0)
+{
     bo_hconn *c = open_conn(SOCK_NONBLOCK);
-    char req[128];
-    size_t len = format_request(req, sizeof req, "GET", 0, port);
-    int64_t t0 = bo_core_now_ns();
-    ck_assert_int_eq(bo_hx_begin(c, req, len, false), EAGAIN);
-    ck_assert_int_gt(c->paced_until, t0 + 1000000000LL); /* far beyond this call's time */
+    *len = format_request(req, cap, "GET", 0, port);
+    *t0 = bo_core_now_ns();
+    ck_assert_int_eq(bo_hx_begin(c, req, *len, false), EAGAIN);
+    ck_assert_int_gt(c->paced_until, *t0 + 1000000000LL);
     ck_assert_int_eq(c->st, BO_HC_IDLE);
     bo_hx_leave(c);
+    return c;
+}
+
+START_TEST(test_a_write_the_pace_holds_back_waits_in_the_programs_poll)
+{
+    /* the destination's quota is spent for 5 s, so its next send waits */
+    int port = g_port++;
+    spend_quota(port);
+    char req[128];
+    size_t len;
+    int64_t t0;
+    bo_hconn *c = write_held_back(port, req, sizeof req, &len, &t0);
 
     /* its poll for POLLOUT (as of the time the write was refused: the
      * poll's clock is passed in) sees nothing until the pace's time... */
@@ -448,22 +464,14 @@ START_TEST(test_a_write_the_pace_holds_back_still_continues_the_programs_try)
     ck_assert_int_eq(g_fake.puts, 0);
     finish(a);
     /* ...and another request spends the destination's quota for 5 s */
-    const char *spent[] = {"HTTP/1.1 200 OK\r\nRateLimit-Remaining: 0\r\nRateLimit-Reset: 5\r\n"
-                           "Content-Length: 2\r\n\r\n"};
-    bo_hconn *b = start_at(spent, 1, "HEAD", 0, port);
-    ck_assert_int_eq(bo_hx_read(b, true, &err), BO_HX_PASS);
-    char buf[256];
-    program_reads(b, buf, sizeof buf - 1);
-    finish(b);
+    spend_quota(port);
 
     /* its own next try, on a socket it polls itself: the pace holds the
      * write back (EAGAIN)... */
-    bo_hconn *c = open_conn(SOCK_NONBLOCK);
     char req[128];
-    size_t len = format_request(req, sizeof req, "GET", 0, port);
-    int64_t t0 = bo_core_now_ns();
-    ck_assert_int_eq(bo_hx_begin(c, req, len, false), EAGAIN);
-    bo_hx_leave(c);
+    size_t len;
+    int64_t t0;
+    bo_hconn *c = write_held_back(port, req, sizeof req, &len, &t0);
     short fd_ev, x_ev;
     int xfd;
     int64_t until;
