@@ -122,18 +122,6 @@ static uint64_t lineage_key_of(const void *ctx)
     return c->req.head_done ? lineage_key(&c->req, c->dest->key) : 0;
 }
 
-/* The call ends: its logical request recorded for the program's next try. */
-void bo_hx_end_call(bo_hconn *c, bool failed_retryable)
-{
-    if (!c->in_call)
-        return;
-    bo_run_call_finish(&c->call, &c->lkey, lineage_key_of, c, failed_retryable,
-                       c->idem_keyed ? c->idem : NULL, c->idem_body);
-    bo_block_put(c->dest);
-    c->dest = NULL;
-    c->in_call = c->admitted = false;
-}
-
 /* The call ends before its request went out (the pace holds it back, a
  * signal): the program writes it again, and the logical request the call
  * continues stays as it was for that write.  (Ended as a call that did not
@@ -146,6 +134,16 @@ static void withdraw_call(bo_hconn *c)
     bo_block_put(c->dest);
     c->dest = NULL;
     c->in_call = c->admitted = false;
+}
+
+/* The call ends: its logical request recorded for the program's next try. */
+void bo_hx_end_call(bo_hconn *c, bool failed_retryable)
+{
+    if (!c->in_call)
+        return;
+    bo_run_call_finish(&c->call, &c->lkey, lineage_key_of, c, failed_retryable,
+                       c->idem_keyed ? c->idem : NULL, c->idem_body);
+    withdraw_call(c);
 }
 
 /* The call gives up where it stands: an admitted attempt's slot back
