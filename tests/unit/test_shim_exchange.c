@@ -384,11 +384,12 @@ START_TEST(test_a_retry_with_no_new_connection_hands_back_the_answer_whole)
 }
 END_TEST
 
-/* A HEAD to port whose 200 spends the destination's quota for 5 s: the
+/* A HEAD to port whose 200 spends the destination's quota for 1 s (within
+ * the suite's 2 s BACKOFF_CAP_MS: a reset past it is not waited for): the
  * next send to it waits for the pace. */
 static void spend_quota(int port)
 {
-    const char *s[] = {"HTTP/1.1 200 OK\r\nRateLimit-Remaining: 0\r\nRateLimit-Reset: 5\r\n"
+    const char *s[] = {"HTTP/1.1 200 OK\r\nRateLimit-Remaining: 0\r\nRateLimit-Reset: 1\r\n"
                        "Content-Length: 2\r\n\r\n"};
     bo_hconn *a = start_at(s, 1, "HEAD", 0, port);
     int err = 0;
@@ -408,7 +409,7 @@ static bo_hconn *write_held_back(int port, char *req, size_t cap, size_t *len, i
     *len = format_request(req, cap, "GET", 0, port);
     *t0 = bo_core_now_ns();
     ck_assert_int_eq(bo_hx_begin(c, req, *len, false), EAGAIN);
-    ck_assert_int_gt(c->paced_until, *t0 + 1000000000LL);
+    ck_assert_int_gt(c->paced_until, *t0 + 500000000LL);
     ck_assert_int_eq(c->st, BO_HC_IDLE);
     bo_hx_leave(c);
     return c;
@@ -416,7 +417,7 @@ static bo_hconn *write_held_back(int port, char *req, size_t cap, size_t *len, i
 
 START_TEST(test_a_write_the_pace_holds_back_waits_in_the_programs_poll)
 {
-    /* the destination's quota is spent for 5 s, so its next send waits */
+    /* the destination's quota is spent for 1 s, so its next send waits */
     int port = g_port++;
     spend_quota(port);
     char req[128];
@@ -463,7 +464,7 @@ START_TEST(test_a_write_the_pace_holds_back_still_continues_the_programs_try)
     ck_assert_int_eq(bo_hx_read(a, true, &err), BO_HX_OFF); /* the program reads the socket */
     ck_assert_int_eq(g_fake.puts, 0);
     finish(a);
-    /* ...and another request spends the destination's quota for 5 s */
+    /* ...and another request spends the destination's quota for 1 s */
     spend_quota(port);
 
     /* its own next try, on a socket it polls itself: the pace holds the
