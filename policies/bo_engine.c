@@ -190,6 +190,7 @@ bo_admit bo_dest_admit(bo_dest *d, const bo_config *cfg, bo_call *c,
     int64_t cap_at = cap > 0 && now_ns < INT64_MAX - cap ? now_ns + cap : INT64_MAX;
     /* max_time_ms never refuses a first attempt; the program's deadline does */
     bool bounded = c->attempts > 0 || c->deadline_ns != INT64_MAX;
+    int64_t quota_hold = 0;
 
     if (c->phase == BO_PHASE_DONE)
         return BO_ADMIT_GIVE_UP;
@@ -228,7 +229,10 @@ bo_admit bo_dest_admit(bo_dest *d, const bo_config *cfg, bo_call *c,
         }
         if (quota != BO_QUOTA_BEYOND && quota > wait)
             wait = quota; /* else a prediction past the bounds: the program's attempt goes */
+        if (quota != BO_QUOTA_BEYOND && quota > now_ns)
+            quota_hold = quota;
     }
+    c->quota_hold_ns = quota_hold;
     if (wait > now_ns) {
         if (bounded && wait > deadline)
             wait = c->attempts > 0 ? deadline : c->deadline_ns;

@@ -102,6 +102,10 @@ typedef struct bo_call {
                                 would have retried because the destination's retry budget
                                 was spent (the counters' budget refusals); false until then
                                 (bo_call_begin), and a DONE call completes no more */
+    int64_t quota_hold_ns;   /* set by a bo_dest_admit that said WAIT: the instant the
+                                server's quota holds the attempt until (0: it does not),
+                                for a caller that learns the program's deadline only
+                                then (a poll's): a hold past it is not waited for */
     bool past_bounds;        /* the same for a DONE because the server asked for a wait
                                 past the bounds (a Retry-After past the cap, a quota's
                                 reset past bo_call_wait_limit): its answer stands */

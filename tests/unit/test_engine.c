@@ -754,11 +754,13 @@ START_TEST(test_quota_past_the_bounds_is_not_waited_for)
                          BO_NEXT_DONE);
     }
 
-    /* 15 s ahead, within the 20 s cap: waited for */
+    /* 15 s ahead, within the 20 s cap: waited for, and told as the quota's
+     * (a caller that learns the program's deadline later weighs it) */
     spend_until(&d, &c, 15000 * MS, &rng);
     bo_call_begin(&call, 20 * MS);
     ck_assert_int_eq(bo_dest_admit(&d, &c, &call, 20 * MS, &until), BO_ADMIT_WAIT);
     ck_assert_int_ge(until, 15010 * MS);
+    ck_assert_int_eq(call.quota_hold_ns, until);
     /* ...but not past the program's deadline (curl --max-time 5), nor past
      * max_time_ms: the attempt goes as plain, never the program's timeout */
     bo_call_begin(&call, 20 * MS);
@@ -833,6 +835,7 @@ START_TEST(test_state_past_the_cap_is_not_waited_for)
         bo_call_begin(&call, 0);
         ck_assert_int_eq(bo_dest_admit(&d, &c, &call, 0, &until), BO_ADMIT_WAIT);
         ck_assert_int_eq(until, 19000 * MS);
+        ck_assert_int_eq(call.quota_hold_ns, 0); /* not the quota's */
     }
     /* the window's pace */
     bo_config c = cfg_for(BO_POLICY_AIMD);

@@ -452,6 +452,37 @@ START_TEST(test_a_write_the_pace_holds_back_waits_in_the_programs_poll)
 }
 END_TEST
 
+/*
+ * The server's quota holds the write past the program's poll (its timeout
+ * ends first): a prediction past the program's deadline is not waited for,
+ * the write goes at once (it waited for the poll's end, then went anyway).
+ */
+START_TEST(test_a_write_the_quota_holds_past_the_poll_goes_at_once)
+{
+    int port = g_port++;
+    spend_quota(port);
+    char req[128];
+    size_t len;
+    int64_t t0;
+    bo_hconn *c = write_held_back(port, req, sizeof req, &len, &t0);
+    ck_assert_int_gt(c->paced_quota, t0 + 500000000LL); /* the quota's reset, 1 s ahead */
+
+    short fd_ev, x_ev;
+    int xfd;
+    int64_t until;
+    ck_assert_int_eq(
+        bo_hx_poll_before(c, POLLOUT, t0, t0 + 300000000LL, &fd_ev, &xfd, &x_ev, &until), 0);
+    ck_assert_int_eq(fd_ev, POLLOUT);
+    ck_assert(c->paced_go);
+    ck_assert_int_eq(c->paced_until, 0);
+    ck_assert_int_eq(c->paced_quota, 0);
+    ck_assert(bo_hx_enter(c));
+    ck_assert_int_eq(bo_hx_begin(c, req, len, false), 0);
+    ck_assert_int_eq(c->st, BO_HC_REQ);
+    bo_hx_leave(c);
+}
+END_TEST
+
 START_TEST(test_a_write_the_pace_holds_back_still_continues_the_programs_try)
 {
     /* the program's first try is reset before any answer (no new
@@ -503,6 +534,7 @@ static Suite *suite(void)
     tcase_add_test(t, test_a_retry_with_no_new_connection_hands_back_the_answer_whole);
     tcase_add_test(t, test_a_write_the_pace_holds_back_waits_in_the_programs_poll);
     tcase_add_test(t, test_a_write_the_pace_holds_back_still_continues_the_programs_try);
+    tcase_add_test(t, test_a_write_the_quota_holds_past_the_poll_goes_at_once);
     suite_add_tcase(s, t);
     return s;
 }
