@@ -737,8 +737,10 @@ case_far_retry_after() {
             rserver "fas.$i.$how" --max-busy 0 "$@"
             if [ $how = curl ]; then
                 asplain "fa.$i.$how" 60 "fas.$i.$how" 2 curl -s -o /dev/null -w '%{http_code}\n' "$U"
+            elif [ $how = blocking ]; then # no timeout: nothing else bounds the waits
+                asplain "fa.$i.$how" 60 "fas.$i.$how" 2 $CLI seq "$U" 1 blocking
             else
-                asplain "fa.$i.$how" 60 "fas.$i.$how" 2 $CLI seq "$U" 1 $how 20
+                asplain "fa.$i.$how" 60 "fas.$i.$how" 2 $CLI seq "$U" 1 urllib 20
             fi
         done
         row "14 $(echo "$*" | cut -c1-44)" "$(cat "$TMP/fa.$i.curl.plain"), $(cat "$TMP/fa.$i.curl.plain.secs") s" \
