@@ -415,15 +415,21 @@ static bo_hconn *write_held_back(int port, char *req, size_t cap, size_t *len, i
     return c;
 }
 
+/* write_held_back on a fresh destination whose quota spend_quota spent. */
+static bo_hconn *held_by_the_quota(char *req, size_t cap, size_t *len, int64_t *t0)
+{
+    int port = g_port++;
+    spend_quota(port);
+    return write_held_back(port, req, cap, len, t0);
+}
+
 START_TEST(test_a_write_the_pace_holds_back_waits_in_the_programs_poll)
 {
     /* the destination's quota is spent for 1 s, so its next send waits */
-    int port = g_port++;
-    spend_quota(port);
     char req[128];
     size_t len;
     int64_t t0;
-    bo_hconn *c = write_held_back(port, req, sizeof req, &len, &t0);
+    bo_hconn *c = held_by_the_quota(req, sizeof req, &len, &t0);
 
     /* its poll for POLLOUT (as of the time the write was refused: the
      * poll's clock is passed in) sees nothing until the pace's time... */
@@ -459,12 +465,10 @@ END_TEST
  */
 START_TEST(test_a_write_the_quota_holds_past_the_poll_goes_at_once)
 {
-    int port = g_port++;
-    spend_quota(port);
     char req[128];
     size_t len;
     int64_t t0;
-    bo_hconn *c = write_held_back(port, req, sizeof req, &len, &t0);
+    bo_hconn *c = held_by_the_quota(req, sizeof req, &len, &t0);
     ck_assert_int_gt(c->paced_quota, t0 + 500000000LL); /* the quota's reset, 1 s ahead */
 
     short fd_ev, x_ev;
