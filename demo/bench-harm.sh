@@ -29,6 +29,14 @@
 #      them beside a 5 s long poll (no ticker); 40 concurrent throttles
 #      (Retry-After 1) on one loop
 #                                             target: no timeout; 40 in about 1 s
+#   13 a 200 whose quota headers say none is left until a reset 1 h ahead
+#      (each dialect; ratelimit-server --quota-spent), 1 min, 15 s past
+#      curl --max-time 5 or a Python timeout of 5 s, then another request
+#   14 a 429 whose Retry-After (86400, a date in 9999, retry-after-ms,
+#      x-ms-retry-after-ms) lies a day ahead, GitHub's 403 with a reset 1 h
+#      ahead: curl and http.client
+#   15 the host-wide state file's instants set 1 h ahead (share_poison)
+#                                             target: as plain, the same requests
 #   and the costs the issue keeps as figures: 300 x /bin/true, 100 x curl.
 #
 # Output: one table, "case | plain | under backoff | target | met".
@@ -398,6 +406,82 @@ if $PY -c 'import aiohttp' 2>/dev/null; then
         "$(grep -c ' 200 ' "$TMP/many.l") x 200, $(tfield "$TMP/many.l" total) s" "in parallel (about 1 s, not 27 s)" \
         "$(yes_if "$(tfield "$TMP/many.l" total) < 2")"
 fi
+
+# ---- 13-15: waits the program did not ask for -------------------------------------
+server_die() { echo "backoff: $*" >&2; exit 1; }
+. "$top/demo/server-lib.sh"
+# far NAME SECS FLAGS SCRIPT: `sh -c SCRIPT` (U: an item's URL, P: the port,
+# CLI: the Python clients) plain, then under backoff (LD_PRELOAD), each
+# against a fresh ratelimit-server with FLAGS (one string, the flags split at
+# "|"), every destination reset first; sets FP and FL (seconds; "killed at
+# SECS s" when it was), OP and OL (its output on one line, "exit N" added
+# when not 0), NP and NL (the requests the server saw).
+far() {
+    _n=$1 _s=$2 _flags=$3 _script=$4
+    for _h in plain lib; do
+        "$WRAP" --reset >/dev/null 2>&1
+        _ifs=$IFS
+        IFS='|'
+        # shellcheck disable=SC2086
+        server_launch "$TMP/$_n.$_h.srv" "$TMP/$_n.$_h.srverr" $_flags
+        IFS=$_ifs
+        PIDS="$PIDS $SERVER_PID"
+        _t0=$(date +%s.%N)
+        run "$TMP/$_n.$_h" "$_h" "$_s" env U="http://127.0.0.1:$PORT/item/1" P="$PORT" CLI="$CLI" \
+            POISON="$BUILD/tests/helpers/share_poison" sh -c "$_script"
+        _t=$(awk -v a="$_t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+        [ $RC = 124 ] && _t="killed at $_s"
+        [ $RC = 0 ] || echo "exit $RC" >>"$TMP/$_n.$_h"
+        server_stop
+        _o=$(grep -v '^time' "$TMP/$_n.$_h" | sed 's/ item=.*//; s/ rejected$//' | tr '\n' ' ' | sed 's/ *$//')
+        _r=$(awk -F'\t' '$1 == "requests" { getline; print $1 }' "$TMP/$_n.$_h.srv")
+        if [ $_h = plain ]; then FP=$_t OP=$_o NP=$_r; else FL=$_t OL=$_o NL=$_r; fi
+    done
+}
+# farrow CASE TARGET: the row of the last far, met when the output and the
+# requests are plain's and the time within 1 s of it.
+farrow() {
+    _met='**no**'
+    if [ "$OP" = "$OL" ] && [ "$NP" = "$NL" ] &&
+        awk -v a="$FP" -v b="$FL" 'BEGIN { exit !(b !~ /killed/ && b + 0 < a + 1) }'; then
+        _met=yes
+    fi
+    row "$1" "$OP; $NP requests, $FP s" "$OL; $NL requests, $FL s" "$2" "$_met"
+}
+# shellcheck disable=SC2016
+{
+    curl2='curl -s -o /dev/null -o /dev/null -w "%{http_code}\n" "$U" "$U"'
+    for d in x-ratelimit ratelimit draft openai discord x-rate-limit; do
+        far "fr.$d" 30 "--quota-spent|3600|--ratelimit-headers|$d" "$curl2"
+        farrow "13 200, none left, reset 1 h ahead ($d): curl, 2 GETs" "as plain (it hung)"
+    done
+    for how in blocking urllib requests; do
+        far "frp.$how" 30 "--quota-spent|3600|--ratelimit-headers|x-ratelimit" "\$CLI seq \"\$U\" 2 $how"
+        farrow "13 the same, python $how, 2 GETs" "as plain (20 s)"
+    done
+    far frm 90 "--quota-spent|60|--ratelimit-headers|x-ratelimit" '$CLI seq "$U" 2 requests 20'
+    farrow "13 reset 1 min ahead: requests (timeout 20), 2 GETs" "as plain (20 s)"
+    far frd 30 "--quota-spent|15|--ratelimit-headers|ratelimit" \
+        'curl -s -o /dev/null "$U"; curl --max-time 5 -s -o /dev/null -w "%{http_code}\n" "$U"'
+    farrow "13 reset 15 s ahead: curl, then curl --max-time 5" "as plain (exit 28 at 5 s)"
+    far frt 30 "--quota-spent|15|--ratelimit-headers|ratelimit" '$CLI seq "$U" 2 requests 5'
+    farrow "13 reset 15 s ahead: requests (timeout 5), 2 GETs" "as plain (5 s)"
+    for ra in "--retry-after-raw|86400" "--retry-after-raw|Fri, 31 Dec 9999 23:59:59 GMT" \
+        "--retry-after|86400|--retry-after-form|ms" "--retry-after|86400|--retry-after-form|ms-azure" \
+        "--reject-status|403|--ratelimit-headers|x-ratelimit|--quota-spent|3600|--retry-after-form|none"; do
+        what=$(echo "$ra" | tr '|' ' ' |
+            sed 's/--ratelimit-headers x-ratelimit --quota-spent 3600 --retry-after-form none/(GitHub, reset 1 h ahead)/')
+        far fa 200 "--max-busy|0|$ra" 'curl -s -o /dev/null -w "%{http_code}\n" "$U"'
+        farrow "14 $what: curl" "the answer at once (8 attempts, 140 s)"
+        far fa 200 "--max-busy|0|$ra" '$CLI seq "$U" 1 blocking'
+        farrow "14 $what: python http.client" "the answer at once"
+    done
+    # (plain has no state file to write: its poisoning fails, on stderr)
+    far fs 30 "" \
+        'curl -s -o /dev/null "$U"; "$POISON" "http://127.0.0.1:$P" 3600 >&2
+         curl -s -o /dev/null -o /dev/null -w "%{http_code}\n" "$U" "$U"'
+    farrow "15 host-wide state (hold, pace, quota) 1 h ahead: curl, 2 GETs" "as plain"
+}
 
 # ---- costs kept as figures --------------------------------------------------------
 per() { # per N CMD...: seconds for N runs of CMD

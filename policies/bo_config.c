@@ -638,8 +638,9 @@ static const bo_var vars[] = {
     {"BACKOFF_BASE_MS", BO_VAR_I64, F(base_ms), 1, MS_PER_HOUR, 0, NULL, "100", "100",
      "first delay of the delay schedules, in ms", NULL},
     {"BACKOFF_CAP_MS", BO_VAR_I64, F(cap_ms), 1, MS_PER_DAY, 0, NULL, "20000", "20000",
-     "largest delay, in ms, not below BACKOFF_BASE_MS; also bounds every Retry-After and "
-     "rate-limit wait",
+     "largest delay, in ms, not below BACKOFF_BASE_MS; a wait the server asks for past it "
+     "(or past the call's deadline) is not waited for at all: a Retry-After's answer is the "
+     "program's at once, a rate-limit reset lets the request go",
      NULL},
     {"BACKOFF_FACTOR", BO_VAR_DOUBLE, F(factor), 1, 100, 0, NULL, "2", "2",
      "growth factor of the exponential schedules", NULL},

@@ -487,10 +487,17 @@ int64_t bo_window_next_send_ns(const bo_window *w, int64_t now_ns)
     return w->improved && w->next_send_ns > now_ns ? w->next_send_ns : now_ns;
 }
 
+void bo_window_bound_pace(bo_window *w, int64_t limit_ns, int64_t now_ns)
+{
+    if (w->next_send_ns > limit_ns)
+        w->next_send_ns = now_ns;
+}
+
 /*
  * A pacing gap as nanoseconds, from a double that a tiny or degenerate rate
  * can make huge (or NaN): at most a minute, so that the conversion and
- * now + gap never overflow (the engine bounds the wait itself by the cap).
+ * now + gap never overflow (the engine does not wait past the cap:
+ * bo_window_bound_pace).
  */
 #define BO_PACE_GAP_MAX_NS (60 * BO_NS_PER_S)
 static int64_t gap_ns(double gap)

@@ -60,6 +60,12 @@ static const char usage[] =
     "                       X-RateLimit-Limit/-Remaining, -Reset (epoch, 3 decimals),\n"
     "                       -Reset-After (seconds, 3 decimals), -Bucket; openai-s:\n"
     "                       openai's resets in whole seconds, rounded (1s, 2s)\n"
+    "  --quota-spent S      every answer, success or rejection, carries the quota\n"
+    "                       headers of --ratelimit-headers saying none of 60 is left\n"
+    "                       until a reset S s from now (a number above 0, at most 31\n"
+    "                       days), and nothing is refused for it: a server whose\n"
+    "                       headers predict a refusal it never makes (with --max-busy 0\n"
+    "                       --reject-status 403: GitHub's 403, reset S s ahead)\n"
     "latency model:\n"
     "  --latency-limit L --latency-factor F --latency-k K\n"
     "                       past L concurrent requests the hold time is\n"
@@ -285,6 +291,10 @@ int bo_srv_parse_args(int argc, char **argv, struct bo_srv_config *cfg)
             if (dialect < 0)
                 return bad(name, val, RL_DIALECT_LIST);
             cfg->rl_dialect = dialect;
+        } else if (strcmp(name, "--quota-spent") == 0) {
+            if (cli_parse_double(val, 1e-3, 31.0 * 86400, &d))
+                return bad(name, val, "seconds, a number above 0 and at most 2678400 (31 days)");
+            cfg->quota_spent_s = d;
         } else if (strcmp(name, "--bucket-hints") == 0) {
             if (strcmp(val, "accurate") == 0)
                 cfg->bucket_hints = BO_HINTS_ACCURATE;
@@ -382,6 +392,10 @@ int bo_srv_parse_args(int argc, char **argv, struct bo_srv_config *cfg)
     }
     if ((cfg->window_requests > 0) != (cfg->window_s > 0)) {
         fprintf(stderr, "ratelimit-server: --window-requests and --window-s go together\n");
+        return 2;
+    }
+    if (cfg->quota_spent_s > 0 && cfg->rl_dialect == RL_DIALECT_NONE) {
+        fprintf(stderr, "ratelimit-server: --quota-spent needs --ratelimit-headers DIALECT\n");
         return 2;
     }
     if ((cfg->tls_cert != NULL) != (cfg->tls_key != NULL)) {

@@ -755,6 +755,15 @@ static uint64_t admit(struct req *r, uint64_t t, const char *url)
             }
         }
     }
+    if (g.cfg.quota_spent_s > 0) {
+        /* --quota-spent: the headers predict a refusal that never comes */
+        r->rl = 1;
+        r->rl_name = "spent";
+        r->rl_limit = 60;
+        r->rl_remaining = 0;
+        r->rl_reset = g.cfg.quota_spent_s;
+        r->rl_window = ceil_secs(g.cfg.quota_spent_s);
+    }
     hold = admitted ? service_hold(r->conc) : (uint64_t)g.cfg.error_ms;
     if (hold > 0) {
         atomic_fetch_add(&g.busy, 1);

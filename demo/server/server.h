@@ -63,6 +63,8 @@ struct bo_srv_config {
                               rl_lines.h) */
     long window_requests;  /* fixed window: N requests per window, 0: off */
     long window_s;         /* fixed window length, windows aligned to the epoch */
+    double quota_spent_s;  /* > 0: every answer says no request is left until a reset this
+                              far ahead (--quota-spent), and nothing is refused for it */
     const char *serve_dir; /* GET/HEAD of other paths than /item/ serve its files, NULL: off */
     const char *tls_cert;  /* PEM certificate (chain) file: https, NULL: plain http */
     const char *tls_key;   /* PEM private key file, with tls_cert */

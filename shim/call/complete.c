@@ -111,6 +111,10 @@ bool bo_run_complete(bo_block *b, bo_call *call, const bo_run_result *r, uint64_
                      " ms (cwnd %.1f)",
                      what, b->key, call->attempts, r->status, r->code,
                      (int64_t)((until - now) / BO_NS_PER_MS), cwnd);
+    else if (cfg->verbose && gave_up && call->past_bounds)
+        bo_core_line("backoff: %s %s: attempt %u got status %d, code %d; not retried: the "
+                     "server asks for a wait past BACKOFF_CAP_MS or the call's deadline",
+                     what, b->key, call->attempts, r->status, r->code);
     else if (cfg->verbose && gave_up)
         bo_core_line("backoff: %s %s: attempt %u got status %d, code %d; giving up "
                      "(attempt or time budget spent)",

@@ -17,8 +17,9 @@
 
 /*
  * Retry-After seconds (libcurl's curl_off_t) as nanoseconds, saturating: a
- * date far ahead or an absurd number must not wrap into a negative hint; the
- * engine bounds the wait by BACKOFF_CAP_MS.
+ * date far ahead or an absurd number must not wrap into a negative hint (no
+ * hint: retried); the engine does not wait for one past BACKOFF_CAP_MS (the
+ * answer stands).
  */
 static int64_t retry_after_to_ns(curl_off_t seconds)
 {

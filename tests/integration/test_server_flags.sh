@@ -22,6 +22,8 @@ expect_bad ratelimit-server 'ratelimit-server: --ratelimit-headers "github" is n
 expect_bad ratelimit-server 'ratelimit-server: --capacity "5:1,2:3" is not valid' --capacity 5:1,2:3
 expect_bad ratelimit-server 'ratelimit-server: --outage-mode "down" is not valid' --outage-mode down
 expect_bad ratelimit-server 'ratelimit-server: --rate "0" is not valid' --rate 0
+expect_bad ratelimit-server 'ratelimit-server: --quota-spent "0" is not valid: expected seconds, a number above 0' --quota-spent 0 --ratelimit-headers ratelimit
+expect_bad ratelimit-server 'ratelimit-server: --quota-spent needs --ratelimit-headers DIALECT' --quota-spent 60
 expect_bad ratelimit-server 'ratelimit-server: unknown option "--nope"' --nope 1
 expect_bad loadgen 'loadgen: --threads "0" is not valid: expected' --url http://127.0.0.1:1/ --threads 0
 expect_bad loadgen 'loadgen: --method "DELETE" is not valid' --url http://127.0.0.1:1/ --method DELETE
