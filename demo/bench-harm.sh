@@ -29,6 +29,9 @@
 #      them beside a 5 s long poll (no ticker); 40 concurrent throttles
 #      (Retry-After 1) on one loop
 #                                             target: no timeout; 40 in about 1 s
+#   13 curl over h2c against nginx: an always-429, a 1/s limit   (the harm
+#   14 curl --unix-socket, nobody listening                        suite's own
+#                                             cases, SUITE_CASES)   target: as plain
 #   and the costs the issue keeps as figures: 300 x /bin/true, 100 x curl.
 #
 # Output: one table, "case | plain | under backoff | target | met".
@@ -398,6 +401,21 @@ if $PY -c 'import aiohttp' 2>/dev/null; then
         "$(grep -c ' 200 ' "$TMP/many.l") x 200, $(tfield "$TMP/many.l" total) s" "in parallel (about 1 s, not 27 s)" \
         "$(yes_if "$(tfield "$TMP/many.l" total) < 2")"
 fi
+
+# ---- the harm suite's own cases ---------------------------------------------------
+# Cases the suite measures itself (tests/integration/test_http_harm.sh, run
+# with HARM_CASES=one case at a time): its table rows, "met" its verdict
+# (every assertion of the case held: as plain).
+for c in ${SUITE_CASES:-h2c unix}; do
+    rc=0
+    HARM_CASES=$c BUILD=$BUILD sh "$top/tests/integration/test_http_harm.sh" \
+        >"$TMP/suite.$c" 2>&1 || rc=$?
+    met=yes
+    [ $rc = 0 ] || met="**no**: $(grep -m 1 '^FAIL: ' "$TMP/suite.$c" | cut -c7-)"
+    awk -F' [|] ' -v met="$met" '/^# [0-9]+ / && NF == 3 {
+            sub(/^# /, "", $1); sub(/ +$/, "", $1); sub(/ +$/, "", $2)
+            printf "| %s | %s | %s | as plain | %s |\n", $1, $2, $3, met }' "$TMP/suite.$c"
+done
 
 # ---- costs kept as figures --------------------------------------------------------
 per() { # per N CMD...: seconds for N runs of CMD
