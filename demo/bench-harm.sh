@@ -37,6 +37,9 @@
 #      ahead: curl and http.client
 #   15 the host-wide state file's instants set 1 h ahead (share_poison)
 #                                             target: as plain, the same requests
+#   16 curl over h2c against nginx: an always-429, a 1/s limit   (the harm
+#   17 curl --unix-socket, nobody listening                        suite's own
+#                                             cases, SUITE_CASES)   target: as plain
 #   and the costs the issue keeps as figures: 300 x /bin/true, 100 x curl.
 #
 # Output: one table, "case | plain | under backoff | target | met".
@@ -482,6 +485,20 @@ farrow() {
          curl -s -o /dev/null -o /dev/null -w "%{http_code}\n" "$U" "$U"'
     farrow "15 host-wide state (hold, pace, quota) 1 h ahead: curl, 2 GETs" "as plain"
 }
+# ---- the harm suite's own cases ---------------------------------------------------
+# Cases the suite measures itself (tests/integration/test_http_harm.sh, run
+# with HARM_CASES=one case at a time): its table rows, "met" its verdict
+# (every assertion of the case held: as plain).
+for c in ${SUITE_CASES:-h2c unix}; do
+    rc=0
+    HARM_CASES=$c BUILD=$BUILD sh "$top/tests/integration/test_http_harm.sh" \
+        >"$TMP/suite.$c" 2>&1 || rc=$?
+    met=yes
+    [ $rc = 0 ] || met="**no**: $(grep -m 1 '^FAIL: ' "$TMP/suite.$c" | cut -c7-)"
+    awk -F' [|] ' -v met="$met" '/^# [0-9]+ / && NF == 3 {
+            sub(/^# /, "", $1); sub(/ +$/, "", $1); sub(/ +$/, "", $2)
+            printf "| %s | %s | %s | as plain | %s |\n", $1, $2, $3, met }' "$TMP/suite.$c"
+done
 
 # ---- costs kept as figures --------------------------------------------------------
 per() { # per N CMD...: seconds for N runs of CMD

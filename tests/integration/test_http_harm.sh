@@ -56,6 +56,11 @@
 #   15. the host-wide state file's instants (hold, pace, quota) and the
 #       fleet's next send in Redis set an hour ahead (and 10^16 us): as
 #       plain;
+#   16. curl over HTTP/2 without TLS (h2c, prior knowledge) against nginx:
+#       an always-429 gives the 429 as plain (not a framing error), and a
+#       1/s limit's refusal is retried over HTTP/2 into a 200;
+#   17. curl --unix-socket to a socket file nobody listens on: exit 7 at
+#       once as plain, under a destination of its own (unix:PATH);
 #   and redis-benchmark (client and server under the library), an SMTP-style
 #   line protocol, a WebSocket upgrade, Expect: 100-continue, HEAD, a chunked
 #   upload, a 10 MB 429 body.
@@ -859,10 +864,107 @@ case_corners() {
     stop_server
 }
 
+# ---- 16. HTTP/2 without TLS (h2c, prior knowledge): a retry keeps its framing --
+
+# An nginx of its own that speaks h2c only: /always answers 429, /limited
+# lets one request through a second (limit_req, 429 beyond it).
+case_h2c() {
+    ngx=$(command -v nginx || true)
+    [ -n "$ngx" ] || [ ! -x /usr/sbin/nginx ] || ngx=/usr/sbin/nginx
+    [ -n "$ngx" ] || { note "16: nginx is not installed (Debian: nginx-light): skipped"; return 0; }
+    d=$TMP/h2c
+    mkdir -p "$d/tmp" "$d/www"
+    echo ok >"$d/www/limited" # a file: limit_req does not hold back a return
+    hp=$(free_port)
+    cat >"$d/nginx.conf" <<EOF
+worker_processes 1;
+master_process off;
+daemon off;
+pid $d/nginx.pid;
+error_log $d/error.log;
+events { worker_connections 64; }
+http {
+    access_log $d/access.log;
+    client_body_temp_path $d/tmp/body;
+    proxy_temp_path $d/tmp/proxy;
+    fastcgi_temp_path $d/tmp/fastcgi;
+    uwsgi_temp_path $d/tmp/uwsgi;
+    scgi_temp_path $d/tmp/scgi;
+    limit_req_zone \$binary_remote_addr zone=one:1m rate=1r/s;
+    server {
+        listen 127.0.0.1:$hp http2;
+        location /always { return 429 "slow down\n"; }
+        location /limited { limit_req zone=one; limit_req_status 429; root $d/www; }
+    }
+}
+EOF
+    setsid timeout -k 2 120 "$ngx" -p "$d" -c "$d/nginx.conf" -e "$d/error.log" >"$d/log" 2>&1 &
+    ng=$!
+    PIDS="$PIDS $ng"
+    w=0
+    until curl -s -m 2 --http2-prior-knowledge -o /dev/null "http://127.0.0.1:$hp/always" 2>/dev/null; do
+        w=$((w + 1))
+        [ $w -gt 100 ] && fail "h2c nginx did not serve within 10 s: $(tail -n 3 "$d/error.log" "$d/log")"
+        sleep 0.1
+    done
+    "$WRAP" --reset >/dev/null 2>&1
+    h2c="curl -s -o /dev/null -w %{http_code}/%{http_version} --http2-prior-knowledge"
+    # always 429: plain's 429 over HTTP/2, and under the library the same after its retries
+    go "$TMP/h2a.plain" plain 30 $h2c "http://127.0.0.1:$hp/always"
+    rp=$RC
+    go "$TMP/h2a.lib" lib 30 env BACKOFF_MAX_ATTEMPTS=3 $h2c "http://127.0.0.1:$hp/always"
+    rl=$RC
+    row "16 h2c, always 429 (code/version exit)" "$(cat "$TMP/h2a.plain") $rp" "$(cat "$TMP/h2a.lib") $rl"
+    [ "$(cat "$TMP/h2a.plain") $rp" = "429/2 0" ] || fail "h2c plain: $(cat "$TMP/h2a.plain") exit $rp"
+    [ "$(cat "$TMP/h2a.lib") $rl" = "429/2 0" ] ||
+        harm "h2c, always 429: $(cat "$TMP/h2a.lib") exit $rl under the library (plain 429/2 0)"
+    n=$(grep -c '"GET /always HTTP/2.0" 429' "$d/access.log" || true)
+    # the waiting loop's requests, then 1 plain and 3 attempts under the library
+    [ "$n" -ge 4 ] || harm "h2c, always 429: nginx saw $n requests (the 3 attempts missing)"
+    # one request a second: the second of two quick ones is refused plain, retried under the library
+    two="$h2c http://127.0.0.1:$hp/limited; echo; $h2c http://127.0.0.1:$hp/limited"
+    go "$TMP/h2l.plain" plain 30 sh -c "$two"
+    sleep 1.1
+    go "$TMP/h2l.lib" lib 30 sh -c "$two"
+    rl=$RC
+    two_p=$(tr '\n' ' ' <"$TMP/h2l.plain") two_l=$(tr '\n' ' ' <"$TMP/h2l.lib")
+    row "16 h2c, 1/s: two at once" "$two_p" "$two_l, exit $rl"
+    [ "$two_p" = "200/2 429/2" ] || fail "h2c 1/s plain: $two_p"
+    [ "$two_l $rl" = "200/2 200/2 0" ] ||
+        harm "h2c, 1/s: $two_l exit $rl under the library (the 429 retried over HTTP/2 expected)"
+    kill -TERM $ng 2>/dev/null || true
+    wait $ng 2>/dev/null || true
+}
+
+# ---- 17. curl --unix-socket to a stale socket file -------------------------------
+
+# Nobody listens on the socket file: curl's exit 7 at once, as plain, under
+# a destination of its own (unix:PATH), never the URL's localhost:80.
+case_unix() {
+    sock=$TMP/stale.sock
+    $PY -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.close()' "$sock"
+    u=http://localhost/item/1
+    go "$TMP/unix.plain" plain 20 curl -s -o /dev/null -w '%{http_code}' --unix-socket "$sock" $u
+    rp=$RC
+    "$WRAP" --reset >/dev/null 2>&1
+    t0=$(date +%s%3N)
+    go "$TMP/unix.lib" lib 20 curl -s -o /dev/null -w '%{http_code}' --unix-socket "$sock" $u
+    rl=$RC t=$(($(date +%s%3N) - t0))
+    att=$(grep -vc '^t_ms' "$TMP/unix.lib.trace" 2>/dev/null || true)
+    dests=$(awk -F, 'NR > 1 { print $4 }' "$TMP/unix.lib.trace" 2>/dev/null | sort -u | tr '\n' ' ')
+    row "17 curl --unix-socket, nobody listening" "exit $rp" "exit $rl, $t ms, $att attempt(s)"
+    [ $rp = 7 ] || fail "unix socket plain: exit $rp"
+    [ $rl = 7 ] || harm "curl --unix-socket to a stale socket: exit $rl under the library (plain 7)"
+    [ $t -lt 500 ] || harm "curl --unix-socket to a stale socket: $t ms under the library (at once plain)"
+    [ "$att" = 1 ] || harm "curl --unix-socket to a stale socket: $att attempts under the library (1 plain)"
+    [ "$dests" = "unix:$sock " ] ||
+        harm "curl --unix-socket: the attempts' destination is '$dests', not unix:$sock"
+}
+
 # HARM_CASES: the cases to run (names without case_; default: all), to look
 # into one by hand.
 for c in ${HARM_CASES:-aio_slow long_poll nginx tls pipeline halfclose slow_retry interim node \
-    aio_waitfor epoll split far_reset far_retry_after far_state redis corners}; do
+    aio_waitfor epoll split far_reset far_retry_after far_state redis corners h2c unix}; do
     case_$c
 done
 
