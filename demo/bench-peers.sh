@@ -62,7 +62,9 @@
 # -urllib3, -tenacity, -botocore, curl, wget, nodejs, npm where Node has none)
 # and the npm packages (got, undici, axios, axios-retry, exact versions below,
 # into $BUILD/peers/npm with npm install --prefix) are installed when missing.
-# Takes about 20 minutes with the defaults on a 2-core machine.
+# Takes about 31 minutes with the defaults (1,869 s on a 2-core VM at load 7 to 11),
+# 96% of it the clients' own time (the sum of the medians, x 3 runs: 1,789 s), so
+# only fewer runs or clients make it shorter: PEERS_RUNS=1 takes about 10 minutes.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-build}

@@ -40,7 +40,7 @@
 #             axios-retry, botocore standard/adaptive, each as its docs
 #             recommend, on 7 workloads, median of 3: time, requests, items
 #             failed, the optimum and backoff's targets; printed as comments,
-#             a table of its own; about 20 minutes)
+#             a table of its own; about 30 minutes)
 #   real      demo/bench-real-programs.sh (shells, make, perl, python, git:
 #             median preloaded - plain ms; not in the default set)
 #   own       (not in the default list): demo/bench-own-retries.sh,
