@@ -90,6 +90,9 @@ static const char usage[] =
     "  --fault-reset-post N every Nth POST or PATCH is processed (its answer stored under\n"
     "                       its Idempotency-Key), then its connection reset (RST) before\n"
     "                       any answer byte\n"
+    "  --reject-body B      what a rejection's body says: text (default: \"rejected\")\n"
+    "                       or s3 (S3's error XML, Code SlowDown, application/xml:\n"
+    "                       what the AWS SDKs read as a throttle)\n"
     "  --retry-after-raw S  rejections carry \"Retry-After: S\" verbatim (absurd or\n"
     "                       garbage values; overrides --retry-after)\n"
     "  --idle-timeout S     close idle keep-alive connections after S s (default 30)\n"
@@ -119,7 +122,7 @@ static const char usage[] =
     "POST, PUT or PATCH returns \"fnv1a64=HEX length=LEN\" of the received body and counts\n"
     "its X-Request-Id (a repeat processed again is a duplicate_post; one replayed under its\n"
     "Idempotency-Key is not processed); GET /status/NNN answers status NNN;\n"
-    "any other path answers \"ok\". Rejections carry the body \"rejected\".\n"
+    "any other path answers \"ok\". Rejections carry the body \"rejected\" (or --reject-body s3).\n"
     "The first stdout line is \"listening on 127.0.0.1:PORT\"; one stderr line per second;\n"
     "at exit a TSV summary on stdout (header row + one row): requests (answered),\n"
     "ok (2xx), rejected (the cap's, the bucket's or the window's rejections, a 503\n"
@@ -359,6 +362,10 @@ int bo_srv_parse_args(int argc, char **argv, struct bo_srv_config *cfg)
             if (cli_parse_long(val, 1, 1000000, &l))
                 return bad(name, val, "an integer from 1 to 1000000");
             cfg->idempotency_keys = l;
+        } else if (strcmp(name, "--reject-body") == 0) {
+            if (strcmp(val, "text") != 0 && strcmp(val, "s3") != 0)
+                return bad(name, val, "text or s3");
+            cfg->reject_s3 = strcmp(val, "s3") == 0;
         } else if (strcmp(name, "--retry-after-raw") == 0) {
             /* Any bytes but the line ends that would split the header. */
             if (strpbrk(val, "\r\n"))

@@ -59,6 +59,7 @@ struct bo_srv_config {
     int idempotency_required; /* --idempotency-required: POST/PATCH without a key: 400 */
     long idempotency_keys; /* --idempotency-keys: keys kept, the oldest dropped (4096) */
     const char *retry_after_raw; /* Retry-After sent verbatim on rejections, NULL: numeric */
+    int reject_s3;         /* --reject-body s3: rejections carry S3's SlowDown error XML */
     int rl_dialect;        /* headers of the bucket and the fixed window (RL_DIALECT_*,
                               rl_lines.h) */
     long window_requests;  /* fixed window: N requests per window, 0: off */
