@@ -149,6 +149,33 @@ static inline __attribute__((always_inline)) void start_attempt(bo_dest *d, cons
         bo_adaptive_on_send(&d->adaptive, now_ns);
 }
 
+static int64_t probe_gap_ns(const bo_config *cfg, unsigned k);
+
+/*
+ * A retry otherwise free to go, that draws on the destination's retry
+ * budget: now when the budget allows it, or as the destination's one probe
+ * (nothing in flight, the last probe's gap passed: spaced as the window's
+ * probes, up to a second); otherwise the time the budget will allow one,
+ * or the next probe's when nothing is in flight (a completion, which may
+ * add credit or empty the destination, wakes the caller sooner).
+ */
+static int64_t budget_wait(bo_dest *d, const bo_config *cfg, bo_call *c, int64_t now_ns)
+{
+    if (bo_budget_allows_retry(&d->budget, cfg->retry_budget, now_ns))
+        return now_ns;
+    bool idle = d->window.inflight == 0;
+    if (idle && bo_budget_may_probe(&d->budget, now_ns)) {
+        bo_budget_on_probe(&d->budget, now_ns, probe_gap_ns(cfg, d->budget.probes + 1));
+        return now_ns;
+    }
+    int64_t t = bo_budget_next_retry_ns(&d->budget, cfg->retry_budget, now_ns);
+    if (idle && d->budget.probe_ns < t)
+        t = d->budget.probe_ns;
+    c->budget_waiting = true;
+    c->budget_delayed = true;
+    return t > now_ns ? t : now_ns + 1;
+}
+
 /*
  * Admission promises: the first attempt of a call is never refused for
  * time; a retry past max_time_ms gets BO_ADMIT_GIVE_UP; a WAIT's deadline
@@ -201,6 +228,9 @@ bo_admit bo_dest_admit(bo_dest *d, const bo_config *cfg, bo_call *c,
         if (quota > wait)
             wait = quota;
     }
+    c->budget_waiting = false;
+    if (wait <= now_ns && c->attempts > 0 && c->budget_retry)
+        wait = budget_wait(d, cfg, c, now_ns);
     if (wait > now_ns) {
         if (bounded && wait > deadline)
             wait = c->attempts > 0 ? deadline : c->deadline_ns;
@@ -366,10 +396,9 @@ static bo_next complete(bo_dest *d, const bo_config *cfg, bo_call *c, bo_outcome
         return BO_NEXT_DONE;
     if (cfg->max_attempts > 0 && c->inherited + c->attempts >= cfg->max_attempts)
         return BO_NEXT_DONE; /* the logical request's attempts, the program's included */
-    if (!outcome.rate_limited && !bo_budget_allows_retry(&d->budget, cfg->retry_budget, now_ns)) {
-        c->budget_refused = true;
-        return BO_NEXT_DONE; /* the destination's retry budget is spent (a 429 draws none) */
-    }
+    /* the destination's retry budget says when the retry goes (bo_dest_admit), never
+     * whether; a 429 draws none */
+    c->budget_retry = !outcome.rate_limited;
     if (is_delay_policy(cfg->policy))
         delay = bo_schedule_next_ns(&c->schedule, cfg, rng);
     if (aimd && cfg->pacing && outcome.signal == BO_SIGNAL_THROTTLE)

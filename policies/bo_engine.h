@@ -95,10 +95,13 @@ typedef struct bo_call {
     uint64_t fleet_ticket;   /* the caller's: its place in the fleet's queue while the
                                 fleet says wait; 0: none.  The engine never reads it. */
     bool quota_noted;        /* the attempt's answer went through bo_dest_note_quota */
-    bool budget_refused;     /* set by the bo_dest_complete that said DONE to a failure it
-                                would have retried because the destination's retry budget
-                                was spent (the counters' budget refusals); false until then
-                                (bo_call_begin), and a DONE call completes no more */
+    bool budget_retry;       /* the retry to come draws on the destination's retry budget
+                                (its failure was not a 429): bo_dest_admit holds it until
+                                the budget allows one */
+    bool budget_waiting;     /* the last BO_ADMIT_WAIT was the retry budget's alone (others
+                                may go meanwhile: the simulator's queue serves them) */
+    bool budget_delayed;     /* a retry of the call waited for the retry budget (the
+                                counters' budget delays); false until then (bo_call_begin) */
 } bo_call;
 
 typedef enum bo_admit {
@@ -159,7 +162,11 @@ int64_t bo_call_remaining_ns(const bo_config *cfg, const bo_call *c, int64_t now
  * sooner; the shim waits on a condition variable with that deadline).
  * When only a window slot is missing, *until_ns is now + 1 s: completions
  * are what frees slots, the deadline only bounds a missed wake-up.  For a
- * retry *until_ns never lies past the call's max_time_ms deadline.
+ * retry *until_ns never lies past the call's max_time_ms deadline.  A
+ * retry the destination's retry budget does not allow waits until it does
+ * (or a completion adds credit), or goes as the destination's one probe
+ * when nothing is in flight (bo_budget.h); the call's bounds end the wait
+ * (BO_ADMIT_GIVE_UP), never the budget.
  */
 bo_admit bo_dest_admit(bo_dest *d, const bo_config *cfg, bo_call *c,
                        int64_t now_ns, int64_t *until_ns);
@@ -179,7 +186,8 @@ bool bo_dest_admit_now(bo_dest *d, const bo_config *cfg, bo_call *c, int64_t now
  * (window, pacing, budget) and decides: done, or retry no sooner than
  * *until_ns.  retry_after_ns is the server's Retry-After (< 0: none); it is
  * the least wait, bounded by the cap.  Enforces max_attempts and
- * max_time_ms: the last attempt's result is returned as is.
+ * max_time_ms: the last attempt's result is returned as is.  The retry
+ * budget never ends a call here: it says when the retry is admitted.
  */
 bo_next bo_dest_complete(bo_dest *d, const bo_config *cfg, bo_call *c,
                          bo_outcome outcome, int64_t retry_after_ns,
