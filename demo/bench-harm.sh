@@ -29,6 +29,9 @@
 #      them beside a 5 s long poll (no ticker); 40 concurrent throttles
 #      (Retry-After 1) on one loop
 #                                             target: no timeout; 40 in about 1 s
+#   13 nginx that never throttles: 200 sequential keep-alive GETs, then 25
+#      written before any answer is read (tests/programs/keepalive_burst.py)
+#                                             target: at once (0.1 s), as a fresh destination
 #   and the costs the issue keeps as figures: 300 x /bin/true, 100 x curl.
 #
 # Output: one table, "case | plain | under backoff | target | met".
@@ -397,6 +400,61 @@ if $PY -c 'import aiohttp' 2>/dev/null; then
         "$(grep -c ' 429 ' "$TMP/many.p") x 429, $(tfield "$TMP/many.p" total) s" \
         "$(grep -c ' 200 ' "$TMP/many.l") x 200, $(tfield "$TMP/many.l" total) s" "in parallel (about 1 s, not 27 s)" \
         "$(yes_if "$(tfield "$TMP/many.l" total) < 2")"
+fi
+
+# ---- 13: a keep-alive burst after sequential use (issue 46) ---------------------------
+# nginx that never throttles: 200 sequential keep-alive GETs, then 25
+# connections each writing a GET before any answer is read; the same burst
+# on a fresh destination (no sequential GETs) beside it.
+if [ -n "$ngx" ]; then
+    d=$TMP/nginx.ka
+    mkdir -p "$d"
+    np=$(free_port)
+    cat >"$d/nginx.conf" <<EOF
+worker_processes 1;
+master_process off;
+daemon off;
+pid $d/nginx.pid;
+error_log $d/error.log;
+events { worker_connections 256; }
+http {
+    access_log off;
+    client_body_temp_path $d/body;
+    proxy_temp_path $d/proxy;
+    fastcgi_temp_path $d/fastcgi;
+    uwsgi_temp_path $d/uwsgi;
+    scgi_temp_path $d/scgi;
+    keepalive_requests 10000;
+    server { listen 127.0.0.1:$np; location / { return 200 "ok"; } }
+}
+EOF
+    setsid timeout -k 2 300 "$ngx" -p "$d" -c "$d/nginx.conf" -e "$d/error.log" >"$d/log" 2>&1 &
+    ng=$!
+    PIDS="$PIDS $ng"
+    w=0
+    until [ "$(curl -s -m 2 "http://127.0.0.1:$np/" 2>/dev/null)" = ok ] || [ $w -gt 100 ]; do
+        w=$((w + 1))
+        sleep 0.1
+    done
+    KA="$PY $PROGS/keepalive_burst.py 127.0.0.1 $np /"
+    kap=$(rounds ka.p burst plain $KA 200 25)
+    kal=$(for r in $(seq "$ROUNDS"); do
+        "$WRAP" --reset >/dev/null 2>&1
+        run "$TMP/ka.l.$r" wrap 60 $KA 200 25
+        tfield "$TMP/ka.l.$r" burst
+    done | median)
+    kaf=$(for r in $(seq "$ROUNDS"); do
+        "$WRAP" --reset >/dev/null 2>&1
+        run "$TMP/ka.f.$r" wrap 60 $KA 0 25
+        tfield "$TMP/ka.f.$r" burst
+    done | median)
+    kill -TERM $ng 2>/dev/null || true
+    wait $ng 2>/dev/null || true
+    row "13 nginx never throttling: 25 keep-alive GETs at once after 200 sequential (median of $ROUNDS)" \
+        "$kap s" "$kal s (fresh destination: $kaf s)" "at once: within 0.1 s, as a fresh destination" \
+        "$(yes_if "$kal < 0.1")"
+else
+    row "13 keep-alive burst after sequential use" "-" "-" "-" "nginx missing"
 fi
 
 # ---- costs kept as figures --------------------------------------------------------
