@@ -306,14 +306,25 @@ static int64_t dest_rto_ns(const bo_dest *d, const bo_config *cfg)
  * never more than BACKOFF_CAP_MS (the bound every policy but gaussian-jitter
  * keeps; the jitter is applied before that bound, not after it).  Without it a window of one still
  * loops at loopback speed against an instant 429 and spends its attempts in milliseconds.
+ * The round trip is the refusal's own when it is shorter than the smallest
+ * success's: a success's holds the service a refusal never got (article
+ * 000's server: 600 ms against 150 ms), and the refused calls sat out four
+ * refusals' worth while the window, cut to what the server takes, already
+ * kept them from overloading it (500 slots: 5.60 s -> 4.09 s, no other
+ * burst size, article or matrix cell slower).
  */
-static int64_t throttle_rto_ns(const bo_dest *d, const bo_config *cfg, bo_call *c, bo_rng *rng)
+static int64_t throttle_rto_ns(const bo_dest *d, const bo_config *cfg, bo_call *c, bo_rng *rng,
+                               int64_t now_ns)
 {
     int64_t cap = cap_ns(cfg);
     int64_t rto = cfg->base_ms * BO_NS_PER_MS;
+    int64_t rtt = d->window.min_rtt_ns;
+    int64_t own = now_ns - c->attempt_ns;
 
-    if (d->window.min_rtt_ns > rto)
-        rto = d->window.min_rtt_ns;
+    if (own > 0 && own < rtt)
+        rtt = own;
+    if (rtt > rto)
+        rto = rtt;
     if (rto <= 0)
         rto = BO_NS_PER_MS;
     for (unsigned i = 1; i < c->throttles && (cap <= 0 || rto < cap); i++)
@@ -402,9 +413,9 @@ static bo_next complete(bo_dest *d, const bo_config *cfg, bo_call *c, bo_outcome
     if (is_delay_policy(cfg->policy))
         delay = bo_schedule_next_ns(&c->schedule, cfg, rng);
     if (aimd && cfg->pacing && outcome.signal == BO_SIGNAL_THROTTLE)
-        delay = throttle_rto_ns(d, cfg, c, rng); /* BACKOFF_PACING=0 stays 000's exact algorithm */
+        delay = throttle_rto_ns(d, cfg, c, rng, now_ns); /* BACKOFF_PACING=0: 000's exact */
     if (!is_delay_policy(cfg->policy) && outcome.signal == BO_SIGNAL_KEY_BUSY)
-        delay = throttle_rto_ns(d, cfg, c, rng); /* the key's first request needs its time */
+        delay = throttle_rto_ns(d, cfg, c, rng, now_ns); /* the key's first request's time */
     if (hint > delay)
         delay = hint;
     int64_t deadline = call_deadline(cfg, c);

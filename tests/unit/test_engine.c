@@ -457,6 +457,42 @@ START_TEST(test_aimd_throttle_waits_an_rto)
 END_TEST
 
 /*
+ * The RTO's round trip is the refusal's own when it is shorter than the
+ * smallest success's (article 000: successes 600 ms, refusals 150 ms): the
+ * throttled call waits 150 ms x [1, 1.5), not 600 ms x [1, 1.5); a refusal
+ * slower than the successes waits their round trip, as before.
+ */
+START_TEST(test_aimd_rto_from_the_refusal_round_trip)
+{
+    bo_config c = cfg_for(BO_POLICY_AIMD);
+    c.retry_budget = 0;
+    bo_dest d;
+    bo_call call;
+    bo_rng rng;
+    int64_t until = 0, u = 0;
+    bo_rng_seed(&rng, 1);
+    bo_dest_init(&d, &c, 0);
+    bo_call_begin(&call, 0);
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &call, 0, &u), BO_ADMIT_GO);
+    bo_dest_complete(&d, &c, &call, OK, -1, 600 * MS, &rng, &until);
+    ck_assert_int_eq(d.window.min_rtt_ns, 600 * MS);
+    bo_call_begin(&call, 1000 * MS);
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &call, 1000 * MS, &u), BO_ADMIT_GO);
+    ck_assert_int_eq(bo_dest_complete(&d, &c, &call, THROTTLED, -1, 1150 * MS, &rng, &until),
+                     BO_NEXT_RETRY);
+    ck_assert_int_ge(until - 1150 * MS, 150 * MS);
+    ck_assert_int_lt(until - 1150 * MS, 225 * MS);
+    /* a refusal slower than the successes: their round trip */
+    bo_call_begin(&call, 3000 * MS);
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &call, 3000 * MS, &u), BO_ADMIT_GO);
+    ck_assert_int_eq(bo_dest_complete(&d, &c, &call, THROTTLED, -1, 3900 * MS, &rng, &until),
+                     BO_NEXT_RETRY);
+    ck_assert_int_ge(until - 3900 * MS, 600 * MS);
+    ck_assert_int_lt(until - 3900 * MS, 900 * MS);
+}
+END_TEST
+
+/*
  * A 409 to a request with an Idempotency-Key (the server is still
  * processing the key) says nothing about capacity: the window neither
  * shrinks nor learns, nothing holds the destination; but the retry waits the
@@ -964,6 +1000,7 @@ static Suite *engine_suite(void)
     tcase_add_test(tc, test_aimd_room_lets_the_program_go);
     tcase_add_test(tc, test_aimd_wakes_when_held_attempts_age);
     tcase_add_test(tc, test_aimd_throttle_waits_an_rto);
+    tcase_add_test(tc, test_aimd_rto_from_the_refusal_round_trip);
     tcase_add_test(tc, test_aimd_probe_spacing_after_loss);
     tcase_add_test(tc, test_responsive_gap_before_every_attempt);
     tcase_add_test(tc, test_key_busy_waits_without_a_cut);
