@@ -161,6 +161,38 @@ qp=$(tfield "$TMP/poll.plain.q" total) ql=$(tfield "$TMP/poll.wrap.q" total)
 row "2 quick GET beside 20 long polls of $POLL_S s" "$qp s" "$ql s" "under 1 s" "$(yes_if "$ql < 1")"
 
 # ---- 3 ------------------------------------------------------------------------------
+# nginx_conf DIR PORT UPSTREAM RUN: one worker in the foreground, everything in DIR;
+# /api/ proxied to UPSTREAM's always-429 (tagged RUN), /static/f.txt served.
+nginx_conf() {
+    mkdir -p "$1/www/static" "$1/tmp"
+    echo "static file" >"$1/www/static/f.txt"
+    cat >"$1/nginx.conf" <<EOF
+worker_processes 1;
+master_process off;
+daemon off;
+pid $1/nginx.pid;
+error_log $1/error.log;
+events { worker_connections 256; }
+http {
+    access_log off;
+    client_body_temp_path $1/tmp/body;
+    proxy_temp_path $1/tmp/proxy;
+    fastcgi_temp_path $1/tmp/fastcgi;
+    uwsgi_temp_path $1/tmp/uwsgi;
+    scgi_temp_path $1/tmp/scgi;
+    upstream up { server 127.0.0.1:$3; keepalive 4; }
+    server {
+        listen 127.0.0.1:$2;
+        location /api/ {
+            proxy_pass http://up/always429?ra=2&run=$4&p=;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }
+        location /static/ { root $1/www; }
+    }
+}
+EOF
+}
 ngx=$(command -v nginx || true)
 [ -n "$ngx" ] || [ ! -x /usr/sbin/nginx ] || ngx=/usr/sbin/nginx
 if [ -n "$ngx" ]; then
@@ -169,34 +201,7 @@ if [ -n "$ngx" ]; then
     for how in plain lib; do
         d=$TMP/nginx.$how
         np=$(free_port)
-        mkdir -p "$d/www/static" "$d/tmp"
-        echo "static file" >"$d/www/static/f.txt"
-        cat >"$d/nginx.conf" <<EOF
-worker_processes 1;
-master_process off;
-daemon off;
-pid $d/nginx.pid;
-error_log $d/error.log;
-events { worker_connections 256; }
-http {
-    access_log off;
-    client_body_temp_path $d/tmp/body;
-    proxy_temp_path $d/tmp/proxy;
-    fastcgi_temp_path $d/tmp/fastcgi;
-    uwsgi_temp_path $d/tmp/uwsgi;
-    scgi_temp_path $d/tmp/scgi;
-    upstream up { server 127.0.0.1:$up; keepalive 4; }
-    server {
-        listen 127.0.0.1:$np;
-        location /api/ {
-            proxy_pass http://up/always429?ra=2&run=$how&p=;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-        }
-        location /static/ { root $d/www; }
-    }
-}
-EOF
+        nginx_conf "$d" "$np" "$up" "$how"
         pre=""
         [ $how = lib ] && pre="env LD_PRELOAD=$LIB"
         # shellcheck disable=SC2086
@@ -408,35 +413,18 @@ fi
 # on a fresh destination (no sequential GETs) beside it.
 if [ -n "$ngx" ]; then
     d=$TMP/nginx.ka
-    mkdir -p "$d"
     np=$(free_port)
-    cat >"$d/nginx.conf" <<EOF
-worker_processes 1;
-master_process off;
-daemon off;
-pid $d/nginx.pid;
-error_log $d/error.log;
-events { worker_connections 256; }
-http {
-    access_log off;
-    client_body_temp_path $d/body;
-    proxy_temp_path $d/proxy;
-    fastcgi_temp_path $d/fastcgi;
-    uwsgi_temp_path $d/uwsgi;
-    scgi_temp_path $d/scgi;
-    keepalive_requests 10000;
-    server { listen 127.0.0.1:$np; location / { return 200 "ok"; } }
-}
-EOF
+    nginx_conf "$d" "$np" 1 ka # its static file; nothing goes upstream
     setsid timeout -k 2 300 "$ngx" -p "$d" -c "$d/nginx.conf" -e "$d/error.log" >"$d/log" 2>&1 &
     ng=$!
     PIDS="$PIDS $ng"
     w=0
-    until [ "$(curl -s -m 2 "http://127.0.0.1:$np/" 2>/dev/null)" = ok ] || [ $w -gt 100 ]; do
+    until [ "$(curl -s -m 2 "http://127.0.0.1:$np/static/f.txt" 2>/dev/null)" = "static file" ] ||
+        [ $w -gt 100 ]; do
         w=$((w + 1))
         sleep 0.1
     done
-    KA="$PY $PROGS/keepalive_burst.py 127.0.0.1 $np /"
+    KA="$PY $PROGS/keepalive_burst.py 127.0.0.1 $np /static/f.txt"
     kap=$(rounds ka.p burst plain $KA 200 25)
     kal=$(for r in $(seq "$ROUNDS"); do
         "$WRAP" --reset >/dev/null 2>&1

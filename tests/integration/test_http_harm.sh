@@ -725,37 +725,19 @@ case_keepalive_burst() {
     [ -n "$ngx" ] || { note "13: nginx is not installed (Debian: nginx-light): skipped"; return 0; }
     "$WRAP" --reset >/dev/null 2>&1
     d=$TMP/nginx.ka
-    mkdir -p "$d"
     np=$(free_port)
-    cat >"$d/nginx.conf" <<EOF
-worker_processes 1;
-master_process off;
-daemon off;
-pid $d/nginx.pid;
-error_log $d/error.log;
-events { worker_connections 256; }
-http {
-    access_log off;
-    client_body_temp_path $d/body;
-    proxy_temp_path $d/proxy;
-    fastcgi_temp_path $d/fastcgi;
-    uwsgi_temp_path $d/uwsgi;
-    scgi_temp_path $d/scgi;
-    keepalive_requests 10000;
-    server { listen 127.0.0.1:$np; location / { return 200 "ok"; } }
-}
-EOF
+    nginx_conf "$d" "$np" 1 ka # its static file; nothing goes upstream
     setsid timeout -k 2 120 "$ngx" -p "$d" -c "$d/nginx.conf" -e "$d/error.log" >"$d/log" 2>&1 &
     ng=$!
     PIDS="$PIDS $ng"
     w=0
-    until [ "$(curl -s -m 2 "http://127.0.0.1:$np/" 2>/dev/null)" = ok ]; do
+    until [ "$(curl -s -m 2 "http://127.0.0.1:$np/static/f.txt" 2>/dev/null)" = "static file" ]; do
         w=$((w + 1))
         [ $w -gt 100 ] && fail "nginx did not serve within 10 s: $(tail -n 3 "$d/error.log" "$d/log")"
         kill -0 $ng 2>/dev/null || fail "nginx exited: $(tail -n 3 "$d/error.log" "$d/log")"
         sleep 0.1
     done
-    pair kaburst 60 $PY "$PROGS/keepalive_burst.py" 127.0.0.1 "$np" / 200 25
+    pair kaburst 60 $PY "$PROGS/keepalive_burst.py" 127.0.0.1 "$np" /static/f.txt 200 25
     kill -TERM $ng 2>/dev/null || true
     wait $ng 2>/dev/null || true
     tp=$(tfield "$TMP/kaburst.plain" burst) tl=$(tfield "$TMP/kaburst.lib" burst)
