@@ -40,6 +40,9 @@
 #   16 curl over h2c against nginx: an always-429, a 1/s limit   (the harm
 #   17 curl --unix-socket, nobody listening                        suite's own
 #                                             cases, SUITE_CASES)   target: as plain
+#   18 nginx that never throttles: 200 sequential keep-alive GETs, then 25
+#      written before any answer is read (tests/programs/keepalive_burst.py)
+#                                             target: at once (0.1 s), as a fresh destination
 #   and the costs the issue keeps as figures: 300 x /bin/true, 100 x curl.
 #
 # Output: one table, "case | plain | under backoff | target | met".
@@ -169,6 +172,38 @@ qp=$(tfield "$TMP/poll.plain.q" total) ql=$(tfield "$TMP/poll.wrap.q" total)
 row "2 quick GET beside 20 long polls of $POLL_S s" "$qp s" "$ql s" "under 1 s" "$(yes_if "$ql < 1")"
 
 # ---- 3 ------------------------------------------------------------------------------
+# nginx_conf DIR PORT UPSTREAM RUN: one worker in the foreground, everything in DIR;
+# /api/ proxied to UPSTREAM's always-429 (tagged RUN), /static/f.txt served.
+nginx_conf() {
+    mkdir -p "$1/www/static" "$1/tmp"
+    echo "static file" >"$1/www/static/f.txt"
+    cat >"$1/nginx.conf" <<EOF
+worker_processes 1;
+master_process off;
+daemon off;
+pid $1/nginx.pid;
+error_log $1/error.log;
+events { worker_connections 256; }
+http {
+    access_log off;
+    client_body_temp_path $1/tmp/body;
+    proxy_temp_path $1/tmp/proxy;
+    fastcgi_temp_path $1/tmp/fastcgi;
+    uwsgi_temp_path $1/tmp/uwsgi;
+    scgi_temp_path $1/tmp/scgi;
+    upstream up { server 127.0.0.1:$3; keepalive 4; }
+    server {
+        listen 127.0.0.1:$2;
+        location /api/ {
+            proxy_pass http://up/always429?ra=2&run=$4&p=;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }
+        location /static/ { root $1/www; }
+    }
+}
+EOF
+}
 ngx=$(command -v nginx || true)
 [ -n "$ngx" ] || [ ! -x /usr/sbin/nginx ] || ngx=/usr/sbin/nginx
 if [ -n "$ngx" ]; then
@@ -177,34 +212,7 @@ if [ -n "$ngx" ]; then
     for how in plain lib; do
         d=$TMP/nginx.$how
         np=$(free_port)
-        mkdir -p "$d/www/static" "$d/tmp"
-        echo "static file" >"$d/www/static/f.txt"
-        cat >"$d/nginx.conf" <<EOF
-worker_processes 1;
-master_process off;
-daemon off;
-pid $d/nginx.pid;
-error_log $d/error.log;
-events { worker_connections 256; }
-http {
-    access_log off;
-    client_body_temp_path $d/tmp/body;
-    proxy_temp_path $d/tmp/proxy;
-    fastcgi_temp_path $d/tmp/fastcgi;
-    uwsgi_temp_path $d/tmp/uwsgi;
-    scgi_temp_path $d/tmp/scgi;
-    upstream up { server 127.0.0.1:$up; keepalive 4; }
-    server {
-        listen 127.0.0.1:$np;
-        location /api/ {
-            proxy_pass http://up/always429?ra=2&run=$how&p=;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-        }
-        location /static/ { root $d/www; }
-    }
-}
-EOF
+        nginx_conf "$d" "$np" "$up" "$how"
         pre=""
         [ $how = lib ] && pre="env LD_PRELOAD=$LIB"
         # shellcheck disable=SC2086
@@ -410,6 +418,43 @@ if $PY -c 'import aiohttp' 2>/dev/null; then
         "$(yes_if "$(tfield "$TMP/many.l" total) < 2")"
 fi
 
+# ---- 18: a keep-alive burst after sequential use (issue 46) ---------------------------
+# nginx that never throttles: 200 sequential keep-alive GETs, then 25
+# connections each writing a GET before any answer is read; the same burst
+# on a fresh destination (no sequential GETs) beside it.
+if [ -n "$ngx" ]; then
+    d=$TMP/nginx.ka
+    np=$(free_port)
+    nginx_conf "$d" "$np" 1 ka # its static file; nothing goes upstream
+    setsid timeout -k 2 300 "$ngx" -p "$d" -c "$d/nginx.conf" -e "$d/error.log" >"$d/log" 2>&1 &
+    ng=$!
+    PIDS="$PIDS $ng"
+    w=0
+    until [ "$(curl -s -m 2 "http://127.0.0.1:$np/static/f.txt" 2>/dev/null)" = "static file" ] ||
+        [ $w -gt 100 ]; do
+        w=$((w + 1))
+        sleep 0.1
+    done
+    KA="$PY $PROGS/keepalive_burst.py 127.0.0.1 $np /static/f.txt"
+    kap=$(rounds ka.p burst plain $KA 200 25)
+    kal=$(for r in $(seq "$ROUNDS"); do
+        "$WRAP" --reset >/dev/null 2>&1
+        run "$TMP/ka.l.$r" wrap 60 $KA 200 25
+        tfield "$TMP/ka.l.$r" burst
+    done | median)
+    kaf=$(for r in $(seq "$ROUNDS"); do
+        "$WRAP" --reset >/dev/null 2>&1
+        run "$TMP/ka.f.$r" wrap 60 $KA 0 25
+        tfield "$TMP/ka.f.$r" burst
+    done | median)
+    kill -TERM $ng 2>/dev/null || true
+    wait $ng 2>/dev/null || true
+    row "18 nginx never throttling: 25 keep-alive GETs at once after 200 sequential (median of $ROUNDS)" \
+        "$kap s" "$kal s (fresh destination: $kaf s)" "at once: within 0.1 s, as a fresh destination" \
+        "$(yes_if "$kal < 0.1")"
+else
+    row "18 keep-alive burst after sequential use" "-" "-" "-" "nginx missing"
+fi
 # ---- 13-15: waits the program did not ask for -------------------------------------
 server_die() { echo "backoff: $*" >&2; exit 1; }
 . "$top/demo/server-lib.sh"

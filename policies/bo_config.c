@@ -728,7 +728,9 @@ static const bo_var vars[] = {
      "per destination, over a sliding 10 s window: the shim's retries allowed as a "
      "percentage of the first attempts of new logical requests, on top of 3 and one per "
      "success, so that a destination that keeps failing sees a bounded multiple of the "
-     "program's own load (0: no budget)",
+     "program's own load; a retry beyond it waits until the budget allows one (while "
+     "nothing is in flight, one goes as a probe, up to a second apart), never ends a call "
+     "(0: no budget)",
      NULL},
     {"BACKOFF_SHARE", BO_VAR_SHARE, F(share), 0, 0, 0, NULL, "host", "host",
      "where each destination's state lives: host, in a shared-memory file of this user that "

@@ -98,10 +98,6 @@ typedef struct bo_call {
                                 back (the start of its bo_call_wait_limit); 0: it does
                                 not.  The engine never reads it. */
     bool quota_noted;        /* the attempt's answer went through bo_dest_note_quota */
-    bool budget_refused;     /* set by the bo_dest_complete that said DONE to a failure it
-                                would have retried because the destination's retry budget
-                                was spent (the counters' budget refusals); false until then
-                                (bo_call_begin), and a DONE call completes no more */
     int64_t quota_hold_ns;   /* set by a bo_dest_admit that said WAIT: the instant the
                                 server's quota holds the attempt until (0: it does not),
                                 for a caller that learns the program's deadline only
@@ -109,6 +105,13 @@ typedef struct bo_call {
     bool past_bounds;        /* the same for a DONE because the server asked for a wait
                                 past the bounds (a Retry-After past the cap, a quota's
                                 reset past bo_call_wait_limit): its answer stands */
+    bool budget_retry;       /* the retry to come draws on the destination's retry budget
+                                (its failure was not a 429): bo_dest_admit holds it until
+                                the budget allows one */
+    bool budget_waiting;     /* the last BO_ADMIT_WAIT was the retry budget's alone (others
+                                may go meanwhile: the simulator's queue serves them) */
+    bool budget_delayed;     /* a retry of the call waited for the retry budget (the
+                                counters' budget delays); false until then (bo_call_begin) */
 } bo_call;
 
 typedef enum bo_admit {
@@ -184,6 +187,10 @@ int64_t bo_call_wait_limit(const bo_config *cfg, const bo_call *c, int64_t from_
  * instant of the destination's state past BACKOFF_CAP_MS holds nothing
  * back, nor does a quota's reset past bo_call_wait_limit: a first attempt
  * goes as the program sent it, a retry gives up at once (BO_ADMIT_GIVE_UP).
+ * A retry the destination's retry budget does not allow waits until it does
+ * (or a completion adds credit), or goes as the destination's one probe
+ * when nothing is in flight (bo_budget.h); the call's bounds end the wait
+ * (BO_ADMIT_GIVE_UP), never the budget.
  */
 bo_admit bo_dest_admit(bo_dest *d, const bo_config *cfg, bo_call *c,
                        int64_t now_ns, int64_t *until_ns);
@@ -205,7 +212,8 @@ bool bo_dest_admit_now(bo_dest *d, const bo_config *cfg, bo_call *c, int64_t now
  * the least wait.  One past BACKOFF_CAP_MS or the call's deadline, or a
  * quota whose reset lies past bo_call_wait_limit, is not waited for: DONE,
  * the server's answer stands.  Enforces max_attempts and max_time_ms: the
- * last attempt's result is returned as is.
+ * last attempt's result is returned as is.  The retry budget never ends a
+ * call here: it says when the retry is admitted.
  */
 bo_next bo_dest_complete(bo_dest *d, const bo_config *cfg, bo_call *c,
                          bo_outcome outcome, int64_t retry_after_ns,

@@ -157,10 +157,12 @@ static int tick(const bo_waiter *w)
 }
 
 /* Under the lock: the call gave up waiting (its time budget or deadline ran out). */
-static void count_gave_up(bo_block *b, int64_t now)
+static void count_gave_up(bo_block *b, const bo_call *call, int64_t now)
 {
-    static const bo_tally gave_up = {.what = BO_TALLY_END | BO_TALLY_FAILED | BO_TALLY_GAVE_UP,
-                                     .cause = BO_CAUSE_NONE};
+    bo_tally gave_up = {.what = BO_TALLY_END | BO_TALLY_FAILED | BO_TALLY_GAVE_UP,
+                        .cause = BO_CAUSE_NONE};
+    if (call->budget_delayed)
+        gave_up.what |= BO_TALLY_BUDGET;
     bo_block_count(b, gave_up, now);
 }
 
@@ -184,7 +186,7 @@ admit_locked(bo_block *b, bo_dest *d, bo_call *call, int64_t now, unsigned *infl
         return BO_STEP_GO;
     }
     if (a == BO_ADMIT_GIVE_UP) {
-        count_gave_up(b, now);
+        count_gave_up(b, call, now);
         return BO_STEP_GIVE_UP;
     }
     bo_block_waiting(b, now);
@@ -205,7 +207,7 @@ static bool share_wait_expired(bo_block *b, bo_call *call, int64_t now)
         return false;
     call->phase = BO_PHASE_DONE;
     bo_block_lock(b);
-    count_gave_up(b, now);
+    count_gave_up(b, call, now);
     bo_block_unlock(b);
     return true;
 }
@@ -429,7 +431,7 @@ int bo_run_admit_intr(bo_block *b, bo_call *call, int64_t deadline_ns, unsigned 
         if (now >= deadline_ns) {
             if (call->attempts > 0) { /* else the caller runs its one attempt outside the window */
                 bo_block_lock(b);
-                count_gave_up(b, now);
+                count_gave_up(b, call, now);
                 bo_block_unlock(b);
                 bo_metrics_tick(now);
             }

@@ -61,6 +61,10 @@
 #       1/s limit's refusal is retried over HTTP/2 into a 200;
 #   17. curl --unix-socket to a socket file nobody listens on: exit 7 at
 #       once as plain, under a destination of its own (unix:PATH);
+#   18. nginx that never throttles, 200 sequential keep-alive GETs, then
+#       25 connections that each write a GET before any answer is read:
+#       the same answers, the burst under 0.5 s (plain 0.01 s; it waited
+#       1.05-1.11 s for the window while a fresh destination took 0.02 s);
 #   and redis-benchmark (client and server under the library), an SMTP-style
 #   line protocol, a WebSocket upgrade, Expect: 100-continue, HEAD, a chunked
 #   upload, a 10 MB 429 body.
@@ -961,10 +965,42 @@ case_unix() {
         harm "curl --unix-socket: the attempts' destination is '$dests', not unix:$sock"
 }
 
+# ---- 18. a keep-alive burst after sequential use (issue 46) ------------------------
+# Held requests are not a window: 25 requests written before any answer is
+# read, on a destination used one request at a time before (its successes
+# proved 1 in flight), go out at once, as on a fresh destination.
+case_keepalive_burst() {
+    ngx=$(command -v nginx || true)
+    [ -n "$ngx" ] || [ ! -x /usr/sbin/nginx ] || ngx=/usr/sbin/nginx
+    [ -n "$ngx" ] || { note "18: nginx is not installed (Debian: nginx-light): skipped"; return 0; }
+    "$WRAP" --reset >/dev/null 2>&1
+    d=$TMP/nginx.ka
+    np=$(free_port)
+    nginx_conf "$d" "$np" 1 ka # its static file; nothing goes upstream
+    setsid timeout -k 2 120 "$ngx" -p "$d" -c "$d/nginx.conf" -e "$d/error.log" >"$d/log" 2>&1 &
+    ng=$!
+    PIDS="$PIDS $ng"
+    w=0
+    until [ "$(curl -s -m 2 "http://127.0.0.1:$np/static/f.txt" 2>/dev/null)" = "static file" ]; do
+        w=$((w + 1))
+        [ $w -gt 100 ] && fail "nginx did not serve within 10 s: $(tail -n 3 "$d/error.log" "$d/log")"
+        kill -0 $ng 2>/dev/null || fail "nginx exited: $(tail -n 3 "$d/error.log" "$d/log")"
+        sleep 0.1
+    done
+    pair kaburst 60 $PY "$PROGS/keepalive_burst.py" 127.0.0.1 "$np" /static/f.txt 200 25
+    kill -TERM $ng 2>/dev/null || true
+    wait $ng 2>/dev/null || true
+    tp=$(tfield "$TMP/kaburst.plain" burst) tl=$(tfield "$TMP/kaburst.lib" burst)
+    row "18 25 keep-alive GETs after 200 sequential" "$tp s" "$tl s"
+    same kaburst || true
+    lt "$tl" 0.5 || harm "keep-alive burst after sequential use: $tl s under the library (plain $tp s)"
+}
+
 # HARM_CASES: the cases to run (names without case_; default: all), to look
 # into one by hand.
 for c in ${HARM_CASES:-aio_slow long_poll nginx tls pipeline halfclose slow_retry interim node \
-    aio_waitfor epoll split far_reset far_retry_after far_state redis corners h2c unix}; do
+    aio_waitfor epoll split far_reset far_retry_after far_state redis corners h2c unix \
+    keepalive_burst}; do
     case_$c
 done
 

@@ -526,6 +526,42 @@ START_TEST(test_aimd_throttle_waits_an_rto)
 END_TEST
 
 /*
+ * The RTO's round trip is the refusal's own when it is shorter than the
+ * smallest success's (article 000: successes 600 ms, refusals 150 ms): the
+ * throttled call waits 150 ms x [1, 1.5), not 600 ms x [1, 1.5); a refusal
+ * slower than the successes waits their round trip, as before.
+ */
+START_TEST(test_aimd_rto_from_the_refusal_round_trip)
+{
+    bo_config c = cfg_for(BO_POLICY_AIMD);
+    c.retry_budget = 0;
+    bo_dest d;
+    bo_call call;
+    bo_rng rng;
+    int64_t until = 0, u = 0;
+    bo_rng_seed(&rng, 1);
+    bo_dest_init(&d, &c, 0);
+    bo_call_begin(&call, 0);
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &call, 0, &u), BO_ADMIT_GO);
+    bo_dest_complete(&d, &c, &call, OK, -1, 600 * MS, &rng, &until);
+    ck_assert_int_eq(d.window.min_rtt_ns, 600 * MS);
+    bo_call_begin(&call, 1000 * MS);
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &call, 1000 * MS, &u), BO_ADMIT_GO);
+    ck_assert_int_eq(bo_dest_complete(&d, &c, &call, THROTTLED, -1, 1150 * MS, &rng, &until),
+                     BO_NEXT_RETRY);
+    ck_assert_int_ge(until - 1150 * MS, 150 * MS);
+    ck_assert_int_lt(until - 1150 * MS, 225 * MS);
+    /* a refusal slower than the successes: their round trip */
+    bo_call_begin(&call, 3000 * MS);
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &call, 3000 * MS, &u), BO_ADMIT_GO);
+    ck_assert_int_eq(bo_dest_complete(&d, &c, &call, THROTTLED, -1, 3900 * MS, &rng, &until),
+                     BO_NEXT_RETRY);
+    ck_assert_int_ge(until - 3900 * MS, 600 * MS);
+    ck_assert_int_lt(until - 3900 * MS, 900 * MS);
+}
+END_TEST
+
+/*
  * A 409 to a request with an Idempotency-Key (the server is still
  * processing the key) says nothing about capacity: the window neither
  * shrinks nor learns, nothing holds the destination; but the retry waits the
@@ -903,17 +939,21 @@ START_TEST(test_quota_shared_on_throttle)
 END_TEST
 
 /*
- * The destination's retry budget in the engine: against a destination that
- * answers only failures, one call gets BO_BUDGET_RESERVE retries, then
- * DONE although max_attempts would allow more; 0 turns the budget off.
+ * The destination's retry budget in the engine decides when, never whether:
+ * against a destination that answers only failures, one call gets
+ * BO_BUDGET_RESERVE retries at once, and its next retry is still granted
+ * (RETRY, not DONE); while another attempt is in flight it waits for the
+ * budget (the time the budget names), and once the destination is idle it
+ * goes as the one probe, the next probe spaced as the window's.  A success
+ * adds credit at once.  The call ends at max_attempts, never on the budget.
  */
-START_TEST(test_retry_budget_bounds_a_failing_destination)
+START_TEST(test_retry_budget_says_when)
 {
     bo_config c = cfg_for(BO_POLICY_FIXED);
     bo_dest d;
-    bo_call call;
+    bo_call call, other;
     bo_rng rng;
-    int64_t until = 0, now = 0;
+    int64_t until = 0, now = 0, u = 0;
     bo_rng_seed(&rng, 1);
     bo_dest_init(&d, &c, 0);
     bo_call_begin(&call, 0);
@@ -922,28 +962,113 @@ START_TEST(test_retry_budget_bounds_a_failing_destination)
                          BO_NEXT_RETRY);
         now = until;
     }
-    ck_assert(!call.budget_refused);
-    ck_assert_int_eq(one_attempt(&d, &c, &call, now, THROTTLED, -1, &rng, &until), BO_NEXT_DONE);
-    ck_assert_uint_eq(call.attempts, BO_BUDGET_RESERVE + 1);
-    ck_assert(call.budget_refused); /* counted as a budget refusal */
-    /* a 429 is the server's rate limit, not a failing server: not refused */
+    ck_assert(!call.budget_delayed);
+    /* the budget is spent, the call is not: its retry is granted */
+    ck_assert_int_eq(one_attempt(&d, &c, &call, now, THROTTLED, -1, &rng, &until), BO_NEXT_RETRY);
+    now = until;
+    ck_assert(bo_call_due(&call, now));
+    /* another call's attempt in flight: the retry waits for the budget */
+    bo_call_begin(&other, now);
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &other, now, &u), BO_ADMIT_GO);
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &call, now, &u), BO_ADMIT_WAIT);
+    ck_assert(call.budget_waiting && call.budget_delayed);
+    ck_assert_int_eq(u, bo_budget_next_retry_ns(&d.budget, c.retry_budget, now));
+    ck_assert_int_gt(u, now + 5 * 1000 * MS);
+    /* the other attempt fails: the destination is idle, the retry goes as a probe */
+    bo_dest_complete(&d, &c, &other, FINAL, -1, now, &rng, &until);
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &call, now, &u), BO_ADMIT_GO);
+    ck_assert(!call.budget_waiting);
+    ck_assert_uint_eq(d.budget.probes, 1);
+    ck_assert_int_eq(bo_dest_complete(&d, &c, &call, THROTTLED, -1, now, &rng, &until),
+                     BO_NEXT_RETRY);
+    /* probes are spaced as the window's: BACKOFF_BASE_MS, then twice that (fixed's
+     * own delay is BACKOFF_BASE_MS) */
+    now = until;
+    ck_assert(bo_call_due(&call, now));
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &call, now, &u), BO_ADMIT_GO);
+    ck_assert_uint_eq(d.budget.probes, 2);
+    ck_assert_int_eq(bo_dest_complete(&d, &c, &call, THROTTLED, -1, now, &rng, &until),
+                     BO_NEXT_RETRY);
+    ck_assert(bo_call_due(&call, until));
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &call, until, &u), BO_ADMIT_WAIT);
+    ck_assert_int_eq(u, now + 2 * c.base_ms * MS);
+    now = u;
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &call, now, &u), BO_ADMIT_GO);
+    ck_assert_int_eq(bo_dest_complete(&d, &c, &call, THROTTLED, -1, now, &rng, &until),
+                     BO_NEXT_RETRY);
+    /* successes elsewhere add credit: the retry goes within the budget, no probe */
+    for (int i = 0; i < 4; i++) {
+        bo_call_begin(&other, until);
+        ck_assert_int_eq(bo_dest_admit(&d, &c, &other, until, &u), BO_ADMIT_GO);
+        bo_dest_complete(&d, &c, &other, OK, -1, until, &rng, &u);
+    }
+    now = until;
+    ck_assert(bo_budget_allows_retry(&d.budget, c.retry_budget, now));
+    ck_assert(bo_call_due(&call, now));
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &call, now, &u), BO_ADMIT_GO);
+    ck_assert_uint_eq(d.budget.probes, 0);
+    /* ... and the call ends at max_attempts, on its last answer */
+    while (bo_dest_complete(&d, &c, &call, THROTTLED, -1, now, &rng, &until) == BO_NEXT_RETRY) {
+        now = until;
+        ck_assert(bo_call_due(&call, now));
+        while (bo_dest_admit(&d, &c, &call, now, &u) == BO_ADMIT_WAIT)
+            now = u;
+    }
+    ck_assert_uint_eq(call.attempts, c.max_attempts);
+    ck_assert_int_eq(call.phase, BO_PHASE_DONE);
+    /* a 429 draws nothing: no wait for the budget, whatever it holds */
     bo_call_begin(&call, now);
     for (int i = 0; i < 7; i++) {
         ck_assert_int_eq(one_attempt(&d, &c, &call, now, RATE_LIMITED, -1, &rng, &until),
                          BO_NEXT_RETRY);
         now = until;
+        ck_assert(bo_call_due(&call, now));
     }
-    ck_assert_int_eq(one_attempt(&d, &c, &call, now, RATE_LIMITED, -1, &rng, &until), BO_NEXT_DONE);
-    ck_assert(!call.budget_refused); /* max_attempts ended it, not the budget */
+    ck_assert(!call.budget_delayed);
+    /* 0 turns the budget off */
     c.retry_budget = 0;
     bo_call_begin(&call, now);
+    bo_call_begin(&other, now);
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &other, now, &u), BO_ADMIT_GO);
     for (int i = 0; i < 7; i++) {
         ck_assert_int_eq(one_attempt(&d, &c, &call, now, THROTTLED, -1, &rng, &until),
                          BO_NEXT_RETRY);
         now = until;
+        ck_assert(bo_call_due(&call, now));
     }
-    ck_assert_int_eq(one_attempt(&d, &c, &call, now, THROTTLED, -1, &rng, &until), BO_NEXT_DONE);
-    ck_assert(!call.budget_refused);
+    ck_assert(!call.budget_delayed);
+}
+END_TEST
+
+/*
+ * A retry held by the budget is bounded by the call's own limits: at
+ * max_time_ms (and the program's deadline) admission gives up, and the
+ * last result stands.
+ */
+START_TEST(test_retry_budget_wait_is_bounded)
+{
+    bo_config c = cfg_for(BO_POLICY_FIXED);
+    c.max_time_ms = 3000;
+    bo_dest d;
+    bo_call call, other;
+    bo_rng rng;
+    int64_t until = 0, now = 0, u = 0;
+    bo_rng_seed(&rng, 1);
+    bo_dest_init(&d, &c, 0);
+    bo_call_begin(&call, 0);
+    for (int i = 0; i <= BO_BUDGET_RESERVE; i++) {
+        ck_assert_int_eq(one_attempt(&d, &c, &call, now, THROTTLED, -1, &rng, &until),
+                         BO_NEXT_RETRY);
+        now = until;
+    }
+    ck_assert(bo_call_due(&call, now));
+    bo_call_begin(&other, now);
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &other, now, &u), BO_ADMIT_GO); /* held in flight */
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &call, now, &u), BO_ADMIT_WAIT);
+    ck_assert_int_eq(u, 3000 * MS); /* not past the call's own time */
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &call, u, &u), BO_ADMIT_GIVE_UP);
+    ck_assert(call.have_result && call.retryable);
+    ck_assert(call.budget_delayed);
 }
 END_TEST
 
@@ -1094,6 +1219,7 @@ static Suite *engine_suite(void)
     tcase_add_test(tc, test_aimd_room_lets_the_program_go);
     tcase_add_test(tc, test_aimd_wakes_when_held_attempts_age);
     tcase_add_test(tc, test_aimd_throttle_waits_an_rto);
+    tcase_add_test(tc, test_aimd_rto_from_the_refusal_round_trip);
     tcase_add_test(tc, test_aimd_probe_spacing_after_loss);
     tcase_add_test(tc, test_responsive_gap_before_every_attempt);
     tcase_add_test(tc, test_key_busy_waits_without_a_cut);
@@ -1102,7 +1228,8 @@ static Suite *engine_suite(void)
     tcase_add_test(tc, test_quota_past_the_bounds_is_not_waited_for);
     tcase_add_test(tc, test_state_past_the_cap_is_not_waited_for);
     tcase_add_test(tc, test_quota_shared_on_throttle);
-    tcase_add_test(tc, test_retry_budget_bounds_a_failing_destination);
+    tcase_add_test(tc, test_retry_budget_says_when);
+    tcase_add_test(tc, test_retry_budget_wait_is_bounded);
     tcase_add_test(tc, test_continued_call_shares_the_budget);
     suite_add_tcase(s, tc);
     return s;
