@@ -110,8 +110,11 @@ typedef struct bo_call {
                                 the budget allows one */
     bool budget_waiting;     /* the last BO_ADMIT_WAIT was the retry budget's alone (others
                                 may go meanwhile: the simulator's queue serves them) */
-    bool budget_delayed;     /* a retry of the call waited for the retry budget (the
-                                counters' budget delays); false until then (bo_call_begin) */
+    bool budget_delayed;     /* the retry budget held a retry of the call back: it waited,
+                                or (budget_ended) the call ended (the counters' budget
+                                delays); false until then (bo_call_begin) */
+    bool budget_ended;       /* a lone call's retry the budget did not fund: its failure
+                                was handed back (bo_budget_lone) */
 } bo_call;
 
 typedef enum bo_admit {

@@ -116,6 +116,10 @@ bool bo_run_complete(bo_block *b, bo_call *call, const bo_run_result *r, uint64_
         bo_core_line("backoff: %s %s: attempt %u got status %d, code %d; not retried: the "
                      "server asks for a wait past BACKOFF_CAP_MS or the call's deadline",
                      what, b->key, call->attempts, r->status, r->code);
+    else if (cfg->verbose && gave_up && call->budget_ended)
+        bo_core_line("backoff: %s %s: attempt %u got status %d, code %d; not retried: the "
+                     "retry budget is spent and no other call uses the destination",
+                     what, b->key, call->attempts, r->status, r->code);
     else if (cfg->verbose && gave_up)
         bo_core_line("backoff: %s %s: attempt %u got status %d, code %d; giving up "
                      "(attempt or time budget spent)",

@@ -938,6 +938,60 @@ START_TEST(test_quota_shared_on_throttle)
 }
 END_TEST
 
+/* Another logical request began on the destination (its first attempt
+ * counted, failed for good: no credit): a call there is not alone. */
+static void not_alone(bo_dest *d, const bo_config *c, bo_rng *rng)
+{
+    bo_call other;
+    int64_t u;
+    bo_call_begin(&other, 0);
+    ck_assert_int_eq(bo_dest_admit(d, c, &other, 0, &u), BO_ADMIT_GO);
+    ck_assert_int_eq(bo_dest_complete(d, c, &other, FINAL, -1, 0, rng, &u), BO_NEXT_DONE);
+}
+
+/*
+ * A lone call (no other logical request began on the destination within
+ * the budget's window, nothing else in flight) whose retry the budget does
+ * not fund has nothing to wait for but its own retries: after the reserve
+ * its failure is handed back (a program that retries on its own continues
+ * it), where a call with company waits for the budget instead.  A success
+ * before it funds one more retry; 0 turns the budget off.
+ */
+START_TEST(test_retry_budget_lone_call_ends)
+{
+    bo_config c = cfg_for(BO_POLICY_FIXED);
+    bo_dest d;
+    bo_call call;
+    bo_rng rng;
+    int64_t until = 0, now = 0;
+    bo_rng_seed(&rng, 1);
+    bo_dest_init(&d, &c, 0);
+    bo_call_begin(&call, 0);
+    for (int i = 0; i < BO_BUDGET_RESERVE; i++) {
+        ck_assert_int_eq(one_attempt(&d, &c, &call, now, THROTTLED, -1, &rng, &until),
+                         BO_NEXT_RETRY);
+        now = until;
+        ck_assert(bo_call_due(&call, now));
+    }
+    ck_assert_int_eq(one_attempt(&d, &c, &call, now, THROTTLED, -1, &rng, &until), BO_NEXT_DONE);
+    ck_assert(call.budget_ended && call.budget_delayed);
+    ck_assert(call.have_result && call.retryable);
+    ck_assert_uint_eq(call.attempts, BO_BUDGET_RESERVE + 1);
+    /* the program's own next try continues it: its attempt goes, its retry is not funded */
+    bo_lineage l;
+    bo_call_lineage(&call, 1, &l);
+    bo_call_begin(&call, now);
+    bo_call_continue(&call, &l);
+    ck_assert_int_eq(one_attempt(&d, &c, &call, now, THROTTLED, -1, &rng, &until), BO_NEXT_DONE);
+    ck_assert(call.budget_ended);
+    /* with company it waits instead (test_retry_budget_says_when); without a budget it goes */
+    c.retry_budget = 0;
+    bo_call_begin(&call, now);
+    ck_assert_int_eq(one_attempt(&d, &c, &call, now, THROTTLED, -1, &rng, &until), BO_NEXT_RETRY);
+    ck_assert(!call.budget_ended);
+}
+END_TEST
+
 /*
  * The destination's retry budget in the engine decides when, never whether:
  * against a destination that answers only failures, one call gets
@@ -956,6 +1010,7 @@ START_TEST(test_retry_budget_says_when)
     int64_t until = 0, now = 0, u = 0;
     bo_rng_seed(&rng, 1);
     bo_dest_init(&d, &c, 0);
+    not_alone(&d, &c, &rng);
     bo_call_begin(&call, 0);
     for (int i = 0; i < BO_BUDGET_RESERVE; i++) {
         ck_assert_int_eq(one_attempt(&d, &c, &call, now, THROTTLED, -1, &rng, &until),
@@ -1055,6 +1110,7 @@ START_TEST(test_retry_budget_wait_is_bounded)
     int64_t until = 0, now = 0, u = 0;
     bo_rng_seed(&rng, 1);
     bo_dest_init(&d, &c, 0);
+    not_alone(&d, &c, &rng);
     bo_call_begin(&call, 0);
     for (int i = 0; i <= BO_BUDGET_RESERVE; i++) {
         ck_assert_int_eq(one_attempt(&d, &c, &call, now, THROTTLED, -1, &rng, &until),
@@ -1229,6 +1285,7 @@ static Suite *engine_suite(void)
     tcase_add_test(tc, test_state_past_the_cap_is_not_waited_for);
     tcase_add_test(tc, test_quota_shared_on_throttle);
     tcase_add_test(tc, test_retry_budget_says_when);
+    tcase_add_test(tc, test_retry_budget_lone_call_ends);
     tcase_add_test(tc, test_retry_budget_wait_is_bounded);
     tcase_add_test(tc, test_continued_call_shares_the_budget);
     suite_add_tcase(s, tc);
