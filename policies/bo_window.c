@@ -473,7 +473,8 @@ static double pacing_gap_ns(const bo_window *w, int64_t now_ns)
  */
 static double room_floor(const bo_window *w)
 {
-    return w->initial * BO_BLIND_WINDOWS;
+    double f = w->initial * BO_BLIND_WINDOWS;
+    return f < w->max ? f : w->max; /* never past BACKOFF_WINDOW_MAX, the user's bound */
 }
 
 static double window_limit(const bo_window *w, int64_t now_ns)

@@ -788,6 +788,28 @@ START_TEST(test_room_first_window)
 }
 END_TEST
 
+/* BACKOFF_WINDOW_MAX bounds the room too: a window of at most 2 lets 2 out,
+ * before any answer and after answers that proved nothing more. */
+START_TEST(test_room_within_window_max)
+{
+    bo_config c = improved_cfg();
+    c.window = c.window_max = 2;
+    bo_window w;
+    bo_ticket tk[3];
+    bo_window_init(&w, &c);
+    for (int round = 0; round < 2; round++) {
+        int64_t t = round * 100 * MS;
+        for (int i = 0; i < 2; i++, t += MS) {
+            ck_assert(bo_window_can_send(&w, t));
+            bo_window_on_send(&w, t, &tk[i]);
+        }
+        ck_assert(!bo_window_can_send(&w, t + 10 * MS));
+        for (int i = 0; i < 2; i++)
+            bo_window_on_success(&w, &tk[i], t + 20 * MS);
+    }
+}
+END_TEST
+
 /* A success of an attempt sent with n in flight opens the window to 3 (n + 1); no pacing. */
 START_TEST(test_room_grows_by_proven_concurrency)
 {
@@ -1030,6 +1052,7 @@ static Suite *window_suite(void)
     tcase_add_test(tr, test_room_first_cut_to_measured);
     tcase_add_test(tr, test_room_returns_after_a_quiet_minute);
     tcase_add_test(tr, test_room_burst_after_sequential_use);
+    tcase_add_test(tr, test_room_within_window_max);
     tcase_add_test(tr, test_held_stop_counting_behind_newer_answers);
     tcase_add_test(tr, test_held_without_newer_answers_age_late);
     tcase_add_test(tr, test_held_counts_follow_the_shim);
