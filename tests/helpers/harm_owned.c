@@ -16,7 +16,8 @@
  *       "get1 STATUS", "get1again STATUS", "get2 STATUS".
  *   harm_owned calls curl|sock N URL
  *       N GETs of URL, one at a time; prints "get STATUS" for each, then
- *       "time per_call S max S" (seconds).
+ *       "time per_call S max S fds N" (seconds; N: descriptors open from 3
+ *       up after the calls, which the program never opened).
  *   harm_owned fault default|early|late URL DIR
  *       A fault of the program's own after a GET of URL: DIR/mapped is
  *       mapped, truncated and touched.  default: no handler (it dies of
@@ -28,6 +29,7 @@
  */
 #include <arpa/inet.h>
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -161,6 +163,21 @@ static int run_trunc(char **argv)
     return 0;
 }
 
+/* Descriptors open from 3 up (the listing's own left out). */
+static int open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    int n = 0;
+    if (d == NULL)
+        return -1;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        int fd = atoi(e->d_name);
+        n += e->d_name[0] >= '0' && e->d_name[0] <= '9' && fd >= 3 && fd != dirfd(d);
+    }
+    closedir(d);
+    return n;
+}
+
 static int run_calls(char **argv)
 {
     int n = atoi(argv[3]);
@@ -173,7 +190,7 @@ static int run_calls(char **argv)
         total += dt;
         max = dt > max ? dt : max;
     }
-    printf("time per_call %.3f max %.3f\n", n > 0 ? total / n : 0, max);
+    printf("time per_call %.3f max %.3f fds %d\n", n > 0 ? total / n : 0, max, open_fds());
     return 0;
 }
 

@@ -11,7 +11,9 @@
 #   2. the same with BACKOFF_SHARE=redis://: nothing of Redis's protocol in
 #      the program's files, none of its descriptors closed behind it, and
 #      the fleet joined again quietly (its keys written for the new
-#      destination, no "alone" line under BACKOFF_VERBOSE);
+#      destination, no "alone" line under BACKOFF_VERBOSE); and after calls
+#      with a trace and a metrics file, the program has no descriptor open
+#      that plain has not, but the Redis connection's;
 #   3. the host-wide state file truncated while programs map it: one
 #      program truncates it between two calls, three others call on while it
 #      is truncated 20 times: no SIGBUS, every answer as plain, the one line
@@ -127,6 +129,21 @@ for SHARE in host redis; do
     *) note "1: 12 programs (libcurl, socket, http.client; close_range, close loop): files as plain" ;;
     esac
 done
+# descriptors left open after calls (a trace and a metrics file written)
+for k in curl sock; do
+    go "$TMP/kept.$k.plain" plain 30 "$H" calls $k 2 "$B1/kept"
+    for SHARE in host "redis://127.0.0.1:$REDIS_PORT"; do
+        n=${SHARE%%:*}
+        rm -f "$TMP/trace.csv"
+        go "$TMP/kept.$k.$n" lib 30 env BACKOFF_TRACE="$TMP/trace.csv" \
+            BACKOFF_METRICS_FILE="$TMP/metrics.prom" "$H" calls $k 2 "$B1/kept"
+        [ -s "$TMP/trace.csv" ] || harm "kept.$k.$n: no trace written"
+    done
+    fp=$(tfield "$TMP/kept.$k.plain" fds) fh=$(tfield "$TMP/kept.$k.host" fds) fr=$(tfield "$TMP/kept.$k.redis" fds)
+    [ "$fh" = "$fp" ] || harm "kept.$k: $fh descriptors open after the calls under the library, $fp plain"
+    [ "$fr" = $((fp + 1)) ] || harm "kept.$k: $fr descriptors open with Redis, not plain's $fp and its connection"
+done
+note "2: descriptors open after calls with a trace and a metrics file: plain $fp, host-wide $fh, Redis $fr (its connection)"
 SHARE=host
 
 # ---- 3. the state file truncated under the mapping -------------------------------
