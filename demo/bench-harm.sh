@@ -483,20 +483,7 @@ if [ -x "$OWNED" ]; then
         for kind in zero negative leases; do
             for k in curl sock; do
                 rcli flushall >/dev/null
-                for dd in "$B1" "tcp://127.0.0.1:${B1##*:}"; do
-                    key="backoff:default:{$dd}"
-                    case $kind in
-                    zero) rcli hset "$key" cwnd 0 >/dev/null ;;
-                    negative) rcli hset "$key" cwnd -1e308 >/dev/null ;;
-                    leases)
-                        i=0
-                        while [ $i -lt 50 ]; do
-                            i=$((i + 1))
-                            echo "ZADD $key:leases 1e18 evil:$i"
-                        done | rcli >/dev/null
-                        ;;
-                    esac
-                done
+                sh "$PROGS/fleet_poison.sh" "$RPORT" $kind "$B1" "tcp://127.0.0.1:${B1##*:}"
                 owned "$TMP/pz.$kind.$k.p" plain 120 host "$OWNED" calls $k 3 "$B1/quick"
                 owned "$TMP/pz.$kind.$k.l" lib 120 "redis://127.0.0.1:$RPORT" "$OWNED" calls $k 3 "$B1/quick"
                 tl=$(tfield "$TMP/pz.$kind.$k.l" per_call)

@@ -118,7 +118,9 @@ static void close_all(const char *how)
         return;
     }
     struct rlimit rl;
-    long max = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536 ? (long)rl.rlim_cur : 65536;
+    long max = 65536;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536)
+        max = (long)rl.rlim_cur;
     for (long fd = 3; fd < max; fd++)
         close((int)fd);
 }

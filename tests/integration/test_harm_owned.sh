@@ -220,20 +220,7 @@ SHARE="redis://127.0.0.1:$REDIS_PORT"
 for kind in zero negative leases; do
     for k in curl sock; do
         rcli flushall >/dev/null
-        for d in "$B1" "tcp://127.0.0.1:${B1##*:}"; do
-            key="backoff:default:{$d}"
-            case $kind in
-            zero) rcli hset "$key" cwnd 0 >/dev/null ;;
-            negative) rcli hset "$key" cwnd -1e308 >/dev/null ;;
-            leases)
-                i=0
-                while [ $i -lt 50 ]; do
-                    i=$((i + 1))
-                    echo "ZADD $key:leases 1e18 evil:$i"
-                done | rcli >/dev/null
-                ;;
-            esac
-        done
+        sh "$TOP/tests/programs/fleet_poison.sh" "$REDIS_PORT" $kind "$B1" "tcp://127.0.0.1:${B1##*:}"
         calls_case "redis.$kind.$k" $k
     done
 done
