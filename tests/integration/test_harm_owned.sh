@@ -189,19 +189,24 @@ said=$(cat "$TMP"/many.*.lib.err | grep -c 'the shared state file was truncated 
 [ "$said" -ge 1 ] || harm "many: no program met the truncated file (the case tested nothing): $(cat "$TMP"/many.*.lib.err | head -3)"
 note "3: the file truncated under 1 and 3 programs ($said of 3 met it): no SIGBUS, every answer"
 
-# a fault of the program's own still goes where it would have
-for m in default early late; do
-    for how in plain lib; do
-        rm -rf "$TMP/fault.$m.$how.d" "$SHM"
-        mkdir "$TMP/fault.$m.$how.d"
-        go "$TMP/fault.$m.$how" $how 30 "$H" fault $m "$B1/f/$m" "$TMP/fault.$m.$how.d"
-        echo "exit $RC" >>"$TMP/fault.$m.$how.cmp"
+# a fault of the program's own still goes where it would have (a sanitized
+# helper's SIGBUS is its sanitizer's: make check-asan skips this part)
+if ldd "$H" 2>/dev/null | grep -q 'libasan\|libtsan'; then
+    note "3: the program's own SIGBUS: skipped (a sanitized helper: its runtime reports every fault)"
+else
+    for m in default early late; do
+        for how in plain lib; do
+            rm -rf "$TMP/fault.$m.$how.d" "$SHM"
+            mkdir "$TMP/fault.$m.$how.d"
+            go "$TMP/fault.$m.$how" $how 30 "$H" fault $m "$B1/f/$m" "$TMP/fault.$m.$how.d"
+            echo "exit $RC" >>"$TMP/fault.$m.$how.cmp"
+        done
+        same "fault.$m"
     done
-    same "fault.$m"
-done
-grep -qx 'exit 135' "$TMP/fault.default.plain.cmp" || fail "fault.default plain: $(cat "$TMP/fault.default.plain.cmp")"
-grep -qx 'exit 7' "$TMP/fault.early.plain.cmp" || fail "fault.early plain: $(cat "$TMP/fault.early.plain.cmp")"
-note "3: the program's own SIGBUS as plain (no handler: killed; its handler before or after the library's: called)"
+    grep -qx 'exit 135' "$TMP/fault.default.plain.cmp" || fail "fault.default plain: $(cat "$TMP/fault.default.plain.cmp")"
+    grep -qx 'exit 7' "$TMP/fault.early.plain.cmp" || fail "fault.early plain: $(cat "$TMP/fault.early.plain.cmp")"
+    note "3: the program's own SIGBUS as plain (no handler: killed; its handler before or after the library's: called)"
+fi
 
 # ---- 4. poisoned values ---------------------------------------------------------
 
