@@ -17,7 +17,8 @@
 #   3. the host-wide state file truncated while programs map it: one
 #      program truncates it between two calls, three others call on while it
 #      is truncated 20 times: no SIGBUS, every answer as plain, the one line
-#      under BACKOFF_VERBOSE; a program's own SIGBUS (its own mapping
+#      under BACKOFF_VERBOSE; one waiting for a slot's lock that a stopped
+#      process holds goes on once the file is truncated; a program's own SIGBUS (its own mapping
 #      truncated) still reaches its handler, installed before or after the
 #      library's, or kills it as plain;
 #   4. the fleet's keys poisoned (a window of 0, of -1e308, 50 eternal
@@ -185,9 +186,31 @@ for i in 1 2 3; do
     [ "$(cat "$TMP/many.$i.lib.n")" = 150 ] ||
         harm "many.$i: $(cat "$TMP/many.$i.lib.n") of 150 answers while the file was truncated: $(tail -2 "$TMP/many.$i.lib" "$TMP/many.$i.lib.err" | tr '\n' ' ')"
 done
+# a program waiting for a slot's lock that a stopped process holds when the
+# file is truncated: it goes on (the lock is waited for in slices that
+# touch it again), as plain goes on at once
+rm -f "$SHM"
+go "$TMP/seed" lib 30 "$H" calls curl 1 "$B1/held"
+setsid timeout -k 2 30 "$BUILD_ABS/tests/helpers/share_hold" slot "$B1" >"$TMP/hold.out" 2>&1 &
+HOLD=$!
+PIDS="$PIDS $HOLD"
+w=0
+until grep -q '^locked$' "$TMP/hold.out"; do
+    w=$((w + 1))
+    [ $w -gt 100 ] && fail "share_hold did not take the slot's lock: $(cat "$TMP/hold.out")"
+    sleep 0.05
+done
+(sleep 1 && truncate -s 0 "$SHM") &
+go "$TMP/held.lib" lib 20 "$H" calls curl 2 "$B1/held"
+kill "$HOLD" 2>/dev/null || true
+wait "$HOLD" 2>/dev/null || true
+go "$TMP/held.plain" plain 20 "$H" calls curl 2 "$B1/held"
+same held
+tl=$(tfield "$TMP/held.lib" max)
+lt "${tl:-99}" 3 || harm "held: a call behind a held lock took ${tl:-?} s after the file was truncated at 1 s"
 said=$(cat "$TMP"/many.*.lib.err | grep -c 'the shared state file was truncated or emptied' || true)
 [ "$said" -ge 1 ] || harm "many: no program met the truncated file (the case tested nothing): $(cat "$TMP"/many.*.lib.err | head -3)"
-note "3: the file truncated under 1 and 3 programs ($said of 3 met it): no SIGBUS, every answer"
+note "3: the file truncated under 1 and 3 programs ($said of 3 met it): no SIGBUS, every answer; behind a held lock: $tl s"
 
 # a fault of the program's own still goes where it would have (a sanitized
 # helper's SIGBUS is its sanitizer's: make check-asan skips this part)
