@@ -604,6 +604,7 @@ bool bo_share_lock_until(bo_share_slot *s, int64_t until_ns)
     /* CLOCK_REALTIME, as pthread_mutex_timedlock reads it, which
      * ThreadSanitizer knows, unlike pthread_mutex_clocklock */
     int rc = pthread_mutex_timedlock(&s->mu, &ts);
+    bo_share_timedlock_owned(&s->mu, rc);
     bool ok = rc == 0 || bo_share_lock_mend(&s->mu, rc, repair_slot_v, s);
     if (ok && __builtin_expect(__atomic_load_n(&bo_share_lost_flag, __ATOMIC_RELAXED) != 0, 0))
         adopt(s);

@@ -50,6 +50,19 @@
 
 #include "core/core.h"
 
+/* ThreadSanitizer's build (gcc says so by __SANITIZE_THREAD__, clang by
+ * __has_feature). */
+#if defined(__SANITIZE_THREAD__)
+#define BO_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define BO_TSAN 1
+#endif
+#endif
+#ifdef BO_TSAN
+#include <sanitizer/tsan_interface.h>
+#endif
+
 bo_share_this bo_share_me;
 
 /* ---- the guard: a file that shrinks under a mapping --------------------- */
@@ -204,6 +217,19 @@ bool bo_share_reserve(bo_share_file *f, void *at, size_t len)
 /* A held lock's wait: a slice, then the mutex is touched again. */
 #define LOCK_SLICE_NS 100000000LL
 
+void bo_share_timedlock_owned(pthread_mutex_t *mu, int rc)
+{
+#ifdef BO_TSAN
+    if (rc == EOWNERDEAD) {
+        __tsan_mutex_pre_lock(mu, __tsan_mutex_try_lock);
+        __tsan_mutex_post_lock(mu, __tsan_mutex_try_lock, 0);
+    }
+#else
+    (void)mu;
+    (void)rc;
+#endif
+}
+
 int bo_share_mutex_lock(pthread_mutex_t *mu)
 {
     int rc = pthread_mutex_trylock(mu);
@@ -216,6 +242,7 @@ int bo_share_mutex_lock(pthread_mutex_t *mu)
         ts.tv_sec = (time_t)(at / 1000000000LL);
         ts.tv_nsec = (long)(at % 1000000000LL);
         rc = pthread_mutex_timedlock(mu, &ts);
+        bo_share_timedlock_owned(mu, rc);
     }
     return rc;
 }
