@@ -361,6 +361,7 @@ help:
 	@echo "make install-tools  backoff-sim, ratelimit-server and loadgen into PREFIX/bin"
 	@echo "make sim            the articles' comparisons in virtual time"
 	@echo "make bench          the benchmarks against a real server (figures, not tests)"
+	@echo "                    (BENCH_SCENARIOS=peers make bench: the real retry tools side by side)"
 	@echo "make unit | integration    one half of make test"
 	@echo "make check-asan | check-tsan | check-valgrind | fuzz | stress | test-soak"
 	@echo "                    hardening: sanitizers, memcheck, fuzzing, stress, make test N times"

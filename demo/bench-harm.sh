@@ -29,6 +29,20 @@
 #      them beside a 5 s long poll (no ticker); 40 concurrent throttles
 #      (Retry-After 1) on one loop
 #                                             target: no timeout; 40 in about 1 s
+#   13 a 200 whose quota headers say none is left until a reset 1 h ahead
+#      (each dialect; ratelimit-server --quota-spent), 1 min, 15 s past
+#      curl --max-time 5 or a Python timeout of 5 s, then another request
+#   14 a 429 whose Retry-After (86400, a date in 9999, retry-after-ms,
+#      x-ms-retry-after-ms) lies a day ahead, GitHub's 403 with a reset 1 h
+#      ahead: curl and http.client
+#   15 the host-wide state file's instants set 1 h ahead (share_poison)
+#                                             target: as plain, the same requests
+#   16 curl over h2c against nginx: an always-429, a 1/s limit   (the harm
+#   17 curl --unix-socket, nobody listening                        suite's own
+#                                             cases, SUITE_CASES)   target: as plain
+#   18 nginx that never throttles: 200 sequential keep-alive GETs, then 25
+#      written before any answer is read (tests/programs/keepalive_burst.py)
+#                                             target: at once (0.1 s), as a fresh destination
 #   46 what the library holds (issue 46): programs (libcurl, a plain socket,
 #      http.client) that close every fd (close_range) and open 4 files of their
 #      own, then call a new destination, host-wide and with Redis; the state
@@ -166,6 +180,38 @@ qp=$(tfield "$TMP/poll.plain.q" total) ql=$(tfield "$TMP/poll.wrap.q" total)
 row "2 quick GET beside 20 long polls of $POLL_S s" "$qp s" "$ql s" "under 1 s" "$(yes_if "$ql < 1")"
 
 # ---- 3 ------------------------------------------------------------------------------
+# nginx_conf DIR PORT UPSTREAM RUN: one worker in the foreground, everything in DIR;
+# /api/ proxied to UPSTREAM's always-429 (tagged RUN), /static/f.txt served.
+nginx_conf() {
+    mkdir -p "$1/www/static" "$1/tmp"
+    echo "static file" >"$1/www/static/f.txt"
+    cat >"$1/nginx.conf" <<EOF
+worker_processes 1;
+master_process off;
+daemon off;
+pid $1/nginx.pid;
+error_log $1/error.log;
+events { worker_connections 256; }
+http {
+    access_log off;
+    client_body_temp_path $1/tmp/body;
+    proxy_temp_path $1/tmp/proxy;
+    fastcgi_temp_path $1/tmp/fastcgi;
+    uwsgi_temp_path $1/tmp/uwsgi;
+    scgi_temp_path $1/tmp/scgi;
+    upstream up { server 127.0.0.1:$3; keepalive 4; }
+    server {
+        listen 127.0.0.1:$2;
+        location /api/ {
+            proxy_pass http://up/always429?ra=2&run=$4&p=;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }
+        location /static/ { root $1/www; }
+    }
+}
+EOF
+}
 ngx=$(command -v nginx || true)
 [ -n "$ngx" ] || [ ! -x /usr/sbin/nginx ] || ngx=/usr/sbin/nginx
 if [ -n "$ngx" ]; then
@@ -174,34 +220,7 @@ if [ -n "$ngx" ]; then
     for how in plain lib; do
         d=$TMP/nginx.$how
         np=$(free_port)
-        mkdir -p "$d/www/static" "$d/tmp"
-        echo "static file" >"$d/www/static/f.txt"
-        cat >"$d/nginx.conf" <<EOF
-worker_processes 1;
-master_process off;
-daemon off;
-pid $d/nginx.pid;
-error_log $d/error.log;
-events { worker_connections 256; }
-http {
-    access_log off;
-    client_body_temp_path $d/tmp/body;
-    proxy_temp_path $d/tmp/proxy;
-    fastcgi_temp_path $d/tmp/fastcgi;
-    uwsgi_temp_path $d/tmp/uwsgi;
-    scgi_temp_path $d/tmp/scgi;
-    upstream up { server 127.0.0.1:$up; keepalive 4; }
-    server {
-        listen 127.0.0.1:$np;
-        location /api/ {
-            proxy_pass http://up/always429?ra=2&run=$how&p=;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-        }
-        location /static/ { root $d/www; }
-    }
-}
-EOF
+        nginx_conf "$d" "$np" "$up" "$how"
         pre=""
         [ $how = lib ] && pre="env LD_PRELOAD=$LIB"
         # shellcheck disable=SC2086
@@ -407,6 +426,132 @@ if $PY -c 'import aiohttp' 2>/dev/null; then
         "$(yes_if "$(tfield "$TMP/many.l" total) < 2")"
 fi
 
+# ---- 18: a keep-alive burst after sequential use (issue 46) ---------------------------
+# nginx that never throttles: 200 sequential keep-alive GETs, then 25
+# connections each writing a GET before any answer is read; the same burst
+# on a fresh destination (no sequential GETs) beside it.
+if [ -n "$ngx" ]; then
+    d=$TMP/nginx.ka
+    np=$(free_port)
+    nginx_conf "$d" "$np" 1 ka # its static file; nothing goes upstream
+    setsid timeout -k 2 300 "$ngx" -p "$d" -c "$d/nginx.conf" -e "$d/error.log" >"$d/log" 2>&1 &
+    ng=$!
+    PIDS="$PIDS $ng"
+    w=0
+    until [ "$(curl -s -m 2 "http://127.0.0.1:$np/static/f.txt" 2>/dev/null)" = "static file" ] ||
+        [ $w -gt 100 ]; do
+        w=$((w + 1))
+        sleep 0.1
+    done
+    KA="$PY $PROGS/keepalive_burst.py 127.0.0.1 $np /static/f.txt"
+    kap=$(rounds ka.p burst plain $KA 200 25)
+    kal=$(for r in $(seq "$ROUNDS"); do
+        "$WRAP" --reset >/dev/null 2>&1
+        run "$TMP/ka.l.$r" wrap 60 $KA 200 25
+        tfield "$TMP/ka.l.$r" burst
+    done | median)
+    kaf=$(for r in $(seq "$ROUNDS"); do
+        "$WRAP" --reset >/dev/null 2>&1
+        run "$TMP/ka.f.$r" wrap 60 $KA 0 25
+        tfield "$TMP/ka.f.$r" burst
+    done | median)
+    kill -TERM $ng 2>/dev/null || true
+    wait $ng 2>/dev/null || true
+    row "18 nginx never throttling: 25 keep-alive GETs at once after 200 sequential (median of $ROUNDS)" \
+        "$kap s" "$kal s (fresh destination: $kaf s)" "at once: within 0.1 s, as a fresh destination" \
+        "$(yes_if "$kal < 0.1")"
+else
+    row "18 keep-alive burst after sequential use" "-" "-" "-" "nginx missing"
+fi
+# ---- 13-15: waits the program did not ask for -------------------------------------
+server_die() { echo "backoff: $*" >&2; exit 1; }
+. "$top/demo/server-lib.sh"
+# far NAME SECS FLAGS SCRIPT: `sh -c SCRIPT` (U: an item's URL, P: the port,
+# CLI: the Python clients) plain, then under backoff (LD_PRELOAD), each
+# against a fresh ratelimit-server with FLAGS (one string, the flags split at
+# "|"), every destination reset first; sets FP and FL (seconds; "killed at
+# SECS s" when it was), OP and OL (its output on one line, "exit N" added
+# when not 0), NP and NL (the requests the server saw).
+far() {
+    _n=$1 _s=$2 _flags=$3 _script=$4
+    for _h in plain lib; do
+        "$WRAP" --reset >/dev/null 2>&1
+        _ifs=$IFS
+        IFS='|'
+        # shellcheck disable=SC2086
+        server_launch "$TMP/$_n.$_h.srv" "$TMP/$_n.$_h.srverr" $_flags
+        IFS=$_ifs
+        PIDS="$PIDS $SERVER_PID"
+        _t0=$(date +%s.%N)
+        run "$TMP/$_n.$_h" "$_h" "$_s" env U="http://127.0.0.1:$PORT/item/1" P="$PORT" CLI="$CLI" \
+            POISON="$BUILD/tests/helpers/share_poison" sh -c "$_script"
+        _t=$(awk -v a="$_t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+        [ $RC = 124 ] && _t="killed at $_s"
+        [ $RC = 0 ] || echo "exit $RC" >>"$TMP/$_n.$_h"
+        server_stop
+        _o=$(grep -v '^time' "$TMP/$_n.$_h" | sed 's/ item=.*//; s/ rejected$//' | tr '\n' ' ' | sed 's/ *$//')
+        _r=$(awk -F'\t' '$1 == "requests" { getline; print $1 }' "$TMP/$_n.$_h.srv")
+        if [ $_h = plain ]; then FP=$_t OP=$_o NP=$_r; else FL=$_t OL=$_o NL=$_r; fi
+    done
+}
+# farrow CASE TARGET: the row of the last far, met when the output and the
+# requests are plain's and the time within 1 s of it.
+farrow() {
+    _met='**no**'
+    if [ "$OP" = "$OL" ] && [ "$NP" = "$NL" ] &&
+        awk -v a="$FP" -v b="$FL" 'BEGIN { exit !(b !~ /killed/ && b + 0 < a + 1) }'; then
+        _met=yes
+    fi
+    row "$1" "$OP; $NP requests, $FP s" "$OL; $NL requests, $FL s" "$2" "$_met"
+}
+# shellcheck disable=SC2016
+{
+    curl2='curl -s -o /dev/null -o /dev/null -w "%{http_code}\n" "$U" "$U"'
+    for d in x-ratelimit ratelimit draft openai discord x-rate-limit; do
+        far "fr.$d" 30 "--quota-spent|3600|--ratelimit-headers|$d" "$curl2"
+        farrow "13 200, none left, reset 1 h ahead ($d): curl, 2 GETs" "as plain (it hung)"
+    done
+    for how in blocking urllib requests; do
+        far "frp.$how" 30 "--quota-spent|3600|--ratelimit-headers|x-ratelimit" "\$CLI seq \"\$U\" 2 $how"
+        farrow "13 the same, python $how, 2 GETs" "as plain (20 s)"
+    done
+    far frm 90 "--quota-spent|60|--ratelimit-headers|x-ratelimit" '$CLI seq "$U" 2 requests 20'
+    farrow "13 reset 1 min ahead: requests (timeout 20), 2 GETs" "as plain (20 s)"
+    far frd 30 "--quota-spent|15|--ratelimit-headers|ratelimit" \
+        'curl -s -o /dev/null "$U"; curl --max-time 5 -s -o /dev/null -w "%{http_code}\n" "$U"'
+    farrow "13 reset 15 s ahead: curl, then curl --max-time 5" "as plain (exit 28 at 5 s)"
+    far frt 30 "--quota-spent|15|--ratelimit-headers|ratelimit" '$CLI seq "$U" 2 requests 5'
+    farrow "13 reset 15 s ahead: requests (timeout 5), 2 GETs" "as plain (5 s)"
+    for ra in "--retry-after-raw|86400" "--retry-after-raw|Fri, 31 Dec 9999 23:59:59 GMT" \
+        "--retry-after|86400|--retry-after-form|ms" "--retry-after|86400|--retry-after-form|ms-azure" \
+        "--reject-status|403|--ratelimit-headers|x-ratelimit|--quota-spent|3600|--retry-after-form|none"; do
+        what=$(echo "$ra" | tr '|' ' ' |
+            sed 's/--ratelimit-headers x-ratelimit --quota-spent 3600 --retry-after-form none/(GitHub, reset 1 h ahead)/')
+        far fa 200 "--max-busy|0|$ra" 'curl -s -o /dev/null -w "%{http_code}\n" "$U"'
+        farrow "14 $what: curl" "the answer at once (8 attempts, 140 s)"
+        far fa 200 "--max-busy|0|$ra" '$CLI seq "$U" 1 blocking'
+        farrow "14 $what: python http.client" "the answer at once"
+    done
+    # (plain has no state file to write: its poisoning fails, on stderr)
+    far fs 30 "" \
+        'curl -s -o /dev/null "$U"; "$POISON" "http://127.0.0.1:$P" 3600 >&2
+         curl -s -o /dev/null -o /dev/null -w "%{http_code}\n" "$U" "$U"'
+    farrow "15 host-wide state (hold, pace, quota) 1 h ahead: curl, 2 GETs" "as plain"
+}
+# ---- the harm suite's own cases ---------------------------------------------------
+# Cases the suite measures itself (tests/integration/test_http_harm.sh, run
+# with HARM_CASES=one case at a time): its table rows, "met" its verdict
+# (every assertion of the case held: as plain).
+for c in ${SUITE_CASES:-h2c unix}; do
+    rc=0
+    HARM_CASES=$c BUILD=$BUILD sh "$top/tests/integration/test_http_harm.sh" \
+        >"$TMP/suite.$c" 2>&1 || rc=$?
+    met=yes
+    [ $rc = 0 ] || met="**no**: $(grep -m 1 '^FAIL: ' "$TMP/suite.$c" | cut -c7-)"
+    awk -F' [|] ' -v met="$met" '/^# [0-9]+ / && NF == 3 {
+            sub(/^# /, "", $1); sub(/ +$/, "", $1); sub(/ +$/, "", $2)
+            printf "| %s | %s | %s | as plain | %s |\n", $1, $2, $3, met }' "$TMP/suite.$c"
+done
 # ---- 46: what the library holds ---------------------------------------------------
 OWNED="$BUILD/tests/helpers/harm_owned"
 POISON="$BUILD/tests/helpers/share_poison"
@@ -494,7 +639,7 @@ if [ -x "$OWNED" ]; then
     fi
     for k in curl sock; do
         owned "$TMP/ps.$k.seed" lib 30 host "$OWNED" calls $k 1 "$B1/quick"
-        "$POISON" "$B1" >/dev/null 2>&1 || true
+        "$POISON" "$B1" 3600 window >/dev/null 2>&1 || true
         run "$TMP/ps.$k.l" plain 120 env LD_PRELOAD="$LIB" "$OWNED" calls $k 3 "$B1/quick"
         rl=$RC
         owned "$TMP/ps.$k.p" plain 120 host "$OWNED" calls $k 3 "$B1/quick"

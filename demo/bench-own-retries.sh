@@ -9,9 +9,16 @@
 #                          (waits 0.5, 1, 2 s), always 503
 #   curl-retry10-back10s   curl --retry 10, a server answering 503 for its
 #                          first 10 s (both runs at once, a server each)
-# Targets: requests <= 8 and time <= plain + 1.5 s (the last case: shim no
-# later than plain, within the first call's own retries, about 1 s).  A
-# benchmark: it prints the figures and whether each target is met.
+# Each of the first three again with BACKOFF_MAX_TIME_MS=1000 (-maxtime1s:
+# the shim's part of a logical request bounded to a second, then handed
+# back to the program's own retries).  Targets: requests <= 8 and time <=
+# plain + 1.5 s (the last case: shim no later than plain + 1.5 s).  With
+# the defaults the first three miss them by design: the retry budget says
+# when a retry goes, never whether, so a call to a server that is down for
+# good rides it out to its 8 attempts (13 to 19 s on 503s, 4.5 s on refused
+# connects) before the program's own retries come, 8 + 3 requests in all;
+# -maxtime1s keeps the old figures.  A benchmark: it prints the figures and
+# whether each target is met.
 #
 # Output: TSV with a header (case plain_requests plain_ms shim_requests
 # shim_ms target), runnable as `sh demo/bench-own-retries.sh` or from make
@@ -61,24 +68,32 @@ printf 'case\tplain_requests\tplain_ms\tshim_requests\tshim_ms\ttarget\n'
 
 serve p; t=$(now_ms); curl -s -o "$TMP/f" --retry 3 "http://127.0.0.1:$PORT/status/503" || true
 pms=$(($(now_ms) - t)); stop; pn=$(requests p)
-serve s; t=$(now_ms); LD_PRELOAD="$LIB" curl -s -o "$TMP/f" --retry 3 "http://127.0.0.1:$PORT/status/503" || true
-sms=$(($(now_ms) - t)); stop; sn=$(requests s)
-row curl-retry3-503 "$pn" "$pms" "$sn" "$sms" $((pms + 1500))
+for mt in 0 1000; do
+    serve s; t=$(now_ms)
+    BACKOFF_MAX_TIME_MS=$mt LD_PRELOAD="$LIB" curl -s -o "$TMP/f" --retry 3 "http://127.0.0.1:$PORT/status/503" || true
+    sms=$(($(now_ms) - t)); stop; sn=$(requests s)
+    row "curl-retry3-503$([ $mt = 0 ] || echo -maxtime1s)" "$pn" "$pms" "$sn" "$sms" $((pms + 1500))
+done
 
 CP=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
 t=$(now_ms); curl -s -o /dev/null --retry 3 --retry-connrefused "http://127.0.0.1:$CP/" || true
 pms=$(($(now_ms) - t))
-t=$(now_ms)
-BACKOFF_HOSTS=127.0.0.1 BACKOFF_TRACE="$TMP/c.csv" LD_PRELOAD="$LIB" \
-    curl -s -o /dev/null --retry 3 --retry-connrefused "http://127.0.0.1:$CP/" || true
-sms=$(($(now_ms) - t)); sn=$(($(wc -l <"$TMP/c.csv") - 1))
-row curl-connrefused 4 "$pms" "$sn" "$sms" $((pms + 1500))
+for mt in 0 1000; do
+    rm -f "$TMP/c.csv"; t=$(now_ms)
+    BACKOFF_MAX_TIME_MS=$mt BACKOFF_HOSTS=127.0.0.1 BACKOFF_TRACE="$TMP/c.csv" LD_PRELOAD="$LIB" \
+        curl -s -o /dev/null --retry 3 --retry-connrefused "http://127.0.0.1:$CP/" || true
+    sms=$(($(now_ms) - t)); sn=$(($(wc -l <"$TMP/c.csv") - 1))
+    row "curl-connrefused$([ $mt = 0 ] || echo -maxtime1s)" 4 "$pms" "$sn" "$sms" $((pms + 1500))
+done
 
 serve p; t=$(now_ms); /usr/bin/python3 "$top/tests/programs/pycurl_retry.py" "http://127.0.0.1:$PORT/status/503" >/dev/null || true
 pms=$(($(now_ms) - t)); stop; pn=$(requests p)
-serve s; t=$(now_ms); LD_PRELOAD="$LIB" /usr/bin/python3 "$top/tests/programs/pycurl_retry.py" "http://127.0.0.1:$PORT/status/503" >/dev/null || true
-sms=$(($(now_ms) - t)); stop; sn=$(requests s)
-row pycurl-loop3-503 "$pn" "$pms" "$sn" "$sms" $((pms + 1500))
+for mt in 0 1000; do
+    serve s; t=$(now_ms)
+    BACKOFF_MAX_TIME_MS=$mt LD_PRELOAD="$LIB" /usr/bin/python3 "$top/tests/programs/pycurl_retry.py" "http://127.0.0.1:$PORT/status/503" >/dev/null || true
+    sms=$(($(now_ms) - t)); stop; sn=$(requests s)
+    row "pycurl-loop3-503$([ $mt = 0 ] || echo -maxtime1s)" "$pn" "$pms" "$sn" "$sms" $((pms + 1500))
+done
 
 serve p --outage-at 0 --outage-for 10 --outage-mode 503; PP=$PORT
 serve s --outage-at 0 --outage-for 10 --outage-mode 503; PS=$PORT

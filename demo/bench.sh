@@ -34,6 +34,13 @@
 #   harm      demo/bench-harm.sh (what the http room must never do to event
 #             loops, servers, proxies, half-closes and TLS peers: the issue's
 #             table, plain against under backoff, each row with its target)
+#   peers     demo/bench-peers.sh (the real retry tools side by side with
+#             the plain client under backoff --: urllib3's Retry, tenacity,
+#             curl --retry, wget --tries, got, undici's RetryAgent,
+#             axios-retry, botocore standard/adaptive, each as its docs
+#             recommend, on 7 workloads, median of 3: time, requests, items
+#             failed, the optimum and backoff's targets; printed as comments,
+#             a table of its own; about 30 minutes)
 #   real      demo/bench-real-programs.sh (shells, make, perl, python, git:
 #             median preloaded - plain ms; not in the default set)
 #   own       (not in the default list): demo/bench-own-retries.sh,
@@ -117,7 +124,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-build}
 case "$BUILD" in /*) ;; *) BUILD="$top/$BUILD" ;; esac
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/backoff-bench.XXXXXX")
-SCENARIOS=${BENCH_SCENARIOS:-"burst sizes room outage pacing fairness multi share many fleet overhead http harm"}
+SCENARIOS=${BENCH_SCENARIOS:-"burst sizes room outage pacing fairness multi share many fleet overhead http harm peers"}
 # every policy of the library (aimd-000 is the simulator's alone)
 ALL_POLICIES=$("$BUILD/backoff-sim" --list-policies | grep -v '^aimd-000$' | tr '\n' ' ')
 POLICIES=${BENCH_POLICIES:-$ALL_POLICIES}
@@ -889,6 +896,12 @@ bench_harm() {
     BUILD="$BUILD" sh "$top/demo/bench-harm.sh" | sed 's/^/# /'
 }
 
+# The peers table (demo/bench-peers.sh: the real retry tools beside backoff,
+# each row with backoff's targets): printed as comments, it has no TSV rows.
+bench_peers() {
+    BUILD="$BUILD" sh "$top/demo/bench-peers.sh" | sed 's/^/# /'
+}
+
 bench_real() {
     BUILD="$BUILD" sh "$top/demo/bench-real-programs.sh" | awk -F'\t' '
         /^#/ { print; next }
@@ -916,6 +929,7 @@ for s in $SCENARIOS; do
     overhead) bench_overhead ;;
     http) bench_http ;;
     harm) bench_harm ;;
+    peers) bench_peers ;;
     multi) bench_multi ;;
     real) bench_real ;;
     own) bench_own ;;
@@ -925,6 +939,6 @@ for s in $SCENARIOS; do
     share-threads) bench_share_threads ;;
     many) bench_many ;;
     fleet) bench_fleet ;;
-    *) echo "backoff bench: unknown scenario \"$s\": expected burst, sizes, room, outage, pacing, fairness, multi, share, share-threads, many, fleet, overhead, http, harm, real, own, headers or quota" >&2; exit 2 ;;
+    *) echo "backoff bench: unknown scenario \"$s\": expected burst, sizes, room, outage, pacing, fairness, multi, share, share-threads, many, fleet, overhead, http, harm, peers, real, own, headers or quota" >&2; exit 2 ;;
     esac
 done

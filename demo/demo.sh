@@ -9,6 +9,9 @@
 #    "total requests" figure).
 # 3. A shell loop of the `curl` command against a token bucket, with and
 #    without `backoff --`.
+# 4. The real retry tools beside it (the peers bench's first workload, one run
+#    each, demo/bench-peers.sh: one process x 40 items against a token bucket
+#    of 10/s burst 3 with Retry-After: 1); DEMO_PEERS=0 leaves it out.
 # Plots (PNG, gnuplot) go to demo/out/; summary.png is the main picture.
 # Everything runs on 127.0.0.1 and every process started here is stopped on
 # exit.
@@ -66,7 +69,7 @@ echo "   answers travel ${TRAVEL_MS} ms.  Optimum: $OPS / $MAX_BUSY x ${SERVICE_
 echo "   Delay policies: base ${BACKOFF_BASE_MS} ms, cap ${BACKOFF_CAP_MS} ms, retry until success (60 s bound)."
 echo
 table="$OUT/demo.tsv"
-printf 'policy\tcompletion_s\tratio\tattempts\twasted_pct\tp99_ms\tall_ok\n' >"$table"
+printf 'policy\tcompletion_s\tratio\tattempts\twasted_pct\tp99_ms\tall_ok\tfailed\n' >"$table"
 for p in $POLICIES; do
     run_burst "$p" "$OPS" "$p"
     attempts=$(col "$OUT/server-$p.tsv" requests)
@@ -79,8 +82,8 @@ for p in $POLICIES; do
     [ "$ok" = "$OPS" ] && [ "$mism" = 0 ] && allok=yes
     awk -v p="$p" -v c="$comp" -v o="$optimum" -v a="$attempts" -v r="$rejected" \
         -v q="$p99" -v k="$allok" -v okc="$ok" -v n="$OPS" 'BEGIN {
-        printf "%s\t%.2f\t%.2f\t%d\t%.1f\t%.0f\t%s\n", p, c, c / o, a,
-               (a > 0 ? 100 * r / a : 0), q, (k == "yes" ? "yes" : sprintf("no (%d/%d)", okc, n)) }' >>"$table"
+        printf "%s\t%.2f\t%.2f\t%d\t%.1f\t%.0f\t%s\t%d\n", p, c, c / o, a,
+               (a > 0 ? 100 * r / a : 0), q, (k == "yes" ? "yes" : sprintf("no (%d/%d)", okc, n)), n - okc }' >>"$table"
 done
 column -t -s "$(printf '\t')" "$table"
 echo
@@ -141,6 +144,15 @@ loop() { # label, command prefix...: 30 sequential curls, as fast as the loop go
 loop "curl" env
 loop "backoff -- curl" "$BUILD/backoff" --
 echo
+
+if [ "${DEMO_PEERS:-1}" != 0 ]; then
+    echo "== the real retry tools beside it (demo/bench-peers.sh, workload 1, one run each) =="
+    echo "   one process fetches 40 items from a token bucket of 10/s burst 3 (Retry-After: 1);"
+    echo "   each peer as its documentation recommends, the plain clients under backoff --"
+    PEERS_RUNS=1 PEERS_WORKLOADS=1 PEERS_TSV="$OUT/peers.tsv" BUILD="$BUILD" sh "$top/demo/bench-peers.sh" ||
+        echo "peers: demo/bench-peers.sh failed; the summary has no peers panel"
+    echo
+fi
 
 if command -v gnuplot >/dev/null 2>&1; then
     OUT="$OUT" POLICIES="$POLICIES" OPTIMUM="$optimum" OPS="$OPS" sh "$top/demo/plots.sh"

@@ -1,6 +1,7 @@
 #!/bin/sh
-# Make sure the Debian packages that `make test` (argument: test) or
-# `make demo`/`make bench` (argument: demo) need are installed.  As root (or
+# Make sure the Debian packages that `make test` (argument: test),
+# `make demo`/`make bench` (argument: demo) or the peers bench (argument:
+# peers) need are installed.  As root (or
 # with password-less sudo) it installs what is missing through apt-get;
 # otherwise it stops and prints the exact apt-get line to run.
 set -eu
@@ -30,6 +31,13 @@ if [ "$what" = test ]; then
 fi
 if [ "$what" = demo ]; then
     pkgs="$pkgs gnuplot-nox"
+fi
+if [ "$what" = peers ]; then
+    # The peers bench (demo/bench-peers.sh): the retry tools of Python and the
+    # commands, and Node for the npm peers (npm beside a Node that has none:
+    # Debian's nodejs ships without it).
+    pkgs="$pkgs python3-requests python3-urllib3 python3-tenacity python3-botocore wget nodejs"
+    command -v npm >/dev/null 2>&1 || pkgs="$pkgs npm"
 fi
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 missing=""

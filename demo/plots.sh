@@ -22,10 +22,30 @@ unset multiplot
 GP
 done
 
+# peers_panel: the gnuplot commands of the peers panel (summary.png's bottom row).
+peers_panel() {
+    cat <<GP
+set origin 0, 0
+set size 1, $lower
+set title "real retry tools: 1 process x 40 items, bucket 10/s burst 3, Retry-After: 1 (green: plain client under backoff; dashed: the bucket's $popt s)"
+set ylabel "seconds"
+set yrange [0:$ptop]
+set xtics rotate by 0
+plot "peers.dat" using 1:(\$6 > 0 ? \$3 : 1/0):xtic(2) with boxes lc rgb "#228833", \
+     "" using 1:(\$6 > 0 ? 1/0 : \$3):xtic(2) with boxes lc rgb "#888888", \
+     "" using 1:(\$3 + ((\$5 > 0 ? 3 : 2) * 0.65 + 0.5) * $ptop / 11): \
+        (sprintf("%.2f s\n%d req%s", \$3, \$4, \$5 > 0 ? sprintf("\n%d failed", \$5) : "")) with labels, \
+     $popt with lines dt (8, 6) lw 2 lc rgb "black"
+GP
+}
+
 # The main picture (summary.png): requests completed so far, one line per
 # policy, against the optimum (the server's capacity, dashed): who finished
 # first, and how straight the line is, shows at a glance.  Below it the
-# attempts each policy spent per request.  The default policy (aimd) is
+# attempts each policy spent per request beside the requests it failed (a
+# policy that gives up spends few attempts: both together say what it cost),
+# and, when the demo ran them (peers.tsv), the real retry tools on one
+# process's 40 items against a token bucket.  The default policy (aimd) is
 # drawn thickest.
 i=0
 done_cmd=""
@@ -44,17 +64,34 @@ for p in $POLICIES; do
     done_cmd="$done_cmd${done_cmd:+, }\"done-$p.dat\" using 1:2 with lines lw $lw lc $i title \"$label\""
 done
 if [ -n "$done_cmd" ] && [ -s demo.tsv ] && [ -n "${OPS:-}" ] && [ -n "${OPTIMUM:-}" ]; then
-    # demo.tsv: policy completion_s ratio attempts wasted_pct p99_ms all_ok
-    awk -F'\t' -v n="$OPS" 'NR > 1 { printf "%d \"%s\" %.2f\n", NR - 2, $1, $4 / n }' demo.tsv \
+    # demo.tsv: policy completion_s ratio attempts wasted_pct p99_ms all_ok failed
+    awk -F'\t' -v n="$OPS" 'NR > 1 { printf "%d \"%s\" %.2f %d\n", NR - 2, $1, $4 / n, $8 }' demo.tsv \
         >attempts-per-request.dat
-    top=$(awk '{ if ($3 > m) m = $3 } END { printf "%.2f", m * 1.2 + 0.1 }' attempts-per-request.dat)
+    top=$(awk '{ if ($3 > m) m = $3 } END { printf "%.2f", m * 1.25 + 0.1 }' attempts-per-request.dat)
+    ftop=$(awk '{ if ($4 > m) m = $4 } END { printf "%d", (m > 0 ? m * 1.25 : 10) }' attempts-per-request.dat)
+    # peers.tsv (demo/bench-peers.sh): workload client time_s optimum_s requests failed_min failed_max
+    peers=""
+    if [ -s peers.tsv ]; then
+        awk -F'\t' 'NR > 1 && $1 == 1 { printf "%d \"%s\" %.2f %d %d %d\n", n++, $2, $3, $5, $7, ($2 ~ /^backoff-/) }' \
+            peers.tsv >peers.dat
+        popt=$(awk -F'\t' 'NR > 1 && $1 == 1 { print $4; exit }' peers.tsv)
+        ptop=$(awk '{ if ($3 > m) m = $3 } END { printf "%.1f", m * 1.45 + 0.5 }' peers.dat)
+        [ -s peers.dat ] && peers=1
+    fi
+    panel=""
+    if [ -n "$peers" ]; then
+        height=1150 upper=0.46 lower=0.24
+        panel=$(peers_panel)
+    else
+        height=800 upper=0.35 lower=0
+    fi
     gnuplot <<GP
-set terminal pngcairo size 1000,800 noenhanced font ",10"
+set terminal pngcairo size 1000,$height noenhanced font ",10"
 set output "summary.png"
 set multiplot
-set origin 0, 0.35
-set size 1, 0.65
-set title "requests completed over time, every policy (dashed: the server's capacity, done at $OPTIMUM s)"
+set origin 0, $upper
+set size 1, 1 - $upper
+set title "burst: requests completed over time, every policy (dashed: the server's capacity, done at $OPTIMUM s)"
 set xlabel "time (s)"
 set ylabel "requests completed"
 set key bottom right
@@ -63,18 +100,27 @@ set grid
 set samples 400
 plot $done_cmd, \
      (x <= $OPTIMUM ? x * $OPS / $OPTIMUM : $OPS) with lines dt (8, 6) lw 2 lc rgb "black" title "optimum"
-set origin 0, 0
-set size 1, 0.35
-set title "attempts per request (1.00: nothing wasted)"
 unset xlabel
-set ylabel "attempts / request"
 set style fill solid 0.8
 set boxwidth 0.6
-set yrange [0:$top]
 unset key
 set xrange [-0.5:*]
+set xtics rotate by -25
+set origin 0, $lower
+set size 0.5, $upper - $lower
+set title "attempts per request (1.00: nothing wasted)"
+set ylabel "attempts / request"
+set yrange [0:$top]
 plot "attempts-per-request.dat" using 1:3:xtic(2) with boxes lc rgb "#4477aa", \
      "" using 1:3:(sprintf("%.2f", \$3)) with labels offset 0,0.7
+set origin 0.5, $lower
+set size 0.5, $upper - $lower
+set title "requests failed, of $OPS (given up: never done)"
+set ylabel "requests failed"
+set yrange [0:$ftop]
+plot "attempts-per-request.dat" using 1:4:xtic(2) with boxes lc rgb "#cc3311", \
+     "" using 1:4:(sprintf("%d", \$4)) with labels offset 0,0.7
+$panel
 unset multiplot
 GP
 fi

@@ -195,3 +195,29 @@ done >"$TMP/oai.txt"
 awk -v md="$md" 'BEGIN { if (md) { print "| started into the window, s | policy | rejected | completion, s | / optimum |"; print "| --- | --- | --- | --- | --- |" } }
     { if (md) printf "| %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5
       else printf "phase %-4s %-13s rejected %3s  %6s s  %s x\n", $1, $2, $3, $4, $5 }' "$TMP/oai.txt"
+
+section "down: 8 programs x 100 items through an outage (503, no hint); a lone call to a dead server"
+echo "items failed / completion, s, for outages from the start of 5 and 20 s; a lone call to a"
+echo "server that never comes back: attempts / s until its failure is handed back, alone and with"
+echo "the program retrying it 3 times on its own (after 1, 2 and 4 s, as curl --retry 3)."
+echo
+for pol in aimd exponential full-jitter; do
+    row="$pol"
+    for d in 5 20; do
+        row="$row $("$SIM" --scenario down --policy "$pol" --outage-for-s "$d" |
+            awk -F'\t' 'NR == 1 { for (i = 1; i <= NF; i++) idx[$i] = i; next }
+                { printf "%s/%s", $(idx["failed"]), $(idx["completion_s"]) }')"
+    done
+    for own in 0 3; do
+        row="$row $("$SIM" --scenario down --policy "$pol" --clients 1 --ops 1 --outage-for-s 1000 \
+            --program-retries "$own" |
+            awk -F'\t' 'NR == 1 { for (i = 1; i <= NF; i++) idx[$i] = i; next }
+                { printf "%s/%s", $(idx["attempts"]), $(idx["completion_s"]) }')"
+    done
+    echo "$row"
+done >"$TMP/down.txt"
+awk -v md="$md" 'BEGIN { if (md) { print "| policy | down 5 s: failed / s | down 20 s: failed / s | lone call: attempts / s | with 3 retries of its own |"; print "| --- | --- | --- | --- | --- |" }
+                         else printf "%-12s %-20s %-20s %-22s %s\n", "policy", "down 5 s: failed/s", "down 20 s: failed/s", "lone call: attempts/s", "+ 3 own retries" }
+    { split($2, a, "/"); split($3, b, "/"); split($4, c, "/"); split($5, e, "/")
+      if (md) printf "| %s | %s / %s | %s / %s | %s / %s | %s / %s |\n", $1, a[1], a[2], b[1], b[2], c[1], c[2], e[1], e[2]
+      else printf "%-12s %-20s %-20s %-22s %s\n", $1, a[1] " / " a[2], b[1] " / " b[2], c[1] " / " c[2], e[1] " / " e[2] }' "$TMP/down.txt"

@@ -10,6 +10,7 @@ void bo_budget_init(bo_budget *b, int64_t now_ns)
 {
     memset(b, 0, sizeof *b);
     b->epoch_ns = now_ns;
+    b->probe_ns = INT64_MIN;
 }
 
 /* Move the buckets on so that now_ns falls in the current one. */
@@ -48,6 +49,8 @@ void bo_budget_on_success(bo_budget *b, int64_t now_ns)
 {
     roll(b, now_ns);
     bump(&b->successes[0]);
+    b->probes = 0; /* the server answers: the next probe need not wait */
+    b->probe_ns = INT64_MIN;
 }
 
 /*
@@ -67,6 +70,53 @@ bool bo_budget_allows_retry(bo_budget *b, unsigned pct, int64_t now_ns)
     double retries = b->retries[0] + w * b->retries[1];
     double successes = b->successes[0] + w * b->successes[1];
     return retries + 1.0 <= BO_BUDGET_RESERVE + (double)pct / 100.0 * firsts + successes;
+}
+
+/*
+ * The rule of bo_budget_allows_retry at a time t of the current bucket,
+ * with w = 1 - (t - epoch) / window the previous bucket's weight, is
+ *     now0 + w * prev <= 0
+ * where now0 = retries[0] + 1 - reserve - p * firsts[0] - successes[0] and
+ * prev = retries[1] - p * firsts[1] - successes[1]: once refused, only a
+ * falling w (prev > 0) lets it through within the bucket, at w = -now0 /
+ * prev; otherwise at the next bucket, where the current one becomes the
+ * previous one and an empty bucket's now0 is 1 - reserve.
+ */
+static int64_t when_weight(int64_t epoch, double w)
+{
+    double t = (double)epoch + (1.0 - w) * (double)BO_BUDGET_WINDOW_NS;
+    return (int64_t)t + 1; /* up, past the rounding of the weight */
+}
+
+int64_t bo_budget_next_retry_ns(bo_budget *b, unsigned pct, int64_t now_ns)
+{
+    if (bo_budget_allows_retry(b, pct, now_ns))
+        return now_ns;
+    double p = (double)pct / 100.0;
+    double now0 = b->retries[0] + 1.0 - BO_BUDGET_RESERVE - p * b->firsts[0] - b->successes[0];
+    double prev = b->retries[1] - p * b->firsts[1] - b->successes[1];
+    int64_t t = INT64_MAX;
+    if (now0 <= 0 && prev > 0)
+        t = when_weight(b->epoch_ns, -now0 / prev);
+    if (t > b->epoch_ns + BO_BUDGET_WINDOW_NS) {
+        int64_t next = b->epoch_ns + BO_BUDGET_WINDOW_NS; /* where the bucket rolls */
+        double later = b->retries[0] - p * b->firsts[0] - b->successes[0];
+        double empty = 1.0 - BO_BUDGET_RESERVE;
+        t = later <= -empty ? next : when_weight(next, -empty / later);
+    }
+    return t > now_ns ? t : now_ns;
+}
+
+bool bo_budget_may_probe(const bo_budget *b, int64_t now_ns)
+{
+    return now_ns >= b->probe_ns;
+}
+
+void bo_budget_on_probe(bo_budget *b, int64_t now_ns, int64_t gap_ns)
+{
+    if (b->probes < UINT32_MAX)
+        b->probes++;
+    b->probe_ns = now_ns + (gap_ns > 0 ? gap_ns : 0);
 }
 
 /*

@@ -8,14 +8,20 @@
  *        retries + 1 <= BO_BUDGET_RESERVE + pct/100 * firsts + successes
  *    where firsts are the first attempts of new logical requests, retries
  *    every other attempt (the shim's and the program's own, which are
- *    counted though never refused) and successes the answers that were not
- *    failures.  A destination that answers nothing but failures thus sees at
- *    most (1 + pct/100) times the program's own load plus the reserve; one
- *    that answers, at most one extra attempt per success on top.  A retry
- *    after a 429 (bo_outcome.rate_limited: the server is up and limits this
- *    client) is counted but never refused: the aimd window and Retry-After
- *    pace those.  A plain fixed-size struct (it lives in bo_dest, which may
- *    be shared host-wide).
+ *    counted though never held back) and successes the answers that were
+ *    not failures.  The budget decides when a retry goes, never whether: a
+ *    retry it does not allow waits for it (bo_budget_next_retry_ns: the
+ *    oldest attempts leaving the window; a success adds credit sooner), and
+ *    while nothing of the destination is in flight one retry beyond it may
+ *    go as a probe, spaced as the window's probes are (bo_budget_may_probe),
+ *    so that a server that comes back is seen within about a second.  A
+ *    destination that answers nothing but failures thus sees at most
+ *    (1 + pct/100) times the program's own load plus the reserve and one
+ *    probe a second; one that answers, at most one extra attempt per
+ *    success on top.  A retry after a 429 (bo_outcome.rate_limited: the
+ *    server is up and limits this client) is counted but never held: the
+ *    aimd window and Retry-After pace those.  A plain fixed-size struct (it
+ *    lives in bo_dest, which may be shared host-wide).
  *
  * 2. The logical request (bo_lineage): a call that the program makes again
  *    after the shim handed back a retryable failure (the same key: method
@@ -43,6 +49,8 @@ typedef struct bo_budget {
     uint32_t firsts[2];     /* [0]: current bucket, [1]: the previous one */
     uint32_t retries[2];
     uint32_t successes[2];
+    int64_t probe_ns;       /* no retry beyond the budget before this (INT64_MIN: any time) */
+    uint32_t probes;        /* retries beyond the budget since the last success */
 } bo_budget;
 
 void bo_budget_init(bo_budget *b, int64_t now_ns);
@@ -58,6 +66,23 @@ void bo_budget_on_success(bo_budget *b, int64_t now_ns);
  * budget, always true).
  */
 bool bo_budget_allows_retry(bo_budget *b, unsigned pct, int64_t now_ns);
+
+/*
+ * The earliest time, now_ns or later, at which bo_budget_allows_retry will
+ * say yes if nothing else is counted meanwhile: the attempts of the window
+ * leave it (a success or a first attempt counted meanwhile brings it
+ * sooner).  Always within two windows of now_ns.
+ */
+int64_t bo_budget_next_retry_ns(bo_budget *b, unsigned pct, int64_t now_ns);
+
+/*
+ * A retry the budget does not allow may still go now as a probe: nothing
+ * of the destination is in flight (the caller knows) and the last probe's
+ * gap has passed.  bo_budget_on_probe counts it and spaces the next one
+ * gap_ns later (the caller's schedule: the window's probe spacing).
+ */
+bool bo_budget_may_probe(const bo_budget *b, int64_t now_ns);
+void bo_budget_on_probe(bo_budget *b, int64_t now_ns, int64_t gap_ns);
 
 /* ---- logical requests ------------------------------------------------ */
 

@@ -638,8 +638,9 @@ static const bo_var vars[] = {
     {"BACKOFF_BASE_MS", BO_VAR_I64, F(base_ms), 1, MS_PER_HOUR, 0, NULL, "100", "100",
      "first delay of the delay schedules, in ms", NULL},
     {"BACKOFF_CAP_MS", BO_VAR_I64, F(cap_ms), 1, MS_PER_DAY, 0, NULL, "20000", "20000",
-     "largest delay, in ms, not below BACKOFF_BASE_MS; also bounds every Retry-After and "
-     "rate-limit wait",
+     "largest delay, in ms, not below BACKOFF_BASE_MS; a wait the server asks for past it "
+     "(or past the call's deadline) is not waited for at all: a Retry-After's answer is the "
+     "program's at once, a rate-limit reset lets the request go",
      NULL},
     {"BACKOFF_FACTOR", BO_VAR_DOUBLE, F(factor), 1, 100, 0, NULL, "2", "2",
      "growth factor of the exponential schedules", NULL},
@@ -727,7 +728,9 @@ static const bo_var vars[] = {
      "per destination, over a sliding 10 s window: the shim's retries allowed as a "
      "percentage of the first attempts of new logical requests, on top of 3 and one per "
      "success, so that a destination that keeps failing sees a bounded multiple of the "
-     "program's own load (0: no budget)",
+     "program's own load; a retry beyond it waits until the budget allows one (while "
+     "nothing is in flight, one goes as a probe, up to a second apart), never ends a call "
+     "(0: no budget)",
      NULL},
     {"BACKOFF_SHARE", BO_VAR_SHARE, F(share), 0, 0, 0, NULL, "host", "host",
      "where each destination's state lives: host, in a shared-memory file of this user that "

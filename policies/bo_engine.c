@@ -22,11 +22,14 @@
  * retry must give the key's first request time: under aimd and responsive it
  * waits the throttle's RTO (doubling with the call's throttles and busy keys),
  * under the delay policies their schedule.
- * For every policy: Retry-After is the least wait of the call that got it,
- * bounded by the cap (for responsive it holds the whole destination back;
- * for aimd it does not: a constant Retry-After from a concurrency cap would
- * stall every call, and the window learns a metered rate from evidence
- * instead); max_attempts and max_time_ms bound the
+ * For every policy: Retry-After is the least wait of the call that got it
+ * (for responsive it holds the whole destination back; for aimd it does
+ * not: a constant Retry-After from a concurrency cap would stall every call,
+ * and the window learns a metered rate from evidence instead); one past the
+ * cap or the call's deadline is not waited for: the answer stands.  A wait
+ * the program did not ask for is bounded so (bo_call_wait_limit): a quota's
+ * reset past it holds nothing back, an instant of the destination's state
+ * past the cap neither.  max_attempts and max_time_ms bound the
  * call.  After a loss signal (no answer) the aimd window is at its floor of
  * one and the destination is probed: the next admission waits
  * base * 2^(k-1) after the k-th failed probe in a row, capped at
@@ -149,6 +152,28 @@ int64_t bo_call_remaining_ns(const bo_config *cfg, const bo_call *c, int64_t now
     return d > now_ns ? d - now_ns : 0;
 }
 
+int64_t bo_call_wait_limit(const bo_config *cfg, const bo_call *c, int64_t from_ns)
+{
+    int64_t limit = call_deadline(cfg, c);
+    int64_t cap = cap_ns(cfg);
+    if (cap > 0 && from_ns < limit - cap)
+        limit = from_ns + cap;
+    return limit;
+}
+
+/*
+ * An instant of the destination's state (its hold, the adaptive token; the
+ * window's pace is bounded so by bo_window_bound_pace) that delays an
+ * admission from `wait` to t, unless t lies past cap_at: no hold this
+ * engine makes lasts that long, but for a degenerate pace, and state other
+ * processes wrote (the host-wide file) may say anything; neither is waited
+ * for.
+ */
+static int64_t held_until(int64_t wait, int64_t t, int64_t cap_at)
+{
+    return t > wait && t <= cap_at ? t : wait;
+}
+
 static bool is_delay_policy(bo_policy_kind p)
 {
     return p != BO_POLICY_NONE && p != BO_POLICY_RESPONSIVE && p != BO_POLICY_AIMD;
@@ -172,6 +197,33 @@ static inline __attribute__((always_inline)) void start_attempt(bo_dest *d, cons
         bo_adaptive_on_send(&d->adaptive, now_ns);
 }
 
+static int64_t probe_gap_ns(const bo_config *cfg, unsigned k);
+
+/*
+ * A retry otherwise free to go, that draws on the destination's retry
+ * budget: now when the budget allows it, or as the destination's one probe
+ * (nothing in flight, the last probe's gap passed: spaced as the window's
+ * probes, up to a second); otherwise the time the budget will allow one,
+ * or the next probe's when nothing is in flight (a completion, which may
+ * add credit or empty the destination, wakes the caller sooner).
+ */
+static int64_t budget_wait(bo_dest *d, const bo_config *cfg, bo_call *c, int64_t now_ns)
+{
+    if (bo_budget_allows_retry(&d->budget, cfg->retry_budget, now_ns))
+        return now_ns;
+    bool idle = d->window.inflight == 0;
+    if (idle && bo_budget_may_probe(&d->budget, now_ns)) {
+        bo_budget_on_probe(&d->budget, now_ns, probe_gap_ns(cfg, d->budget.probes + 1));
+        return now_ns;
+    }
+    int64_t t = bo_budget_next_retry_ns(&d->budget, cfg->retry_budget, now_ns);
+    if (idle && d->budget.probe_ns < t)
+        t = d->budget.probe_ns;
+    c->budget_waiting = true;
+    c->budget_delayed = true;
+    return t > now_ns ? t : now_ns + 1;
+}
+
 /*
  * Admission promises: the first attempt of a call is never refused for
  * time; a retry past max_time_ms gets BO_ADMIT_GIVE_UP; a WAIT's deadline
@@ -184,8 +236,11 @@ bo_admit bo_dest_admit(bo_dest *d, const bo_config *cfg, bo_call *c,
 {
     int64_t deadline = call_deadline(cfg, c);
     int64_t wait = now_ns;
+    int64_t cap = cap_ns(cfg);
+    int64_t cap_at = cap > 0 && now_ns < INT64_MAX - cap ? now_ns + cap : INT64_MAX;
     /* max_time_ms never refuses a first attempt; the program's deadline does */
     bool bounded = c->attempts > 0 || c->deadline_ns != INT64_MAX;
+    int64_t quota_hold = 0;
 
     if (c->phase == BO_PHASE_DONE)
         return BO_ADMIT_GIVE_UP;
@@ -197,11 +252,10 @@ bo_admit bo_dest_admit(bo_dest *d, const bo_config *cfg, bo_call *c,
         c->phase = BO_PHASE_DONE;
         return BO_ADMIT_GIVE_UP;
     }
-    if (cfg->policy == BO_POLICY_RESPONSIVE || cfg->policy == BO_POLICY_AIMD) {
-        if (d->next_send_ns > wait)
-            wait = d->next_send_ns;
-    }
+    if (cfg->policy == BO_POLICY_RESPONSIVE || cfg->policy == BO_POLICY_AIMD)
+        wait = held_until(wait, d->next_send_ns, cap_at);
     if (cfg->policy == BO_POLICY_AIMD) {
+        bo_window_bound_pace(&d->window, cap_at, now_ns); /* bo_window_can_send reads it too */
         int64_t pace = bo_window_next_send_ns(&d->window, now_ns);
         if (pace > wait)
             wait = pace;
@@ -214,16 +268,24 @@ bo_admit bo_dest_admit(bo_dest *d, const bo_config *cfg, bo_call *c,
         if (wait > now_ns && d->next_send_ns <= now_ns)
             bo_window_on_blocked(&d->window, now_ns);
     }
-    if (cfg->policy == BO_POLICY_AWS_ADAPTIVE) {
-        int64_t token = bo_adaptive_next_send_ns(&d->adaptive, now_ns);
-        if (token > wait)
-            wait = token;
-    }
+    if (cfg->policy == BO_POLICY_AWS_ADAPTIVE)
+        wait = held_until(wait, bo_adaptive_next_send_ns(&d->adaptive, now_ns), cap_at);
     if (cfg->ratelimit_headers && cfg->policy != BO_POLICY_NONE) { /* the server's quota */
-        int64_t quota = bo_quota_next_send(&d->quota, now_ns, cap_ns(cfg));
-        if (quota > wait)
-            wait = quota;
+        int64_t quota =
+            bo_quota_next_send(&d->quota, now_ns, bo_call_wait_limit(cfg, c, now_ns));
+        if (quota == BO_QUOTA_BEYOND && c->attempts > 0) {
+            c->phase = BO_PHASE_DONE; /* a retry the quota holds past the bounds: not worth it */
+            return BO_ADMIT_GIVE_UP;
+        }
+        if (quota != BO_QUOTA_BEYOND && quota > wait)
+            wait = quota; /* else a prediction past the bounds: the program's attempt goes */
+        if (quota != BO_QUOTA_BEYOND && quota > now_ns)
+            quota_hold = quota;
     }
+    c->quota_hold_ns = quota_hold;
+    c->budget_waiting = false;
+    if (wait <= now_ns && c->attempts > 0 && c->budget_retry)
+        wait = budget_wait(d, cfg, c, now_ns);
     if (wait > now_ns) {
         if (bounded && wait > deadline)
             wait = c->attempts > 0 ? deadline : c->deadline_ns;
@@ -299,14 +361,25 @@ static int64_t dest_rto_ns(const bo_dest *d, const bo_config *cfg)
  * never more than BACKOFF_CAP_MS (the bound every policy but gaussian-jitter
  * keeps; the jitter is applied before that bound, not after it).  Without it a window of one still
  * loops at loopback speed against an instant 429 and spends its attempts in milliseconds.
+ * The round trip is the refusal's own when it is shorter than the smallest
+ * success's: a success's holds the service a refusal never got (article
+ * 000's server: 600 ms against 150 ms), and the refused calls sat out four
+ * refusals' worth while the window, cut to what the server takes, already
+ * kept them from overloading it (500 slots: 5.60 s -> 4.09 s, no other
+ * burst size, article or matrix cell slower).
  */
-static int64_t throttle_rto_ns(const bo_dest *d, const bo_config *cfg, bo_call *c, bo_rng *rng)
+static int64_t throttle_rto_ns(const bo_dest *d, const bo_config *cfg, bo_call *c, bo_rng *rng,
+                               int64_t now_ns)
 {
     int64_t cap = cap_ns(cfg);
     int64_t rto = cfg->base_ms * BO_NS_PER_MS;
+    int64_t rtt = d->window.min_rtt_ns;
+    int64_t own = now_ns - c->attempt_ns;
 
-    if (d->window.min_rtt_ns > rto)
-        rto = d->window.min_rtt_ns;
+    if (own > 0 && own < rtt)
+        rtt = own;
+    if (rtt > rto)
+        rto = rtt;
     if (rto <= 0)
         rto = BO_NS_PER_MS;
     for (unsigned i = 1; i < c->throttles && (cap <= 0 || rto < cap); i++)
@@ -327,9 +400,13 @@ static bool capacity_signal(bo_signal s)
 
 /*
  * Completion promises: the window and counters see every attempt exactly
- * once; DONE for success, a final verdict, policy none, or when the bounds
- * (max_attempts, max_time_ms) leave no room for another attempt; otherwise
- * RETRY no sooner than *until_ns, which is at least min(Retry-After, cap).
+ * once; DONE for success, a final verdict, policy none, when the bounds
+ * (max_attempts, max_time_ms, the program's deadline) leave no room for
+ * another attempt, or when the server asks for a wait past them (a
+ * Retry-After past the cap or the deadline, a quota whose reset lies past
+ * bo_call_wait_limit: its answer stands, as curl hands a Retry-After past
+ * --retry-max-time over); otherwise RETRY no sooner than *until_ns, which is
+ * at least the Retry-After.
  */
 static bo_next complete(bo_dest *d, const bo_config *cfg, bo_call *c, bo_outcome outcome,
                         int64_t retry_after_ns, int64_t now_ns, bo_rng *rng, int64_t *until_ns)
@@ -337,6 +414,7 @@ static bo_next complete(bo_dest *d, const bo_config *cfg, bo_call *c, bo_outcome
     bool aimd = cfg->policy == BO_POLICY_AIMD;
     int64_t cap = cap_ns(cfg);
     int64_t hint = -1;
+    bool past_cap = cap > 0 && retry_after_ns > cap; /* the server said "not before then" */
     int64_t delay = 0;
 
     *until_ns = now_ns;
@@ -374,14 +452,14 @@ static bo_next complete(bo_dest *d, const bo_config *cfg, bo_call *c, bo_outcome
     if (cfg->policy == BO_POLICY_AWS_ADAPTIVE && c->phase == BO_PHASE_ATTEMPT)
         bo_adaptive_on_answer(&d->adaptive, outcome.signal == BO_SIGNAL_THROTTLE, now_ns);
     if (retry_after_ns >= 0)
-        hint = cap > 0 && retry_after_ns > cap ? cap : retry_after_ns;
+        hint = past_cap ? cap : retry_after_ns;
     if (outcome.signal == BO_SIGNAL_THROTTLE)
         bo_window_on_hint(&d->window, hint);
     if (outcome.rate_limited && cfg->ratelimit_headers && cfg->policy != BO_POLICY_NONE &&
         c->phase == BO_PHASE_ATTEMPT && !c->quota_noted)
         bo_quota_note_throttle(&d->quota, c->attempt_ns, now_ns); /* one without quota headers */
-    if (hint >= 0 && cfg->policy == BO_POLICY_RESPONSIVE)
-        hold_dest(d, now_ns + hint);
+    if (hint >= 0 && !past_cap && cfg->policy == BO_POLICY_RESPONSIVE)
+        hold_dest(d, now_ns + hint); /* one past the cap is not waited for, by anyone */
     if (aimd && outcome.signal == BO_SIGNAL_LOSS && d->probe_failures > 0)
         hold_dest(d, now_ns + probe_gap_ns(cfg, d->probe_failures));
 
@@ -389,16 +467,23 @@ static bo_next complete(bo_dest *d, const bo_config *cfg, bo_call *c, bo_outcome
         return BO_NEXT_DONE;
     if (cfg->max_attempts > 0 && c->inherited + c->attempts >= cfg->max_attempts)
         return BO_NEXT_DONE; /* the logical request's attempts, the program's included */
-    if (!outcome.rate_limited && !bo_budget_allows_retry(&d->budget, cfg->retry_budget, now_ns)) {
-        c->budget_refused = true;
-        return BO_NEXT_DONE; /* the destination's retry budget is spent (a 429 draws none) */
+    /* a refusal past the cap, or a quota that resets past the bounds (no
+     * retry could be admitted before): the server's answer stands */
+    if (past_cap || (cfg->ratelimit_headers && cfg->policy != BO_POLICY_NONE &&
+                     bo_quota_next_send(&d->quota, now_ns, bo_call_wait_limit(cfg, c, now_ns)) ==
+                         BO_QUOTA_BEYOND)) {
+        c->past_bounds = true;
+        return BO_NEXT_DONE;
     }
+    /* the destination's retry budget says when the retry goes (bo_dest_admit), never
+     * whether; a 429 draws none */
+    c->budget_retry = !outcome.rate_limited;
     if (is_delay_policy(cfg->policy))
         delay = bo_schedule_next_ns(&c->schedule, cfg, rng);
     if (aimd && cfg->pacing && outcome.signal == BO_SIGNAL_THROTTLE)
-        delay = throttle_rto_ns(d, cfg, c, rng); /* BACKOFF_PACING=0 stays 000's exact algorithm */
+        delay = throttle_rto_ns(d, cfg, c, rng, now_ns); /* BACKOFF_PACING=0: 000's exact */
     if (!is_delay_policy(cfg->policy) && outcome.signal == BO_SIGNAL_KEY_BUSY)
-        delay = throttle_rto_ns(d, cfg, c, rng); /* the key's first request needs its time */
+        delay = throttle_rto_ns(d, cfg, c, rng, now_ns); /* the key's first request's time */
     if (hint > delay)
         delay = hint;
     int64_t deadline = call_deadline(cfg, c);

@@ -94,11 +94,24 @@ typedef struct bo_call {
                                 attempt in flight; 0: none.  The engine never reads it. */
     uint64_t fleet_ticket;   /* the caller's: its place in the fleet's queue while the
                                 fleet says wait; 0: none.  The engine never reads it. */
+    int64_t fleet_from_ns;   /* the caller's: when the fleet began to hold the attempt
+                                back (the start of its bo_call_wait_limit); 0: it does
+                                not.  The engine never reads it. */
     bool quota_noted;        /* the attempt's answer went through bo_dest_note_quota */
-    bool budget_refused;     /* set by the bo_dest_complete that said DONE to a failure it
-                                would have retried because the destination's retry budget
-                                was spent (the counters' budget refusals); false until then
-                                (bo_call_begin), and a DONE call completes no more */
+    int64_t quota_hold_ns;   /* set by a bo_dest_admit that said WAIT: the instant the
+                                server's quota holds the attempt until (0: it does not),
+                                for a caller that learns the program's deadline only
+                                then (a poll's): a hold past it is not waited for */
+    bool past_bounds;        /* the same for a DONE because the server asked for a wait
+                                past the bounds (a Retry-After past the cap, a quota's
+                                reset past bo_call_wait_limit): its answer stands */
+    bool budget_retry;       /* the retry to come draws on the destination's retry budget
+                                (its failure was not a 429): bo_dest_admit holds it until
+                                the budget allows one */
+    bool budget_waiting;     /* the last BO_ADMIT_WAIT was the retry budget's alone (others
+                                may go meanwhile: the simulator's queue serves them) */
+    bool budget_delayed;     /* a retry of the call waited for the retry budget (the
+                                counters' budget delays); false until then (bo_call_begin) */
 } bo_call;
 
 typedef enum bo_admit {
@@ -164,12 +177,30 @@ void bo_call_lineage(const bo_call *c, uint64_t key, bo_lineage *out);
 int64_t bo_call_remaining_ns(const bo_config *cfg, const bo_call *c, int64_t now_ns);
 
 /*
+ * The bound of a wait the program did not ask for (a quota's reset, a
+ * Retry-After, the fleet's word, an instant read from state others wrote)
+ * that begins at from_ns: it may end no later than BACKOFF_CAP_MS after
+ * from_ns, nor past the call's deadline (the program's own, max_time_ms from
+ * the call's start).  One that would end later is not waited for at all
+ * (not waited for up to the bound, then again): a prediction lets the
+ * request go now, a refusal stands.
+ */
+int64_t bo_call_wait_limit(const bo_config *cfg, const bo_call *c, int64_t from_ns);
+
+/*
  * May the call start an attempt now?  On BO_ADMIT_WAIT, *until_ns is the
  * time to ask again (a completion on the destination may free a slot
  * sooner; the shim waits on a condition variable with that deadline).
  * When only a window slot is missing, *until_ns is now + 1 s: completions
  * are what frees slots, the deadline only bounds a missed wake-up.  For a
- * retry *until_ns never lies past the call's max_time_ms deadline.
+ * retry *until_ns never lies past the call's max_time_ms deadline.  An
+ * instant of the destination's state past BACKOFF_CAP_MS holds nothing
+ * back, nor does a quota's reset past bo_call_wait_limit: a first attempt
+ * goes as the program sent it, a retry gives up at once (BO_ADMIT_GIVE_UP).
+ * A retry the destination's retry budget does not allow waits until it does
+ * (or a completion adds credit), or goes as the destination's one probe
+ * when nothing is in flight (bo_budget.h); the call's bounds end the wait
+ * (BO_ADMIT_GIVE_UP), never the budget.
  */
 bo_admit bo_dest_admit(bo_dest *d, const bo_config *cfg, bo_call *c,
                        int64_t now_ns, int64_t *until_ns);
@@ -188,8 +219,11 @@ bool bo_dest_admit_now(bo_dest *d, const bo_config *cfg, bo_call *c, int64_t now
  * The attempt admitted last ended with `outcome`.  Updates the destination
  * (window, pacing, budget) and decides: done, or retry no sooner than
  * *until_ns.  retry_after_ns is the server's Retry-After (< 0: none); it is
- * the least wait, bounded by the cap.  Enforces max_attempts and
- * max_time_ms: the last attempt's result is returned as is.
+ * the least wait.  One past BACKOFF_CAP_MS or the call's deadline, or a
+ * quota whose reset lies past bo_call_wait_limit, is not waited for: DONE,
+ * the server's answer stands.  Enforces max_attempts and max_time_ms: the
+ * last attempt's result is returned as is.  The retry budget never ends a
+ * call here: it says when the retry is admitted.
  */
 bo_next bo_dest_complete(bo_dest *d, const bo_config *cfg, bo_call *c,
                          bo_outcome outcome, int64_t retry_after_ns,

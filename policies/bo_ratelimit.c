@@ -1424,7 +1424,7 @@ static bool slot_live(const bo_quota_slot *s, int64_t now_ns)
     return now_ns < s->reset_at_ns + grace;
 }
 
-int64_t bo_quota_next_send(const bo_quota *q, int64_t now_ns, int64_t cap_ns)
+int64_t bo_quota_next_send(const bo_quota *q, int64_t now_ns, int64_t limit_ns)
 {
     int64_t t = now_ns;
     for (int i = 0; i < BO_QUOTA_SLOTS; i++) {
@@ -1432,9 +1432,7 @@ int64_t bo_quota_next_send(const bo_quota *q, int64_t now_ns, int64_t cap_ns)
         if (slot_live(s, now_ns) && s->next_ns > t)
             t = s->next_ns;
     }
-    if (cap_ns > 0 && t - now_ns > cap_ns)
-        t = now_ns + cap_ns;
-    return t;
+    return t > limit_ns && t > now_ns ? BO_QUOTA_BEYOND : t;
 }
 
 void bo_quota_on_send(bo_quota *q, int64_t now_ns)

@@ -319,11 +319,16 @@ void bo_quota_note(bo_quota *q, const bo_rl_quota *rl, unsigned inflight, int64_
 void bo_quota_note_throttle(bo_quota *q, int64_t sent_ns, int64_t now_ns);
 
 /*
- * Earliest admission the quota allows (<= now_ns: now), never more than
- * cap_ns ahead (cap_ns <= 0: no cap).  Once a window's reset has passed
- * with no fresh headers, the slot stops holding anything back.
+ * Earliest admission the quota allows (<= now_ns: now), or BO_QUOTA_BEYOND
+ * when it lies past limit_ns (absolute; INT64_MAX: no limit): a reset is a
+ * prediction, and one past the bound of a wait the program did not ask
+ * for (bo_call_wait_limit: BACKOFF_CAP_MS, the call's deadline) is not
+ * waited for at all (a first attempt goes now and its answer teaches; a
+ * retry is not worth making).  Once a window's reset has passed with no
+ * fresh headers, the slot stops holding anything back.
  */
-int64_t bo_quota_next_send(const bo_quota *q, int64_t now_ns, int64_t cap_ns);
+#define BO_QUOTA_BEYOND INT64_MAX
+int64_t bo_quota_next_send(const bo_quota *q, int64_t now_ns, int64_t limit_ns);
 
 /* An attempt was admitted at now_ns: each live slot's count of what is left
  * goes down one; a spent slot's next admission moves on (the reset, or one

@@ -463,20 +463,32 @@ static double pacing_gap_ns(const bo_window *w, int64_t now_ns)
 
 /*
  * The first window, before any answer on a destination with room:
- * BO_BLIND_WINDOWS x BACKOFF_WINDOW, one send every BO_FIRST_GAP_NS.
+ * BO_BLIND_WINDOWS x BACKOFF_WINDOW, one send every BO_FIRST_GAP_NS.  A
+ * destination with room keeps it after the first answers too: what its
+ * answers proved opens the window beyond it (on_success), but a program
+ * that used it one request at a time (proving 1 in flight, 3 allowed) and
+ * then sends a burst is not held back more than on a fresh destination
+ * (25 keep-alive requests after 200 sequential ones waited for a slot up
+ * to a second where a fresh destination let them all through); the sends
+ * past the window itself go at the first window's pace (on_send).
  */
-static double window_limit(const bo_window *w)
+static double room_floor(const bo_window *w)
+{
+    return w->initial * BO_BLIND_WINDOWS;
+}
+
+static double window_limit(const bo_window *w, int64_t now_ns)
 {
     double limit = w->cwnd < 1 ? 1 : w->cwnd;
-    if (blind(w) && limit < w->initial * BO_BLIND_WINDOWS)
-        limit = w->initial * BO_BLIND_WINDOWS;
+    if (limit < room_floor(w) && (blind(w) || has_room(w, now_ns)))
+        limit = room_floor(w);
     return limit;
 }
 
 bool bo_window_can_send(bo_window *w, int64_t now_ns)
 {
     /* A window below one still lets one attempt out (a probe). */
-    double limit = window_limit(w);
+    double limit = window_limit(w, now_ns);
 
     if ((double)bo_window_counted(w, now_ns) + 1 > limit + 1e-9)
         return false;
@@ -488,10 +500,17 @@ int64_t bo_window_next_send_ns(const bo_window *w, int64_t now_ns)
     return w->improved && w->next_send_ns > now_ns ? w->next_send_ns : now_ns;
 }
 
+void bo_window_bound_pace(bo_window *w, int64_t limit_ns, int64_t now_ns)
+{
+    if (w->next_send_ns > limit_ns)
+        w->next_send_ns = now_ns;
+}
+
 /*
  * A pacing gap as nanoseconds, from a double that a tiny or degenerate rate
  * can make huge (or NaN): at most a minute, so that the conversion and
- * now + gap never overflow (the engine bounds the wait itself by the cap).
+ * now + gap never overflow (the engine does not wait past the cap:
+ * bo_window_bound_pace).
  */
 #define BO_PACE_GAP_MAX_NS (60 * BO_NS_PER_S)
 static int64_t gap_ns(double gap)
@@ -532,7 +551,11 @@ void bo_window_on_send(bo_window *w, int64_t now_ns, bo_ticket *t)
             w->run_pace_hz = w->rate_limit_hz;
         }
         int64_t base = w->next_send_ns > now_ns ? w->next_send_ns : now_ns;
-        w->next_send_ns = base + gap_ns(pacing_gap_ns(w, now_ns));
+        double gap = pacing_gap_ns(w, now_ns);
+        /* past the window, within the room's first window: that window's pace */
+        if (gap < BO_FIRST_GAP_NS && (double)w->inflight > w->cwnd && has_room(w, now_ns))
+            gap = BO_FIRST_GAP_NS;
+        w->next_send_ns = base + gap_ns(gap);
         held_on_send(w, now_ns);
         /* the first window is the window: a cut before any answer starts from what went */
         if (blind(w) && (double)w->inflight > w->cwnd)

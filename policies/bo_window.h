@@ -182,6 +182,13 @@ int64_t bo_window_next_room_ns(const bo_window *w, int64_t now_ns);
 /* Earliest time at which pacing allows the next send (<= now: now). */
 int64_t bo_window_next_send_ns(const bo_window *w, int64_t now_ns);
 
+/*
+ * A pace whose next send lies past limit_ns (a degenerate rate, or state
+ * another process wrote) is not waited for: the next send may go at now_ns
+ * (and the one after it a gap later, as paced).
+ */
+void bo_window_bound_pace(bo_window *w, int64_t limit_ns, int64_t now_ns);
+
 /* Admit one attempt: in-flight +1, ticket stamped. */
 void bo_window_on_send(bo_window *w, int64_t now_ns, bo_ticket *t);
 

@@ -60,6 +60,12 @@ static const char usage[] =
     "                       X-RateLimit-Limit/-Remaining, -Reset (epoch, 3 decimals),\n"
     "                       -Reset-After (seconds, 3 decimals), -Bucket; openai-s:\n"
     "                       openai's resets in whole seconds, rounded (1s, 2s)\n"
+    "  --quota-spent S      every answer, success or rejection, carries the quota\n"
+    "                       headers of --ratelimit-headers saying none of 60 is left\n"
+    "                       until a reset S s from now (a number above 0, at most 31\n"
+    "                       days), and nothing is refused for it: a server whose\n"
+    "                       headers predict a refusal it never makes (with --max-busy 0\n"
+    "                       --reject-status 403: GitHub's 403, reset S s ahead)\n"
     "latency model:\n"
     "  --latency-limit L --latency-factor F --latency-k K\n"
     "                       past L concurrent requests the hold time is\n"
@@ -84,6 +90,9 @@ static const char usage[] =
     "  --fault-reset-post N every Nth POST or PATCH is processed (its answer stored under\n"
     "                       its Idempotency-Key), then its connection reset (RST) before\n"
     "                       any answer byte\n"
+    "  --reject-body B      what a rejection's body says: text (default: \"rejected\")\n"
+    "                       or s3 (S3's error XML, Code SlowDown, application/xml:\n"
+    "                       what the AWS SDKs read as a throttle)\n"
     "  --retry-after-raw S  rejections carry \"Retry-After: S\" verbatim (absurd or\n"
     "                       garbage values; overrides --retry-after)\n"
     "  --idle-timeout S     close idle keep-alive connections after S s (default 30)\n"
@@ -113,7 +122,7 @@ static const char usage[] =
     "POST, PUT or PATCH returns \"fnv1a64=HEX length=LEN\" of the received body and counts\n"
     "its X-Request-Id (a repeat processed again is a duplicate_post; one replayed under its\n"
     "Idempotency-Key is not processed); GET /status/NNN answers status NNN;\n"
-    "any other path answers \"ok\". Rejections carry the body \"rejected\".\n"
+    "any other path answers \"ok\". Rejections carry the body \"rejected\" (or --reject-body s3).\n"
     "The first stdout line is \"listening on 127.0.0.1:PORT\"; one stderr line per second;\n"
     "at exit a TSV summary on stdout (header row + one row): requests (answered),\n"
     "ok (2xx), rejected (the cap's, the bucket's or the window's rejections, a 503\n"
@@ -285,6 +294,10 @@ int bo_srv_parse_args(int argc, char **argv, struct bo_srv_config *cfg)
             if (dialect < 0)
                 return bad(name, val, RL_DIALECT_LIST);
             cfg->rl_dialect = dialect;
+        } else if (strcmp(name, "--quota-spent") == 0) {
+            if (cli_parse_double(val, 1e-3, 31.0 * 86400, &d))
+                return bad(name, val, "seconds, a number above 0 and at most 2678400 (31 days)");
+            cfg->quota_spent_s = d;
         } else if (strcmp(name, "--bucket-hints") == 0) {
             if (strcmp(val, "accurate") == 0)
                 cfg->bucket_hints = BO_HINTS_ACCURATE;
@@ -349,6 +362,10 @@ int bo_srv_parse_args(int argc, char **argv, struct bo_srv_config *cfg)
             if (cli_parse_long(val, 1, 1000000, &l))
                 return bad(name, val, "an integer from 1 to 1000000");
             cfg->idempotency_keys = l;
+        } else if (strcmp(name, "--reject-body") == 0) {
+            if (strcmp(val, "text") != 0 && strcmp(val, "s3") != 0)
+                return bad(name, val, "text or s3");
+            cfg->reject_s3 = strcmp(val, "s3") == 0;
         } else if (strcmp(name, "--retry-after-raw") == 0) {
             /* Any bytes but the line ends that would split the header. */
             if (strpbrk(val, "\r\n"))
@@ -382,6 +399,10 @@ int bo_srv_parse_args(int argc, char **argv, struct bo_srv_config *cfg)
     }
     if ((cfg->window_requests > 0) != (cfg->window_s > 0)) {
         fprintf(stderr, "ratelimit-server: --window-requests and --window-s go together\n");
+        return 2;
+    }
+    if (cfg->quota_spent_s > 0 && cfg->rl_dialect == RL_DIALECT_NONE) {
+        fprintf(stderr, "ratelimit-server: --quota-spent needs --ratelimit-headers DIALECT\n");
         return 2;
     }
     if ((cfg->tls_cert != NULL) != (cfg->tls_key != NULL)) {

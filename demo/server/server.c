@@ -755,6 +755,15 @@ static uint64_t admit(struct req *r, uint64_t t, const char *url)
             }
         }
     }
+    if (g.cfg.quota_spent_s > 0) {
+        /* --quota-spent: the headers predict a refusal that never comes */
+        r->rl = 1;
+        r->rl_name = "spent";
+        r->rl_limit = 60;
+        r->rl_remaining = 0;
+        r->rl_reset = g.cfg.quota_spent_s;
+        r->rl_window = ceil_secs(g.cfg.quota_spent_s);
+    }
     hold = admitted ? service_hold(r->conc) : (uint64_t)g.cfg.error_ms;
     if (hold > 0) {
         atomic_fetch_add(&g.busy, 1);
@@ -901,6 +910,12 @@ static void reset_on_close(struct req *r)
         setsockopt(ci->connect_fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
 }
 
+/* --reject-body s3: S3's answer to a request rate it will not take (503 SlowDown). */
+static const char s3_slowdown[] =
+    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+    "<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message>"
+    "<RequestId>ratelimit-server</RequestId><HostId>ratelimit-server</HostId></Error>\n";
+
 /* Queues r's answer and does its accounting; returns MHD's verdict. */
 static enum MHD_Result respond(struct req *r, const char *method, const char *url)
 {
@@ -916,7 +931,11 @@ static enum MHD_Result respond(struct req *r, const char *method, const char *ur
     }
     switch (r->kind) {
     case SRV_KIND_REJECT:
-        resp = MHD_create_response_from_buffer(9, (void *)"rejected\n", MHD_RESPMEM_PERSISTENT);
+        if (g.cfg.reject_s3)
+            resp = MHD_create_response_from_buffer(strlen(s3_slowdown), (void *)s3_slowdown,
+                                                   MHD_RESPMEM_PERSISTENT);
+        else
+            resp = MHD_create_response_from_buffer(9, (void *)"rejected\n", MHD_RESPMEM_PERSISTENT);
         break;
     case SRV_KIND_ITEM:
         resp = item_response(r);
@@ -939,7 +958,9 @@ static enum MHD_Result respond(struct req *r, const char *method, const char *ur
     if (!resp)
         return MHD_NO;
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-                            r->kind == SRV_KIND_FILE && r->file_html ? "text/html" : "text/plain");
+                            r->kind == SRV_KIND_FILE && r->file_html       ? "text/html"
+                            : r->kind == SRV_KIND_REJECT && g.cfg.reject_s3 ? "application/xml"
+                                                                            : "text/plain");
     if (r->kind == SRV_KIND_REJECT && g.cfg.retry_after_raw) {
         MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, g.cfg.retry_after_raw);
     } else if (r->kind == SRV_KIND_REJECT && r->retry_after >= 0) {

@@ -59,10 +59,13 @@ struct bo_srv_config {
     int idempotency_required; /* --idempotency-required: POST/PATCH without a key: 400 */
     long idempotency_keys; /* --idempotency-keys: keys kept, the oldest dropped (4096) */
     const char *retry_after_raw; /* Retry-After sent verbatim on rejections, NULL: numeric */
+    int reject_s3;         /* --reject-body s3: rejections carry S3's SlowDown error XML */
     int rl_dialect;        /* headers of the bucket and the fixed window (RL_DIALECT_*,
                               rl_lines.h) */
     long window_requests;  /* fixed window: N requests per window, 0: off */
     long window_s;         /* fixed window length, windows aligned to the epoch */
+    double quota_spent_s;  /* > 0: every answer says no request is left until a reset this
+                              far ahead (--quota-spent), and nothing is refused for it */
     const char *serve_dir; /* GET/HEAD of other paths than /item/ serve its files, NULL: off */
     const char *tls_cert;  /* PEM certificate (chain) file: https, NULL: plain http */
     const char *tls_key;   /* PEM private key file, with tls_cert */

@@ -75,17 +75,19 @@ static void enqueue(sim *s, int id)
     sd->tail = id;
 }
 
-static int dequeue_head(sim *s, sim_dest *sd)
+/* Take waiter id, whose predecessor in the queue is prev (-1: it is the head), out. */
+static void dequeue(sim *s, sim_dest *sd, int prev, int id)
 {
-    int id = sd->head;
     sim_call *c = &s->calls[id];
 
-    sd->head = c->next_waiter;
-    if (sd->head < 0)
-        sd->tail = -1;
+    if (prev < 0)
+        sd->head = c->next_waiter;
+    else
+        s->calls[prev].next_waiter = c->next_waiter;
+    if (sd->tail == id)
+        sd->tail = prev;
     c->waiting = false;
     c->next_waiter = -1;
-    return id;
 }
 
 static void arm(sim *s, int dest, int64_t t)
@@ -111,26 +113,37 @@ static void go(sim *s, int id)
     s->send(s, id);
 }
 
-/* Admit waiters in FIFO order until one must wait; arm a timer for it. */
+/*
+ * Admit waiters in FIFO order until one must wait; arm a timer for it.  A
+ * retry held by the retry budget alone keeps its place and the ones behind
+ * it are asked (in the shim every waiter asks for itself: a first attempt
+ * is not held behind a retry the budget holds).
+ */
 static void serve_waiters(sim *s, int dest)
 {
     sim_dest *sd = &s->dests[dest];
+    int prev = -1, id = sd->head;
 
-    while (sd->head >= 0) {
-        int id = sd->head;
+    while (id >= 0) {
         int64_t until = s->now;
         bo_admit a = bo_dest_admit(&sd->d, s->cfg, &s->calls[id].call, s->now, &until);
         if (a == BO_ADMIT_WAIT) {
             arm(s, dest, until);
-            return;
+            if (!s->calls[id].call.budget_waiting)
+                return;
+            prev = id;
+            id = s->calls[id].next_waiter;
+            continue;
         }
-        dequeue_head(s, sd);
+        dequeue(s, sd, prev, id);
         if (a == BO_ADMIT_GO) {
             go(s, id);
         } else {
             s->calls[id].active = false;
-            s->done(s, id, false);
+            s->done(s, id, false); /* may queue new calls: start again from the head */
         }
+        prev = -1;
+        id = sd->head;
     }
 }
 

@@ -17,7 +17,7 @@
 static void usage(FILE *f)
 {
     fputs("usage: backoff-sim --scenario burst|contention|outage|pacing|fairness|headers|\n"
-          "                              capacity|room|matrix\n"
+          "                              capacity|room|down|matrix\n"
           "                   [--policy NAME|all] [--seed N] [--format tsv|table]\n"
           "                   [--independent|--shared] [--warm] [--runs N] [scenario flags]\n"
           "       backoff-sim --list-policies\n"
@@ -38,6 +38,9 @@ static void usage(FILE *f)
           "  room: --held N --held-s S [--abandon] (N requests held S seconds, then\n"
           "  quick ones; --abandon: the held ones never end)\n"
           "  --warm (burst, room): measure a second run on the state the first left\n"
+          "  down: --clients N --ops N --outage-at-s S --outage-for-s S --duration-s S\n"
+          "  (503 without Retry-After while down; each client one item after another)\n"
+          "  --program-retries N (down): the program retries a failed call N times\n"
           "  --dialect none|x-ratelimit|ratelimit|draft|x-rate-limit|openai|discord|openai-s\n"
           "  --retry-after-form seconds|date|ms|ms-azure|none --reject-status 429|403|503\n"
           "matrix (see demo/sim/matrix.c): filters --server NAME --hint NAME\n"
@@ -125,6 +128,14 @@ static void defaults(sim_params *p)
         p->bucket_burst = 10;
         p->duration_s = 30;
         p->limiter = SIM_LIMITER_CAP;
+    } else if (strcmp(sc, "down") == 0) {
+        p->clients = 8;
+        p->ops = 800;
+        p->service_ms = 1;
+        p->travel_ms = 0.5;
+        p->outage_at_s = 0;
+        p->outage_for_s = 5;
+        p->duration_s = 600;
     } else if (strcmp(sc, "room") == 0) {
         p->clients = 200;
         p->ops = 2000;
@@ -154,6 +165,8 @@ static run_fn scenario_fn(const char *sc)
         return sim_run_capacity;
     if (strcmp(sc, "room") == 0)
         return sim_run_room;
+    if (strcmp(sc, "down") == 0)
+        return sim_run_down;
     return NULL;
 }
 
@@ -172,7 +185,10 @@ static const char *const *extra_cols(const char *sc)
     static const char *const capacity[] = {"settle_s", "extra_rej", "window", "up_s",
                                            "use_1", "use_2", "use_3", NULL};
     static const char *const room[] = {"clients", "held_wait_s", NULL};
+    static const char *const down[] = {"clients", "failed", NULL};
     static const char *const none[] = {NULL};
+    if (strcmp(sc, "down") == 0)
+        return down;
     if (strcmp(sc, "capacity") == 0)
         return capacity;
     if (strcmp(sc, "room") == 0)
@@ -217,6 +233,7 @@ static double col_value(const char *col, const sim_result *r, const sim_params *
     if (!strcmp(col, "use_2")) return r->use_2;
     if (!strcmp(col, "use_3")) return r->use_3;
     if (!strcmp(col, "held_wait_s")) return p->held > 0 ? r->held_wait_s : NAN;
+    if (!strcmp(col, "failed")) return r->failed;
     return NAN;
 }
 
@@ -226,7 +243,7 @@ static void fmt_value(char *buf, size_t len, const char *col, double v)
         snprintf(buf, len, "%s", "never");
     else if (!strcmp(col, "ops") || !strcmp(col, "attempts") || !strcmp(col, "throttled") ||
              !strcmp(col, "clients") || !strcmp(col, "peak_concurrency") ||
-             !strcmp(col, "extra_rej") || !strcmp(col, "window"))
+             !strcmp(col, "extra_rej") || !strcmp(col, "window") || !strcmp(col, "failed"))
         snprintf(buf, len, "%.0f", v);
     else if (!strcmp(col, "calls"))
         snprintf(buf, len, "%.1f", v);
@@ -258,6 +275,9 @@ static const char *published(const char *sc)
     if (!strcmp(sc, "room"))
         return "beyond the articles: a server that never refuses; a policy can only cost time "
                "(held: how long a quick request waits behind held ones)";
+    if (!strcmp(sc, "down"))
+        return "beyond the articles: a server down (503, no hint); the retry budget says when a "
+               "retry goes, never whether: no item lost that the outage's end could save";
     if (!strcmp(sc, "headers"))
         return "beyond the articles: the quota from rate-limit headers, spent, then waited "
                "for; optimum: the quota's own (window: requests at each window's start; "
@@ -297,6 +317,12 @@ static void settings_line(const char *sc, const sim_params *p, char *buf, size_t
                  "for %g s%s%s",
                  p->clients, p->ops, p->service_ms, p->travel_ms, p->held, p->held_s,
                  p->abandon ? ", abandoned" : "", p->warm ? ", warm" : "");
+    else if (!strcmp(sc, "down"))
+        snprintf(buf, len,
+                 "clients=%d ops=%ld one after another, 503 without Retry-After from %g s for "
+                 "%g s, service=%gms travel=%gms each way, program retries %d, run %g s",
+                 p->clients, p->ops, p->outage_at_s, p->outage_for_s, p->service_ms,
+                 p->travel_ms, p->program_retries, p->duration_s);
     else if (!strcmp(p->scenario, "headers"))
         snprintf(buf, len,
                  "ops=%ld clients=%d (%s) %s, dialect %s, rejections %d with the wait as %s, "
@@ -469,7 +495,7 @@ int main(int argc, char **argv)
     }
     if (scenario == NULL) {
         fprintf(stderr, "backoff-sim: --scenario is missing: expected burst, contention, outage, "
-                        "pacing, fairness, headers, capacity, room or matrix\n");
+                        "pacing, fairness, headers, capacity, room, down or matrix\n");
         return 2;
     }
     if (!strcmp(scenario, "matrix")) {
@@ -500,7 +526,8 @@ int main(int argc, char **argv)
     run_fn fn = scenario_fn(scenario);
     if (fn == NULL) {
         bad_flag("--scenario", scenario,
-                 "burst, contention, outage, pacing, fairness, headers, capacity, room or matrix");
+                 "burst, contention, outage, pacing, fairness, headers, capacity, room, down "
+                 "or matrix");
         return 2;
     }
     p.scenario = scenario;
@@ -598,6 +625,9 @@ int main(int argc, char **argv)
             rc = parse_num(f, v, 0, 3600000, &p.net_mean_ms);
         } else if (!strcmp(f, "--net-sd-ms")) {
             rc = parse_num(f, v, 0, 3600000, &p.net_sd_ms);
+        } else if (!strcmp(f, "--program-retries")) {
+            rc = parse_long(f, v, 0, 30, &l);
+            p.program_retries = (int)l;
         } else {
             fprintf(stderr, "backoff-sim: %s is not a known flag: see --help\n", f);
             return 2;

@@ -84,6 +84,7 @@ typedef struct sim_result {
     double settle_s, extra_rej, window, up_s, use_1, use_2, use_3;
     /* room: the longest wait for admission of a quick request behind held ones, s */
     double held_wait_s;
+    double failed;           /* down: items whose call was handed back failed for good */
 } sim_result;
 
 /* ---- the client driver shared by every scenario (driver.c) ---- */
@@ -155,6 +156,7 @@ int sim_run_pacing(const bo_config *cfg, const sim_params *p, sim_result *r);
 int sim_run_headers(const bo_config *cfg, const sim_params *p, sim_result *r);
 int sim_run_capacity(const bo_config *cfg, const sim_params *p, sim_result *r);
 int sim_run_room(const bo_config *cfg, const sim_params *p, sim_result *r);
+int sim_run_down(const bo_config *cfg, const sim_params *p, sim_result *r);
 
 /* Robustness matrix (matrix.c): prints TSV; returns an exit status. */
 int sim_matrix(const sim_params *p, const char **pols, int npol, const char *server,

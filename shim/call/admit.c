@@ -47,36 +47,39 @@ static void fleet_undo(bo_block *b, bo_call *call)
     bo_block_unlock(b);
 }
 
-/* The latest time the fleet may hold an attempt back that asked at from_ns:
- * the call's own deadline, and BACKOFF_CAP_MS (keys written by anyone with
- * access to them never hold a host longer). */
-static int64_t fleet_limit(bo_call *call, int64_t from_ns, int64_t now, int64_t deadline_ns)
+/* The call's attempt is no longer held back by the fleet: its place in the
+ * fleet's queue, if any, is left, and its wait's start forgotten. */
+static void fleet_leave(bo_block *b, bo_call *call)
 {
-    const bo_config *cfg = bo_core_config();
-    int64_t left = bo_call_remaining_ns(cfg, call, now);
-    int64_t limit = left >= INT64_MAX - now ? INT64_MAX : now + left;
-    int64_t cap = from_ns + cfg->cap_ms * BO_NS_PER_MS;
-    if (cap < limit)
-        limit = cap;
-    return deadline_ns < limit ? deadline_ns : limit;
+    call->fleet_from_ns = 0;
+    bo_block_fleet_leave(b, call);
 }
 
 /*
- * One ask of the fleet at now for a call that has waited since from_ns: true
- * when the fleet says wait until *until_ns, within the call's deadline and
- * BACKOFF_CAP_MS (fleet_limit), the call keeping its place in the fleet's
- * queue; false when the attempt goes now, with the fleet's lease (GO) or
- * without one (no answer from Redis, or a wait past the limit), the place
- * left.
+ * One ask of the fleet at now: true when the fleet says wait until
+ * *until_ns, within the bound of a wait the program did not ask for
+ * (bo_call_wait_limit from the fleet's first word: BACKOFF_CAP_MS, the
+ * call's deadline) and deadline_ns, the call keeping its place in the
+ * fleet's queue; false when the attempt goes now, with the fleet's lease
+ * (GO) or without one (no answer from Redis; or a wait, or waits in a row,
+ * that would end past the bound, or one that ends no later than now: keys
+ * written by anyone with access to them never hold a host longer, whatever
+ * they say), the place left.
  */
-static bool fleet_ask(bo_block *b, bo_call *call, int64_t from_ns, int64_t now,
-                      int64_t deadline_ns, int64_t *until_ns)
+static bool fleet_ask(bo_block *b, bo_call *call, int64_t now, int64_t deadline_ns,
+                      int64_t *until_ns)
 {
     *until_ns = now;
-    if (bo_block_fleet_admit(b, call, now, until_ns) == BO_FLEET_WAIT &&
-        *until_ns < fleet_limit(call, from_ns, now, deadline_ns))
-        return true;
-    bo_block_fleet_leave(b, call); /* none held after a GO */
+    if (bo_block_fleet_admit(b, call, now, until_ns) == BO_FLEET_WAIT) {
+        if (call->fleet_from_ns == 0)
+            call->fleet_from_ns = now;
+        int64_t limit = bo_call_wait_limit(bo_core_config(), call, call->fleet_from_ns);
+        if (deadline_ns < limit)
+            limit = deadline_ns;
+        if (now < *until_ns && *until_ns < limit)
+            return true; /* a time not ahead is no wait: a value that wrapped */
+    }
+    fleet_leave(b, call); /* none held after a GO */
     return false;
 }
 
@@ -95,11 +98,10 @@ static int fleet_admit(bo_block *b, bo_call *call, const bo_waiter *w, int64_t d
 
     if (!bo_block_fleet_on())
         return 0;
-    int64_t from = bo_core_now_ns();
-    while (fleet_ask(b, call, from, bo_core_now_ns(), deadline_ns, &until)) {
+    while (fleet_ask(b, call, bo_core_now_ns(), deadline_ns, &until)) {
         int rc = bo_run_wait(b, until, w != NULL ? w : &plain);
         if (rc != 0) {
-            bo_block_fleet_leave(b, call);
+            fleet_leave(b, call);
             fleet_undo(b, call);
             return rc;
         }
@@ -108,12 +110,14 @@ static int fleet_admit(bo_block *b, bo_call *call, const bo_waiter *w, int64_t d
 }
 
 /* The non-blocking form (the multi interface): 1 and *until_ns when the
- * fleet says wait, the host-wide admission undone. */
+ * fleet says wait, the host-wide admission undone.  The call's waits in a
+ * row are bounded as one (fleet_from_ns), however many passes of the
+ * program's loop ask. */
 static int fleet_try_admit(bo_block *b, bo_call *call, int64_t now, int64_t *until_ns)
 {
     int64_t until;
 
-    if (!bo_block_fleet_on() || !fleet_ask(b, call, now, now, INT64_MAX, &until))
+    if (!bo_block_fleet_on() || !fleet_ask(b, call, now, INT64_MAX, &until))
         return 0;
     fleet_undo(b, call);
     if (until > now + BO_POLL_ADMIT_NS)
@@ -153,10 +157,12 @@ static int tick(const bo_waiter *w)
 }
 
 /* Under the lock: the call gave up waiting (its time budget or deadline ran out). */
-static void count_gave_up(bo_block *b, int64_t now)
+static void count_gave_up(bo_block *b, const bo_call *call, int64_t now)
 {
-    static const bo_tally gave_up = {.what = BO_TALLY_END | BO_TALLY_FAILED | BO_TALLY_GAVE_UP,
-                                     .cause = BO_CAUSE_NONE};
+    bo_tally gave_up = {.what = BO_TALLY_END | BO_TALLY_FAILED | BO_TALLY_GAVE_UP,
+                        .cause = BO_CAUSE_NONE};
+    if (call->budget_delayed)
+        gave_up.what |= BO_TALLY_BUDGET;
     bo_block_count(b, gave_up, now);
 }
 
@@ -180,7 +186,7 @@ admit_locked(bo_block *b, bo_dest *d, bo_call *call, int64_t now, unsigned *infl
         return BO_STEP_GO;
     }
     if (a == BO_ADMIT_GIVE_UP) {
-        count_gave_up(b, now);
+        count_gave_up(b, call, now);
         return BO_STEP_GIVE_UP;
     }
     bo_block_waiting(b, now);
@@ -201,7 +207,7 @@ static bool share_wait_expired(bo_block *b, bo_call *call, int64_t now)
         return false;
     call->phase = BO_PHASE_DONE;
     bo_block_lock(b);
-    count_gave_up(b, now);
+    count_gave_up(b, call, now);
     bo_block_unlock(b);
     return true;
 }
@@ -425,7 +431,7 @@ int bo_run_admit_intr(bo_block *b, bo_call *call, int64_t deadline_ns, unsigned 
         if (now >= deadline_ns) {
             if (call->attempts > 0) { /* else the caller runs its one attempt outside the window */
                 bo_block_lock(b);
-                count_gave_up(b, now);
+                count_gave_up(b, call, now);
                 bo_block_unlock(b);
                 bo_metrics_tick(now);
             }

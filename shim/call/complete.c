@@ -90,8 +90,9 @@ bool bo_run_complete(bo_block *b, bo_call *call, const bo_run_result *r, uint64_
     if (throttle)
         t.what |= BO_TALLY_THROTTLE;
     if (!retry && !success)
-        t.what |= BO_TALLY_FAILED | (gave_up ? BO_TALLY_GAVE_UP : 0) |
-                  (gave_up && call->budget_refused ? BO_TALLY_BUDGET : 0);
+        t.what |= BO_TALLY_FAILED | (gave_up ? BO_TALLY_GAVE_UP : 0);
+    if (!retry && call->budget_delayed)
+        t.what |= BO_TALLY_BUDGET;
     bo_block_completed(b, t, success, now);
     bo_block_unlock(b);
     bo_metrics_tick(now);
@@ -111,6 +112,10 @@ bool bo_run_complete(bo_block *b, bo_call *call, const bo_run_result *r, uint64_
                      " ms (cwnd %.1f)",
                      what, b->key, call->attempts, r->status, r->code,
                      (int64_t)((until - now) / BO_NS_PER_MS), cwnd);
+    else if (cfg->verbose && gave_up && call->past_bounds)
+        bo_core_line("backoff: %s %s: attempt %u got status %d, code %d; not retried: the "
+                     "server asks for a wait past BACKOFF_CAP_MS or the call's deadline",
+                     what, b->key, call->attempts, r->status, r->code);
     else if (cfg->verbose && gave_up)
         bo_core_line("backoff: %s %s: attempt %u got status %d, code %d; giving up "
                      "(attempt or time budget spent)",
@@ -129,7 +134,10 @@ void bo_run_cancel(bo_block *b, bo_call *call)
     bo_block_fleet_leave(b, call);
     bo_dest *d = bo_block_lock(b);
     bo_block_release(b, d, call);
-    bo_block_count(b, ended_failed, now);
+    bo_tally t = ended_failed;
+    if (call->budget_delayed)
+        t.what |= BO_TALLY_BUDGET;
+    bo_block_count(b, t, now);
     bo_block_unlock(b);
     bo_metrics_tick(now);
 }

@@ -103,11 +103,11 @@ static void write_stats(const bo_config *cfg, int64_t until_ns)
                  "{\"pid\":%d,\"calls\":%" PRIu64 ",\"attempts\":%" PRIu64
                  ",\"retries\":%" PRIu64 ",\"throttled\":%" PRIu64 ",\"failed\":%" PRIu64
                  ",\"gave_up\":%" PRIu64 ",\"wait_ms\":%" PRIu64
-                 ",\"window\":%.2f,\"window_max\":%.2f,\"budget_refused\":%" PRIu64 "}\n",
+                 ",\"window\":%.2f,\"window_max\":%.2f,\"budget_delayed\":%" PRIu64 "}\n",
                  (int)getpid(), t.counts.calls, t.counts.attempts, t.counts.retries,
                  t.counts.throttled, t.counts.failed, t.counts.gave_up,
                  __atomic_load_n(&g_wait_ns, __ATOMIC_RELAXED) / (uint64_t)BO_NS_PER_MS,
-                 t.window, t.window_max, t.counts.budget_refused);
+                 t.window, t.window_max, t.counts.budget_delayed);
     if (n <= 0 || (size_t)n >= sizeof buf)
         return;
     if (strcmp(cfg->stats_path, "stderr") == 0) {

@@ -102,7 +102,7 @@ void bo_block_retire(bo_block *b)
     add(&g_retired.throttled, b->counts.throttled);
     add(&g_retired.failed, b->counts.failed);
     add(&g_retired.gave_up, b->counts.gave_up);
-    add(&g_retired.budget_refused, b->counts.budget_refused);
+    add(&g_retired.budget_delayed, b->counts.budget_delayed);
     /* Shards evict concurrently: the largest value wins by compare-and-swap. */
     double seen;
     __atomic_load(&g_retired_window_max, &seen, __ATOMIC_RELAXED);
@@ -237,7 +237,7 @@ static inline void tally_own(bo_block *b, bo_tally t)
     c->calls += (w & BO_TALLY_END) != 0;
     c->failed += (w & BO_TALLY_FAILED) != 0;
     c->gave_up += (w & BO_TALLY_GAVE_UP) != 0;
-    c->budget_refused += (w & BO_TALLY_BUDGET) != 0;
+    c->budget_delayed += (w & BO_TALLY_BUDGET) != 0;
 }
 
 /*
@@ -258,7 +258,7 @@ static inline void tally_slot(bo_share_counts *h, bo_tally t, int64_t now_ns)
     h->calls += (w & BO_TALLY_END) != 0;
     h->failed += (w & BO_TALLY_FAILED) != 0;
     h->gave_up += (w & BO_TALLY_GAVE_UP) != 0;
-    h->budget_refused += (w & BO_TALLY_BUDGET) != 0;
+    h->budget_delayed += (w & BO_TALLY_BUDGET) != 0;
     if ((w & BO_TALLY_ATTEMPT) && t.cause > BO_CAUSE_NONE && t.cause < BO_CAUSE_COUNT)
         h->throttled[t.cause]++;
     if (w & BO_TALLY_THROTTLE)
@@ -482,7 +482,7 @@ void bo_block_sum(bo_block *b, bo_block_totals *t, uint64_t *best, int64_t until
     t->counts.throttled += b->counts.throttled;
     t->counts.failed += b->counts.failed;
     t->counts.gave_up += b->counts.gave_up;
-    t->counts.budget_refused += b->counts.budget_refused;
+    t->counts.budget_delayed += b->counts.budget_delayed;
     if (d != NULL)
         bo_block_unlock(b);
 }
@@ -504,5 +504,5 @@ void bo_block_sum_retired(bo_block_totals *t)
     t->counts.throttled += load(&g_retired.throttled);
     t->counts.failed += load(&g_retired.failed);
     t->counts.gave_up += load(&g_retired.gave_up);
-    t->counts.budget_refused += load(&g_retired.budget_refused);
+    t->counts.budget_delayed += load(&g_retired.budget_delayed);
 }

@@ -30,7 +30,7 @@
 /* What this process counted on a destination, for BACKOFF_STATS (guarded
  * by the block's lock: no shared atomics on the hot path). */
 typedef struct bo_block_counts {
-    uint64_t calls, attempts, retries, throttled, failed, gave_up, budget_refused;
+    uint64_t calls, attempts, retries, throttled, failed, gave_up, budget_delayed;
 } bo_block_counts;
 
 /*
@@ -45,8 +45,9 @@ enum {
     BO_TALLY_THROTTLE = 1u << 2, /* ... answered 429, 503 or 504 (BO_SIGNAL_THROTTLE) */
     BO_TALLY_END = 1u << 3,      /* the call ends */
     BO_TALLY_FAILED = 1u << 4,   /* ... without a success */
-    BO_TALLY_GAVE_UP = 1u << 5,  /* ... on a retryable failure, attempts, time or budget spent */
-    BO_TALLY_BUDGET = 1u << 6    /* ... the retry budget it was (bo_call.budget_refused) */
+    BO_TALLY_GAVE_UP = 1u << 5,  /* ... on a retryable failure, attempts or time spent */
+    BO_TALLY_BUDGET = 1u << 6    /* ... a retry of it waited for the retry budget
+                                    (bo_call.budget_delayed) */
 };
 typedef struct bo_tally {
     unsigned what;

@@ -177,11 +177,11 @@ static const family k_families[] = {
     {"backoff_failed", FAM_COUNTER, NULL, V_FAILED,
      "Calls that ended without a success" NOT_COUNTED},
     {"backoff_gave_up", FAM_COUNTER, NULL, V_GAVE_UP,
-     "Calls that ended on a failure the policy would have retried: attempts, time or retry "
-     "budget spent" NOT_COUNTED},
-    {"backoff_budget_refused", FAM_COUNTER, NULL, V_BUDGET,
-     "Calls that ended because the destination's retry budget was spent (BACKOFF_RETRY_BUDGET)"
-     NOT_COUNTED},
+     "Calls that ended on a failure the policy would have retried: attempts or time "
+     "spent" NOT_COUNTED},
+    {"backoff_budget_delayed", FAM_COUNTER, NULL, V_BUDGET,
+     "Calls a retry of which waited for the destination's retry budget (BACKOFF_RETRY_BUDGET: "
+     "it says when a retry goes, never ends a call)" NOT_COUNTED},
     {"backoff_wait_seconds", FAM_COUNTER, "seconds", V_WAIT,
      "Time calls waited on the programs' behalf inside blocking calls (curl_easy_perform, "
      "connect; a multi transfer waits in the program's own loop)" NOT_COUNTED},
@@ -231,7 +231,7 @@ static size_t merge(bo_share_view *v, size_t n)
             m->counts.retries += c->retries;
             m->counts.failed += c->failed;
             m->counts.gave_up += c->gave_up;
-            m->counts.budget_refused += c->budget_refused;
+            m->counts.budget_delayed += c->budget_delayed;
             m->counts.wait_ns += c->wait_ns;
             for (size_t j = 0; j < BO_CAUSE_COUNT; j++)
                 m->counts.throttled[j] += c->throttled[j];
@@ -349,7 +349,7 @@ static void samples(FILE *out, const family *f, const bo_share_view *v, const ch
         count = c->gave_up;
         break;
     case V_BUDGET:
-        count = c->budget_refused;
+        count = c->budget_delayed;
         break;
     }
     sample_head(out, f, label);
@@ -451,9 +451,9 @@ static void render_json(FILE *out, const bo_share_view *v, size_t n, int64_t mon
         put_label(out, v[i].key, true);
         fprintf(out,
                 "\",\"calls\":%" PRIu64 ",\"attempts\":%" PRIu64 ",\"retries\":%" PRIu64
-                ",\"failed\":%" PRIu64 ",\"gave_up\":%" PRIu64 ",\"budget_refused\":%" PRIu64
+                ",\"failed\":%" PRIu64 ",\"gave_up\":%" PRIu64 ",\"budget_delayed\":%" PRIu64
                 ",\"throttled\":{",
-                c->calls, c->attempts, c->retries, c->failed, c->gave_up, c->budget_refused);
+                c->calls, c->attempts, c->retries, c->failed, c->gave_up, c->budget_delayed);
         for (size_t k = 0; k < sizeof k_kinds / sizeof k_kinds[0]; k++)
             fprintf(out, "%s\"%s\":%" PRIu64, k == 0 ? "" : ",", bo_cause_name(k_kinds[k]),
                     c->throttled[k_kinds[k]]);

@@ -165,7 +165,7 @@ void bo_share_counts_clear(bo_share_slot *s)
 {
     memset(s->counts.throttled, 0, sizeof s->counts.throttled);
     s->counts.calls = s->counts.attempts = s->counts.retries = 0;
-    s->counts.failed = s->counts.gave_up = s->counts.budget_refused = 0;
+    s->counts.failed = s->counts.gave_up = s->counts.budget_delayed = 0;
     s->counts.last_throttle_ns = 0;
     __atomic_store_n(&s->counts.wait_ns, 0, __ATOMIC_RELAXED);
 }

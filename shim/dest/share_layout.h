@@ -71,7 +71,7 @@ typedef struct bo_share_proc {
  */
 typedef struct bo_share_counts {
     uint64_t calls, attempts, retries, failed, gave_up;
-    uint64_t budget_refused;    /* calls ended because the retry budget was spent */
+    uint64_t budget_delayed;    /* calls whose retry waited for the retry budget */
     uint64_t throttled[BO_CAUSE_COUNT]; /* attempts by kind (bo_cause); [0] unused */
     uint64_t wait_ns;           /* waited on the programs' behalf; atomic */
     int64_t last_throttle_ns;   /* CLOCK_MONOTONIC of the last 429/503/504; 0: never */

@@ -41,7 +41,7 @@ static void view_of(bo_share_slot *s, bo_share_view *v, int64_t now)
     v->counts.retries = c->retries;
     v->counts.failed = c->failed;
     v->counts.gave_up = c->gave_up;
-    v->counts.budget_refused = c->budget_refused;
+    v->counts.budget_delayed = c->budget_delayed;
     v->counts.last_throttle_ns = c->last_throttle_ns;
     v->counts.wait_ns = __atomic_load_n(&c->wait_ns, __ATOMIC_RELAXED);
     v->busy = v->idle = v->holding = v->waiting = 0;

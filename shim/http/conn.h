@@ -93,6 +93,8 @@ typedef struct bo_hconn {
                                    left it for the program's poll (exchange.c) */
     int64_t paced_until;        /* a request's write held back for the pace: the program's
                                    poll shows no POLLOUT before then (0: none) */
+    int64_t paced_quota;        /* ... of which the server's quota holds it this long (0:
+                                   none): a poll whose time ends first does not wait */
     bool paced_go;              /* ... its poll's time ran out first: it goes at once */
     int64_t first_byte_ns;      /* when the answer's first byte was seen (0: not yet) */
     /* the call of the request in flight */

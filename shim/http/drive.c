@@ -120,16 +120,18 @@ short bo_hx_poll_before(bo_hconn *c, short ev, int64_t now, int64_t deadline, sh
     *until = INT64_MAX;
     if (c->paced_until != 0 && (ev & POLLOUT)) {
         /* a write the pace held back (bo_hx_begin): writable at the pace's
-         * time, or while the program's poll still has time to write */
+         * time, or while the program's poll still has time to write; at
+         * once when the server's quota holds it past the poll's time (a
+         * prediction past the program's deadline is not waited for) */
         int64_t end = bo_hx_before(now, deadline);
-        if (now < c->paced_until && now < end) {
+        if (now < c->paced_until && now < end && c->paced_quota <= end) {
             short rest = (short)(ev & ~POLLOUT);
             *fd_ev = rest != 0 ? rest : -1;
             *until = c->paced_until < end ? c->paced_until : end;
             return 0;
         }
         c->paced_go = now < c->paced_until; /* its time ran out first: it goes now */
-        c->paced_until = 0;
+        c->paced_until = c->paced_quota = 0;
         bo_hx_update_active(c);
     }
     if ((c->st == BO_HC_SENT || c->st == BO_HC_RETRY) && !bo_hx_same_socket(c))

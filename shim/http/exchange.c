@@ -195,8 +195,17 @@ static void forget_exchange(bo_hconn *c)
 {
     c->held_len = c->held_off = 0;
     c->deliver = c->shut_wr = c->shut_rd = c->deferred = false;
-    c->paced_until = 0;
+    c->paced_until = c->paced_quota = 0;
     c->paced_go = false;
+}
+
+/* The server's quota holds a write (quota_hold: bo_call.quota_hold_ns) past
+ * the socket's send timeout, the program's deadline for it: a prediction
+ * that is not waited for. */
+static bool past_send_timeout(int fd, int64_t now, int64_t quota_hold)
+{
+    int64_t t = quota_hold > now ? bo_hs_sndtimeo(fd) : 0;
+    return t > 0 && quota_hold > now + t;
 }
 
 /* Under the record's lock: back to NONE, nothing in flight, nothing held. */
@@ -399,15 +408,18 @@ int bo_hx_begin(bo_hconn *c, const char *buf, size_t len, bool dontwait)
          * not in the call.  Nothing is written now (EAGAIN); its poll shows
          * the socket writable when the pace says, or before its time runs
          * out (bo_hx_poll_before), and its next write is this one again. */
+        c->paced_quota = c->call.quota_hold_ns;
         withdraw_call(c);
         c->paced_until = until;
         bo_hx_set_state(c, BO_HC_IDLE);
         return EAGAIN;
     }
-    if (st == BO_STEP_WAIT && (dontwait || bo_hs_nonblocking(c->fd))) {
+    if (st == BO_STEP_WAIT && (dontwait || bo_hs_nonblocking(c->fd) ||
+                               past_send_timeout(c->fd, now, c->call.quota_hold_ns))) {
         /* An event loop's request never waits inside the call that sends it:
          * it goes now, counted in the window (its retries wait their turn
-         * outside the program's calls). */
+         * outside the program's calls); nor does one the server's quota
+         * holds past the socket's send timeout (a prediction). */
         st = bo_run_admit_now(b, &c->call, now, &c->inflight) ? BO_STEP_GO : BO_STEP_GIVE_UP;
     } else if (st == BO_STEP_WAIT) {
         /* The window, the pace or another call's Retry-After holds the
@@ -435,7 +447,7 @@ int bo_hx_begin(bo_hconn *c, const char *buf, size_t len, bool dontwait)
     c->admitted = true;
     c->paced_go = false;
     if (c->paced_until != 0) {
-        c->paced_until = 0;
+        c->paced_until = c->paced_quota = 0;
         bo_hx_update_active(c);
     }
     c->kept_len = 0;

@@ -144,7 +144,7 @@ static CURLcode shim_perform(const bo_curl_real *real, CURL *h)
     if (bo_core_busy || bo_core_config() == NULL || (r = bo_curl_rec_find(h)) == NULL ||
         r->real != real)
         return real->perform(h);
-    if (r->dest == NULL) {
+    if (bo_curl_rec_dest(r) == NULL) {
         bo_curl_attempt_reset(r);
         return real->perform(h);
     }

@@ -41,6 +41,11 @@ typedef struct bo_curl_rec {
     size_t origin_len;          /* 0: none */
     bo_block *origin_dest;      /* a reference of its own */
     uint64_t url_key;           /* bo_key_add of CURLOPT_URL's string, 0: none (CURLU) */
+    /* CURLOPT_UNIX_SOCKET_PATH or CURLOPT_ABSTRACT_UNIX_SOCKET: the transfers
+     * go to that socket, a destination of its own ("unix:PATH", as the
+     * connect() hook keys it), whatever the URL's host says */
+    bool unix_sock;
+    bo_block *unix_dest;        /* its destination (a reference); NULL: not managed */
     /* request, as recorded from setopt */
     bo_curl_method method;
     bool custom_set;
@@ -52,6 +57,8 @@ typedef struct bo_curl_rec {
     struct curl_slist *headers; /* CURLOPT_HTTPHEADER as the program set it */
     bool follow;                /* FOLLOWLOCATION */
     bool include_header;        /* CURLOPT_HEADER: headers in the write stream */
+    bool fresh_connect;         /* CURLOPT_FRESH_CONNECT as the program set it */
+    bool fresh_forced;          /* ... set to 1 by the shim for a retry over HTTP/2 */
     /* the program's callbacks and their data */
     curl_write_callback write_fn;
     void *write_data;
@@ -86,6 +93,13 @@ typedef struct bo_curl_rec {
     struct curl_slist idem_node;
     char idem_line[BO_IDEM_LINE_SIZE];
 } bo_curl_rec;
+
+/* Where the handle's transfers go: the UNIX socket's destination when one
+ * is set, else the URL's (NULL: pass straight through). */
+static inline bo_block *bo_curl_rec_dest(const bo_curl_rec *r)
+{
+    return r->unix_sock ? r->unix_dest : r->dest;
+}
 
 /* The request's method as the classification reads it. */
 static inline const char *bo_curl_method_name(const bo_curl_rec *r)

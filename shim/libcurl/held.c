@@ -224,7 +224,7 @@ size_t bo_curl_held_header(char *p, size_t size, size_t nmemb, void *ud)
 
 void bo_curl_attempt_reset(bo_curl_rec *r)
 {
-    r->mode = r->dest != NULL ? BO_HOLD_HOLD : BO_HOLD_PASS;
+    r->mode = bo_curl_rec_dest(r) != NULL ? BO_HOLD_HOLD : BO_HOLD_PASS;
     r->block_status = 0;
     r->block_hold = true;
     r->delivered = 0;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/un.h>
 
 #include "bo_budget.h"
 #include "bo_url.h"
@@ -111,6 +112,7 @@ static void rec_defaults(bo_curl_rec *r)
 
     rec_set_dest(&r->dest, NULL);
     rec_set_dest(&r->origin_dest, NULL);
+    rec_set_dest(&r->unix_dest, NULL);
     memset(r, 0, sizeof *r);
     r->h = h;
     r->real = real;
@@ -271,6 +273,11 @@ static void rec_follow(bo_curl_rec *r, bo_curl_optval v)
     r->follow = v.l != 0;
 }
 
+static void rec_fresh(bo_curl_rec *r, bo_curl_optval v)
+{
+    r->fresh_connect = v.l != 0;
+}
+
 static void rec_header(bo_curl_rec *r, bo_curl_optval v)
 {
     r->include_header = v.l != 0;
@@ -322,6 +329,38 @@ static void rec_url(bo_curl_rec *r, bo_curl_optval v)
 {
     record_url_string(r, v.p);
     r->url_key = v.p != NULL ? bo_key_add(BO_KEY_INIT, v.p) : 0;
+}
+
+/*
+ * CURLOPT_UNIX_SOCKET_PATH, CURLOPT_ABSTRACT_UNIX_SOCKET (libcurl keeps one
+ * path: the last one set wins, NULL goes back to TCP): the socket is the
+ * destination, keyed as the connect() hook keys it, never the URL's host
+ * (curl --unix-socket PATH http://localhost/ is not localhost:80).
+ */
+static void rec_unix(bo_curl_rec *r, const char *path, bool abstract)
+{
+    char key[BO_DEST_KEY_LEN], p[sizeof ((struct sockaddr_un *)NULL)->sun_path + 1];
+    const bo_config *cfg = bo_core_config();
+
+    r->unix_sock = path != NULL;
+    rec_set_dest(&r->unix_dest, NULL);
+    if (path == NULL || cfg == NULL)
+        return;
+    size_t n = strnlen(path, sizeof p - 1 - abstract);
+    p[0] = '\0';
+    memcpy(p + abstract, path, n);
+    if (bo_url_unix_key(cfg, p, n + abstract, key, sizeof key) == 0)
+        rec_set_dest(&r->unix_dest, bo_block_get(key));
+}
+
+static void rec_unix_path(bo_curl_rec *r, bo_curl_optval v)
+{
+    rec_unix(r, v.p, false);
+}
+
+static void rec_unix_abstract(bo_curl_rec *r, bo_curl_optval v)
+{
+    rec_unix(r, v.p, true);
 }
 
 static void rec_curlu(bo_curl_rec *r, bo_curl_optval v)
@@ -436,6 +475,7 @@ static const tracked_opt k_tracked[512] = {
     T(CURLOPT_HTTPGET, rec_httpget, OPT_RULES),
     T(CURLOPT_FOLLOWLOCATION, rec_follow, OPT_RULES),
     T(CURLOPT_HEADER, rec_header, OPT_RULES),
+    T(CURLOPT_FRESH_CONNECT, rec_fresh, 0),
     T(CURLOPT_TIMEOUT, rec_timeout, OPT_RULES),
     T(CURLOPT_TIMEOUT_MS, rec_timeout_ms, OPT_RULES),
     T(CURLOPT_NOPROGRESS, rec_noprogress, OPT_RULES),
@@ -446,6 +486,8 @@ static const tracked_opt k_tracked[512] = {
     T(CURLOPT_PROGRESSDATA, rec_progressdata, OPT_RULES), /* == CURLOPT_XFERINFODATA */
     T(CURLOPT_URL, rec_url, 0),
     T(CURLOPT_CURLU, rec_curlu, 0),
+    T(CURLOPT_UNIX_SOCKET_PATH, rec_unix_path, OPT_RULES),
+    T(CURLOPT_ABSTRACT_UNIX_SOCKET, rec_unix_abstract, OPT_RULES),
     T(CURLOPT_POSTFIELDS, rec_postfields, OPT_RULES),
     T(CURLOPT_COPYPOSTFIELDS, rec_copypostfields, OPT_RULES),
     T(CURLOPT_POSTFIELDSIZE, rec_postfieldsize, 0),
@@ -522,6 +564,7 @@ bo_curl_rec *bo_curl_rec_dup(const bo_curl_rec *r, CURL *dup)
     c->idem_added = false; /* the copy gets the program's list (libcurl copies it) */
     bo_block_ref(c->dest); /* the copy holds its own references */
     bo_block_ref(c->origin_dest);
+    bo_block_ref(c->unix_dest);
     install_callbacks(c);
     rec_insert(c);
     return c;
@@ -538,6 +581,7 @@ void bo_curl_rec_free(bo_curl_rec *r)
         return;
     bo_block_put(r->dest);
     bo_block_put(r->origin_dest);
+    bo_block_put(r->unix_dest);
     free(r->held);
     free(r);
 }

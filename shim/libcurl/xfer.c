@@ -6,6 +6,7 @@
  */
 #include "libcurl/xfer.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,8 +18,9 @@
 
 /*
  * Retry-After seconds (libcurl's curl_off_t) as nanoseconds, saturating: a
- * date far ahead or an absurd number must not wrap into a negative hint; the
- * engine bounds the wait by BACKOFF_CAP_MS.
+ * date far ahead or an absurd number must not wrap into a negative hint (no
+ * hint: retried); the engine does not wait for one past BACKOFF_CAP_MS (the
+ * answer stands).
  */
 static int64_t retry_after_to_ns(curl_off_t seconds)
 {
@@ -87,7 +89,7 @@ bo_curl_rec *bo_curl_managed_rec(const bo_curl_real *real, void *h)
     if (bo_core_config() == NULL || h == NULL || (r = bo_curl_rec_find(h)) == NULL ||
         r->real != real)
         return NULL;
-    if (r->dest == NULL) {
+    if (bo_curl_rec_dest(r) == NULL) {
         bo_curl_attempt_reset(r); /* as curl_easy_perform: pass the bytes through */
         return NULL;
     }
@@ -174,7 +176,8 @@ static void idem_restore(bo_curl_rec *r)
  */
 void bo_curl_xfer_begin(bo_curl_xfer *x, bo_curl_rec *r)
 {
-    *x = (bo_curl_xfer){.rec = r, .sd = r->dest, .deadline = INT64_MAX, .start_pos = -1};
+    *x =
+        (bo_curl_xfer){.rec = r, .sd = bo_curl_rec_dest(r), .deadline = INT64_MAX, .start_pos = -1};
     x->id = bo_run_call_id();
     if (bo_curl_has_upload(r) && !r->postfields && r->method != BO_METHOD_MIME &&
         r->seek_fn == NULL && r->read_fn == NULL)
@@ -204,6 +207,32 @@ void bo_curl_xfer_attempt(bo_curl_xfer *x)
 }
 
 /*
+ * A retry of a transfer that went over HTTP/2 (prior knowledge or ALPN)
+ * takes a connection of its own: libcurl 7.88 reuses the multiplexed
+ * connection the throttled stream ended on, and the new stream fails with
+ * an HTTP/2 framing error (CURLE_HTTP2, curl's exit 16) where the program
+ * without us had its 429.  The program's own CURLOPT_FRESH_CONNECT is set
+ * back once the attempt ends (fresh_restore).
+ */
+static void fresh_for_retry(bo_curl_rec *r)
+{
+    long v = 0;
+    if (r->real->getinfo(r->h, CURLINFO_HTTP_VERSION, &v) == CURLE_OK &&
+        v >= CURL_HTTP_VERSION_2_0 && !r->fresh_connect) {
+        r->real->setopt(r->h, CURLOPT_FRESH_CONNECT, 1L);
+        r->fresh_forced = true;
+    }
+}
+
+static void fresh_restore(bo_curl_rec *r)
+{
+    if (r->fresh_forced) {
+        r->real->setopt(r->h, CURLOPT_FRESH_CONNECT, (long)r->fresh_connect);
+        r->fresh_forced = false;
+    }
+}
+
+/*
  * The attempt ended with `code`: classify it, complete it on the
  * destination.  True: retry no sooner than *until_ns (the upload is
  * rewound; the attempt's held bytes stay until the next one starts, so a
@@ -218,6 +247,7 @@ bool bo_curl_xfer_done(bo_curl_xfer *x, int code_, int64_t *until_ns)
 
     if (x->deadline != INT64_MAX)
         r->real->setopt(r->h, CURLOPT_TIMEOUT_MS, r->timeout_ms);
+    fresh_restore(r);
 
     /* The status of the last HTTP header block libcurl handed over (only
      * HTTP status lines set it, so FTP reply codes never look like HTTP
@@ -228,6 +258,16 @@ bool bo_curl_xfer_done(bo_curl_xfer *x, int code_, int64_t *until_ns)
         r->real->getinfo(r->h, CURLINFO_RESPONSE_CODE, &status);
     if (code != CURLE_OK) /* whether it was sent matters only for failures */
         r->real->getinfo(r->h, CURLINFO_REQUEST_SIZE, &req_size);
+    /* A UNIX socket follows connect()'s rule: a refused or missing socket
+     * means "nothing here" (handed back at once, as without the library)
+     * until it has served once in this process; then it is restarting. */
+    bool unix_refused = r->unix_sock && code == CURLE_COULDNT_CONNECT;
+    long os_errno = 0;
+    if (unix_refused && (r->real->getinfo(r->h, CURLINFO_OS_ERRNO, &os_errno) != CURLE_OK ||
+                         os_errno <= 0))
+        os_errno = ECONNREFUSED;
+    if (r->unix_sock && code == CURLE_OK && !__atomic_load_n(&x->sd->alive, __ATOMIC_RELAXED))
+        __atomic_store_n(&x->sd->alive, 1, __ATOMIC_RELAXED);
     bo_attempt a = {.curl_code = (int)code,
                     .http_status = (int)status,
                     .method = method,
@@ -235,7 +275,10 @@ bool bo_curl_xfer_done(bo_curl_xfer *x, int code_, int64_t *until_ns)
                     .has_upload = bo_curl_has_upload(r),
                     .upload_rewindable = x->rewindable,
                     .request_sent = req_size > 0,
-                    .connect_errno = 0,
+                    .connect_errno = unix_refused ? (int)os_errno : 0,
+                    .connect_unix = unix_refused,
+                    .connect_unknown = unix_refused &&
+                                       !__atomic_load_n(&x->sd->alive, __ATOMIC_RELAXED),
                     .idempotency_key = r->idem_key,
                     .quota_exhausted = bo_rl_headers_exhausted(&r->rl)};
     bo_run_result res = {.outcome = bo_classify(cfg, &a),
@@ -252,6 +295,7 @@ bool bo_curl_xfer_done(bo_curl_xfer *x, int code_, int64_t *until_ns)
         bo_run_abandoned(x->sd); /* cannot send the body again: this result stands */
         return false;
     }
+    fresh_for_retry(r);
     return true;
 }
 
@@ -267,6 +311,7 @@ int bo_curl_xfer_end(bo_curl_xfer *x, int code)
         code = CURLE_WRITE_ERROR;
     r->mode = BO_HOLD_PASS;
     idem_restore(r);
+    fresh_restore(r);
     if (code != CURLE_ABORTED_BY_CALLBACK)
         bo_run_call_finish(&x->call, &x->key, xfer_key_of, r, bo_call_failed_retryable(&x->call),
                            x->idem, x->idem_body);
@@ -281,6 +326,7 @@ void bo_curl_xfer_drop(bo_curl_xfer *x)
     r->held_len = 0;
     r->mode = BO_HOLD_PASS;
     idem_restore(r);
+    fresh_restore(r);
 }
 
 int bo_curl_xfer_tick(bo_curl_xfer *x)

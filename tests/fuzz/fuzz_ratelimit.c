@@ -8,8 +8,9 @@
  *     0, whatever the dates, durations and numbers; a date's wait against the
  *     server's clock (bo_rl_clock_wait) is at most that, at least a second
  *     less, and above 0;
- *   - the pacing's next admission lies between now and now + cap, whatever
- *     the headers said and however the clock moved.
+ *   - the pacing's next admission lies between now and now + cap, or is
+ *     BO_QUOTA_BEYOND (a reset past the cap, not waited for), whatever the
+ *     headers said and however the clock moved.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -75,7 +76,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
             bo_rl_headers_reset(&h);
             now += (int64_t)(uint8_t)p[1] * 37 * 1000000LL;
-            int64_t next = bo_quota_next_send(&quota, now, cap);
+            int64_t next = bo_quota_next_send(&quota, now, cap > 0 ? now + cap : INT64_MAX);
+            if (next == BO_QUOTA_BEYOND && cap > 0)
+                next = now; /* not waited for: the attempt goes now */
             if (next < now || (cap > 0 && next - now > cap))
                 abort();
             if (n > 2 && (p[2] & 1))

@@ -8,7 +8,8 @@
  *     large the Retry-After (gaussian-jitter alone adds its noise after the
  *     cap, as article 003 does: its bound is cap x (1 + 9 x jitter), since
  *     bo_rng_normal's Box-Muller never exceeds 8.6 in magnitude);
- *   - it is at least min(Retry-After, cap) when a Retry-After was given;
+ *   - it is at least the Retry-After when one was given, and a Retry-After
+ *     past the cap is never retried (the answer stands: DONE);
  *   - never more attempts than max_attempts;
  *   - a WAIT deadline lies in the future, and for a retry never past the
  *     call's max_time_ms deadline;
@@ -125,7 +126,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     abort();
                 if (wait < 0 || wait > bound)
                     abort();
-                if (ra >= 0 && wait < (ra < cap ? ra : cap))
+                if (ra > cap || (ra >= 0 && wait < ra))
                     abort();
             } else if (nx == BO_NEXT_DONE) {
                 active[i] = 0;

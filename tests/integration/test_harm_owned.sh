@@ -259,7 +259,7 @@ stop_redis
 for k in curl sock; do
     rm -f "$SHM"
     go "$TMP/seed.$k" lib 30 "$H" calls $k 1 "$B1/p/shm.$k"
-    [ "$("$POISON" "$B1")" != "poisoned 0" ] || fail "share_poison found no slot for $B1"
+    "$POISON" "$B1" 3600 window >/dev/null || fail "share_poison found no slot for $B1"
     calls_case "shm.$k" $k
     grep -q 'held values the library never sets' "$TMP/shm.$k.lib.err" ||
         harm "shm.$k: the poisoned state was not said to start fresh: $(cat "$TMP/shm.$k.lib.err")"

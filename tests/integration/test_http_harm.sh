@@ -45,6 +45,26 @@
 #       clean before it;
 #   12. a 429 whose body comes 0.3 s after its head, read by urllib with a
 #       timeout (poll) and by http.client blocking: retried, a 200;
+#   13. a 200 whose quota headers (each dialect) say none is left until a
+#       reset an hour (a minute) ahead, then another request, by curl and
+#       python (http.client, urllib, requests); a reset within the cap past
+#       curl --max-time 5: as plain, within 2 s (ratelimit-server
+#       --quota-spent);
+#   14. a 429 whose Retry-After (86400, an HTTP-date in 9999, retry-after-ms,
+#       x-ms-retry-after-ms) or quota reset lies an hour or a day ahead,
+#       GitHub's 403 so: the answer at once, one request;
+#   15. the host-wide state file's instants (hold, pace, quota) and the
+#       fleet's next send in Redis set an hour ahead (and 10^16 us): as
+#       plain;
+#   16. curl over HTTP/2 without TLS (h2c, prior knowledge) against nginx:
+#       an always-429 gives the 429 as plain (not a framing error), and a
+#       1/s limit's refusal is retried over HTTP/2 into a 200;
+#   17. curl --unix-socket to a socket file nobody listens on: exit 7 at
+#       once as plain, under a destination of its own (unix:PATH);
+#   18. nginx that never throttles, 200 sequential keep-alive GETs, then
+#       25 connections that each write a GET before any answer is read:
+#       the same answers, the burst under 0.5 s (plain 0.01 s; it waited
+#       1.05-1.11 s for the window while a fresh destination took 0.02 s);
 #   and redis-benchmark (client and server under the library), an SMTP-style
 #   line protocol, a WebSocket upgrade, Expect: 100-continue, HEAD, a chunked
 #   upload, a 10 MB 429 body.
@@ -104,13 +124,15 @@ hserver() {
 reqs() { grep -Ec "^req $2" "$TMP/$1.out" || true; }
 
 # go OUT HOW SECS CMD...: CMD in its own session, killed with its process
-# group after SECS; stdout in OUT, stderr in OUT.err.  HOW: plain, lib
-# (LD_PRELOAD; BACKOFF_STATS in OUT.stats, BACKOFF_TRACE in OUT.trace) or
-# wrap (backoff --stats OUT.stats --).  Sets RC to CMD's status (124: killed).
+# group after SECS; stdout in OUT, stderr in OUT.err, its wall time in
+# seconds in OUT.secs.  HOW: plain, lib (LD_PRELOAD; BACKOFF_STATS in
+# OUT.stats, BACKOFF_TRACE in OUT.trace) or wrap (backoff --stats OUT.stats
+# --).  Sets RC to CMD's status (124: killed).
 go() {
     _o=$1 _h=$2 _s=$3
     shift 3
     RC=0
+    _t0=$(date +%s%N)
     rm -f "$_o.stats" "$_o.trace"
     case $_h in
     plain) setsid timeout -k 2 "$_s" "$@" >"$_o" 2>"$_o.err" || RC=$? ;;
@@ -119,6 +141,7 @@ go() {
             BACKOFF_TRACE="$_o.trace" "$@" >"$_o" 2>"$_o.err" || RC=$? ;;
     wrap) setsid timeout -k 2 "$_s" "$WRAP" --stats "$_o.stats" -- "$@" >"$_o" 2>"$_o.err" || RC=$? ;;
     esac
+    awk -v a="$_t0" -v b="$(date +%s%N)" 'BEGIN { printf "%.2f\n", (b - a) / 1e9 }' >"$_o.secs"
     grep -v '^time ' "$_o" >"$_o.cmp" || true
 }
 # pair NAME SECS CMD...: CMD plain ($TMP/NAME.plain) then under the library
@@ -639,6 +662,140 @@ case_split() {
     stop_server
 }
 
+# ---- 13-15. a wait the program did not ask for is bounded ---------------------------
+
+# rserver NAME FLAGS...: a fresh ratelimit-server (every destination's shared
+# state reset first); sets PORT, SERVER_PID and U, the URL of an item.
+rserver() {
+    "$WRAP" --reset >/dev/null 2>&1
+    start_server "$@"
+    U="http://127.0.0.1:$PORT/item/1"
+}
+# asplain NAME SECS SERVER TOTAL CMD...: CMD plain then under the library
+# (pair), against ratelimit-server SERVER (stopped after); the outputs must be
+# the same, the run under the library within 2 s of plain's (a wait it did
+# not ask for is a harm), and the server must have seen TOTAL requests in
+# all, as many from each run as the program sends (a retry every cap is a
+# harm, and so is a request held back).
+asplain() {
+    _n=$1 _s=$2 _srv=$3 _want=$4
+    shift 4
+    pair "$_n" "$_s" "$@"
+    stop_server
+    _np=$(summary_field "$TMP/$_srv.out" requests)
+    _tp=$(cat "$TMP/$_n.plain.secs") _tl=$(cat "$TMP/$_n.lib.secs")
+    same "$_n" || true
+    lt "$_tl" "$(plus "$_tp" 2)" || harm "$_n: $_tl s under the library, $_tp s plain"
+    [ "$_np" = "$_want" ] || harm "$_n: the server saw $_np requests, $_want expected"
+}
+
+# 13. A 200 whose quota headers say none is left until a reset an hour (or a
+# minute) ahead, in each dialect, and the program's next request: the server
+# never refuses, and a reset past BACKOFF_CAP_MS or the program's own
+# deadline is a prediction not waited for (it hung; python took 54.8 s for a
+# minute, curl --max-time 5 failed at 5.1 s, exit 28).
+case_far_reset() {
+    for d in x-ratelimit ratelimit draft openai discord x-rate-limit; do
+        rserver "frs.$d" --quota-spent 3600 --ratelimit-headers $d
+        asplain "fr.$d" 30 "frs.$d" 4 curl -s -o /dev/null -o /dev/null -w '%{http_code}\n' "$U" "$U"
+        row "13 200, reset 1 h ahead ($d), curl x2" "$(cat "$TMP/fr.$d.plain.secs") s" \
+            "$(tr '\n' ' ' <"$TMP/fr.$d.lib")$(cat "$TMP/fr.$d.lib.secs") s"
+    done
+    for how in blocking urllib requests; do
+        rserver "frps.$how" --quota-spent 3600 --ratelimit-headers x-ratelimit
+        asplain "frp.$how" 30 "frps.$how" 4 $CLI seq "$U" 2 $how
+        row "13 the same, python $how x2" "$(cat "$TMP/frp.$how.plain.secs") s" \
+            "$(cat "$TMP/frp.$how.lib.secs") s"
+    done
+    rserver frms --quota-spent 60 --ratelimit-headers discord
+    asplain frm 30 frms 4 $CLI seq "$U" 2 requests 20
+    row "13 reset 1 min ahead, requests (timeout 20) x2" "$(cat "$TMP/frm.plain.secs") s" \
+        "$(cat "$TMP/frm.lib.secs") s"
+    # a reset within the cap but past the program's deadline: its own
+    # request goes (another process spent the quota before)
+    rserver frds --quota-spent 15 --ratelimit-headers ratelimit
+    # shellcheck disable=SC2016
+    asplain frd 30 frds 4 sh -c 'curl -s -o /dev/null "$1"; curl --max-time 5 -s -w " %{http_code}\n" "$1"; echo "exit $?"' sh "$U"
+    row "13 reset 15 s ahead, curl --max-time 5" "$(tail -1 "$TMP/frd.plain"), $(cat "$TMP/frd.plain.secs") s" \
+        "$(tail -1 "$TMP/frd.lib"), $(cat "$TMP/frd.lib.secs") s"
+    # ...and python's socket timeout of 5 s (its poll's deadline)
+    for how in requests urllib; do
+        rserver "frts.$how" --quota-spent 15 --ratelimit-headers ratelimit
+        asplain "frt.$how" 30 "frts.$how" 4 $CLI seq "$U" 2 $how 5
+        row "13 reset 15 s ahead, $how (timeout 5) x2" "$(cat "$TMP/frt.$how.plain.secs") s" \
+            "$(cat "$TMP/frt.$how.lib.secs") s"
+    done
+}
+
+# 14. A refusal whose wait lies past BACKOFF_CAP_MS (Retry-After: 86400, an
+# HTTP-date in 9999, retry-after-ms, x-ms-retry-after-ms; GitHub's 403 and a
+# 429 whose quota resets in an hour): the server's answer at once, one
+# request, as plain (8 attempts over 140 s, asked every 20 s).
+case_far_retry_after() {
+    i=0
+    for srv in "--retry-after-raw 86400" "--retry-after-raw|Fri, 31 Dec 9999 23:59:59 GMT" \
+        "--retry-after 86400 --retry-after-form ms" "--retry-after 86400 --retry-after-form ms-azure" \
+        "--reject-status 403 --ratelimit-headers x-ratelimit --quota-spent 3600 --retry-after-form none" \
+        "--ratelimit-headers ratelimit --quota-spent 3600 --retry-after-form none"; do
+        i=$((i + 1))
+        case $srv in
+        *"|"*) set -- "${srv%%|*}" "${srv#*|}" ;;
+        *) set -- $srv ;;
+        esac
+        for how in curl blocking urllib; do
+            rserver "fas.$i.$how" --max-busy 0 "$@"
+            if [ $how = curl ]; then
+                asplain "fa.$i.$how" 60 "fas.$i.$how" 2 curl -s -o /dev/null -w '%{http_code}\n' "$U"
+            elif [ $how = blocking ]; then # no timeout: nothing else bounds the waits
+                asplain "fa.$i.$how" 60 "fas.$i.$how" 2 $CLI seq "$U" 1 blocking
+            else
+                asplain "fa.$i.$how" 60 "fas.$i.$how" 2 $CLI seq "$U" 1 urllib 20
+            fi
+        done
+        row "14 $(echo "$*" | cut -c1-44)" "$(cat "$TMP/fa.$i.curl.plain"), $(cat "$TMP/fa.$i.curl.plain.secs") s" \
+            "curl $(cat "$TMP/fa.$i.curl.lib.secs") s, python $(cat "$TMP/fa.$i.blocking.lib.secs") s, $(cat "$TMP/fa.$i.urllib.lib.secs") s"
+    done
+}
+
+# 15. The destination's state that others wrote, with instants an hour ahead:
+# the host-wide file (its hold, the window's pace, a spent quota:
+# tests/helpers/share_poison) and the fleet's pace in Redis; nothing is
+# waited for past the cap.
+case_far_state() {
+    for how in curl blocking; do
+        rserver "fss.$how"
+        go "$TMP/fss.$how.seed" lib 20 curl -s -o /dev/null "$U"
+        "$BUILD_ABS/tests/helpers/share_poison" "http://127.0.0.1:$PORT" 3600 >/dev/null ||
+            fail "share_poison failed"
+        if [ $how = curl ]; then
+            asplain "fs.$how" 30 "fss.$how" 5 curl -s -o /dev/null -o /dev/null -w '%{http_code}\n' "$U" "$U"
+        else
+            asplain "fs.$how" 30 "fss.$how" 5 $CLI seq "$U" 2 blocking
+        fi
+        row "15 host-wide state 1 h ahead, $how x2" "$(cat "$TMP/fs.$how.plain.secs") s" \
+            "$(cat "$TMP/fs.$how.lib.secs") s"
+    done
+    command -v redis-server >/dev/null && command -v redis-cli >/dev/null ||
+        { note "15: redis-server or redis-cli is not installed (Debian: redis-server): skipped"; return 0; }
+    REDIS_PORT=""
+    start_redis fsr
+    r="redis://127.0.0.1:$REDIS_PORT?timeout_ms=200"
+    # an hour ahead, and 10^16 us (its nanoseconds overflow: it hung)
+    for ahead in 3600000000 10000000000000000; do
+        rserver "fsrs.$ahead"
+        go "$TMP/fsr.seed" lib 20 env BACKOFF_SHARE="$r" curl -s -o /dev/null "$U"
+        key="backoff:default:{http://127.0.0.1:$PORT}"
+        [ "$(rcli exists "$key" | tr -d '\r')" = 1 ] || fail "fleet: no key $key after a call"
+        now_us=$(rcli time | tr -d '\r' | awk 'NR == 1 { s = $1 } NR == 2 { printf "%d%06d", s, $1 }')
+        rcli hset "$key" rate 0.001 next "$(awk -v a="$now_us" -v b="$ahead" 'BEGIN { printf "%.0f", a + b }')" >/dev/null
+        asplain "fsr.$ahead" 30 "fsrs.$ahead" 5 env BACKOFF_SHARE="$r" \
+            curl -s -o /dev/null -o /dev/null -w '%{http_code}\n' "$U" "$U"
+        row "15 the fleet's next send $ahead us ahead, curl x2" "$(cat "$TMP/fsr.$ahead.plain.secs") s" \
+            "$(cat "$TMP/fsr.$ahead.lib.secs") s"
+    done
+    stop_redis
+}
+
 # ---- plus: programs that are not HTTP clients, and HTTP's corners --------------
 
 case_redis() {
@@ -711,10 +868,139 @@ case_corners() {
     stop_server
 }
 
+# ---- 16. HTTP/2 without TLS (h2c, prior knowledge): a retry keeps its framing --
+
+# An nginx of its own that speaks h2c only: /always answers 429, /limited
+# lets one request through a second (limit_req, 429 beyond it).
+case_h2c() {
+    ngx=$(command -v nginx || true)
+    [ -n "$ngx" ] || [ ! -x /usr/sbin/nginx ] || ngx=/usr/sbin/nginx
+    [ -n "$ngx" ] || { note "16: nginx is not installed (Debian: nginx-light): skipped"; return 0; }
+    d=$TMP/h2c
+    mkdir -p "$d/tmp" "$d/www"
+    echo ok >"$d/www/limited" # a file: limit_req does not hold back a return
+    hp=$(free_port)
+    cat >"$d/nginx.conf" <<EOF
+worker_processes 1;
+master_process off;
+daemon off;
+pid $d/nginx.pid;
+error_log $d/error.log;
+events { worker_connections 64; }
+http {
+    access_log $d/access.log;
+    client_body_temp_path $d/tmp/body;
+    proxy_temp_path $d/tmp/proxy;
+    fastcgi_temp_path $d/tmp/fastcgi;
+    uwsgi_temp_path $d/tmp/uwsgi;
+    scgi_temp_path $d/tmp/scgi;
+    limit_req_zone \$binary_remote_addr zone=one:1m rate=1r/s;
+    server {
+        listen 127.0.0.1:$hp http2;
+        location /always { return 429 "slow down\n"; }
+        location /limited { limit_req zone=one; limit_req_status 429; root $d/www; }
+    }
+}
+EOF
+    setsid timeout -k 2 120 "$ngx" -p "$d" -c "$d/nginx.conf" -e "$d/error.log" >"$d/log" 2>&1 &
+    ng=$!
+    PIDS="$PIDS $ng"
+    w=0
+    until curl -s -m 2 --http2-prior-knowledge -o /dev/null "http://127.0.0.1:$hp/always" 2>/dev/null; do
+        w=$((w + 1))
+        [ $w -gt 100 ] && fail "h2c nginx did not serve within 10 s: $(tail -n 3 "$d/error.log" "$d/log")"
+        sleep 0.1
+    done
+    "$WRAP" --reset >/dev/null 2>&1
+    h2c="curl -s -o /dev/null -w %{http_code}/%{http_version} --http2-prior-knowledge"
+    # always 429: plain's 429 over HTTP/2, and under the library the same after its retries
+    go "$TMP/h2a.plain" plain 30 $h2c "http://127.0.0.1:$hp/always"
+    rp=$RC
+    go "$TMP/h2a.lib" lib 30 env BACKOFF_MAX_ATTEMPTS=3 $h2c "http://127.0.0.1:$hp/always"
+    rl=$RC
+    row "16 h2c, always 429 (code/version exit)" "$(cat "$TMP/h2a.plain") $rp" "$(cat "$TMP/h2a.lib") $rl"
+    [ "$(cat "$TMP/h2a.plain") $rp" = "429/2 0" ] || fail "h2c plain: $(cat "$TMP/h2a.plain") exit $rp"
+    [ "$(cat "$TMP/h2a.lib") $rl" = "429/2 0" ] ||
+        harm "h2c, always 429: $(cat "$TMP/h2a.lib") exit $rl under the library (plain 429/2 0)"
+    n=$(grep -c '"GET /always HTTP/2.0" 429' "$d/access.log" || true)
+    # the waiting loop's requests, then 1 plain and 3 attempts under the library
+    [ "$n" -ge 4 ] || harm "h2c, always 429: nginx saw $n requests (the 3 attempts missing)"
+    # one request a second: the second of two quick ones is refused plain, retried under the library
+    two="$h2c http://127.0.0.1:$hp/limited; echo; $h2c http://127.0.0.1:$hp/limited"
+    go "$TMP/h2l.plain" plain 30 sh -c "$two"
+    sleep 1.1
+    go "$TMP/h2l.lib" lib 30 sh -c "$two"
+    rl=$RC
+    two_p=$(tr '\n' ' ' <"$TMP/h2l.plain") two_l=$(tr '\n' ' ' <"$TMP/h2l.lib")
+    row "16 h2c, 1/s: two at once" "$two_p" "$two_l, exit $rl"
+    [ "$two_p" = "200/2 429/2" ] || fail "h2c 1/s plain: $two_p"
+    [ "$two_l $rl" = "200/2 200/2 0" ] ||
+        harm "h2c, 1/s: $two_l exit $rl under the library (the 429 retried over HTTP/2 expected)"
+    kill -TERM $ng 2>/dev/null || true
+    wait $ng 2>/dev/null || true
+}
+
+# ---- 17. curl --unix-socket to a stale socket file -------------------------------
+
+# Nobody listens on the socket file: curl's exit 7 at once, as plain, under
+# a destination of its own (unix:PATH), never the URL's localhost:80.
+case_unix() {
+    sock=$TMP/stale.sock
+    $PY -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.close()' "$sock"
+    u=http://localhost/item/1
+    go "$TMP/unix.plain" plain 20 curl -s -o /dev/null -w '%{http_code}' --unix-socket "$sock" $u
+    rp=$RC
+    "$WRAP" --reset >/dev/null 2>&1
+    t0=$(date +%s%3N)
+    go "$TMP/unix.lib" lib 20 curl -s -o /dev/null -w '%{http_code}' --unix-socket "$sock" $u
+    rl=$RC t=$(($(date +%s%3N) - t0))
+    att=$(grep -vc '^t_ms' "$TMP/unix.lib.trace" 2>/dev/null || true)
+    dests=$(awk -F, 'NR > 1 { print $4 }' "$TMP/unix.lib.trace" 2>/dev/null | sort -u | tr '\n' ' ')
+    row "17 curl --unix-socket, nobody listening" "exit $rp" "exit $rl, $t ms, $att attempt(s)"
+    [ $rp = 7 ] || fail "unix socket plain: exit $rp"
+    [ $rl = 7 ] || harm "curl --unix-socket to a stale socket: exit $rl under the library (plain 7)"
+    [ $t -lt 500 ] || harm "curl --unix-socket to a stale socket: $t ms under the library (at once plain)"
+    [ "$att" = 1 ] || harm "curl --unix-socket to a stale socket: $att attempts under the library (1 plain)"
+    [ "$dests" = "unix:$sock " ] ||
+        harm "curl --unix-socket: the attempts' destination is '$dests', not unix:$sock"
+}
+
+# ---- 18. a keep-alive burst after sequential use (issue 46) ------------------------
+# Held requests are not a window: 25 requests written before any answer is
+# read, on a destination used one request at a time before (its successes
+# proved 1 in flight), go out at once, as on a fresh destination.
+case_keepalive_burst() {
+    ngx=$(command -v nginx || true)
+    [ -n "$ngx" ] || [ ! -x /usr/sbin/nginx ] || ngx=/usr/sbin/nginx
+    [ -n "$ngx" ] || { note "18: nginx is not installed (Debian: nginx-light): skipped"; return 0; }
+    "$WRAP" --reset >/dev/null 2>&1
+    d=$TMP/nginx.ka
+    np=$(free_port)
+    nginx_conf "$d" "$np" 1 ka # its static file; nothing goes upstream
+    setsid timeout -k 2 120 "$ngx" -p "$d" -c "$d/nginx.conf" -e "$d/error.log" >"$d/log" 2>&1 &
+    ng=$!
+    PIDS="$PIDS $ng"
+    w=0
+    until [ "$(curl -s -m 2 "http://127.0.0.1:$np/static/f.txt" 2>/dev/null)" = "static file" ]; do
+        w=$((w + 1))
+        [ $w -gt 100 ] && fail "nginx did not serve within 10 s: $(tail -n 3 "$d/error.log" "$d/log")"
+        kill -0 $ng 2>/dev/null || fail "nginx exited: $(tail -n 3 "$d/error.log" "$d/log")"
+        sleep 0.1
+    done
+    pair kaburst 60 $PY "$PROGS/keepalive_burst.py" 127.0.0.1 "$np" /static/f.txt 200 25
+    kill -TERM $ng 2>/dev/null || true
+    wait $ng 2>/dev/null || true
+    tp=$(tfield "$TMP/kaburst.plain" burst) tl=$(tfield "$TMP/kaburst.lib" burst)
+    row "18 25 keep-alive GETs after 200 sequential" "$tp s" "$tl s"
+    same kaburst || true
+    lt "$tl" 0.5 || harm "keep-alive burst after sequential use: $tl s under the library (plain $tp s)"
+}
+
 # HARM_CASES: the cases to run (names without case_; default: all), to look
 # into one by hand.
 for c in ${HARM_CASES:-aio_slow long_poll nginx tls pipeline halfclose slow_retry interim node \
-    aio_waitfor epoll split redis corners}; do
+    aio_waitfor epoll split far_reset far_retry_after far_state redis corners h2c unix \
+    keepalive_burst}; do
     case_$c
 done
 

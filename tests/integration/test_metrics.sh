@@ -4,7 +4,7 @@
 # Several `backoff -- curl` processes, some throttled, run against three
 # destinations: a token bucket (429 with Retry-After), a one-slot cap that
 # answers 503, and a port nobody listens on (no connection; the retry budget
-# refuses the later calls' retries); a python3 program connects to a UNIX
+# holds the later calls' retries back); a python3 program connects to a UNIX
 # socket whose path holds a quote, a backslash, a newline and a byte that is
 # not UTF-8, and curl is given a URL with a password and a query.  Then:
 #   - `backoff --status --format=openmetrics` parses with
@@ -62,9 +62,12 @@ setsid timeout -k 2 20 "$BO" -- curl -s -o /dev/null \
 seq 1 6 | setsid timeout -k 2 60 xargs -P 3 -I{} "$BO" -- \
     curl -s -o /dev/null -w '%{http_code}\n' "http://127.0.0.1:$P503/item/{}" \
     >"$TMP/cap.codes" || fail "the cap's curls failed or timed out"
-# 3 calls one after another where nobody listens (curl 7: kind connect)
+# 3 calls one after another where nobody listens (curl 7: kind connect); the
+# first spends the retry budget's reserve, the later ones' retries beyond it
+# go one probe at a time, 20 ms, then 40 ms apart: the third waits for its
+# turn (a budget delay)
 for i in 1 2 3; do
-    BACKOFF_MAX_ATTEMPTS=3 BACKOFF_BASE_MS=20 setsid timeout -k 2 20 "$BO" -- \
+    BACKOFF_POLICY=fixed BACKOFF_MAX_ATTEMPTS=4 BACKOFF_BASE_MS=20 setsid timeout -k 2 20 "$BO" -- \
         curl -s -o /dev/null "http://127.0.0.1:$PNONE/item/$i" && fail "a curl to port $PNONE connected"
 done
 # a UNIX socket with a label to escape: quote, backslash, newline, a byte not UTF-8
@@ -120,7 +123,7 @@ def still(d):  # the age moves between the two reads
     return {k: v for k, v in d.items() if k[0] != "backoff_last_throttle_age_seconds"}
 if still(om) != still(prom):
     fail("openmetrics and prometheus forms differ: %r" % (set(om.items()) ^ set(prom.items()),))
-counters = ["calls", "attempts", "retries", "throttled", "failed", "gave_up", "budget_refused",
+counters = ["calls", "attempts", "retries", "throttled", "failed", "gave_up", "budget_delayed",
             "wait_seconds"]
 for c in counters:
     if om_types.get("backoff_" + c) != "counter":
@@ -138,7 +141,7 @@ def ssum(k):
     return sum(o[k] for o in stats)
 for key, name in [("calls", "calls"), ("attempts", "attempts"), ("retries", "retries"),
                   ("failed", "failed"), ("gave_up", "gave_up"),
-                  ("budget_refused", "budget_refused")]:
+                  ("budget_delayed", "budget_delayed")]:
     got = total("backoff_%s_total" % name)
     if got != ssum(key):
         fail("backoff_%s_total is %s, the processes' BACKOFF_STATS say %s" % (name, got, ssum(key)))
@@ -153,7 +156,7 @@ p429, p503, pnone = ("http://127.0.0.1:" + p for p in ports)
 need = [(total("backoff_throttled_total", destination=p429, kind="429"), "429s on the bucket"),
         (total("backoff_throttled_total", destination=p503, kind="503"), "503s on the cap"),
         (total("backoff_throttled_total", destination=pnone, kind="connect"), "refused connects"),
-        (total("backoff_budget_refused_total", destination=pnone), "budget refusals"),
+        (total("backoff_budget_delayed_total", destination=pnone), "budget delays"),
         (total("backoff_wait_seconds_total"), "time waited")]
 for got, what in need:
     if not got > 0:
@@ -174,7 +177,7 @@ j = json.load(open(tmp + "/status.json"))
 if j.get("scope") != "host" or "BACKOFF_SHARE=process" not in j.get("not_counted", ""):
     fail("json: no scope or note: %r" % {k: j.get(k) for k in ("scope", "not_counted")})
 for d in j["destinations"]:
-    for c in ["calls", "attempts", "retries", "failed", "gave_up", "budget_refused"]:
+    for c in ["calls", "attempts", "retries", "failed", "gave_up", "budget_delayed"]:
         if d[c] != total("backoff_%s_total" % c, destination=d["destination"]):
             fail("json %s of %s: %s" % (c, d["destination"], d[c]))
     for k, v in d["throttled"].items():
@@ -183,11 +186,11 @@ for d in j["destinations"]:
 if len(j["destinations"]) != len({dict(l)["destination"] for _, l in om}):
     fail("json and openmetrics list different destinations")
 print("counters = sum of %d BACKOFF_STATS: calls %d attempts %d retries %d throttled %d "
-      "(429 %d, 503 %d, connect %d) gave_up %d budget_refused %d wait %.3f s" %
+      "(429 %d, 503 %d, connect %d) gave_up %d budget_delayed %d wait %.3f s" %
       (len(stats), ssum("calls"), ssum("attempts"), ssum("retries"), ssum("throttled"),
        total("backoff_throttled_total", kind="429"), total("backoff_throttled_total", kind="503"),
        total("backoff_throttled_total", kind="connect"), ssum("gave_up"),
-       ssum("budget_refused"), wait_ms / 1000))
+       ssum("budget_delayed"), wait_ms / 1000))
 EOF
 $PY "$TMP/check.py" "$TMP" "$P429" "$P503" "$PNONE" >"$TMP/check.out" 2>&1 ||
     fail "$(cat "$TMP/check.out")"

@@ -17,11 +17,14 @@ expect_bad() { # program, expected message start, args...
 }
 expect_bad ratelimit-server 'ratelimit-server: --max-busy "x" is not valid: expected' --max-busy x
 expect_bad ratelimit-server 'ratelimit-server: --reject-status "404" is not valid: expected 429, 503 or 403' --reject-status 404
+expect_bad ratelimit-server 'ratelimit-server: --reject-body "xml" is not valid: expected text or s3' --reject-body xml
 expect_bad ratelimit-server 'ratelimit-server: --retry-after-form "soon" is not valid: expected seconds, date, ms, ms-azure or none' --retry-after-form soon
 expect_bad ratelimit-server 'ratelimit-server: --ratelimit-headers "github" is not valid: expected none, x-ratelimit, ratelimit, draft, x-rate-limit, openai, discord or openai-s' --ratelimit-headers github
 expect_bad ratelimit-server 'ratelimit-server: --capacity "5:1,2:3" is not valid' --capacity 5:1,2:3
 expect_bad ratelimit-server 'ratelimit-server: --outage-mode "down" is not valid' --outage-mode down
 expect_bad ratelimit-server 'ratelimit-server: --rate "0" is not valid' --rate 0
+expect_bad ratelimit-server 'ratelimit-server: --quota-spent "0" is not valid: expected seconds, a number above 0' --quota-spent 0 --ratelimit-headers ratelimit
+expect_bad ratelimit-server 'ratelimit-server: --quota-spent needs --ratelimit-headers DIALECT' --quota-spent 60
 expect_bad ratelimit-server 'ratelimit-server: unknown option "--nope"' --nope 1
 expect_bad loadgen 'loadgen: --threads "0" is not valid: expected' --url http://127.0.0.1:1/ --threads 0
 expect_bad loadgen 'loadgen: --method "DELETE" is not valid' --url http://127.0.0.1:1/ --method DELETE

@@ -62,10 +62,25 @@ grep -qi '^RateLimit-' "$TMP/c2.resp" && fail "cap: RateLimit-* headers were sen
 awk '{ exit !($1 < 0.5) }' "$TMP/c.time" || fail "cap: the 429 took $(cat "$TMP/c.time") s, expected at once"
 stop_server
 
+# --- S3: 503 SlowDown, its error XML (--reject-body s3) ----------------------
+# What botocore reads as a throttle (the error code, from the XML body); the
+# items themselves are unchanged.
+start_server s3 --rate 0.05 --burst 1 --reject-status 503 --bucket-hints none --reject-body s3
+[ "$(curl -s "http://127.0.0.1:$PORT/item/1")" = \
+  "$(awk 'BEGIN { while (length(w) < 64) w = w "item=1;"; print substr(w, 1, 64) }')" ] ||
+    fail "s3: the first item's body changed"
+curl -s -i "http://127.0.0.1:$PORT/item/2" | tr -d '\r' >"$TMP/s3.resp" || fail "curl failed"
+head -n 1 "$TMP/s3.resp" | grep -q '^HTTP/1.1 503' || fail "s3: expected 503: $(head -n 1 "$TMP/s3.resp")"
+[ "$(hdr Content-Type "$TMP/s3.resp")" = application/xml ] || fail "s3: Content-Type '$(hdr Content-Type "$TMP/s3.resp")'"
+grep -q '^<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message>' "$TMP/s3.resp" ||
+    fail "s3: no SlowDown error XML: $(cat "$TMP/s3.resp")"
+grep -qi '^Retry-After:' "$TMP/s3.resp" && fail "s3: a Retry-After was sent"
+stop_server
+
 # --- a bad value: one line naming it ---------------------------------------
 rc=0
 "$SRV" --rate 1 --bucket-hints sometimes >"$TMP/bad.out" 2>"$TMP/bad.err" || rc=$?
 [ "$rc" = 2 ] || fail "--bucket-hints sometimes: exit $rc, expected 2"
 [ "$(wc -l <"$TMP/bad.err")" = 1 ] && grep -q -- '--bucket-hints "sometimes"' "$TMP/bad.err" &&
     grep -q 'accurate, fixed or none' "$TMP/bad.err" || fail "bad --bucket-hints: $(cat "$TMP/bad.err")"
-echo "ok: bucket without hints, with a constant Retry-After, accurate; cap with a fixed Retry-After at once"
+echo "ok: bucket without hints, with a constant Retry-After, accurate; cap with a fixed Retry-After at once; S3's SlowDown XML"

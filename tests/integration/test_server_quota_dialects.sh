@@ -5,7 +5,8 @@
 # 3 decimals, Bucket); --reject-status 403 with x-ratelimit-remaining: 0 and
 # no hint (GitHub's primary limit); a rejection's wait as whole seconds, an
 # HTTP-date with the answer's Date, retry-after-ms, x-ms-retry-after-ms or
-# nothing; 503 for a bucket (S3's SlowDown).  Every value checked against
+# nothing; 503 for a bucket (S3's SlowDown); --quota-spent's 200s that say
+# no request is left until a reset far ahead.  Every value checked against
 # the server's own state (a bucket of 1 token a second, a window of 3).
 . "$(dirname "$0")/lib.sh"
 
@@ -104,5 +105,25 @@ form no --retry-after-form none --reject-status 503
 [ "$(status no2)" = 503 ] || fail "--reject-status 503 on a bucket: $(status no2)"
 [ "$(count retry-after no2)$(count retry-after-ms no2)$(count x-ms-retry-after-ms no2)" = 000 ] ||
     fail "none: a hint was sent"
-note "x-rate-limit, openai, discord dialects; 403 with remaining 0; waits as seconds, date + Date, ms, ms-azure, none"
+# --- --quota-spent: headers that predict a refusal never made ---------------
+# Every answer says none of 60 is left until a reset an hour ahead, and is a
+# 200 all the same; a rejection (here --max-busy 0, 403) carries it too.
+start_server sp --quota-spent 3600 --ratelimit-headers x-ratelimit
+get sp1
+get sp2
+now=$(date +%s) reset=$(hdr x-ratelimit-reset sp2)
+[ "$(status sp1)$(status sp2)" = 200200 ] || fail "quota-spent: $(status sp1) then $(status sp2), expected 200s"
+[ "$(hdr x-ratelimit-remaining sp2)" = 0 ] && [ "$(hdr x-ratelimit-limit sp2)" = 60 ] ||
+    fail "quota-spent: $(cat "$TMP/sp2")"
+[ "$reset" -ge $((now + 3598)) ] && [ "$reset" -le $((now + 3601)) ] ||
+    fail "quota-spent: x-ratelimit-reset $reset, expected about $((now + 3600))"
+stop_server
+start_server sp403 --quota-spent 60 --ratelimit-headers ratelimit --max-busy 0 --reject-status 403 \
+    --retry-after-form none
+get sq
+[ "$(status sq)" = 403 ] && [ "$(hdr RateLimit-Remaining sq)" = 0 ] && [ "$(hdr RateLimit-Reset sq)" = 60 ] ||
+    fail "quota-spent on a rejection: $(cat "$TMP/sq")"
+[ "$(count retry-after sq)" = 0 ] || fail "quota-spent, --retry-after-form none: a Retry-After"
+stop_server
+note "x-rate-limit, openai, discord dialects; 403 with remaining 0; waits as seconds, date + Date, ms, ms-azure, none; --quota-spent"
 echo "ok"

@@ -65,10 +65,12 @@ nodate() { grep -avi '^date:' "$1" || true; }
 
 
 
-start_server wall --max-busy 0 --retry-after 30
+# Retry-After 15 s: within BACKOFF_CAP_MS (20 s), so that a call waits it
+# and the cancels below meet the wait (one past the cap is not waited for).
+start_server wall --max-busy 0 --retry-after 15
 WALL="http://127.0.0.1:$PORT/item/7"
 
-note "curl --max-time 3, always 429 with Retry-After: 30"
+note "curl --max-time 3, always 429 with Retry-After: 15"
 pair_timed "$TMP/plain.out" "$TMP/plain.err" "$TMP/shim.out" "$TMP/shim.err" curl -s -i -m 3 "$WALL"
 nodate "$TMP/plain.out" >"$TMP/plain.cmp"
 grep -q '^HTTP/1.1 429' "$TMP/plain.cmp" || fail "the plain run did not get a 429: $(head -n 3 "$TMP/plain.out")"

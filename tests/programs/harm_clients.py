@@ -26,6 +26,11 @@
 #   tls-session URL CAFILE   requests.Session: two GETs of URL
 #   pin HOST PORT SHA256     ssl CERT_NONE, then the peer certificate's sha256 checked
 #                            against SHA256 after the handshake; a GET
+#   seq URL N HOW [TIMEOUT]  N GETs of URL one after another, HOW: urllib, blocking
+#                            (http.client on one keep-alive connection) or requests
+#                            (a Session); a socket timeout of TIMEOUT s (default:
+#                            none, blocking for good): "STATUS BODY" each (an
+#                            error: "error CLASS"), then "time total T"
 #   nginx BASE N             N GETs of BASE/api/xI (a new connection each, 6 s at most) while a
 #                            second thread fetches BASE/static/f.txt on one
 #                            keep-alive connection: the api answers and the static
@@ -337,6 +342,36 @@ elif mode == "nginx":
     th.join()
     out("static ok" if stat["n"] > 5 and stat["bad"] == 0 else "static bad %d of %d" % (stat["bad"], stat["n"]))
     out("time static_max %.4f api_max %.4f static_n %d" % (stat["max"], api_max, stat["n"]))
+
+elif mode == "seq":
+    url, n, how = args[0], int(args[1]), args[2]
+    tmo = float(args[3]) if args[3:] else None
+    u = urllib.parse.urlsplit(url)
+    t0 = time.monotonic()
+    if how == "requests":
+        import requests
+
+        sess = requests.Session()
+    elif how == "blocking":
+        c = http.client.HTTPConnection(u.hostname, u.port, timeout=tmo)
+    for _ in range(n):
+        try:
+            if how == "urllib":
+                try:
+                    with urllib.request.urlopen(url, timeout=tmo) as r:
+                        out(r.status, r.read().decode().strip())
+                except urllib.error.HTTPError as e:
+                    out(e.code, e.read().decode().strip())
+            elif how == "blocking":
+                c.request("GET", u.path + ("?" + u.query if u.query else ""))
+                r = c.getresponse()
+                out(r.status, r.read().decode().strip())
+            else:
+                r = sess.get(url, timeout=tmo)
+                out(r.status_code, r.text.strip())
+        except Exception as e:
+            out("error", type(e).__name__)
+    out("time total %.3f" % (time.monotonic() - t0))
 
 else:
     sys.exit("harm_clients.py: unknown mode " + mode)

@@ -74,6 +74,84 @@ START_TEST(test_window_slides)
 }
 END_TEST
 
+/*
+ * When the budget will allow a retry, if nothing else happens: the time it
+ * names lets one through and a millisecond before it did not, across many
+ * shapes of the two buckets (the allowance's rule solved for the time).
+ */
+START_TEST(test_next_retry_is_exact)
+{
+    uint64_t x = 12345;
+    for (int k = 0; k < 2000; k++) {
+        bo_budget b;
+        bo_budget_init(&b, 0);
+        int64_t t = 0;
+        /* a random history over up to two windows: firsts, retries, successes */
+        for (int i = 0; i < 40; i++) {
+            x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+            t += (int64_t)((x >> 33) % (BO_BUDGET_WINDOW_NS / 8));
+            unsigned kind = (unsigned)(x >> 20) % 8;
+            if (kind == 0)
+                bo_budget_on_attempt(&b, true, t);
+            else if (kind == 1)
+                bo_budget_on_success(&b, t);
+            else
+                bo_budget_on_attempt(&b, false, t);
+        }
+        unsigned pct = (unsigned)(x >> 40) % 60;
+        int64_t next = bo_budget_next_retry_ns(&b, pct, t);
+        ck_assert_int_ge(next, t);
+        ck_assert_int_le(next, t + 2 * BO_BUDGET_WINDOW_NS);
+        if (next > t) {
+            bo_budget c = b;
+            ck_assert(!bo_budget_allows_retry(&c, pct, t));
+            c = b;
+            if (next - 1000000 > t)
+                ck_assert(!bo_budget_allows_retry(&c, pct, next - 1000000));
+        }
+        ck_assert(bo_budget_allows_retry(&b, pct, next));
+    }
+}
+END_TEST
+
+/* The worked case: the reserve spent at 0 by one call's retries comes back
+ * as its bucket ages (3 + 0.2 <= 3w + 1 with the first attempt weighted
+ * too): at 12.86 s. */
+START_TEST(test_next_retry_lone_call)
+{
+    bo_budget b;
+    bo_budget_init(&b, 0);
+    bo_budget_on_attempt(&b, true, 0);
+    ck_assert_int_eq(grant_all(&b, 20, 0), BO_BUDGET_RESERVE);
+    int64_t next = bo_budget_next_retry_ns(&b, 20, S);
+    ck_assert_int_ge(next, 12857 * S / 1000);
+    ck_assert_int_le(next, 12858 * S / 1000);
+    /* a success at 2 s funds one at once */
+    bo_budget_on_success(&b, 2 * S);
+    ck_assert_int_eq(bo_budget_next_retry_ns(&b, 20, 2 * S), 2 * S);
+}
+END_TEST
+
+/* Probes beyond the budget: one at a time, spaced by the caller's gap, and
+ * free again after a success. */
+START_TEST(test_probe_spacing)
+{
+    bo_budget b;
+    bo_budget_init(&b, 0);
+    ck_assert(bo_budget_may_probe(&b, 0));
+    bo_budget_on_probe(&b, 0, S / 10);
+    ck_assert_uint_eq(b.probes, 1);
+    ck_assert(!bo_budget_may_probe(&b, S / 10 - 1));
+    ck_assert(bo_budget_may_probe(&b, S / 10));
+    bo_budget_on_probe(&b, S / 10, S / 5);
+    ck_assert_uint_eq(b.probes, 2);
+    ck_assert(!bo_budget_may_probe(&b, S / 5));
+    bo_budget_on_success(&b, S / 5);
+    ck_assert_uint_eq(b.probes, 0);
+    ck_assert(bo_budget_may_probe(&b, S / 5));
+}
+END_TEST
+
 START_TEST(test_keys)
 {
     uint64_t a = bo_key_add(bo_key_add(BO_KEY_INIT, "http://h/x"), "GET");
@@ -163,6 +241,9 @@ static Suite *budget_suite(void)
     tcase_add_test(tc, test_successes_fund_retries);
     tcase_add_test(tc, test_zero_is_off);
     tcase_add_test(tc, test_window_slides);
+    tcase_add_test(tc, test_next_retry_is_exact);
+    tcase_add_test(tc, test_next_retry_lone_call);
+    tcase_add_test(tc, test_probe_spacing);
     tcase_add_test(tc, test_keys);
     tcase_add_test(tc, test_lineage_find_expire_forget);
     tcase_add_test(tc, test_lineage_keeps_the_key);

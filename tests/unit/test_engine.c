@@ -2,7 +2,9 @@
  * Unit tests for bo_engine: the admission / completion loop the shim and
  * the simulator drive.  Policy none never retries; delay policies admit at
  * once and wait their schedule; max_attempts and max_time_ms bound a call;
- * Retry-After is the least wait, bounded by the cap; aimd waits for a window
+ * Retry-After is the least wait, and one past the cap or the deadline is
+ * not waited for (the answer stands), nor is a quota's reset or an instant
+ * of the destination's state past those bounds; aimd waits for a window
  * slot and probes a silent destination one attempt at a time, spaced,
  * lets a destination that has not throttled have what it proved it takes,
  * and wakes a call behind held attempts when they stop counting;
@@ -308,6 +310,11 @@ START_TEST(test_program_deadline)
 }
 END_TEST
 
+/*
+ * Retry-After is the least wait of the call; one past the cap is a refusal
+ * not waited for: the answer stands at once (curl hands a Retry-After past
+ * --retry-max-time over so), never a retry every cap.
+ */
 START_TEST(test_retry_after_least_wait_bounded_by_cap)
 {
     bo_config c = cfg_for(BO_POLICY_FIXED);
@@ -330,10 +337,72 @@ START_TEST(test_retry_after_least_wait_bounded_by_cap)
     ck_assert_int_eq(one_attempt(&d, &c, &call, until, THROTTLED, 10 * MS, &rng, &until),
                      BO_NEXT_RETRY);
     ck_assert_int_eq(until, 2100 * MS);
-    /* An hour is bounded by the 3 s cap. */
-    ck_assert_int_eq(one_attempt(&d, &c, &call, until, THROTTLED, 3600000 * MS, &rng, &until),
+    /* The cap itself is waited... */
+    ck_assert_int_eq(one_attempt(&d, &c, &call, until, THROTTLED, 3000 * MS, &rng, &until),
                      BO_NEXT_RETRY);
     ck_assert_int_eq(until, 5100 * MS);
+    /* ...an hour past the 3 s cap is not: done at once, for every policy */
+    ck_assert_int_eq(one_attempt(&d, &c, &call, until, THROTTLED, 3600000 * MS, &rng, &until),
+                     BO_NEXT_DONE);
+    ck_assert_int_eq(until, 5100 * MS);
+    ck_assert_int_eq(call.phase, BO_PHASE_DONE);
+    ck_assert(call.past_bounds); /* told apart from a spent budget (the verbose line) */
+    ck_assert(bo_call_failed_retryable(&call)); /* the program's own retry continues it */
+    static const bo_policy_kind all[] = {BO_POLICY_AIMD, BO_POLICY_RESPONSIVE,
+                                         BO_POLICY_EXPONENTIAL, BO_POLICY_AWS_ADAPTIVE};
+    for (unsigned i = 0; i < sizeof all / sizeof all[0]; i++) {
+        bo_config p = cfg_for(all[i]);
+        bo_dest_init(&d, &p, 0);
+        bo_call_begin(&call, 0);
+        ck_assert_int_eq(
+            one_attempt(&d, &p, &call, 0, RATE_LIMITED, p.cap_ms * MS + 1, &rng, &until),
+            BO_NEXT_DONE);
+        bo_dest_init(&d, &p, 0);
+        bo_call_begin(&call, 0);
+        ck_assert_int_eq(one_attempt(&d, &p, &call, 0, RATE_LIMITED, INT64_MAX, &rng, &until),
+                         BO_NEXT_DONE);
+        /* and it holds nobody else back for it (responsive holds the
+         * destination for a Retry-After it waits; what else follows a
+         * throttle, an RTO, a token, is a policy's own and short) */
+        bo_call_begin(&call, 1 * MS);
+        int64_t u = 0;
+        if (bo_dest_admit(&d, &p, &call, 1 * MS, &u) == BO_ADMIT_WAIT)
+            ck_assert_msg(u < 10000 * MS, "policy %d until %lld", all[i], (long long)u);
+    }
+    /* past the program's deadline, or max_time_ms: done at once as well */
+    bo_dest_init(&d, &c, 0);
+    bo_call_begin(&call, 0);
+    bo_call_set_deadline(&call, 1500 * MS);
+    ck_assert_int_eq(one_attempt(&d, &c, &call, 0, THROTTLED, 2000 * MS, &rng, &until),
+                     BO_NEXT_DONE);
+    c.max_time_ms = 1500;
+    bo_call_begin(&call, 0);
+    ck_assert_int_eq(one_attempt(&d, &c, &call, 0, THROTTLED, 2000 * MS, &rng, &until),
+                     BO_NEXT_DONE);
+}
+END_TEST
+
+/*
+ * The bound of a wait the program did not ask for: BACKOFF_CAP_MS from its
+ * start, and the call's deadline (the program's own, max_time_ms from the
+ * call's start), the sooner.
+ */
+START_TEST(test_wait_limit)
+{
+    bo_config c = cfg_for(BO_POLICY_AIMD);
+    bo_call call;
+    c.cap_ms = 3000;
+    bo_call_begin(&call, 100 * MS);
+    ck_assert_int_eq(bo_call_wait_limit(&c, &call, 100 * MS), 3100 * MS);
+    ck_assert_int_eq(bo_call_wait_limit(&c, &call, 1000 * MS), 4000 * MS);
+    bo_call_set_deadline(&call, 2000 * MS);
+    ck_assert_int_eq(bo_call_wait_limit(&c, &call, 100 * MS), 2000 * MS);
+    bo_call_set_deadline(&call, INT64_MAX);
+    c.max_time_ms = 1000;
+    ck_assert_int_eq(bo_call_wait_limit(&c, &call, 500 * MS), 1100 * MS);
+    /* no overflow near the end of time */
+    c.max_time_ms = 0;
+    ck_assert_int_eq(bo_call_wait_limit(&c, &call, INT64_MAX - 1), INT64_MAX);
 }
 END_TEST
 
@@ -454,6 +523,42 @@ START_TEST(test_aimd_throttle_waits_an_rto)
     bo_call_begin(&call, 0);
     ck_assert_int_eq(one_attempt(&d, &c, &call, 0, THROTTLED, -1, &rng, &until), BO_NEXT_RETRY);
     ck_assert_int_eq(until, 0);
+}
+END_TEST
+
+/*
+ * The RTO's round trip is the refusal's own when it is shorter than the
+ * smallest success's (article 000: successes 600 ms, refusals 150 ms): the
+ * throttled call waits 150 ms x [1, 1.5), not 600 ms x [1, 1.5); a refusal
+ * slower than the successes waits their round trip, as before.
+ */
+START_TEST(test_aimd_rto_from_the_refusal_round_trip)
+{
+    bo_config c = cfg_for(BO_POLICY_AIMD);
+    c.retry_budget = 0;
+    bo_dest d;
+    bo_call call;
+    bo_rng rng;
+    int64_t until = 0, u = 0;
+    bo_rng_seed(&rng, 1);
+    bo_dest_init(&d, &c, 0);
+    bo_call_begin(&call, 0);
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &call, 0, &u), BO_ADMIT_GO);
+    bo_dest_complete(&d, &c, &call, OK, -1, 600 * MS, &rng, &until);
+    ck_assert_int_eq(d.window.min_rtt_ns, 600 * MS);
+    bo_call_begin(&call, 1000 * MS);
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &call, 1000 * MS, &u), BO_ADMIT_GO);
+    ck_assert_int_eq(bo_dest_complete(&d, &c, &call, THROTTLED, -1, 1150 * MS, &rng, &until),
+                     BO_NEXT_RETRY);
+    ck_assert_int_ge(until - 1150 * MS, 150 * MS);
+    ck_assert_int_lt(until - 1150 * MS, 225 * MS);
+    /* a refusal slower than the successes: their round trip */
+    bo_call_begin(&call, 3000 * MS);
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &call, 3000 * MS, &u), BO_ADMIT_GO);
+    ck_assert_int_eq(bo_dest_complete(&d, &c, &call, THROTTLED, -1, 3900 * MS, &rng, &until),
+                     BO_NEXT_RETRY);
+    ck_assert_int_ge(until - 3900 * MS, 600 * MS);
+    ck_assert_int_lt(until - 3900 * MS, 900 * MS);
 }
 END_TEST
 
@@ -634,10 +739,159 @@ START_TEST(test_quota_holds_admission)
     ck_assert_msg(t >= 3010 * MS && t <= 3010 * MS + 100 * MS, "until %lld", (long long)t);
     t = admit_after_quota(BO_POLICY_EXPONENTIAL, true, -1, 20000);
     ck_assert(t >= 3010 * MS);
-    ck_assert_int_eq(admit_after_quota(BO_POLICY_AIMD, true, -1, 500), 510 * MS); /* the cap */
+    /* a reset past the cap is a prediction not waited for: the program's
+     * attempt goes now (not at the cap, to be held a cap again) */
+    ck_assert_int_eq(admit_after_quota(BO_POLICY_AIMD, true, -1, 500), 10 * MS);
+    ck_assert_int_eq(admit_after_quota(BO_POLICY_EXPONENTIAL, true, -1, 500), 10 * MS);
     ck_assert_int_eq(admit_after_quota(BO_POLICY_AIMD, false, -1, 20000), 10 * MS);
     ck_assert_int_eq(admit_after_quota(BO_POLICY_AIMD, true, 1000 * MS, 20000), 10 * MS);
     ck_assert_int_eq(admit_after_quota(BO_POLICY_NONE, true, -1, 20000), 10 * MS);
+}
+END_TEST
+
+/*
+ * A quota spent until a reset past the bounds of a wait the program did
+ * not ask for (the cap, its deadline, max_time_ms): the program's attempt
+ * goes now, and its answer teaches; a retry it would hold is not made (a
+ * 429, or GitHub's 403, with such a reset stands at once; a retry admitted
+ * later meets it: given up); one within the bounds is still waited for.
+ */
+static void spend_until(bo_dest *d, const bo_config *c, int64_t reset_ns, bo_rng *rng)
+{
+    bo_call call;
+    int64_t until = 0;
+    bo_rl_quota q = {60, 0, reset_ns, -1, 0, false};
+    bo_dest_init(d, c, 0);
+    bo_call_begin(&call, 0);
+    ck_assert_int_eq(bo_dest_admit(d, c, &call, 0, &until), BO_ADMIT_GO);
+    bo_dest_note_quota(d, c, &call, &q, OK, -1, 10 * MS, rng);
+    ck_assert_int_eq(bo_dest_complete(d, c, &call, OK, -1, 10 * MS, rng, &until), BO_NEXT_DONE);
+}
+
+START_TEST(test_quota_past_the_bounds_is_not_waited_for)
+{
+    bo_config c = cfg_for(BO_POLICY_AIMD);
+    bo_dest d;
+    bo_call call;
+    bo_rng rng;
+    int64_t until = 0;
+    bo_rl_quota q = {60, 0, 3600000 * MS, -1, 0, false};
+    c.ratelimit_headers = true;
+    bo_rng_seed(&rng, 1);
+
+    /* an hour ahead, a server that never refuses: every request goes at
+     * once, each answer saying the same */
+    spend_until(&d, &c, 3600000 * MS, &rng);
+    for (int i = 0; i < 5; i++) {
+        int64_t t = (20 + i * 20000) * MS; /* asked again a cap later: still nothing held */
+        bo_call_begin(&call, t);
+        ck_assert_int_eq(bo_dest_admit(&d, &c, &call, t, &until), BO_ADMIT_GO);
+        bo_dest_note_quota(&d, &c, &call, &q, OK, -1, t + 1 * MS, &rng);
+        ck_assert_int_eq(bo_dest_complete(&d, &c, &call, OK, -1, t + 1 * MS, &rng, &until),
+                         BO_NEXT_DONE);
+    }
+
+    /* 15 s ahead, within the 20 s cap: waited for, and told as the quota's
+     * (a caller that learns the program's deadline later weighs it) */
+    spend_until(&d, &c, 15000 * MS, &rng);
+    bo_call_begin(&call, 20 * MS);
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &call, 20 * MS, &until), BO_ADMIT_WAIT);
+    ck_assert_int_ge(until, 15010 * MS);
+    ck_assert_int_eq(call.quota_hold_ns, until);
+    /* ...but not past the program's deadline (curl --max-time 5), nor past
+     * max_time_ms: the attempt goes as plain, never the program's timeout */
+    bo_call_begin(&call, 20 * MS);
+    bo_call_set_deadline(&call, 5020 * MS);
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &call, 20 * MS, &until), BO_ADMIT_GO);
+    bo_dest_cancel(&d, &call);
+    c.max_time_ms = 5000;
+    bo_call_begin(&call, 20 * MS);
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &call, 20 * MS, &until), BO_ADMIT_GO);
+    bo_dest_cancel(&d, &call);
+    c.max_time_ms = 0;
+
+    /* a 429 (or GitHub's 403) with no Retry-After whose reset lies past the
+     * cap stands at once; within the cap it is retried (after the reset) */
+    bo_rl_quota far = {60, 0, 3600000 * MS, -1, 0, false};
+    bo_rl_quota near = {60, 0, 2000 * MS, -1, 0, false};
+    for (int k = 0; k < 2; k++) {
+        bo_dest_init(&d, &c, 0);
+        bo_call_begin(&call, 0);
+        ck_assert_int_eq(bo_dest_admit(&d, &c, &call, 0, &until), BO_ADMIT_GO);
+        bo_dest_note_quota(&d, &c, &call, k == 0 ? &far : &near, RATE_LIMITED, -1, 10 * MS,
+                           &rng);
+        bo_next n = bo_dest_complete(&d, &c, &call, RATE_LIMITED, -1, 10 * MS, &rng, &until);
+        ck_assert_int_eq(n, k == 0 ? BO_NEXT_DONE : BO_NEXT_RETRY);
+        ck_assert(call.past_bounds == (k == 0));
+        if (k == 1) {
+            /* the retry waits for the reset; had the reset moved past the
+             * bounds meanwhile, it gives up at once */
+            ck_assert_int_eq(bo_dest_admit(&d, &c, &call, until, &until), BO_ADMIT_WAIT);
+            ck_assert_int_ge(until, 2010 * MS);
+            int64_t t = until;
+            d.quota.slot[0].next_ns = t + 3600000 * MS;
+            d.quota.slot[0].reset_at_ns = t + 3600000 * MS;
+            ck_assert_int_eq(bo_dest_admit(&d, &c, &call, t, &until), BO_ADMIT_GIVE_UP);
+            ck_assert_int_eq(call.phase, BO_PHASE_DONE);
+        }
+    }
+    /* a 503 of a destination whose quota is spent past the cap: not retried
+     * either (no retry can be admitted before the bounds) */
+    spend_until(&d, &c, 3600000 * MS, &rng);
+    bo_call_begin(&call, 20 * MS);
+    ck_assert_int_eq(one_attempt(&d, &c, &call, 20 * MS, THROTTLED, -1, &rng, &until),
+                     BO_NEXT_DONE);
+}
+END_TEST
+
+/*
+ * Instants of the destination's state that lie past the cap (a host-wide
+ * file another process wrote, a degenerate pace) hold nothing back; those
+ * within it still do.
+ */
+START_TEST(test_state_past_the_cap_is_not_waited_for)
+{
+    static const bo_policy_kind held[] = {BO_POLICY_AIMD, BO_POLICY_RESPONSIVE};
+    bo_rng rng;
+    int64_t until = 0;
+    bo_rng_seed(&rng, 1);
+    for (unsigned i = 0; i < sizeof held / sizeof held[0]; i++) {
+        bo_config c = cfg_for(held[i]);
+        bo_dest d;
+        bo_call call;
+        bo_dest_init(&d, &c, 0);
+        d.next_send_ns = INT64_MAX - 5;
+        bo_call_begin(&call, 0);
+        ck_assert_int_eq(bo_dest_admit(&d, &c, &call, 0, &until), BO_ADMIT_GO);
+        bo_dest_init(&d, &c, 0);
+        d.next_send_ns = 20001 * MS;
+        bo_call_begin(&call, 0);
+        ck_assert_int_eq(bo_dest_admit(&d, &c, &call, 0, &until), BO_ADMIT_GO);
+        bo_dest_init(&d, &c, 0);
+        d.next_send_ns = 19000 * MS;
+        bo_call_begin(&call, 0);
+        ck_assert_int_eq(bo_dest_admit(&d, &c, &call, 0, &until), BO_ADMIT_WAIT);
+        ck_assert_int_eq(until, 19000 * MS);
+        ck_assert_int_eq(call.quota_hold_ns, 0); /* not the quota's */
+    }
+    /* the window's pace */
+    bo_config c = cfg_for(BO_POLICY_AIMD);
+    bo_dest d;
+    bo_call call;
+    bo_dest_init(&d, &c, 0);
+    d.window.improved = true;
+    d.window.next_send_ns = 3600000 * MS;
+    bo_call_begin(&call, 0);
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &call, 0, &until), BO_ADMIT_GO);
+    /* a quota slot's instants: a reset past the cap neither */
+    c.ratelimit_headers = true;
+    bo_dest_init(&d, &c, 0);
+    d.quota.slot[0].used = true;
+    d.quota.slot[0].reset_at_ns = INT64_MAX / 2;
+    d.quota.slot[0].next_ns = INT64_MAX / 2;
+    d.quota.slot[0].window_ns = 1000 * MS;
+    bo_call_begin(&call, 0);
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &call, 0, &until), BO_ADMIT_GO);
 }
 END_TEST
 
@@ -686,17 +940,21 @@ START_TEST(test_quota_shared_on_throttle)
 END_TEST
 
 /*
- * The destination's retry budget in the engine: against a destination that
- * answers only failures, one call gets BO_BUDGET_RESERVE retries, then
- * DONE although max_attempts would allow more; 0 turns the budget off.
+ * The destination's retry budget in the engine decides when, never whether:
+ * against a destination that answers only failures, one call gets
+ * BO_BUDGET_RESERVE retries at once, and its next retry is still granted
+ * (RETRY, not DONE); while another attempt is in flight it waits for the
+ * budget (the time the budget names), and once the destination is idle it
+ * goes as the one probe, the next probe spaced as the window's.  A success
+ * adds credit at once.  The call ends at max_attempts, never on the budget.
  */
-START_TEST(test_retry_budget_bounds_a_failing_destination)
+START_TEST(test_retry_budget_says_when)
 {
     bo_config c = cfg_for(BO_POLICY_FIXED);
     bo_dest d;
-    bo_call call;
+    bo_call call, other;
     bo_rng rng;
-    int64_t until = 0, now = 0;
+    int64_t until = 0, now = 0, u = 0;
     bo_rng_seed(&rng, 1);
     bo_dest_init(&d, &c, 0);
     bo_call_begin(&call, 0);
@@ -705,28 +963,113 @@ START_TEST(test_retry_budget_bounds_a_failing_destination)
                          BO_NEXT_RETRY);
         now = until;
     }
-    ck_assert(!call.budget_refused);
-    ck_assert_int_eq(one_attempt(&d, &c, &call, now, THROTTLED, -1, &rng, &until), BO_NEXT_DONE);
-    ck_assert_uint_eq(call.attempts, BO_BUDGET_RESERVE + 1);
-    ck_assert(call.budget_refused); /* counted as a budget refusal */
-    /* a 429 is the server's rate limit, not a failing server: not refused */
+    ck_assert(!call.budget_delayed);
+    /* the budget is spent, the call is not: its retry is granted */
+    ck_assert_int_eq(one_attempt(&d, &c, &call, now, THROTTLED, -1, &rng, &until), BO_NEXT_RETRY);
+    now = until;
+    ck_assert(bo_call_due(&call, now));
+    /* another call's attempt in flight: the retry waits for the budget */
+    bo_call_begin(&other, now);
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &other, now, &u), BO_ADMIT_GO);
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &call, now, &u), BO_ADMIT_WAIT);
+    ck_assert(call.budget_waiting && call.budget_delayed);
+    ck_assert_int_eq(u, bo_budget_next_retry_ns(&d.budget, c.retry_budget, now));
+    ck_assert_int_gt(u, now + 5 * 1000 * MS);
+    /* the other attempt fails: the destination is idle, the retry goes as a probe */
+    bo_dest_complete(&d, &c, &other, FINAL, -1, now, &rng, &until);
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &call, now, &u), BO_ADMIT_GO);
+    ck_assert(!call.budget_waiting);
+    ck_assert_uint_eq(d.budget.probes, 1);
+    ck_assert_int_eq(bo_dest_complete(&d, &c, &call, THROTTLED, -1, now, &rng, &until),
+                     BO_NEXT_RETRY);
+    /* probes are spaced as the window's: BACKOFF_BASE_MS, then twice that (fixed's
+     * own delay is BACKOFF_BASE_MS) */
+    now = until;
+    ck_assert(bo_call_due(&call, now));
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &call, now, &u), BO_ADMIT_GO);
+    ck_assert_uint_eq(d.budget.probes, 2);
+    ck_assert_int_eq(bo_dest_complete(&d, &c, &call, THROTTLED, -1, now, &rng, &until),
+                     BO_NEXT_RETRY);
+    ck_assert(bo_call_due(&call, until));
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &call, until, &u), BO_ADMIT_WAIT);
+    ck_assert_int_eq(u, now + 2 * c.base_ms * MS);
+    now = u;
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &call, now, &u), BO_ADMIT_GO);
+    ck_assert_int_eq(bo_dest_complete(&d, &c, &call, THROTTLED, -1, now, &rng, &until),
+                     BO_NEXT_RETRY);
+    /* successes elsewhere add credit: the retry goes within the budget, no probe */
+    for (int i = 0; i < 4; i++) {
+        bo_call_begin(&other, until);
+        ck_assert_int_eq(bo_dest_admit(&d, &c, &other, until, &u), BO_ADMIT_GO);
+        bo_dest_complete(&d, &c, &other, OK, -1, until, &rng, &u);
+    }
+    now = until;
+    ck_assert(bo_budget_allows_retry(&d.budget, c.retry_budget, now));
+    ck_assert(bo_call_due(&call, now));
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &call, now, &u), BO_ADMIT_GO);
+    ck_assert_uint_eq(d.budget.probes, 0);
+    /* ... and the call ends at max_attempts, on its last answer */
+    while (bo_dest_complete(&d, &c, &call, THROTTLED, -1, now, &rng, &until) == BO_NEXT_RETRY) {
+        now = until;
+        ck_assert(bo_call_due(&call, now));
+        while (bo_dest_admit(&d, &c, &call, now, &u) == BO_ADMIT_WAIT)
+            now = u;
+    }
+    ck_assert_uint_eq(call.attempts, c.max_attempts);
+    ck_assert_int_eq(call.phase, BO_PHASE_DONE);
+    /* a 429 draws nothing: no wait for the budget, whatever it holds */
     bo_call_begin(&call, now);
     for (int i = 0; i < 7; i++) {
         ck_assert_int_eq(one_attempt(&d, &c, &call, now, RATE_LIMITED, -1, &rng, &until),
                          BO_NEXT_RETRY);
         now = until;
+        ck_assert(bo_call_due(&call, now));
     }
-    ck_assert_int_eq(one_attempt(&d, &c, &call, now, RATE_LIMITED, -1, &rng, &until), BO_NEXT_DONE);
-    ck_assert(!call.budget_refused); /* max_attempts ended it, not the budget */
+    ck_assert(!call.budget_delayed);
+    /* 0 turns the budget off */
     c.retry_budget = 0;
     bo_call_begin(&call, now);
+    bo_call_begin(&other, now);
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &other, now, &u), BO_ADMIT_GO);
     for (int i = 0; i < 7; i++) {
         ck_assert_int_eq(one_attempt(&d, &c, &call, now, THROTTLED, -1, &rng, &until),
                          BO_NEXT_RETRY);
         now = until;
+        ck_assert(bo_call_due(&call, now));
     }
-    ck_assert_int_eq(one_attempt(&d, &c, &call, now, THROTTLED, -1, &rng, &until), BO_NEXT_DONE);
-    ck_assert(!call.budget_refused);
+    ck_assert(!call.budget_delayed);
+}
+END_TEST
+
+/*
+ * A retry held by the budget is bounded by the call's own limits: at
+ * max_time_ms (and the program's deadline) admission gives up, and the
+ * last result stands.
+ */
+START_TEST(test_retry_budget_wait_is_bounded)
+{
+    bo_config c = cfg_for(BO_POLICY_FIXED);
+    c.max_time_ms = 3000;
+    bo_dest d;
+    bo_call call, other;
+    bo_rng rng;
+    int64_t until = 0, now = 0, u = 0;
+    bo_rng_seed(&rng, 1);
+    bo_dest_init(&d, &c, 0);
+    bo_call_begin(&call, 0);
+    for (int i = 0; i <= BO_BUDGET_RESERVE; i++) {
+        ck_assert_int_eq(one_attempt(&d, &c, &call, now, THROTTLED, -1, &rng, &until),
+                         BO_NEXT_RETRY);
+        now = until;
+    }
+    ck_assert(bo_call_due(&call, now));
+    bo_call_begin(&other, now);
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &other, now, &u), BO_ADMIT_GO); /* held in flight */
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &call, now, &u), BO_ADMIT_WAIT);
+    ck_assert_int_eq(u, 3000 * MS); /* not past the call's own time */
+    ck_assert_int_eq(bo_dest_admit(&d, &c, &call, u, &u), BO_ADMIT_GIVE_UP);
+    ck_assert(call.have_result && call.retryable);
+    ck_assert(call.budget_delayed);
 }
 END_TEST
 
@@ -949,19 +1292,24 @@ static Suite *engine_suite(void)
     tcase_add_test(tc, test_max_time);
     tcase_add_test(tc, test_program_deadline);
     tcase_add_test(tc, test_retry_after_least_wait_bounded_by_cap);
+    tcase_add_test(tc, test_wait_limit);
     tcase_add_test(tc, test_aimd_retry_after_holds_only_its_call);
     tcase_add_test(tc, test_aimd_first_throttle_holds_destination);
     tcase_add_test(tc, test_aimd_waits_for_a_slot);
     tcase_add_test(tc, test_aimd_room_lets_the_program_go);
     tcase_add_test(tc, test_aimd_wakes_when_held_attempts_age);
     tcase_add_test(tc, test_aimd_throttle_waits_an_rto);
+    tcase_add_test(tc, test_aimd_rto_from_the_refusal_round_trip);
     tcase_add_test(tc, test_aimd_probe_spacing_after_loss);
     tcase_add_test(tc, test_responsive_gap_before_every_attempt);
     tcase_add_test(tc, test_key_busy_waits_without_a_cut);
     tcase_add_test(tc, test_counters);
     tcase_add_test(tc, test_quota_holds_admission);
+    tcase_add_test(tc, test_quota_past_the_bounds_is_not_waited_for);
+    tcase_add_test(tc, test_state_past_the_cap_is_not_waited_for);
     tcase_add_test(tc, test_quota_shared_on_throttle);
-    tcase_add_test(tc, test_retry_budget_bounds_a_failing_destination);
+    tcase_add_test(tc, test_retry_budget_says_when);
+    tcase_add_test(tc, test_retry_budget_wait_is_bounded);
     tcase_add_test(tc, test_continued_call_shares_the_budget);
     tcase_add_test(tc, test_sane_holds_for_the_engines_own_states);
     tcase_add_test(tc, test_sane_finds_poison);

@@ -642,16 +642,16 @@ START_TEST(test_spend_then_wait)
     bo_quota_note(&q, &rl, 0, 0, &rng);
     int64_t t = 0;
     for (int i = 0; i < 10; i++, t += 1000000LL) {
-        ck_assert_msg(bo_quota_next_send(&q, t, 0) == t, "send %d held", i);
+        ck_assert_msg(bo_quota_next_send(&q, t, INT64_MAX) == t, "send %d held", i);
         bo_quota_on_send(&q, t);
     }
-    int64_t next = bo_quota_next_send(&q, t, 0);
+    int64_t next = bo_quota_next_send(&q, t, INT64_MAX);
     ck_assert_msg(next >= 5 * S && next <= 5 * S + 100000000LL, "next %lld", (long long)next);
     /* the first send's answer says 3 left, 9 others in flight: no more room */
     rl = mk(100, 3, 5 * S);
     rl.window_ns = 5 * S;
     bo_quota_note_answer(&q, &rl, 9, 0, true, t, &rng);
-    ck_assert_int_eq(bo_quota_next_send(&q, t, 0), next);
+    ck_assert_int_eq(bo_quota_next_send(&q, t, INT64_MAX), next);
     ck_assert(!(q.slot[0].shared_until_ns > t));
 }
 END_TEST
@@ -687,7 +687,7 @@ START_TEST(test_spread_when_others_spend)
     bo_quota_init(&q);
     int64_t t = spend_with_others(&q, &rng, 500, 1, 5);
     ck_assert(!(q.slot[0].shared_until_ns > t));
-    ck_assert_int_eq(bo_quota_next_send(&q, t, 0), t);
+    ck_assert_int_eq(bo_quota_next_send(&q, t, INT64_MAX), t);
     /* a drop of one more than ours is within the slack */
     bo_quota_init(&q);
     t = spend_with_others(&q, &rng, 500, 2, 2);
@@ -703,7 +703,7 @@ START_TEST(test_spread_when_others_spend)
     bo_quota_note(&q, &rl, 0, t, &rng);
     int64_t prev = -1;
     for (int i = 0; i < 10; i++) {
-        int64_t next = bo_quota_next_send(&q, t, 0);
+        int64_t next = bo_quota_next_send(&q, t, INT64_MAX);
         ck_assert(next >= t);
         t = next;
         if (prev >= 0)
@@ -727,7 +727,7 @@ START_TEST(test_inflight_drop_is_ours)
     rl = mk(100, 43, 10 * S);                            /* those 6 and this one */
     bo_quota_note_answer(&q, &rl, 0, 0, true, 1000000LL, &rng);
     ck_assert(!(q.slot[0].shared_until_ns > 1000000LL));
-    ck_assert_int_eq(bo_quota_next_send(&q, 1000000LL, 0), 1000000LL);
+    ck_assert_int_eq(bo_quota_next_send(&q, 1000000LL, INT64_MAX), 1000000LL);
 }
 END_TEST
 
@@ -796,23 +796,30 @@ START_TEST(test_after_reset_one_then_the_answer)
     bo_rl_quota rl = mk(20, 0, 2 * S);
     rl.window_ns = 2 * S;
     bo_quota_note(&q, &rl, 0, 0, &rng);
-    int64_t t = bo_quota_next_send(&q, 0, 0);
+    int64_t t = bo_quota_next_send(&q, 0, INT64_MAX);
     ck_assert(t >= 2 * S && t <= 2 * S + 40000000LL); /* jitter: up to 2 s / 50 */
     bo_quota_on_send(&q, t);
-    int64_t n2 = bo_quota_next_send(&q, t, 0);
+    int64_t n2 = bo_quota_next_send(&q, t, INT64_MAX);
     ck_assert_msg(n2 > t, "a second send went before the first answer");
     rl = mk(20, 19, 2 * S); /* the new window's first answer: 19 left */
     rl.window_ns = 2 * S;
     bo_quota_note(&q, &rl, 0, t + 1000000LL, &rng);
     for (int i = 0; i < 19; i++) {
         int64_t now = t + 2000000LL + i;
-        ck_assert_msg(bo_quota_next_send(&q, now, 0) == now, "send %d of the window held", i);
+        ck_assert_msg(bo_quota_next_send(&q, now, INT64_MAX) == now, "send %d of the window held",
+                      i);
         bo_quota_on_send(&q, now);
     }
-    ck_assert(bo_quota_next_send(&q, t + 3000000LL, 0) >= 4 * S);
+    ck_assert(bo_quota_next_send(&q, t + 3000000LL, INT64_MAX) >= 4 * S);
 }
 END_TEST
 
+/*
+ * A spent window holds the next admission until its reset, a little jitter
+ * after it; a reset past the limit of a wait the program did not ask for
+ * (BACKOFF_CAP_MS, its deadline) is not waited for at all: BO_QUOTA_BEYOND,
+ * never a wait up to the limit (asked again there, it would be one more).
+ */
 START_TEST(test_spent_waits_for_reset_with_jitter_and_cap)
 {
     bo_quota q;
@@ -822,13 +829,19 @@ START_TEST(test_spent_waits_for_reset_with_jitter_and_cap)
     bo_rl_quota rl = mk(100, 0, 3 * S);
     rl.window_ns = 10 * S;
     bo_quota_note(&q, &rl, 0, 0, &rng);
-    int64_t next = bo_quota_next_send(&q, 0, 0);
+    int64_t next = bo_quota_next_send(&q, 0, INT64_MAX);
     ck_assert(next >= 3 * S && next <= 3 * S + 100000000LL);
-    /* never beyond the cap */
-    ck_assert_int_eq(bo_quota_next_send(&q, 0, 1 * S), 1 * S);
+    /* a reset past the limit is not waited for; one at it is */
+    ck_assert_int_eq(bo_quota_next_send(&q, 0, 1 * S), BO_QUOTA_BEYOND);
+    ck_assert_int_eq(bo_quota_next_send(&q, 0, next - 1), BO_QUOTA_BEYOND);
+    ck_assert_int_eq(bo_quota_next_send(&q, 0, next), next);
+    ck_assert_int_eq(bo_quota_next_send(&q, 2 * S, 2 * S + 1 * S), BO_QUOTA_BEYOND);
+    ck_assert_int_eq(bo_quota_next_send(&q, 2500000000LL, 3500000000LL), next);
+    /* nothing held: never beyond, even past a limit already gone */
+    ck_assert_int_eq(bo_quota_next_send(&q, next, next - 1), next);
     /* after the reset the window's own pace: 10 s / 100 */
     bo_quota_on_send(&q, next);
-    int64_t n2 = bo_quota_next_send(&q, next, 0);
+    int64_t n2 = bo_quota_next_send(&q, next, INT64_MAX);
     ck_assert(n2 - next >= 90000000LL && n2 - next <= 110000000LL);
 }
 END_TEST
@@ -854,7 +867,7 @@ START_TEST(test_bucket_refill_paces_not_waits)
     rl = mk(20, 0, 1 * S); /* spent */
     rl.window_ns = 1 * S;
     bo_quota_note(&q, &rl, 0, 300000000LL, &rng);
-    int64_t next = bo_quota_next_send(&q, 300000000LL, 0);
+    int64_t next = bo_quota_next_send(&q, 300000000LL, INT64_MAX);
     ck_assert_msg(next - 300000000LL <= 60000000LL, "waited %lld ns",
                   (long long)(next - 300000000LL));
 
@@ -866,7 +879,7 @@ START_TEST(test_bucket_refill_paces_not_waits)
     rl = mk(20, 0, 1 * S);
     rl.window_ns = 1 * S;
     bo_quota_note(&q, &rl, 0, 300000000LL, &rng);
-    ck_assert(bo_quota_next_send(&q, 300000000LL, 0) >= 1 * S);
+    ck_assert(bo_quota_next_send(&q, 300000000LL, INT64_MAX) >= 1 * S);
 
     /* a rise in an answer to a request sent before the last answer came is
      * no proof: the server may have counted it first (a thread that was
@@ -881,7 +894,7 @@ START_TEST(test_bucket_refill_paces_not_waits)
     rl = mk(20, 0, 1 * S);
     rl.window_ns = 1 * S;
     bo_quota_note(&q, &rl, 0, 300000000LL, &rng);
-    ck_assert(bo_quota_next_send(&q, 300000000LL, 0) >= 1 * S);
+    ck_assert(bo_quota_next_send(&q, 300000000LL, INT64_MAX) >= 1 * S);
 }
 END_TEST
 
@@ -908,7 +921,7 @@ START_TEST(test_bucket_steady_remaining_is_a_bucket)
                   "refill gap %lld", (long long)q.slot[0].refill_gap_ns);
     bo_rl_quota rl = mk(20, 0, 1 * S);
     bo_quota_note(&q, &rl, 0, t, &rng);
-    int64_t next = bo_quota_next_send(&q, t, 0);
+    int64_t next = bo_quota_next_send(&q, t, INT64_MAX);
     ck_assert_msg(next - t <= 60000000LL, "waited %lld ns", (long long)(next - t));
 }
 END_TEST
@@ -973,7 +986,7 @@ START_TEST(test_reordered_answers_are_not_a_bucket)
         ck_assert_msg(!q.slot[0].refills, "taken for a bucket at remaining %lld",
                       (long long)order[i]);
     }
-    ck_assert(bo_quota_next_send(&q, t, 0) >= 2 * S);
+    ck_assert(bo_quota_next_send(&q, t, INT64_MAX) >= 2 * S);
 
     bo_quota_init(&q);
     rl = mk(20, 19, 2 * S);
@@ -1022,7 +1035,7 @@ START_TEST(test_exact_reset_tells_a_bucket)
     ck_assert_msg(q.slot[0].refill_gap_ns >= 90000000LL && q.slot[0].refill_gap_ns <= 110000000LL,
                   "refill gap %lld", (long long)q.slot[0].refill_gap_ns);
     int64_t now = 80000000LL;
-    int64_t next = bo_quota_next_send(&q, now, 0);
+    int64_t next = bo_quota_next_send(&q, now, INT64_MAX);
     ck_assert_msg(next - now < 200000000LL, "spent: waited %lld ns, not a refill time",
                   (long long)(next - now));
     q = bucket_answers(false, false); /* whole seconds: the rounding hides the move */
@@ -1054,7 +1067,7 @@ static bool probe_finds(int64_t remaining)
         bo_quota_note(&q, &rl, 0, t, &rng);
         bo_quota_on_send(&q, t);
     }
-    int64_t next = bo_quota_next_send(&q, t, 0);
+    int64_t next = bo_quota_next_send(&q, t, INT64_MAX);
     ck_assert_msg(next >= 1 * S - 5000 && next < 1 * S + 30000000LL, "held until %lld",
                   (long long)next);
     bo_quota_on_send(&q, next);
@@ -1078,7 +1091,7 @@ START_TEST(test_inflight_counted)
     bo_quota_init(&q);
     bo_rl_quota rl = mk(100, 4, 2 * S);
     bo_quota_note(&q, &rl, 4, 0, &rng); /* four under way will spend them all */
-    ck_assert(bo_quota_next_send(&q, 0, 0) >= 2 * S);
+    ck_assert(bo_quota_next_send(&q, 0, INT64_MAX) >= 2 * S);
 }
 END_TEST
 
@@ -1090,9 +1103,9 @@ START_TEST(test_absent_headers_do_not_freeze)
     bo_quota_init(&q);
     bo_rl_quota rl = mk(10, 0, 1 * S);
     bo_quota_note(&q, &rl, 0, 0, &rng);
-    ck_assert(bo_quota_next_send(&q, 0, 0) >= 1 * S);
+    ck_assert(bo_quota_next_send(&q, 0, INT64_MAX) >= 1 * S);
     /* no more headers: a window after the reset, nothing holds back */
-    ck_assert_int_eq(bo_quota_next_send(&q, 3 * S, 0), 3 * S);
+    ck_assert_int_eq(bo_quota_next_send(&q, 3 * S, INT64_MAX), 3 * S);
 }
 END_TEST
 
@@ -1131,10 +1144,10 @@ START_TEST(test_whole_second_zero_reset_is_not_over)
     bo_rl_quota rl = mk(20, 3, 0); /* not exact */
     bo_quota_note(&q, &rl, 0, 0, &rng);
     for (int i = 0; i < 3; i++) {
-        ck_assert_int_eq(bo_quota_next_send(&q, 1000, 0), 1000);
+        ck_assert_int_eq(bo_quota_next_send(&q, 1000, INT64_MAX), 1000);
         bo_quota_on_send(&q, 1000);
     }
-    ck_assert_int_ge(bo_quota_next_send(&q, 1000, 0), 1 * S);
+    ck_assert_int_ge(bo_quota_next_send(&q, 1000, INT64_MAX), 1 * S);
 }
 END_TEST
 
@@ -1153,11 +1166,11 @@ START_TEST(test_refused_after_the_reset_reads_resets_later)
     bo_rl_quota rl = mk(20, 0, 1 * S);
     rl.window_ns = 2 * S;
     bo_quota_note(&q, &rl, 0, 0, &rng);
-    int64_t next = bo_quota_next_send(&q, 0, 0);
+    int64_t next = bo_quota_next_send(&q, 0, INT64_MAX);
     ck_assert(next >= 1 * S && next < 1 * S + 50000000LL);
     bo_quota_on_send(&q, next);
     bo_quota_note_throttle(&q, next, next + 10000000LL); /* refused */
-    int64_t late = bo_quota_next_send(&q, next + 10000000LL, 0);
+    int64_t late = bo_quota_next_send(&q, next + 10000000LL, INT64_MAX);
     ck_assert_msg(late >= 1 * S + BO_QUOTA_HALF_ROUNDING_NS, "next %lld", (long long)late);
     ck_assert_int_eq(q.slot[0].late_ns, BO_QUOTA_HALF_ROUNDING_NS);
     /* the next window's answer (19 left): its reset is read half a second later */
@@ -1189,14 +1202,14 @@ START_TEST(test_bucket_reading_refused_twice_is_a_window)
     ck_assert(q.slot[0].refills);
     int64_t t = 80000000LL;
     for (int i = 0; i < 2; i++) {
-        t = bo_quota_next_send(&q, t, 0);
+        t = bo_quota_next_send(&q, t, INT64_MAX);
         bo_quota_on_send(&q, t);
         ck_assert(q.slot[0].avail < 0);
         bo_quota_note_throttle(&q, t, t + 1000000LL);
         t += 1000000LL;
     }
     ck_assert(q.slot[0].not_bucket);
-    ck_assert_int_ge(bo_quota_next_send(&q, t, 0), q.slot[0].reset_at_ns);
+    ck_assert_int_ge(bo_quota_next_send(&q, t, INT64_MAX), q.slot[0].reset_at_ns);
 }
 END_TEST
 

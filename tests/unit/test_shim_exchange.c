@@ -384,11 +384,12 @@ START_TEST(test_a_retry_with_no_new_connection_hands_back_the_answer_whole)
 }
 END_TEST
 
-/* A HEAD to port whose 200 spends the destination's quota for 5 s: the
+/* A HEAD to port whose 200 spends the destination's quota for 1 s (within
+ * the suite's 2 s BACKOFF_CAP_MS: a reset past it is not waited for): the
  * next send to it waits for the pace. */
 static void spend_quota(int port)
 {
-    const char *s[] = {"HTTP/1.1 200 OK\r\nRateLimit-Remaining: 0\r\nRateLimit-Reset: 5\r\n"
+    const char *s[] = {"HTTP/1.1 200 OK\r\nRateLimit-Remaining: 0\r\nRateLimit-Reset: 1\r\n"
                        "Content-Length: 2\r\n\r\n"};
     bo_hconn *a = start_at(s, 1, "HEAD", 0, port);
     int err = 0;
@@ -408,21 +409,27 @@ static bo_hconn *write_held_back(int port, char *req, size_t cap, size_t *len, i
     *len = format_request(req, cap, "GET", 0, port);
     *t0 = bo_core_now_ns();
     ck_assert_int_eq(bo_hx_begin(c, req, *len, false), EAGAIN);
-    ck_assert_int_gt(c->paced_until, *t0 + 1000000000LL);
+    ck_assert_int_gt(c->paced_until, *t0 + 500000000LL);
     ck_assert_int_eq(c->st, BO_HC_IDLE);
     bo_hx_leave(c);
     return c;
 }
 
-START_TEST(test_a_write_the_pace_holds_back_waits_in_the_programs_poll)
+/* write_held_back on a fresh destination whose quota spend_quota spent. */
+static bo_hconn *held_by_the_quota(char *req, size_t cap, size_t *len, int64_t *t0)
 {
-    /* the destination's quota is spent for 5 s, so its next send waits */
     int port = g_port++;
     spend_quota(port);
+    return write_held_back(port, req, cap, len, t0);
+}
+
+START_TEST(test_a_write_the_pace_holds_back_waits_in_the_programs_poll)
+{
+    /* the destination's quota is spent for 1 s, so its next send waits */
     char req[128];
     size_t len;
     int64_t t0;
-    bo_hconn *c = write_held_back(port, req, sizeof req, &len, &t0);
+    bo_hconn *c = held_by_the_quota(req, sizeof req, &len, &t0);
 
     /* its poll for POLLOUT (as of the time the write was refused: the
      * poll's clock is passed in) sees nothing until the pace's time... */
@@ -451,6 +458,35 @@ START_TEST(test_a_write_the_pace_holds_back_waits_in_the_programs_poll)
 }
 END_TEST
 
+/*
+ * The server's quota holds the write past the program's poll (its timeout
+ * ends first): a prediction past the program's deadline is not waited for,
+ * the write goes at once (it waited for the poll's end, then went anyway).
+ */
+START_TEST(test_a_write_the_quota_holds_past_the_poll_goes_at_once)
+{
+    char req[128];
+    size_t len;
+    int64_t t0;
+    bo_hconn *c = held_by_the_quota(req, sizeof req, &len, &t0);
+    ck_assert_int_gt(c->paced_quota, t0 + 500000000LL); /* the quota's reset, 1 s ahead */
+
+    short fd_ev, x_ev;
+    int xfd;
+    int64_t until;
+    ck_assert_int_eq(
+        bo_hx_poll_before(c, POLLOUT, t0, t0 + 300000000LL, &fd_ev, &xfd, &x_ev, &until), 0);
+    ck_assert_int_eq(fd_ev, POLLOUT);
+    ck_assert(c->paced_go);
+    ck_assert_int_eq(c->paced_until, 0);
+    ck_assert_int_eq(c->paced_quota, 0);
+    ck_assert(bo_hx_enter(c));
+    ck_assert_int_eq(bo_hx_begin(c, req, len, false), 0);
+    ck_assert_int_eq(c->st, BO_HC_REQ);
+    bo_hx_leave(c);
+}
+END_TEST
+
 START_TEST(test_a_write_the_pace_holds_back_still_continues_the_programs_try)
 {
     /* the program's first try is reset before any answer (no new
@@ -463,7 +499,7 @@ START_TEST(test_a_write_the_pace_holds_back_still_continues_the_programs_try)
     ck_assert_int_eq(bo_hx_read(a, true, &err), BO_HX_OFF); /* the program reads the socket */
     ck_assert_int_eq(g_fake.puts, 0);
     finish(a);
-    /* ...and another request spends the destination's quota for 5 s */
+    /* ...and another request spends the destination's quota for 1 s */
     spend_quota(port);
 
     /* its own next try, on a socket it polls itself: the pace holds the
@@ -502,6 +538,7 @@ static Suite *suite(void)
     tcase_add_test(t, test_a_retry_with_no_new_connection_hands_back_the_answer_whole);
     tcase_add_test(t, test_a_write_the_pace_holds_back_waits_in_the_programs_poll);
     tcase_add_test(t, test_a_write_the_pace_holds_back_still_continues_the_programs_try);
+    tcase_add_test(t, test_a_write_the_quota_holds_past_the_poll_goes_at_once);
     suite_add_tcase(s, t);
     return s;
 }

@@ -837,6 +837,47 @@ START_TEST(test_room_first_cut_to_measured)
 }
 END_TEST
 
+/*
+ * Held requests are not a window: a destination used one request at a time
+ * (each success proves 1 in flight, 3 allowed) keeps the first window's room
+ * for a burst, however many sequential requests came before: 25 at once all
+ * go, those past the window itself at the first window's pace; a throttle
+ * ends that room.
+ */
+START_TEST(test_room_burst_after_sequential_use)
+{
+    bo_config c = improved_cfg();
+    bo_window w;
+    bo_ticket t1, tk[80];
+    bo_window_init(&w, &c);
+    int64_t t = 0;
+    for (int i = 0; i < 200; i++, t += MS) {
+        bo_window_on_send(&w, t, &t1);
+        bo_window_on_success(&w, &t1, t + MS / 2);
+    }
+    ck_assert_double_eq_tol(w.cwnd, c.window, EPS); /* nothing proved more */
+    for (int i = 0; i < 25; i++) {
+        ck_assert(bo_window_can_send(&w, t));
+        bo_window_on_send(&w, t, &tk[i]);
+        /* at once within the window, then 0.5 ms apart */
+        ck_assert_int_eq(bo_window_next_send_ns(&w, t), (i + 1 <= (int)c.window ? t : t + MS / 2));
+        t = bo_window_next_send_ns(&w, t);
+    }
+    for (int i = 25; i < 80; i++, t += MS / 2)
+        bo_window_on_send(&w, t, &tk[i]);
+    ck_assert(!bo_window_can_send(&w, t)); /* the first window's 80, not more */
+    for (int i = 0; i < 80; i++)
+        bo_window_on_release(&w, &tk[i]);
+    bo_window_on_send(&w, t, &t1);
+    ck_assert(bo_window_on_signal(&w, &t1, BO_SIGNAL_THROTTLE, t + MS));
+    t += 2 * MS;
+    double room = 0;
+    for (; bo_window_can_send(&w, t) && room < 80; room++)
+        bo_window_on_send(&w, t, &tk[(int)room]);
+    ck_assert_double_le(room, w.cwnd + 1); /* throttled: the window is its own again */
+}
+END_TEST
+
 /* A minute without a throttle or a loss, and the destination has room again. */
 START_TEST(test_room_returns_after_a_quiet_minute)
 {
@@ -988,6 +1029,7 @@ static Suite *window_suite(void)
     tcase_add_test(tr, test_room_grows_by_proven_concurrency);
     tcase_add_test(tr, test_room_first_cut_to_measured);
     tcase_add_test(tr, test_room_returns_after_a_quiet_minute);
+    tcase_add_test(tr, test_room_burst_after_sequential_use);
     tcase_add_test(tr, test_held_stop_counting_behind_newer_answers);
     tcase_add_test(tr, test_held_without_newer_answers_age_late);
     tcase_add_test(tr, test_held_counts_follow_the_shim);
