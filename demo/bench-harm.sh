@@ -43,6 +43,14 @@
 #   18 nginx that never throttles: 200 sequential keep-alive GETs, then 25
 #      written before any answer is read (tests/programs/keepalive_burst.py)
 #                                             target: at once (0.1 s), as a fresh destination
+#   46 what the library holds (issue 46): programs (libcurl, a plain socket,
+#      http.client) that close every fd (close_range) and open 4 files of their
+#      own, then call a new destination, host-wide and with Redis; the state
+#      file truncated between two calls; the fleet's keys poisoned (cwnd 0,
+#      -1e308, 50 eternal leases) and the host-wide state poisoned (window 0,
+#      pace NaN, holds an hour ahead), calls to a server that never throttles
+#                                             target: files and answers as plain,
+#                                             no signal, a call about plain's time
 #   and the costs the issue keeps as figures: 300 x /bin/true, 100 x curl.
 #
 # Output: one table, "case | plain | under backoff | target | met".
@@ -544,6 +552,107 @@ for c in ${SUITE_CASES:-h2c unix}; do
             sub(/^# /, "", $1); sub(/ +$/, "", $1); sub(/ +$/, "", $2)
             printf "| %s | %s | %s | as plain | %s |\n", $1, $2, $3, met }' "$TMP/suite.$c"
 done
+# ---- 46: what the library holds ---------------------------------------------------
+OWNED="$BUILD/tests/helpers/harm_owned"
+POISON="$BUILD/tests/helpers/share_poison"
+make --no-print-directory -C "$top" BUILD="$BUILD" "$OWNED" "$POISON" >/dev/null 2>&1 || true
+SHM="$XDG_RUNTIME_DIR/backoff.shm"
+RPID=""
+if command -v redis-server >/dev/null 2>&1; then
+    RPORT=$(free_port)
+    mkdir -p "$TMP/redis"
+    setsid redis-server --bind 127.0.0.1 --port "$RPORT" --save '' --appendonly no --dir "$TMP/redis" \
+        >"$TMP/redis/log" 2>&1 &
+    RPID=$!
+    PIDS="$PIDS $RPID"
+    _w=0
+    until [ "$(timeout -k 1 2 redis-cli -p "$RPORT" ping 2>/dev/null)" = PONG ] || [ $_w -gt 100 ]; do
+        _w=$((_w + 1))
+        sleep 0.1
+    done
+fi
+rcli() { timeout -k 1 5 redis-cli -p "$RPORT" "$@"; }
+# owned OUT HOW SECS SHARE CMD...: run (HOW plain or lib) with BACKOFF_SHARE=SHARE.
+owned() {
+    _o=$1 _h=$2 _s=$3 _sh=$4
+    shift 4
+    rm -f "$SHM"
+    if [ "$_h" = plain ]; then
+        run "$_o" plain "$_s" "$@"
+    else
+        run "$_o" plain "$_s" env LD_PRELOAD="$LIB" BACKOFF_SHARE="$_sh" "$@"
+    fi
+}
+# sizes DIR: the four files' sizes and the program's closes that failed.
+sizes() {
+    printf '%s' "$(wc -c <"$1/f1") $(wc -c <"$1/f2") $(wc -c <"$1/f3") $(wc -c <"$1/f4") bytes"
+    _e=$(grep -c 'EBADF' "$1.out" || true)
+    [ "$_e" = 0 ] || printf ', %s close() EBADF' "$_e"
+}
+if [ -x "$OWNED" ]; then
+    server own1
+    B1=$B
+    S1=$SPID
+    server own2
+    B2=$B
+    for sh in host redis; do
+        share=host
+        if [ $sh = redis ]; then
+            [ -n "$RPID" ] || { row "46 the same with BACKOFF_SHARE=redis" "-" "-" "-" "redis-server missing"; continue; }
+            share="redis://127.0.0.1:$RPORT"
+        fi
+        for k in curl sock py; do
+            for how in plain lib; do
+                d="$TMP/own.$sh.$k.$how"
+                mkdir -p "$d"
+                if [ $k = py ]; then
+                    owned "$d.out" $how 30 "$share" $PY "$PROGS/harm_owned.py" fds range "$B1/quick" "$B2/quick" "$d"
+                else
+                    owned "$d.out" $how 30 "$share" "$OWNED" fds $k range "$B1/quick" "$B2/quick" "$d"
+                fi
+            done
+            pl=$(sizes "$TMP/own.$sh.$k.plain") ll=$(sizes "$TMP/own.$sh.$k.lib")
+            row "46 close_range, 4 files of its own, a new destination ($k, $sh)" "$pl" "$ll" \
+                "each file its own 6 bytes" "$(yes_if "\"$ll\" == \"6 6 6 6 bytes\"")"
+        done
+    done
+    for k in curl sock; do
+        owned "$TMP/tr.$k.p" plain 30 host "$OWNED" trunc $k "$B1/quick" "$B2/quick" "$SHM"
+        rp=$RC
+        owned "$TMP/tr.$k.l" lib 30 host "$OWNED" trunc $k "$B1/quick" "$B2/quick" "$SHM"
+        row "46 the state file truncated between two calls ($k)" \
+            "exit $rp, $(grep -c ' 200$' "$TMP/tr.$k.p") x 200" "exit $RC, $(grep -c ' 200$' "$TMP/tr.$k.l") x 200" \
+            "no signal, the answers" "$(yes_if "$RC == 0 && $(grep -c ' 200$' "$TMP/tr.$k.l") == 3")"
+    done
+    if [ -n "$RPID" ]; then
+        for kind in zero negative leases; do
+            for k in curl sock; do
+                rcli flushall >/dev/null
+                sh "$PROGS/fleet_poison.sh" "$RPORT" $kind "$B1" "tcp://127.0.0.1:${B1##*:}"
+                owned "$TMP/pz.$kind.$k.p" plain 120 host "$OWNED" calls $k 3 "$B1/quick"
+                owned "$TMP/pz.$kind.$k.l" lib 120 "redis://127.0.0.1:$RPORT" "$OWNED" calls $k 3 "$B1/quick"
+                tl=$(tfield "$TMP/pz.$kind.$k.l" per_call)
+                row "46 Redis keys poisoned ($kind), 3 calls ($k)" "$(tfield "$TMP/pz.$kind.$k.p" per_call) s a call" \
+                    "${tl:-killed} s a call" "about plain (< 0.1 s)" "$(yes_if "${tl:-99} < 0.1")"
+            done
+        done
+    fi
+    for k in curl sock; do
+        owned "$TMP/ps.$k.seed" lib 30 host "$OWNED" calls $k 1 "$B1/quick"
+        "$POISON" "$B1" 3600 window >/dev/null 2>&1 || true
+        run "$TMP/ps.$k.l" plain 120 env LD_PRELOAD="$LIB" "$OWNED" calls $k 3 "$B1/quick"
+        rl=$RC
+        owned "$TMP/ps.$k.p" plain 120 host "$OWNED" calls $k 3 "$B1/quick"
+        tl=$(tfield "$TMP/ps.$k.l" per_call)
+        row "46 host-wide state poisoned, 3 calls ($k)" "$(tfield "$TMP/ps.$k.p" per_call) s a call" \
+            "${tl:-killed (exit $rl)} s a call" "about plain (< 0.1 s)" "$(yes_if "${tl:-99} < 0.1")"
+    done
+    stop
+    kill "$S1" 2>/dev/null || true
+    wait "$S1" 2>/dev/null || true
+else
+    row "46 what the library holds" "-" "-" "-" "$OWNED missing: make test-programs"
+fi
 
 # ---- costs kept as figures --------------------------------------------------------
 per() { # per N CMD...: seconds for N runs of CMD

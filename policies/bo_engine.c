@@ -40,6 +40,7 @@
 #include "bo_engine.h"
 #include "bo_time.h"
 
+#include <float.h>
 #include <string.h>
 
 #define BO_PROBE_CAP_NS (1000 * BO_NS_PER_MS)
@@ -57,6 +58,28 @@ void bo_dest_init(bo_dest *d, const bo_config *cfg, int64_t now_ns)
     bo_budget_init(&d->budget, now_ns);
     bo_adaptive_init(&d->adaptive, now_ns);
     d->next_send_ns = now_ns;
+}
+
+static int64_t cap_ns(const bo_config *cfg);
+
+/* x in [lo, hi]; false for NaN. */
+static bool within(double x, double lo, double hi)
+{
+    return x >= lo && x <= hi;
+}
+
+bool bo_dest_sane(const bo_dest *d, const bo_config *cfg, int64_t now_ns)
+{
+    int64_t cap = cap_ns(cfg);
+    const bo_adaptive *a = &d->adaptive;
+
+    if (!bo_window_sane(&d->window, now_ns, cfg->policy == BO_POLICY_AIMD))
+        return false;
+    if (cap > 0 && (d->next_send_ns > now_ns + cap || d->pacing.interval_ns > cap))
+        return false;
+    return d->pacing.interval_ns >= 0 && within(a->tokens, 0, DBL_MAX) &&
+           within(a->max_tokens, 0, DBL_MAX) && within(a->fill_rate, 0, DBL_MAX) &&
+           (!a->enabled || a->fill_rate > 0);
 }
 
 void bo_call_begin(bo_call *c, int64_t now_ns)

@@ -129,6 +129,16 @@ typedef enum bo_next {
 } bo_next;
 
 void bo_dest_init(bo_dest *d, const bo_config *cfg, int64_t now_ns);
+
+/*
+ * The state holds what the engine itself can leave there at now_ns: its
+ * window (bo_window_sane), the destination's next admission at most
+ * BACKOFF_CAP_MS ahead (every hold is bounded by it), responsive's gap
+ * within the cap, aws-adaptive's bucket finite.  A state read from the
+ * host-wide file, which every process of the user can write, is checked
+ * before it is obeyed, and starts fresh when it fails (shim/dest/share.c).
+ */
+bool bo_dest_sane(const bo_dest *d, const bo_config *cfg, int64_t now_ns);
 void bo_call_begin(bo_call *c, int64_t now_ns);
 
 /*

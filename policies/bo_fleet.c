@@ -6,6 +6,7 @@
  */
 #include "bo_fleet.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -123,19 +124,88 @@ static double dmin(double a, double b)
     return a < b ? a : b;
 }
 
-/* The start of every run: expired leases go, and queued calls silent too
- * long (at most 64 at a time, in the order Redis lists them). */
-static void sweep(bo_fleet *f, const bo_fleet_rules *r, double now)
+/* x in [lo, hi]; false for NaN. */
+static bool within(double x, double lo, double hi)
 {
+    return x >= lo && x <= hi;
+}
+
+/*
+ * Every value read is checked against what the rules can leave there (keys
+ * anyone with access may write: a window below 1, a number that is not
+ * finite, a pace's next send or a time stamp further ahead than the rules
+ * ever set): one that is not counts as absent, its default used.  The
+ * leases and the last asks: below, in sweep.
+ */
+static void sane(bo_fleet *f, const bo_fleet_args *a, double now)
+{
+    double ahead = now + a->lease_us;
+    if (!within(f->cwnd, 1, 1e9))
+        f->cwnd = a->window;
+    if (!within(f->ssth, 1, 1e9))
+        f->ssth = 1e9;
+    if (!(f->rate == 0 || within(f->rate, 0.1, DBL_MAX)))
+        f->rate = 0;
+    if (!within(f->next, 0, now + 1e7)) /* the pace's longest gap: 1 / 0.1 Hz */
+        f->next = 0;
+    if (!within(f->cut, 0, ahead))
+        f->cut = 0;
+    if (!within(f->b, 0, ahead))
+        f->b = now;
+    if (!within(f->ok0, -1, DBL_MAX))
+        f->ok0 = -1;
+    if (!within(f->ok1, 0, DBL_MAX))
+        f->ok1 = 0;
+    if (!within(f->ceil, 0, 1e9))
+        f->ceil = 0;
+    if (!within(f->rtt, 0, a->lease_us))
+        f->rtt = 0;
+    if (!within(f->pw, 0, DBL_MAX))
+        f->pw = 0;
+    if (!(f->ps == -1 || within(f->ps, 0, ahead)))
+        f->ps = -1;
+    if (!within(f->pf, 0, 1e9))
+        f->pf = 0;
+}
+
+/* The queued calls of ids (both sets). */
+static void unqueue(bo_fleet *f, char (*ids)[BO_FLEET_MEMBER_LEN], int n)
+{
+    for (int i = 0; i < n; i++) {
+        zrem(f->queue, &f->nqueue, ids[i]);
+        zrem(f->polled, &f->npolled, ids[i]);
+    }
+}
+
+/* The start of every run: expired leases go, and leases that end further
+ * ahead than a lease's life; queued calls silent too long, those whose
+ * last ask is further ahead than a lease's life (at most 64 of each at a
+ * time, in the order Redis lists them), and queued calls that never asked
+ * (the first 64 of the queue looked at). */
+static void sweep(bo_fleet *f, const bo_fleet_rules *r, const bo_fleet_args *a, double now)
+{
+    double ahead = now + a->lease_us;
     zrem_upto(f->leases, &f->nleases, now);
-    char gone[64][BO_FLEET_MEMBER_LEN];
-    int ngone = 0;
-    for (int i = 0; i < f->npolled && ngone < 64; i++)
+    while (f->nleases > 0 && f->leases[f->nleases - 1].score > ahead)
+        f->nleases--;
+    char ids[64][BO_FLEET_MEMBER_LEN];
+    int n = 0;
+    for (int i = 0; i < f->npolled && n < 64; i++)
         if (f->polled[i].score <= now - r->queue_drop_us)
-            snprintf(gone[ngone++], BO_FLEET_MEMBER_LEN, "%s", f->polled[i].id);
-    for (int i = 0; i < ngone; i++) {
-        zrem(f->queue, &f->nqueue, gone[i]);
-        zrem(f->polled, &f->npolled, gone[i]);
+            snprintf(ids[n++], BO_FLEET_MEMBER_LEN, "%s", f->polled[i].id);
+    unqueue(f, ids, n);
+    n = 0;
+    for (int i = 0; i < f->npolled && n < 64; i++)
+        if (f->polled[i].score > ahead)
+            snprintf(ids[n++], BO_FLEET_MEMBER_LEN, "%s", f->polled[i].id);
+    unqueue(f, ids, n);
+    if (f->nqueue > f->npolled) {
+        n = 0;
+        for (int i = 0; i < f->nqueue && i < 64; i++)
+            if (zfind(f->polled, f->npolled, f->queue[i].id) < 0)
+                snprintf(ids[n++], BO_FLEET_MEMBER_LEN, "%s", f->queue[i].id);
+        for (int i = 0; i < n; i++)
+            zrem(f->queue, &f->nqueue, ids[i]);
     }
 }
 
@@ -260,7 +330,8 @@ bool bo_fleet_run(bo_fleet *f, const bo_fleet_rules *r, const bo_fleet_args *a, 
         f->ps = -1;
         f->pf = 0;
     }
-    sweep(f, r, now);
+    sane(f, a, now);
+    sweep(f, r, a, now);
     res[0] = 1;
     res[1] = 0;
     if (now - f->b >= 1e6) {

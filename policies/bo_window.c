@@ -55,6 +55,7 @@
 #include "bo_window.h"
 #include "bo_time.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -518,6 +519,20 @@ static int64_t gap_ns(double gap)
     if (!(gap > 0))
         return 0;
     return gap < (double)BO_PACE_GAP_MAX_NS ? (int64_t)gap : BO_PACE_GAP_MAX_NS;
+}
+
+/* x in [lo, hi]; false for NaN. */
+static bool within(double x, double lo, double hi)
+{
+    return x >= lo && x <= hi;
+}
+
+bool bo_window_sane(const bo_window *w, int64_t now_ns, bool paced)
+{
+    return within(w->cwnd, 1, DBL_MAX) && within(w->ssthresh, 1, DBL_MAX) &&
+           within(w->initial, 1, DBL_MAX) && within(w->max, 1, DBL_MAX) && w->beta > 0 &&
+           w->beta < 1 && within(w->rate_limit_hz, 0, DBL_MAX) &&
+           (!paced || w->next_send_ns <= now_ns + BO_PACE_GAP_MAX_NS);
 }
 
 void bo_window_on_send(bo_window *w, int64_t now_ns, bo_ticket *t)

@@ -151,6 +151,17 @@ double bo_window_measured_rate(const bo_window *w, int64_t now_ns);
 /* beta = cfg->beta when set, else the policy's own default. */
 void bo_window_init(bo_window *w, const bo_config *cfg);
 
+/*
+ * The window holds what its own rules can leave there at now_ns: a window,
+ * threshold, initial window and bound that are finite and at least 1, a
+ * beta in (0, 1), a pace that is finite and not negative, and when paced
+ * (aimd, whose admissions wait for it: other policies let its next send
+ * run ahead unread) a next send at most the longest gap it sets ahead.  A
+ * window read from a state file others can write (a bug, another build, a
+ * hand) is checked before it is obeyed (bo_dest_sane).
+ */
+bool bo_window_sane(const bo_window *w, int64_t now_ns, bool paced);
+
 /* A slot is free and pacing allows a send at now_ns. */
 bool bo_window_can_send(bo_window *w, int64_t now_ns);
 

@@ -25,9 +25,6 @@
  * the trace's call numbers; the other counts live in each destination. */
 static uint64_t g_wait_ns, g_call_ids;
 
-/* Trace file: opened on the first row. */
-static int g_trace_opened;
-static int g_trace_fd = -1;
 
 void bo_report_waited(bo_block *b, int64_t ns)
 {
@@ -43,8 +40,14 @@ uint64_t bo_run_call_id(void)
     return __atomic_add_fetch(&g_call_ids, 1, __ATOMIC_RELAXED);
 }
 
-/* Open the trace file once; write the header when the file is empty. */
-static void open_trace(void)
+/*
+ * The trace file, opened for one row and closed after it: a descriptor kept
+ * open for the process's life would be the program's to close, and its
+ * number the program's again (a daemon closes every descriptor and opens
+ * its own files: rows would land in them).  The header is written by the
+ * process that finds the file empty (several may share it).  -1: none.
+ */
+static int open_trace(void)
 {
     static const char header[] =
         "t_ms,pid,tid,dest,call,attempt,outcome,status,curl_code,delay_ms,cwnd,ssthresh,"
@@ -52,14 +55,13 @@ static void open_trace(void)
     struct stat st;
     int fd = open(bo_core_config()->trace_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
 
-    if (fd < 0)
-        return;
-    /* Several processes may share the file: only one writes the header. */
+    if (fd < 0 || fstat(fd, &st) != 0 || st.st_size != 0)
+        return fd;
     flock(fd, LOCK_EX);
     if (fstat(fd, &st) == 0 && st.st_size == 0)
         bo_core_write_all(fd, header, sizeof header - 1);
     flock(fd, LOCK_UN);
-    g_trace_fd = fd;
+    return fd;
 }
 
 void bo_report_trace(const bo_trace_row *r)
@@ -67,17 +69,19 @@ void bo_report_trace(const bo_trace_row *r)
     char line[512];
     int n;
 
-    bo_core_once(&g_trace_opened, open_trace);
-    if (g_trace_fd < 0)
-        return;
     int64_t wall = bo_core_wall_ns();
     n = snprintf(line, sizeof line,
                  "%" PRId64 ",%d,%ld,%s,%" PRIu64 ",%u,%s,%d,%d,%" PRId64 ",%.2f,%.2f,%u\n",
                  (int64_t)(wall / BO_NS_PER_MS), (int)getpid(), (long)syscall(SYS_gettid), r->key,
                  r->call_id, r->attempt, r->outcome, r->status, r->code,
                  (int64_t)(r->delay_ns / BO_NS_PER_MS), r->cwnd, r->ssthresh, r->inflight);
-    if (n > 0 && (size_t)n < sizeof line)
-        bo_core_write_all(g_trace_fd, line, (size_t)n);
+    if (n <= 0 || (size_t)n >= sizeof line)
+        return;
+    int fd = open_trace();
+    if (fd < 0)
+        return;
+    bo_core_write_all(fd, line, (size_t)n);
+    bo_core_sys_close(fd);
 }
 
 /*

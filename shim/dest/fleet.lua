@@ -23,26 +23,60 @@ for v in string.gmatch(ARGV[8], '%S+') do R[#R + 1] = tonumber(v) end
 local ss_inc, plat_slow, plat_us, soon_us, soon_rtts = R[1], R[2], R[3], R[4], R[5]
 local late_us, late_rtts, pmax_us, pdeep, pgain, pfound = R[6], R[7], R[8], R[9], R[10], R[11]
 local decay, qpoll_us, qdrop_us, minwin, capfrac = R[12], R[13], R[14], R[15], R[16]
+-- Every value read is checked against what the rules can leave there (a
+-- hand, a bug or another version may have left a window below 1, a number
+-- that is not finite, a pace's next send or a lease further ahead than the
+-- rules ever set): one that is not is absent, its default used
+-- (bo_fleet.c's sane(), step for step).  NaN fails every comparison.
+local function within(x, lo, hi) return x ~= nil and x >= lo and x <= hi end
+local top = 1.7976931348623157e308
+local ahead_us = now + lease_us
 local f = redis.call('HMGET', k, 'cwnd', 'ssth', 'rate', 'next', 'cut', 'b', 'ok0',
   'ok1', 'ceil', 'rtt', 'pw', 'ps', 'pf')
-local cwnd = tonumber(f[1]) or tonumber(ARGV[6])
-local ssth = tonumber(f[2]) or 1e9
-local rate = tonumber(f[3]) or 0
-local nxt = tonumber(f[4]) or 0
-local cut = tonumber(f[5]) or 0
-local b = tonumber(f[6]) or now
-local ok0 = tonumber(f[7]) or -1
-local ok1 = tonumber(f[8]) or 0
-local ceil = tonumber(f[9]) or 0
-local rtt = tonumber(f[10]) or 0
-local pw = tonumber(f[11]) or 0
-local ps = tonumber(f[12]) or -1
-local pf = tonumber(f[13]) or 0
+local cwnd = tonumber(f[1])
+if not within(cwnd, 1, 1e9) then cwnd = tonumber(ARGV[6]) end
+local ssth = tonumber(f[2])
+if not within(ssth, 1, 1e9) then ssth = 1e9 end
+local rate = tonumber(f[3])
+if not (rate == 0 or within(rate, 0.1, top)) then rate = 0 end
+local nxt = tonumber(f[4])
+if not within(nxt, 0, now + 1e7) then nxt = 0 end
+local cut = tonumber(f[5])
+if not within(cut, 0, ahead_us) then cut = 0 end
+local b = tonumber(f[6])
+if not within(b, 0, ahead_us) then b = now end
+local ok0 = tonumber(f[7])
+if not within(ok0, -1, top) then ok0 = -1 end
+local ok1 = tonumber(f[8])
+if not within(ok1, 0, top) then ok1 = 0 end
+local ceil = tonumber(f[9])
+if not within(ceil, 0, 1e9) then ceil = 0 end
+local rtt = tonumber(f[10])
+if not within(rtt, 0, lease_us) then rtt = 0 end
+local pw = tonumber(f[11])
+if not within(pw, 0, top) then pw = 0 end
+local ps = tonumber(f[12])
+if not (ps == -1 or within(ps, 0, ahead_us)) then ps = -1 end
+local pf = tonumber(f[13])
+if not within(pf, 0, 1e9) then pf = 0 end
 local soon = math.max(soon_us, soon_rtts * rtt)
 redis.call('ZREMRANGEBYSCORE', lk, '-inf', now)
+-- a lease that ends further ahead than a lease's life (an eternal one) is void
+redis.call('ZREMRANGEBYSCORE', lk, string.format('(%.17g', ahead_us), '+inf')
 local gone = redis.call('ZRANGEBYSCORE', qlk, '-inf', now - qdrop_us, 'LIMIT', 0, 64)
 if #gone > 0 then
   redis.call('ZREM', qk, unpack(gone)); redis.call('ZREM', qlk, unpack(gone))
+end
+-- a last ask further ahead than a lease's life, a queued call that never asked
+local void = redis.call('ZRANGEBYSCORE', qlk, string.format('(%.17g', ahead_us), '+inf',
+  'LIMIT', 0, 64)
+if #void > 0 then
+  redis.call('ZREM', qk, unpack(void)); redis.call('ZREM', qlk, unpack(void))
+end
+if redis.call('ZCARD', qk) > redis.call('ZCARD', qlk) then
+  for _, m in ipairs(redis.call('ZRANGE', qk, 0, 63)) do
+    if not redis.call('ZSCORE', qlk, m) then redis.call('ZREM', qk, m) end
+  end
 end
 local res = {1, 0}
 if now - b >= 1e6 then

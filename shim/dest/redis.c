@@ -39,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -72,6 +73,7 @@ static char g_rules[512]; /* bo_fleet_rules, as the script reads them */
 /* The connection and what goes with it, guarded by g_mu. */
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static redisContext *g_ctx;
+static uint64_t g_sock_dev, g_sock_ino; /* g_ctx's socket, as fstat named it at connect */
 static int64_t g_retry_ns;   /* no connection attempt before this */
 static int64_t g_backoff_ns = RETRY_JOIN_NS; /* RETRY_FIRST_NS once joined */
 static bool g_down;          /* in an outage (said once under BACKOFF_VERBOSE) */
@@ -186,13 +188,36 @@ static bool lock_bounded(void)
     return pthread_mutex_timedlock(&g_mu, &ts) == 0;
 }
 
+/*
+ * Under g_mu: g_ctx's descriptor is still the socket it connected (the same
+ * device and inode).  A program may close every descriptor it did not open
+ * (daemons do) and get the number again for a file of its own: the library
+ * then never writes to it, nor closes it.
+ */
+static bool ctx_ours(void)
+{
+    struct stat st;
+    return g_ctx != NULL && g_ctx->fd >= 0 && fstat(g_ctx->fd, &st) == 0 &&
+           (uint64_t)st.st_dev == g_sock_dev && (uint64_t)st.st_ino == g_sock_ino;
+}
+
+/* Under g_mu: the connection freed, its descriptor closed only while it is
+ * still ours (else left to whoever has the number now). */
+static void drop_ctx(void)
+{
+    if (g_ctx == NULL)
+        return;
+    if (ctx_ours())
+        redisFree(g_ctx);
+    else
+        redisFreeKeepFd(g_ctx);
+    g_ctx = NULL;
+}
+
 /* Under g_mu: the connection failed (why); alone until the next try. */
 static void went_down(const char *why)
 {
-    if (g_ctx != NULL) {
-        redisFree(g_ctx);
-        g_ctx = NULL;
-    }
+    drop_ctx();
     __atomic_store_n(&g_retry_ns, bo_core_now_ns() + g_backoff_ns, __ATOMIC_RELAXED);
     if (!g_down)
         say("backoff: BACKOFF_SHARE=%s: %s; this host goes on with its host-wide state alone "
@@ -250,8 +275,13 @@ static bool ready(int64_t now)
                          (suseconds_t)(g_url.timeout_ms % 1000) * 1000};
     redisReply *r;
 
-    if (g_ctx != NULL)
-        return true;
+    if (g_ctx != NULL) {
+        if (__builtin_expect(ctx_ours(), 1))
+            return true;
+        /* The program closed the socket (and may have the number again):
+         * a new connection, quietly, as if this were the first. */
+        drop_ctx();
+    }
     if (now < g_retry_ns)
         return false;
     if (g_procid[0] == '\0') {
@@ -272,6 +302,13 @@ static bool ready(int64_t now)
     int fl = fcntl(g_ctx->fd, F_GETFD);
     if (fl >= 0)
         fcntl(g_ctx->fd, F_SETFD, fl | FD_CLOEXEC); /* never leaked into an exec */
+    struct stat st;
+    if (fstat(g_ctx->fd, &st) != 0) {
+        went_down("cannot connect: its socket is gone");
+        return false;
+    }
+    g_sock_dev = (uint64_t)st.st_dev;
+    g_sock_ino = (uint64_t)st.st_ino;
     redisSetTimeout(g_ctx, tv);
     if (g_pass[0] != '\0') {
         r = g_user[0] != '\0' ? redisCommand(g_ctx, "AUTH %s %s", g_user, g_pass)
@@ -464,16 +501,14 @@ void bo_redis_parent_fork(void)
 }
 
 /* The child's calls must never write to the parent's connection (the
- * replies would cross): it frees its copy (closing only its own descriptor)
- * and connects anew, as itself, on its first call. */
+ * replies would cross): it frees its copy (closing only its own descriptor,
+ * and only while that is still the socket) and connects anew, as itself,
+ * on its first call. */
 void bo_redis_child_fork(void)
 {
     pthread_mutex_init(&g_mu, NULL);
     pthread_mutex_init(&g_orph_mu, NULL);
-    if (g_ctx != NULL) {
-        redisFree(g_ctx);
-        g_ctx = NULL;
-    }
+    drop_ctx();
     g_procid[0] = '\0'; /* the parent's leases (and orphans) are the parent's */
     g_norphans = 0;
     __atomic_store_n(&g_retry_ns, 0, __ATOMIC_RELAXED);

@@ -77,7 +77,8 @@ static void open_once(void)
 
     bo_share_identify();
     bo_share_me.cfg_hash = config_hash(__atomic_load_n(&bo_share_me.cfg, __ATOMIC_RELAXED));
-    bo_share_me.file = bo_share_map_file(true, why, sizeof why, &replaced);
+    bo_share_me.file = bo_share_map_file(true, why, sizeof why, &replaced, &bo_share_me.dev,
+                                         &bo_share_me.ino);
     if (replaced && bo_share_me.file != NULL)
         say("backoff: BACKOFF_SHARE=host: replaced the shared state file: %s", why);
     else if (bo_share_me.file == NULL)
@@ -111,12 +112,7 @@ static bo_share_slot *take_slot(bo_share_file *f, int64_t now)
         /* Its pages first: on a full tmpfs, writing an unallocated page of a
          * shared mapping raises SIGBUS in the program.  No room: this
          * destination stays process-local (NULL), as when every slot is held. */
-        int saved = errno;
-        off_t at = (off_t)((char *)s - (char *)f);
-        bool room = bo_share_me.fd < 0 || fallocate(bo_share_me.fd, 0, at, (off_t)sizeof *s) == 0 ||
-                    errno == EOPNOTSUPP || errno == ENOSYS;
-        errno = saved;
-        if (!room)
+        if (!bo_share_reserve(f, s, sizeof *s))
             return NULL;
         bo_share_mutex_init(&s->mu);
         __atomic_store_n(&f->hiwater, fresh + 1, __ATOMIC_RELEASE);
@@ -198,12 +194,38 @@ void bo_share_init(const bo_config *cfg)
 }
 
 /* Under the slot's lock: nobody used it for long (or its clock is from
- * before a reboot), and nobody uses it now: its state starts fresh. */
+ * before a reboot), and nobody uses it now: its state starts fresh.  A
+ * state that holds what the engine cannot have left there (a window below
+ * 1, a number that is not finite, a hold past BACKOFF_CAP_MS: any process
+ * of the user can write the file) is never obeyed: it starts fresh too,
+ * busy or not (the leases stay counted). */
 static void fresh_if_stale(bo_share_slot *s, const bo_config *cfg, int64_t now)
 {
     int64_t used = __atomic_load_n(&s->last_used_ns, __ATOMIC_RELAXED);
-    if ((now - used > BO_SHARE_STALE_NS || used > now) && !bo_share_slot_busy(s))
+    if ((now - used > BO_SHARE_STALE_NS || used > now) && !bo_share_slot_busy(s)) {
         bo_share_fresh_state(s, cfg, now);
+    } else if (!bo_dest_sane(&s->d, cfg, now)) {
+        say("backoff: BACKOFF_SHARE=host: the shared state of %.200s held values the "
+            "library never sets (a window below 1, a wait past BACKOFF_CAP_MS...); it "
+            "starts fresh", s->key);
+        bo_share_fresh_state(s, cfg, now);
+    }
+}
+
+/*
+ * The mapping this process looks at is still the file's: false once it was
+ * lost (the file shrank under it, or its header is gone: bo_share_lost),
+ * said once under BACKOFF_VERBOSE.  Every attach and reuse looks: the
+ * process goes on with its own state from there.
+ */
+static bool still_shared(bo_share_file *f)
+{
+    if (!bo_share_lost(f))
+        return true;
+    if (bo_share_lost_first())
+        say("backoff: BACKOFF_SHARE=host: the shared state file was truncated or emptied "
+            "under this process; it goes on with its own state");
+    return false;
 }
 
 static void set_used_ns(bo_share_slot *s, int64_t now)
@@ -224,7 +246,7 @@ bo_share_slot *bo_share_attach(const char *key, size_t len, uint64_t key_hash,
         !__atomic_load_n(&g_opened, __ATOMIC_ACQUIRE))
         return NULL;
     f = bo_share_me.file;
-    if (f == NULL)
+    if (f == NULL || !still_shared(f))
         return NULL;
     ch = cfg == __atomic_load_n(&bo_share_me.cfg, __ATOMIC_RELAXED) ? bo_share_me.cfg_hash
                                                                     : config_hash(cfg);
@@ -275,6 +297,8 @@ bool bo_share_reuse(bo_share_slot *s, unsigned idx, uint32_t gen, const bo_confi
     int64_t now = bo_core_now_ns();
     bo_share_proc *p;
 
+    if (!still_shared(bo_share_me.file))
+        return false;
     bo_share_lock(s);
     p = bo_share_own_entry(s, idx, gen);
     if (p != NULL) {
@@ -371,6 +395,8 @@ bool bo_share_child_reattach(bo_share_slot *s, const char *key, uint32_t gen, un
 {
     int i = -1;
 
+    if (!still_shared(bo_share_me.file))
+        return false;
     bo_share_lock(s);
     /* The parent may have let the slot go since fork, and it may hold
      * another destination now: then the child attaches anew.  No chunk of

@@ -294,12 +294,7 @@ static bo_share_chunk *grow(bo_share_slot *s)
         f->pool_free = 0; /* a list a death left wrong is made anew by repair_file_v */
         if (fresh >= BO_SHARE_POOL_CHUNKS)
             return NULL;
-        int saved = errno;
-        off_t at = (off_t)((char *)&f->pool[fresh] - (char *)f);
-        bool room = bo_share_me.fd < 0 || fallocate(bo_share_me.fd, 0, at, (off_t)sizeof *c) == 0 ||
-                    errno == EOPNOTSUPP || errno == ENOSYS;
-        errno = saved;
-        if (!room)
+        if (!bo_share_reserve(f, &f->pool[fresh], sizeof *c))
             return NULL;
         c = &f->pool[fresh];
         ref = fresh + 1;
@@ -572,11 +567,28 @@ static void repair_slot_v(void *arg)
     repair_slot(arg);
 }
 
+/*
+ * Under the slot's lock, once the mapping was lost (share_file.c's guard):
+ * the slot is zero memory of this process's own.  A block still attached
+ * to it (its calls go on) finds a fresh state there, its own as a block's
+ * own would be, until its next reuse, which makes it its own (share.c).
+ */
+static void adopt(bo_share_slot *s)
+{
+    const bo_config *cfg = __atomic_load_n(&bo_share_me.cfg, __ATOMIC_RELAXED);
+    if (s->used || cfg == NULL)
+        return;
+    bo_dest_init(&s->d, cfg, bo_core_now_ns());
+    s->used = 1;
+}
+
 void bo_share_lock(bo_share_slot *s)
 {
-    int rc = pthread_mutex_lock(&s->mu);
+    int rc = bo_share_mutex_lock(&s->mu);
     if (__builtin_expect(rc != 0, 0))
         bo_share_lock_mend(&s->mu, rc, repair_slot_v, s);
+    if (__builtin_expect(__atomic_load_n(&bo_share_lost_flag, __ATOMIC_RELAXED) != 0, 0))
+        adopt(s);
 }
 
 bool bo_share_lock_until(bo_share_slot *s, int64_t until_ns)
@@ -592,7 +604,10 @@ bool bo_share_lock_until(bo_share_slot *s, int64_t until_ns)
     /* CLOCK_REALTIME, as pthread_mutex_timedlock reads it, which
      * ThreadSanitizer knows, unlike pthread_mutex_clocklock */
     int rc = pthread_mutex_timedlock(&s->mu, &ts);
+    bo_share_timedlock_owned(&s->mu, rc);
     bool ok = rc == 0 || bo_share_lock_mend(&s->mu, rc, repair_slot_v, s);
+    if (ok && __builtin_expect(__atomic_load_n(&bo_share_lost_flag, __ATOMIC_RELAXED) != 0, 0))
+        adopt(s);
     errno = saved;
     return ok;
 }

@@ -1,6 +1,6 @@
 /*
- * share_file.c: the host-wide state file (share_file.h) and its robust
- * locks.
+ * share_file.c: the host-wide state file (share_file.h), its guard and
+ * its robust locks.
  *
  * The file: $XDG_RUNTIME_DIR/backoff.shm, else /dev/shm/backoff-UID.shm.
  * It is made whole under a temporary name (mkostemp: O_EXCL, 0600), then
@@ -9,8 +9,21 @@
  * touched: the process keeps its state to itself and says so (one
  * BACKOFF_VERBOSE line).  A file of ours that is the wrong size or has
  * another magic or layout (another build, a 32-bit process, a crash of an
- * older version) is replaced when no process holds it (every user holds a
- * shared flock for its lifetime), else left alone with the same fallback.
+ * older version) is replaced when no process holds it, else left alone
+ * with the same fallback.  Every process holds a shared flock on it for as
+ * long as it maps it, with no descriptor: the lock belongs to the open
+ * file, which the mapping keeps open once the descriptor is closed (and a
+ * fork child's copy of the mapping with it).  No descriptor of the library
+ * outlives the call that opened it: a program that closes every
+ * descriptor, as daemons do, and opens files of its own never meets one.
+ *
+ * A file that shrinks under the mapping (someone truncated it) would make
+ * the next touch of a lost page a SIGBUS in the program: the guard, a
+ * SIGBUS handler installed with the first mapping, puts zero memory of the
+ * process's own over the whole mapping when the fault is inside it (the
+ * access then goes on harmlessly) and chains to the handler it found for
+ * any other fault; the process goes on with its own state from its next
+ * attach (bo_share_lost).
  *
  * Crash safety: the locks are robust (bo_share_lock_mend), and a death
  * inside the file's lock rebuilds the hash chains and the pool's free list;
@@ -23,6 +36,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -36,7 +50,202 @@
 
 #include "core/core.h"
 
-bo_share_this bo_share_me = {.fd = -1};
+/* ThreadSanitizer's build (gcc says so by __SANITIZE_THREAD__, clang by
+ * __has_feature). */
+#if defined(__SANITIZE_THREAD__)
+#define BO_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define BO_TSAN 1
+#endif
+#endif
+#ifdef BO_TSAN
+#include <sanitizer/tsan_interface.h>
+#endif
+
+bo_share_this bo_share_me;
+
+/* ---- the guard: a file that shrinks under a mapping --------------------- */
+
+/* The mappings guarded: the process's, and a walk's of its own (the
+ * wrapper's --status and --reset).  Read by the handler. */
+#define GUARDS 4
+static bo_share_file *g_guarded[GUARDS];
+int bo_share_lost_flag;  /* a guarded mapping was lost (atomic) */
+static int g_lost_said;  /* the first caller said so */
+static int g_bus_installed; /* bo_core_once */
+static struct sigaction g_prev_bus;
+
+/* A fault at addr inside a guarded mapping: zero memory of the process's
+ * own in its place, the whole of it (async-signal-safe: one mmap). */
+static bool guard_fix(const void *addr)
+{
+    const char *a = addr;
+    for (int i = 0; i < GUARDS; i++) {
+        char *m = (char *)__atomic_load_n(&g_guarded[i], __ATOMIC_ACQUIRE);
+        if (m == NULL || a < m || a >= m + sizeof(bo_share_file))
+            continue;
+        if (mmap(m, sizeof(bo_share_file), PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) == MAP_FAILED)
+            return false;
+        __atomic_store_n(&bo_share_lost_flag, 1, __ATOMIC_RELEASE);
+        return true;
+    }
+    return false;
+}
+
+/* Any other SIGBUS goes where it would have gone without the library: the
+ * handler found at installation, or the default (a fault then comes again
+ * and kills as it would have; a SIGBUS sent is raised again, delivered
+ * when this handler returns). */
+static void chain_sigbus(int sig, siginfo_t *si, void *uc)
+{
+    const struct sigaction *p = &g_prev_bus;
+    if (p->sa_flags & SA_SIGINFO) {
+        if (p->sa_sigaction != NULL)
+            p->sa_sigaction(sig, si, uc);
+    } else if (p->sa_handler == SIG_DFL) {
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        sigaction(sig, &dfl, NULL);
+        if (si == NULL || si->si_code <= 0)
+            raise(sig);
+    } else if (p->sa_handler != SIG_IGN) {
+        p->sa_handler(sig);
+    }
+}
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+    int saved = errno;
+    if (si == NULL || si->si_code <= 0 || !guard_fix(si->si_addr))
+        chain_sigbus(sig, si, uc);
+    errno = saved;
+}
+
+static void install_guard(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_sigbus;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, &g_prev_bus);
+}
+
+static void guard(bo_share_file *f)
+{
+    bo_core_once(&g_bus_installed, install_guard);
+    for (int i = 0; i < GUARDS; i++) {
+        bo_share_file *none = NULL;
+        if (__atomic_compare_exchange_n(&g_guarded[i], &none, f, false, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED))
+            return;
+    }
+}
+
+void bo_share_unmap(bo_share_file *f)
+{
+    for (int i = 0; i < GUARDS; i++) {
+        bo_share_file *me = f;
+        __atomic_compare_exchange_n(&g_guarded[i], &me, NULL, false, __ATOMIC_RELEASE,
+                                    __ATOMIC_RELAXED);
+    }
+    munmap(f, sizeof *f);
+}
+
+bool bo_share_lost(const bo_share_file *f)
+{
+    /* the header's page is touched: a file truncated since is found now */
+    return __atomic_load_n(&bo_share_lost_flag, __ATOMIC_ACQUIRE) ||
+           __atomic_load_n(&f->magic, __ATOMIC_ACQUIRE) != BO_SHARE_MAGIC;
+}
+
+bool bo_share_lost_first(void)
+{
+    return __atomic_exchange_n(&g_lost_said, 1, __ATOMIC_RELAXED) == 0;
+}
+
+/* ---- a new slot's or chunk's pages -------------------------------------- */
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+
+/* A kernel before 5.14: the file opened by its path for one fallocate,
+ * when it is still the file mapped. */
+static bool reserve_by_path(bo_share_file *f, off_t off, size_t len)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    bool ok = false;
+
+    if (f != bo_share_me.file || bo_share_path(path, sizeof path) != 0)
+        return false;
+    int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return false;
+    if (fstat(fd, &st) == 0 && (uint64_t)st.st_dev == bo_share_me.dev &&
+        (uint64_t)st.st_ino == bo_share_me.ino)
+        ok = fallocate(fd, 0, off, (off_t)len) == 0 || errno == EOPNOTSUPP || errno == ENOSYS;
+    bo_core_sys_close(fd);
+    return ok;
+}
+
+/*
+ * MADV_POPULATE_WRITE faults the pages in as a write would, and where that
+ * write would raise SIGBUS (a full tmpfs, a file shrunk) it fails instead
+ * (EFAULT): no descriptor at all.
+ */
+bool bo_share_reserve(bo_share_file *f, void *at, size_t len)
+{
+    int saved = errno;
+    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t from = (uintptr_t)at & ~(pg - 1);
+    uintptr_t to = ((uintptr_t)at + len + pg - 1) & ~(pg - 1);
+    bool ok = madvise((void *)from, to - from, MADV_POPULATE_WRITE) == 0;
+
+    if (!ok && errno == EINVAL)
+        ok = reserve_by_path(f, (off_t)((char *)at - (char *)f), len);
+    errno = saved;
+    return ok;
+}
+
+/* ---- the locks ---------------------------------------------------------- */
+
+/* A held lock's wait: a slice, then the mutex is touched again. */
+#define LOCK_SLICE_NS 100000000LL
+
+void bo_share_timedlock_owned(pthread_mutex_t *mu, int rc)
+{
+#ifdef BO_TSAN
+    if (rc == EOWNERDEAD) {
+        __tsan_mutex_pre_lock(mu, __tsan_mutex_try_lock);
+        __tsan_mutex_post_lock(mu, __tsan_mutex_try_lock, 0);
+    }
+#else
+    (void)mu;
+    (void)rc;
+#endif
+}
+
+int bo_share_mutex_lock(pthread_mutex_t *mu)
+{
+    int rc = pthread_mutex_trylock(mu);
+    while (rc == EBUSY || rc == ETIMEDOUT) {
+        struct timespec ts;
+        /* CLOCK_REALTIME, as pthread_mutex_timedlock reads it (and
+         * ThreadSanitizer knows it, unlike pthread_mutex_clocklock) */
+        clock_gettime(CLOCK_REALTIME, &ts);
+        int64_t at = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec + LOCK_SLICE_NS;
+        ts.tv_sec = (time_t)(at / 1000000000LL);
+        ts.tv_nsec = (long)(at % 1000000000LL);
+        rc = pthread_mutex_timedlock(mu, &ts);
+        bo_share_timedlock_owned(mu, rc);
+    }
+    return rc;
+}
 
 void bo_share_mutex_init(pthread_mutex_t *mu)
 {
@@ -110,7 +319,7 @@ static void repair_file_v(void *arg)
 
 void bo_share_lock_file(bo_share_file *f)
 {
-    int rc = pthread_mutex_lock(&f->mu);
+    int rc = bo_share_mutex_lock(&f->mu);
     if (rc != 0)
         bo_share_lock_mend(&f->mu, rc, repair_file_v, f);
 }
@@ -191,8 +400,20 @@ static const char *header_problem(const bo_share_file *f, char *why, size_t len)
     return NULL;
 }
 
-/* A new file under a temporary name, linked into place; -1 with *why. */
-static bo_share_file *create_file(const char *path, int *fdp, char *why, size_t len)
+/* The file's identity, for bo_share_reserve's fallback. */
+static void identify(int fd, uint64_t *dev, uint64_t *ino)
+{
+    struct stat st;
+    if (dev == NULL || ino == NULL || fstat(fd, &st) != 0)
+        return;
+    *dev = (uint64_t)st.st_dev;
+    *ino = (uint64_t)st.st_ino;
+}
+
+/* A new file under a temporary name, linked into place, mapped and
+ * guarded, its descriptor closed; NULL with *why. */
+static bo_share_file *create_file(const char *path, char *why, size_t len, uint64_t *dev,
+                                  uint64_t *ino)
 {
     char tmp[PATH_MAX];
     bo_share_file *f = NULL;
@@ -218,6 +439,7 @@ static bo_share_file *create_file(const char *path, int *fdp, char *why, size_t 
         f = NULL;
         goto fail;
     }
+    guard(f);
     f->version = BO_SHARE_VERSION;
     f->dest_size = sizeof(bo_dest);
     f->slot_size = sizeof(bo_share_slot);
@@ -229,22 +451,23 @@ static bo_share_file *create_file(const char *path, int *fdp, char *why, size_t 
     f->file_size = sizeof(bo_share_file);
     bo_share_mutex_init(&f->mu); /* a slot's lock is made when it is first handed out */
     __atomic_store_n(&f->magic, BO_SHARE_MAGIC, __ATOMIC_RELEASE);
-    flock(fd, LOCK_SH);
+    flock(fd, LOCK_SH); /* held through the mapping once fd is closed */
     if (link(tmp, path) != 0) {
         int e = errno;
         unlink(tmp);
-        munmap(f, sizeof *f);
+        bo_share_unmap(f);
         bo_core_sys_close(fd);
         errno = e;
         return NULL; /* EEXIST: another process made it first; open that one */
     }
     unlink(tmp);
-    *fdp = fd;
+    identify(fd, dev, ino);
+    bo_core_sys_close(fd);
     return f;
 fail:
     WHY("it cannot be created: %s", strerror(errno));
     if (f != NULL)
-        munmap(f, sizeof *f);
+        bo_share_unmap(f);
     unlink(tmp);
     bo_core_sys_close(fd);
     errno = 0;
@@ -257,7 +480,8 @@ fail:
  * does not exist and create is false).  replaced: set when a bad file of
  * ours was replaced (its reason stays in why).
  */
-bo_share_file *bo_share_map_file(bool create, char *why, size_t len, bool *replaced)
+bo_share_file *bo_share_map_file(bool create, char *why, size_t len, bool *replaced,
+                                 uint64_t *dev, uint64_t *ino)
 {
     char path[PATH_MAX], reason[256];
     bo_share_file *f;
@@ -274,11 +498,9 @@ bo_share_file *bo_share_map_file(bool create, char *why, size_t len, bool *repla
         if (fd < 0 && errno == ENOENT) {
             if (!create)
                 return NULL;
-            f = create_file(path, &fd, why, len);
-            if (f != NULL) {
-                bo_share_me.fd = fd; /* stays open: it holds the shared flock */
+            f = create_file(path, why, len, dev, ino);
+            if (f != NULL)
                 return f;
-            }
             if (why[0] != '\0')
                 return NULL;
             continue;
@@ -307,7 +529,7 @@ bo_share_file *bo_share_map_file(bool create, char *why, size_t len, bool *repla
             bo_core_sys_close(fd);
             return NULL;
         }
-        flock(fd, LOCK_SH);
+        flock(fd, LOCK_SH); /* held through the mapping once fd is closed */
         const char *problem = NULL;
         f = NULL;
         if ((uint64_t)st.st_size != sizeof(bo_share_file)) {
@@ -321,12 +543,14 @@ bo_share_file *bo_share_map_file(bool create, char *why, size_t len, bool *repla
                 bo_core_sys_close(fd);
                 return NULL;
             }
+            guard(f); /* before the first touch: the file may shrink at any time */
             problem = header_problem(f, reason, sizeof reason);
             if (problem == NULL) {
-                bo_share_me.fd = fd; /* stays open: it holds the shared flock */
+                identify(fd, dev, ino);
+                bo_core_sys_close(fd);
                 return f;
             }
-            munmap(f, sizeof *f);
+            bo_share_unmap(f);
         }
         /* Ours but not usable: replace it when no process holds it. */
         if (!create || flock(fd, LOCK_EX | LOCK_NB) != 0) {

@@ -1,7 +1,9 @@
 /*
  * share_file.h: the host-wide state file itself (share_file.c), for the
  * backend's other files: this process's hold on it, its path, mapping it
- * (made or replaced as needed), its robust locks, its hash chains of slots.
+ * (made or replaced as needed), the pages of a new slot or chunk, the guard
+ * that makes a file shrunk under the mapping cost the sharing alone, its
+ * robust locks, its hash chains of slots.
  */
 #ifndef BO_DEST_SHARE_FILE_H
 #define BO_DEST_SHARE_FILE_H
@@ -15,17 +17,18 @@
 #include "dest/share_layout.h"
 
 /*
- * This process's side of the host-wide state: its mapping of the file, the
- * descriptor that holds the file's shared flock for the process's life, the
- * configuration for repairs and stale resets, and the process as its
- * entries name it (pid, start time, a nonce of the library's image, since
- * exec keeps both).  Set once (share.c, bo_share_init), the identity again
- * in a fork child; `backoff --status`/`--reset` stand a mapping of their
- * own in for a walk.  Hidden: one load, not a GOT entry's two.
+ * This process's side of the host-wide state: its mapping of the file (no
+ * descriptor is kept: the mapping holds the file's shared flock, see
+ * share_file.c), the file's device and inode, the configuration for
+ * repairs and stale resets, and the process as its entries name it (pid,
+ * start time, a nonce of the library's image, since exec keeps both).  Set
+ * once (share.c, bo_share_init), the identity again in a fork child;
+ * `backoff --status`/`--reset` stand a mapping of their own in for a walk.
+ * Hidden: one load, not a GOT entry's two.
  */
 typedef struct bo_share_this {
     bo_share_file *file;        /* NULL: process-local */
-    int fd;                     /* file's descriptor; -1: none */
+    uint64_t dev, ino;          /* of the file mapped (a new page's reservation) */
     const bo_config *cfg;       /* atomic */
     uint64_t cfg_hash;          /* of cfg, made once */
     int32_t pid;
@@ -39,12 +42,45 @@ int bo_share_path(char *buf, size_t len);
 
 /*
  * Map the user's file, creating or replacing it (create) as share_file.c's
- * heading says; its descriptor, which holds the shared flock, goes to
- * bo_share_me.fd.  NULL with a reason in why (empty: nothing to say, e.g.
- * no file and create false); replaced: a bad file of ours was replaced
- * (its reason stays in why).
+ * heading says, guarded (bo_share_unmap undoes both); its descriptor is
+ * closed before it returns, the mapping keeps the shared flock.  NULL with
+ * a reason in why (empty: nothing to say, e.g. no file and create false);
+ * replaced: a bad file of ours was replaced (its reason stays in why);
+ * dev and ino (may be NULL): the file's.
  */
-bo_share_file *bo_share_map_file(bool create, char *why, size_t len, bool *replaced);
+bo_share_file *bo_share_map_file(bool create, char *why, size_t len, bool *replaced,
+                                 uint64_t *dev, uint64_t *ino);
+void bo_share_unmap(bo_share_file *f);
+
+/*
+ * The pages of [at, at + len) of this process's mapping made real before
+ * their first touch, so that a full tmpfs (or disk) is an error here, never
+ * a SIGBUS in the program: false when there is no room (or the file at the
+ * path is not the one mapped any more).  No descriptor outlives it.
+ */
+bool bo_share_reserve(bo_share_file *f, void *at, size_t len);
+
+/*
+ * The mapping was lost: the file shrank under it (someone truncated it)
+ * and the SIGBUS its touch raised put zero memory of the process's own in
+ * its place, or its header is not a state file's any more.  The process
+ * goes on with its own state (share.c looks at every attach and reuse);
+ * the first caller that sees it says so under BACKOFF_VERBOSE (true once).
+ */
+bool bo_share_lost(const bo_share_file *f);
+bool bo_share_lost_first(void);
+/* Set (by the guard's SIGBUS handler) once a mapping was lost. */
+extern __attribute__((visibility("hidden"))) int bo_share_lost_flag;
+
+/* Lock a robust mutex of the file, never waiting on it unseen for long: a
+ * held lock is waited for in slices, each of which touches the mutex again
+ * (a file truncated meanwhile is found then, never slept on for good).
+ * pthread_mutex_lock's codes. */
+int bo_share_mutex_lock(pthread_mutex_t *mu);
+/* After pthread_mutex_timedlock gave rc: a lock taken from a dead holder
+ * (EOWNERDEAD) is told to ThreadSanitizer, whose interceptor counts only
+ * 0 as taken (nothing in other builds). */
+void bo_share_timedlock_owned(pthread_mutex_t *mu, int rc);
 
 /* A robust, process-shared mutex, made anew. */
 void bo_share_mutex_init(pthread_mutex_t *mu);

@@ -76,7 +76,7 @@ int bo_share_views(bo_share_file *f, bo_share_view **views, size_t *n, int64_t u
                    char *why, size_t len)
 {
     bool mine = f == NULL, replaced;
-    int rc = 0, fd_before = bo_share_me.fd;
+    int rc = 0;
     bo_share_view *v = NULL;
     size_t k = 0;
 
@@ -85,7 +85,7 @@ int bo_share_views(bo_share_file *f, bo_share_view **views, size_t *n, int64_t u
     why[0] = '\0';
     if (bo_share_me.pid == 0)
         bo_share_identify();
-    if (mine && (f = bo_share_map_file(false, why, len, &replaced)) == NULL)
+    if (mine && (f = bo_share_map_file(false, why, len, &replaced, NULL, NULL)) == NULL)
         return why[0] == '\0' ? 1 : 2;
     /* A slot's pool chunks are found through bo_share_me.file: a mapping of the
      * wrapper's own (mine, one thread) stands in for it during the walk. */
@@ -123,12 +123,9 @@ int bo_share_views(bo_share_file *f, bo_share_view **views, size_t *n, int64_t u
         bo_share_unlock(s);
     }
 out:
-    if (mine) { /* the mapping and the descriptor (its shared flock) were this call's */
+    if (mine) { /* the mapping (and its shared flock) was this call's */
         bo_share_me.file = process_file;
-        munmap(f, sizeof *f);
-        if (bo_share_me.fd >= 0 && bo_share_me.fd != fd_before)
-            bo_core_sys_close(bo_share_me.fd);
-        bo_share_me.fd = fd_before;
+        bo_share_unmap(f);
     }
     *views = v;
     *n = k;
@@ -184,7 +181,7 @@ int bo_share_reset(FILE *out, const bo_config *cfg)
     if (bo_share_me.pid == 0)
         bo_share_identify();
     __atomic_store_n(&bo_share_me.cfg, cfg, __ATOMIC_RELAXED);
-    bo_share_file *f = bo_share_map_file(false, why, sizeof why, &replaced);
+    bo_share_file *f = bo_share_map_file(false, why, sizeof why, &replaced, NULL, NULL);
     if (f == NULL) {
         if (why[0] == '\0') {
             fprintf(out, "backoff: no shared state to reset\n");
@@ -225,7 +222,7 @@ int bo_share_reset(FILE *out, const bo_config *cfg)
     }
     pthread_mutex_unlock(&f->mu);
     bo_share_me.file = mine;
-    munmap(f, sizeof *f);
+    bo_share_unmap(f);
     fprintf(out, "backoff: reset %u destination(s) (%u in use started fresh)\n", freed + kept,
             kept);
     return 0;

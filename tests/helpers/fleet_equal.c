@@ -14,7 +14,11 @@
  * throttles, losses or other failures after a round trip of 2 to 42 ms, or
  * are released unrun; calls give up waiting; time moves on to the next
  * call's time, by up to 5 ms a step, now and then by seconds (the rules'
- * plateau, probes and one-second bins) and past a lease's expiry.
+ * plateau, probes and one-second bins) and past a lease's expiry.  One
+ * sequence in three starts from keys poisoned alike in Redis and in the
+ * model (a window of 0 or -1e308, NaN and infinite fields, 50 eternal
+ * leases, a pace of 1e-300 Hz whose next send is 1e300, a queue that never
+ * leaves, time stamps far ahead): both must treat them as absent alike.
  * Exit 0 and one line "N events equal"; else the first difference.
  */
 #include <hiredis/hiredis.h>
@@ -132,6 +136,88 @@ static int compare(const char *dest, const bo_fleet *f, long event)
     return 0;
 }
 
+static void command(const char *what, redisReply *r)
+{
+    if (r == NULL || r->type == REDIS_REPLY_ERROR)
+        die(what, r);
+    freeReplyObject(r);
+}
+
+/* One field of the hash, in Redis and in the model: value as Redis keeps
+ * it (the script reads it with tonumber: "nan" and "inf" are numbers). */
+static void poison_field(const char *dest, const char *name, const char *value, double *field)
+{
+    command("HSET", redisCommand(g_ctx, "HSET backoff:eq:{%s} %s %s", dest, name, value));
+    *field = strtod(value, NULL);
+}
+
+/* n members of set (leases, queue or polled) scored score, in Redis and
+ * in the model (which the first run empties of them, in any order). */
+static void poison_set(const char *dest, const char *set, const char *prefix, int n, double score,
+                       bo_fleet_member *z, int *nz)
+{
+    for (int i = 0; i < n; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "%s:%d", prefix, i);
+        command("ZADD", redisCommand(g_ctx, "ZADD backoff:eq:{%s}:%s %.17g %s", dest, set,
+                                     score, id));
+        snprintf(z[*nz].id, sizeof z[0].id, "%s", id);
+        z[(*nz)++].score = score;
+    }
+}
+
+/*
+ * A sequence's keys poisoned before its first event (kind 0 to 5), alike
+ * in Redis and in the model; the other fields as the script's defaults
+ * would read them (the model's state exists from here).
+ */
+static void poison(const char *dest, bo_fleet *f, unsigned kind, double now)
+{
+    *f = (bo_fleet){.exists = true, .cwnd = g_args.window, .ssth = 1e9, .b = now, .ok0 = -1,
+                    .ps = -1};
+    static const char *const names[] = {"cwnd", "ssth", "rate", "next", "cut", "b", "ok0",
+                                        "ok1",  "ceil", "rtt",  "pw",   "ps",  "pf"};
+    double *fields[] = {&f->cwnd, &f->ssth, &f->rate, &f->next, &f->cut, &f->b, &f->ok0,
+                        &f->ok1,  &f->ceil, &f->rtt,  &f->pw,   &f->ps,  &f->pf};
+    for (int i = 0; i < 13; i++) { /* every field there, as the model has it */
+        char v[32];
+        snprintf(v, sizeof v, "%.17g", *fields[i]);
+        poison_field(dest, names[i], v, fields[i]);
+    }
+    switch (kind) {
+    case 0:
+        poison_field(dest, "cwnd", "0", &f->cwnd);
+        break;
+    case 1:
+        poison_field(dest, "cwnd", "-1e308", &f->cwnd);
+        poison_field(dest, "ssth", "nan", &f->ssth);
+        break;
+    case 2:
+        poison_set(dest, "leases", "evil", 50, 1e18, f->leases, &f->nleases);
+        break;
+    case 3:
+        poison_field(dest, "rate", "1e-300", &f->rate);
+        poison_field(dest, "next", "1e300", &f->next);
+        break;
+    case 4: /* last asks far ahead; queued calls that never asked */
+        poison_set(dest, "queue", "evil", 30, now - 1, f->queue, &f->nqueue);
+        poison_set(dest, "polled", "evil", 30, 1e18, f->polled, &f->npolled);
+        poison_set(dest, "queue", "mute", 10, now - 1, f->queue, &f->nqueue);
+        break;
+    default:
+        poison_field(dest, "b", "1e300", &f->b);
+        poison_field(dest, "cut", "1e300", &f->cut);
+        poison_field(dest, "ps", "1e300", &f->ps);
+        poison_field(dest, "rtt", "-5", &f->rtt);
+        poison_field(dest, "pw", "inf", &f->pw);
+        poison_field(dest, "ok0", "-7", &f->ok0);
+        poison_field(dest, "ok1", "nan", &f->ok1);
+        poison_field(dest, "ceil", "1e300", &f->ceil);
+        poison_field(dest, "pf", "-1", &f->pf);
+        break;
+    }
+}
+
 typedef enum { FE_CALL_IDLE, FE_CALL_ASKING, FE_CALL_LEASED } call_state;
 
 int main(int argc, char **argv)
@@ -178,6 +264,8 @@ int main(int argc, char **argv)
         g_args.beta = s % 7 < 2 ? 0.5 : 0.9;  /* a deep cut */
         snprintf(dest, sizeof dest, "https://dest-%ld.test:443", s);
         bo_fleet_init(&f);
+        if (s % 3 == 2)
+            poison(dest, &f, (unsigned)(s / 3) % 6, now);
         for (long e = 0; e < events; e++, total++) {
             /* mostly the call whose time came first (an answer after its
              * round trip, a queued call's next ask), else any call */

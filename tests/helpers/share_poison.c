@@ -5,14 +5,17 @@
  * library reads from state others wrote, to check that none makes a wait
  * past BACKOFF_CAP_MS.
  *
- *   share_poison KEY SECONDS   (XDG_RUNTIME_DIR: the test's directory)
+ *   share_poison KEY SECONDS [window]   (XDG_RUNTIME_DIR: the test's directory)
  *
  * Sets, SECONDS from now (CLOCK_MONOTONIC, host-wide): the destination's
  * next admission (next_send_ns), the window's pace (next_send_ns, pacing
- * on), and a spent quota partition (its reset and next admission).  Prints
+ * on), and a spent quota partition (its reset and next admission).  With
+ * "window", also values no window ever holds: a window of 0, a threshold
+ * of -1e308, a pace of NaN (tests/integration/test_harm_owned.sh).  Prints
  * "poisoned KEY"; exit 1 when the file or the slot is not there.
  */
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,8 +30,9 @@ int main(int argc, char **argv)
     bo_share_slot *s = NULL;
     struct timespec ts;
 
-    if (argc != 3 || getenv("XDG_RUNTIME_DIR") == NULL) {
-        fprintf(stderr, "usage: share_poison KEY SECONDS (XDG_RUNTIME_DIR set)\n");
+    if (argc < 3 || argc > 4 || (argc == 4 && strcmp(argv[3], "window") != 0) ||
+        getenv("XDG_RUNTIME_DIR") == NULL) {
+        fprintf(stderr, "usage: share_poison KEY SECONDS [window] (XDG_RUNTIME_DIR set)\n");
         return 2;
     }
     bo_share_file *f = share_file_map();
@@ -56,6 +60,11 @@ int main(int argc, char **argv)
     q->window_ns = 1000000000LL;
     q->avail = 0;
     q->last_remaining = 0;
+    if (argc == 4) {
+        s->d.window.cwnd = 0;
+        s->d.window.ssthresh = -1e308;
+        s->d.window.rate_limit_hz = NAN;
+    }
     pthread_mutex_unlock(&s->mu);
     printf("poisoned %s\n", argv[1]);
     return 0;

@@ -11,6 +11,7 @@
  * responsive's gap applies before every attempt.
  */
 #include <check.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1256,6 +1257,85 @@ START_TEST(test_aimd_wakes_when_held_attempts_age)
 }
 END_TEST
 
+/*
+ * bo_dest_sane holds for every state the engine itself leaves (a shared
+ * state read from the file is reset when it fails, so a false alarm would
+ * forget what the destination taught): every policy that shares a state,
+ * driven through many calls, throttles with Retry-After up to past the
+ * cap, losses and successes at random times, is sane after every step.
+ */
+START_TEST(test_sane_holds_for_the_engines_own_states)
+{
+    static const bo_policy_kind kinds[] = {BO_POLICY_AIMD, BO_POLICY_RESPONSIVE,
+                                           BO_POLICY_AWS_ADAPTIVE};
+    for (unsigned k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        for (int pacing = 0; pacing < 2; pacing++) {
+            bo_config c = cfg_for(kinds[k]);
+            c.pacing = pacing;
+            c.cap_ms = 2000;
+            bo_dest d;
+            bo_rng rng;
+            int64_t now = 1000 * MS, until = 0;
+            bo_rng_seed(&rng, 7 + k);
+            bo_dest_init(&d, &c, now);
+            for (int i = 0; i < 3000; i++) {
+                bo_call call;
+                bo_call_begin(&call, now);
+                now += (int64_t)(bo_rng_uniform(&rng) * 50 * MS);
+                if (bo_dest_admit(&d, &c, &call, now, &until) != BO_ADMIT_GO) {
+                    ck_assert(bo_dest_sane(&d, &c, now));
+                    now = until > now ? until : now + MS;
+                    if (bo_dest_admit(&d, &c, &call, now, &until) != BO_ADMIT_GO)
+                        continue;
+                }
+                double r = bo_rng_uniform(&rng);
+                bo_outcome o = r < 0.5 ? OK : r < 0.85 ? THROTTLED : r < 0.95 ? LOST : FINAL;
+                int64_t ra = r < 0.7 ? -1 : (int64_t)(bo_rng_uniform(&rng) * 5000 * MS);
+                now += (int64_t)(bo_rng_uniform(&rng) * 30 * MS);
+                bo_dest_complete(&d, &c, &call, o, ra, now, &rng, &until);
+                ck_assert_msg(bo_dest_sane(&d, &c, now), "policy %d pacing %d step %d",
+                              (int)kinds[k], pacing, i);
+            }
+        }
+    }
+}
+END_TEST
+
+/* What the engine never leaves there is found, field by field. */
+START_TEST(test_sane_finds_poison)
+{
+    bo_config c = cfg_for(BO_POLICY_AIMD);
+    bo_dest fresh, d;
+    int64_t now = 5000 * MS;
+    bo_dest_init(&fresh, &c, now);
+    ck_assert(bo_dest_sane(&fresh, &c, now));
+#define POISONED(stmt)                                                                        \
+    do {                                                                                      \
+        d = fresh;                                                                            \
+        stmt;                                                                                 \
+        ck_assert_msg(!bo_dest_sane(&d, &c, now), "%s went unseen", #stmt);                   \
+    } while (0)
+    POISONED(d.window.cwnd = 0);
+    POISONED(d.window.cwnd = -1e308);
+    POISONED(d.window.cwnd = NAN);
+    POISONED(d.window.ssthresh = INFINITY);
+    POISONED(d.window.max = 0);
+    POISONED(d.window.beta = 1);
+    POISONED(d.window.rate_limit_hz = NAN);
+    POISONED(d.window.rate_limit_hz = -1);
+    POISONED(d.window.next_send_ns = now + 3600 * 1000 * MS);
+    POISONED(d.next_send_ns = now + c.cap_ms * MS + 1);
+    POISONED(d.pacing.interval_ns = c.cap_ms * MS + 1);
+    POISONED(d.pacing.interval_ns = -1);
+    POISONED(d.adaptive.tokens = NAN);
+    POISONED((d.adaptive.enabled = true, d.adaptive.fill_rate = 0));
+#undef POISONED
+    d = fresh;
+    d.next_send_ns = now + c.cap_ms * MS; /* a Retry-After at the cap: the engine's own */
+    ck_assert(bo_dest_sane(&d, &c, now));
+}
+END_TEST
+
 static Suite *engine_suite(void)
 {
     Suite *s = suite_create("engine");
@@ -1288,6 +1368,8 @@ static Suite *engine_suite(void)
     tcase_add_test(tc, test_retry_budget_lone_call_ends);
     tcase_add_test(tc, test_retry_budget_wait_is_bounded);
     tcase_add_test(tc, test_continued_call_shares_the_budget);
+    tcase_add_test(tc, test_sane_holds_for_the_engines_own_states);
+    tcase_add_test(tc, test_sane_finds_poison);
     suite_add_tcase(s, tc);
     return s;
 }
