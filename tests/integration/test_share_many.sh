@@ -14,13 +14,16 @@
 # 40 requests: it meets the throttle, the shared state the rate), as a
 # destination is whose processes do not all start together: the 150 at
 # once would otherwise pay that once-per-destination learning all together
-# (30 to 45 attempts on the bound below), which the bounds do not count.
+# (30 to 45 attempts more).  The bounds count the learning apart: it was
+# about 15 attempts within them when the first processes paid it as they
+# came, so they are now 1.10 and 1.15 attempts per request, not 1.15 and
+# 1.25.
 #   1. 150 `backoff -- curl` at the gate (xargs -P 150): --status counts
 #      more than 64 of them using the gate's destination at once (all 150;
 #      the slot took chunks of the pool) and the gate answers each once;
 #      released, each makes 2 calls to a token bucket without hints (30/s,
 #      burst 10; 300 calls, the first 150 at once): every call ends 200,
-#      none gives up, at most 1.15 attempts per request (process-local
+#      none gives up, at most 1.10 attempts per request (process-local
 #      state sent 3x the requests), and afterwards nothing is in flight,
 #      nobody is attached and the file is sound (share_dump --check);
 #   2. 160 at the gate, released against a cap of 10 x 400 ms (160 calls at
@@ -34,7 +37,7 @@
 #      line says so) without sending anything (the gate never holds more
 #      than 64 calls); released, they go on to a bucket (30/s, burst 10), on
 #      whose 64 entries they wait again as the gate's free: every call ends
-#      200, none gives up, at most 1.25 attempts per request (processes past
+#      200, none gives up, at most 1.15 attempts per request (processes past
 #      64 sending blind would have cost 1.5 or more), no SIGBUS, and the
 #      file is sound.
 . "$(dirname "$0")/lib.sh"
@@ -166,7 +169,7 @@ grep -q 'chunks [1-9]' "$TMP/gate.chunks" || fail "gate: the slot took no chunk 
 [ "$ok" = 300 ] || fail "bucket: $ok of 300 calls ended 200"
 [ "$(stats_sum "$TMP/bucket.json" calls)" = 450 ] || fail "bucket: the stats count $(stats_sum "$TMP/bucket.json" calls) calls, expected 450"
 [ "$(stats_sum "$TMP/bucket.json" gave_up)" = 0 ] || fail "bucket: calls gave up"
-[ $((att * 100)) -le $((300 * 115)) ] || fail "bucket: $att attempts for 300 calls (at most 1.15 per call)"
+[ $((att * 100)) -le $((300 * 110)) ] || fail "bucket: $att attempts for 300 calls (at most 1.10 per call)"
 for k in "$GKEY" "$KEY"; do
     [ "$(status_field "$k" 4) $(status_field "$k" 5)" = "0 0" ] ||
         fail "bucket: after the run: $(cat "$TMP/status")"
@@ -330,7 +333,7 @@ EOF
     [ "$okg" = 150 ] && [ "$ok" = 150 ] || fail "full: $okg of 150 calls to the gate and $ok to the bucket ended 200"
     [ "$(stats_sum "$TMP/full.json" gave_up)" = 0 ] || fail "full: calls gave up"
     # processes past 64 sending blind would have cost 1.5 or more
-    [ $((att * 100)) -le $((150 * 125)) ] || fail "full: $att attempts for 150 requests (at most 1.25 each)"
+    [ $((att * 100)) -le $((150 * 115)) ] || fail "full: $att attempts for 150 requests (at most 1.15 each)"
     grep -q '^sound .* chunks 0 ' "$TMP/full.check" || fail "full: $(cat "$TMP/full.check")"
     note "full: $(cat "$TMP/full.check")"
 else
