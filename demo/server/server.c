@@ -321,7 +321,7 @@ static void *timer_main(void *arg)
 
 /*
  * Holds r at the closed gate: returns 1 when it is suspended there (the
- * handler must return MHD_YES; gate_release resumes it), 0 when the gate is
+ * handler must return MHD_YES; gate_set resumes it), 0 when the gate is
  * open, the server is stopping or memory is short: r goes on at once.
  */
 static int gate_hold(struct req *r)
