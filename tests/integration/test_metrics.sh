@@ -242,7 +242,8 @@ while time.monotonic() < until and not os.path.exists(stop):
             changes.append(time.monotonic())
         seen = ino
     if not os.path.exists(ready):
-        open(ready, "w").close()
+        with open(ready, "w") as f:
+            f.write("ready\n")
     time.sleep(0.005)
 gaps = [b - a for a, b in zip(changes, changes[1:])]
 print(len(changes), "%.3f" % min(gaps) if gaps else "-")
@@ -250,12 +251,7 @@ EOF
 $PY "$TMP/poll.py" "$MFILE" "$TMP/poll.ready" "$TMP/poll.stop" >"$TMP/poll.out" &
 POLL=$!
 PIDS="$PIDS $POLL"
-i=0
-until [ -e "$TMP/poll.ready" ]; do
-    i=$((i + 1))
-    [ $i -gt 600 ] && fail "the file's watcher did not start within 30 s"
-    sleep 0.05
-done
+wait_for "$TMP/poll.ready" '^ready$' 30
 LOADGENS=""
 for i in 1 2; do
     BACKOFF_METRICS_FILE="$MFILE" setsid timeout -k 2 20 env LD_PRELOAD="$BUILD/libbackoff.so" \
