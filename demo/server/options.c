@@ -98,6 +98,14 @@ static const char usage[] =
     "  --idle-timeout S     close idle keep-alive connections after S s (default 30)\n"
     "  --close              every answer carries Connection: close and the connection\n"
     "                       ends after it (default: HTTP/1.1 keep-alive)\n"
+    "  --gate               every request waits at a gate, before any limiter, while\n"
+    "                       the gate is closed: it starts closed, SIGUSR1 opens it\n"
+    "                       (the requests held go on as if they had all arrived at\n"
+    "                       that instant: a bucket does not refill between them) and\n"
+    "                       SIGUSR2 closes it again; stderr says \"gate: N held\" as\n"
+    "                       each request is held, \"gate opened: N released\" and\n"
+    "                       \"gate closed\" (for tests: every client inside its call\n"
+    "                       before any goes on)\n"
     "idempotency (draft-ietf-httpapi-idempotency-key-header):\n"
     "  --idempotency        a request (any method) with an Idempotency-Key header is\n"
     "                       processed once per key: its answer is stored and replayed\n"
@@ -216,10 +224,13 @@ int bo_srv_parse_args(int argc, char **argv, struct bo_srv_config *cfg)
                 cfg->idempotency_required = 1;
             continue;
         }
-        if (strcmp(name, "--close") == 0) {
+        if (strcmp(name, "--close") == 0 || strcmp(name, "--gate") == 0) {
             if (eq)
                 return bad(name, val, "no value (the flag alone turns it on)");
-            cfg->close = 1;
+            if (name[2] == 'c')
+                cfg->close = 1;
+            else
+                cfg->gate = 1;
             continue;
         }
         if (!eq) {

@@ -7,9 +7,11 @@
  * epoll event loop in its own thread.  A request that must wait (a held slot,
  * the latency model, a stall, a delay) is suspended with
  * MHD_suspend_connection and put on a deadline heap; one timer thread resumes
- * it when its time comes.  So thousands of held requests cost a heap entry
- * each and no thread, and no request blocks another.  The main thread only
- * waits for signals, prints one stats line per second and the summary at exit.
+ * it when its time comes (a request at the closed --gate waits on a list of
+ * its own, which the gate's opening empties).  So thousands of held requests
+ * cost a heap entry each and no thread, and no request blocks another.  The
+ * main thread only waits for signals (SIGUSR1/SIGUSR2 open and close the
+ * gate), prints one stats line per second and the summary at exit.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -71,6 +73,8 @@ struct req {
     uint64_t item_n;
     uint64_t item_size;
     long hold_ms;       /* GET /item/N?hold_ms=MS: answered MS ms later (a long poll) */
+    int gated;          /* --gate: 1 released at gate_ms, 2 past the gate */
+    uint64_t gate_ms;   /* ...the instant the gate opened: the request's admission time */
     double retry_after; /* the rejection's wait, seconds (exact); < 0: none */
     int64_t wall_ms;    /* wall clock at admission: the quota's and the wait's instant */
     int rl;             /* rate-limit headers (--ratelimit-headers) */
@@ -141,6 +145,10 @@ static struct {
     pthread_cond_t heap_cv;
     struct req **heap;
     size_t nheap, capheap;
+    /* --gate: the requests held while it is closed (under heap_mu) */
+    int gate_open;
+    struct req **gated;
+    size_t ngated, capgated;
     /* X-Request-Id set */
     pthread_mutex_t ids_mu;
     uint64_t *ids;
@@ -307,6 +315,64 @@ static void *timer_main(void *arg)
     }
     pthread_mutex_unlock(&g.heap_mu);
     return NULL;
+}
+
+/* ---- the gate (--gate) ------------------------------------------------------ */
+
+/*
+ * Holds r at the closed gate: returns 1 when it is suspended there (the
+ * handler must return MHD_YES; gate_set resumes it), 0 when the gate is
+ * open, the server is stopping or memory is short: r goes on at once.
+ */
+static int gate_hold(struct req *r)
+{
+    int held = 0;
+    size_t n = 0;
+    pthread_mutex_lock(&g.heap_mu);
+    if (!g.gate_open && !atomic_load(&g.stopping)) {
+        if (g.ngated == g.capgated) {
+            size_t cap = g.capgated ? g.capgated * 2 : 256;
+            struct req **t = realloc(g.gated, cap * sizeof *t);
+            if (t) {
+                g.gated = t;
+                g.capgated = cap;
+            }
+        }
+        if (g.ngated < g.capgated) {
+            MHD_suspend_connection(r->conn);
+            g.gated[g.ngated++] = r;
+            n = g.ngated;
+            held = 1;
+        }
+    }
+    pthread_mutex_unlock(&g.heap_mu);
+    if (held)
+        fprintf(stderr, "ratelimit-server: gate: %zu held\n", n);
+    return held;
+}
+
+/* Opens (SIGUSR1) or closes (SIGUSR2) the gate; opening releases every
+ * request held, each admitted as at this instant.  Also at exit (open). */
+static void gate_set(int open)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&g.heap_mu);
+    g.gate_open = open;
+    if (open) {
+        uint64_t t = now_ms();
+        n = g.ngated;
+        for (size_t i = 0; i < g.ngated; i++) {
+            g.gated[i]->gated = 1;
+            g.gated[i]->gate_ms = t;
+            MHD_resume_connection(g.gated[i]->conn);
+        }
+        g.ngated = 0;
+    }
+    pthread_mutex_unlock(&g.heap_mu);
+    if (open)
+        fprintf(stderr, "ratelimit-server: gate opened: %zu released\n", n);
+    else
+        fprintf(stderr, "ratelimit-server: gate closed\n");
 }
 
 /* ---- request-id set -------------------------------------------------------- */
@@ -1033,7 +1099,13 @@ static enum MHD_Result advance(struct req *r, const char *method, const char *ur
             r->phase = SRV_PHASE_ADMIT;
             break;
         case SRV_PHASE_ADMIT: {
+            if (g.cfg.gate && !r->gated && gate_hold(r))
+                return MHD_YES; /* gate_set resumes it here, gated */
             uint64_t t = now_ms();
+            if (r->gated == 1) { /* released: admitted as at the gate's opening */
+                t = r->gate_ms;
+                r->gated = 2;
+            }
             r->phase = SRV_PHASE_HOLD;
             if (atomic_load(&g.stopping)) {
                 r->kind = SRV_KIND_REJECT;
@@ -1304,7 +1376,7 @@ static void print_summary(void)
 }
 
 /* Waits for SIGTERM/SIGINT or the end of --duration, printing the stats line
- * every second. */
+ * every second; SIGUSR1 and SIGUSR2 open and close --gate. */
 static void wait_for_end(const sigset_t *set)
 {
     uint64_t end = g.cfg.duration_s > 0 ? (uint64_t)(g.cfg.duration_s * 1000.0) : UINT64_MAX;
@@ -1329,6 +1401,8 @@ static void wait_for_end(const sigset_t *set)
         int sig = sigtimedwait(set, NULL, &ts);
         if (sig == SIGTERM || sig == SIGINT)
             return;
+        if ((sig == SIGUSR1 || sig == SIGUSR2) && g.cfg.gate)
+            gate_set(sig == SIGUSR1);
     }
 }
 
@@ -1348,6 +1422,8 @@ int main(int argc, char **argv)
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGUSR1); /* --gate: open */
+    sigaddset(&set, SIGUSR2); /* --gate: close */
     pthread_sigmask(SIG_BLOCK, &set, NULL); /* every thread inherits it; main takes them */
 
     pthread_mutex_init(&g.adm_mu, NULL);
@@ -1461,6 +1537,8 @@ int main(int argc, char **argv)
     pthread_join(accept_thr, NULL);
     if (g.listen_fd >= 0)
         close(g.listen_fd);
+    if (g.cfg.gate)
+        gate_set(1); /* the held requests are answered 503, as stopping */
     pthread_mutex_lock(&g.heap_mu);
     pthread_cond_signal(&g.heap_cv);
     pthread_mutex_unlock(&g.heap_mu);

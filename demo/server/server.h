@@ -50,6 +50,8 @@ struct bo_srv_config {
     const char *log_path;  /* CSV per request, NULL: none */
     long idle_timeout_s;   /* idle keep-alive connections are closed after this */
     int close;             /* --close: every answer ends its connection (Connection: close) */
+    int gate;              /* --gate: requests wait before admission while the gate is
+                              closed; it starts closed, SIGUSR1 opens it, SIGUSR2 closes it */
     long fault_drop_every; /* every Nth request is closed without any response, 0: never */
     long fault_reset_every;/* every Nth item body is reset half way, 0: never */
     long fault_reset_post_every; /* every Nth POST or PATCH processed is reset before any

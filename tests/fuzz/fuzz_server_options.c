@@ -60,6 +60,8 @@ static void check(const struct bo_srv_config *c)
         abort();
     if ((c->tls_cert == NULL) != (c->tls_key == NULL))
         abort();
+    if ((c->close != 0 && c->close != 1) || (c->gate != 0 && c->gate != 1))
+        abort();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -10,9 +10,11 @@
 #   - a token bucket without Retry-After (every client), one with it (the
 #     waits are the server's), a server that closes every connection
 #     (--close; Node's epoll loop too, when installed), a concurrency cap
-#     with three processes at once: plain some answers are 429s, under the
-#     shim every body is right, the shim retried, no POST reached the
-#     server twice;
+#     with three processes at once (their first requests held at the
+#     server's gate until all three are there, then admitted at one instant,
+#     so that they meet the cap on any machine): plain some answers are
+#     429s, under the shim every body is right, the shim retried, no POST
+#     reached the server twice;
 #   - nothing throttled: the output and the server's log of requests are
 #     the same plain and under the shim, which followed every call (stats)
 #     and retried none;
@@ -74,8 +76,22 @@ fi
 stop_server
 
 # three processes at once against one slot held 100 ms: plain some are 429s
-start_server cap --max-busy 1 --service-ms 100
+# (the gate holds their first requests until all three are there, then
+# admits them at one instant: one in, two refused, however slowly the
+# machine started them; it closes again for the next round)
+start_server cap --max-busy 1 --service-ms 100 --gate
+# gate_says PATTERN N: waits (at most 60 s) for the Nth line of the cap's
+# stderr matching PATTERN
+gate_says() {
+    _w=0
+    until [ "$(grep -c "$1" "$TMP/cap.err")" -ge "$2" ]; do
+        _w=$((_w + 1))
+        [ $_w -gt 600 ] && fail "the cap's gate never said '$1' ($2 times): $(tail -n 3 "$TMP/cap.err")"
+        sleep 0.1
+    done
+}
 B="http://127.0.0.1:$PORT"
+round=0
 for how in plain shim; do
     pids=""
     for i in 1 2 3; do
@@ -83,7 +99,12 @@ for how in plain shim; do
         run "$TMP/cap.$how.$i" $how $(client client "$B" 4 cap) &
         pids="$pids $!"
     done
+    round=$((round + 1))
+    gate_says "^ratelimit-server: gate: 3 held\$" $round
+    kill -USR1 "$SERVER_PID"
     for p in $pids; do wait "$p" || fail "a client against the cap failed ($how)"; done
+    kill -USR2 "$SERVER_PID"
+    gate_says '^ratelimit-server: gate closed$' $round
     sleep 0.3
 done
 bp=0 bs=0

@@ -4,7 +4,12 @@
 # Several `backoff -- curl` processes, some throttled, run against three
 # destinations: a token bucket (429 with Retry-After), a one-slot cap that
 # answers 503, and a port nobody listens on (no connection; the retry budget
-# holds the later calls' retries back); a python3 program connects to a UNIX
+# holds the later calls' retries back).  The bucket and the cap hold the first
+# calls at their gate (ratelimit-server --gate) until all of them are there,
+# then admit them at one instant: 4 calls on a bucket of 3, 3 on a cap of
+# one, so that both throttle whatever the machine's speed (12 curls started
+# 4 at a time once never outran a 10/s bucket on a busy machine).  A python3
+# program connects to a UNIX
 # socket whose path holds a quote, a backslash, a newline and a byte that is
 # not UTF-8, and curl is given a URL with a password and a query.  Then:
 #   - `backoff --status --format=openmetrics` parses with
@@ -16,9 +21,10 @@
 #     prometheus form; the UNIX path comes back exactly (U+FFFD for the
 #     byte); no password, no query;
 #   - BACKOFF_METRICS_FILE: written 0600 (BACKOFF_METRICS_MODE=0644 makes it
-#     0644), passes promtool, never rewritten twice within a second while two
-#     loadgen processes call for 2.5 s, and a process that comes a second
-#     after the last rewrite brings it up to date; a real
+#     0644), passes promtool, rewritten while two loadgen processes call for
+#     2.5 s or more (watched from before they start until they end: at least
+#     twice) but never twice within a second, and a process that comes a
+#     second after the last rewrite brings it up to date; a real
 #     prometheus-node-exporter with the textfile collector serves the file's
 #     samples, typed, on its /metrics;
 #   - `backoff --reset` zeroes them; a bad --format is one line and exit 2;
@@ -45,23 +51,39 @@ STATS=$TMP/stats.json
 free_port() { $PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 # ---- the run: several processes, some throttled ---------------------------
-start_server bucket --rate 10 --burst 3
-P429=$PORT
-start_server cap --max-busy 1 --service-ms 150 --reject-status 503
-P503=$PORT
+start_server bucket --rate 10 --burst 3 --gate
+P429=$PORT BUCKET_PID=$SERVER_PID
+start_server cap --max-busy 1 --service-ms 150 --reject-status 503 --gate
+P503=$PORT CAP_PID=$SERVER_PID
 PNONE=$(free_port)
 
+# gated NAME PID N: once the server NAME (PID) holds N requests at its gate,
+# opens it: they are admitted at one instant.
+gated() {
+    wait_for "$TMP/$1.err" "^ratelimit-server: gate: $3 held\$" 60
+    kill -USR1 "$2"
+}
+
 export BACKOFF_STATS="$STATS" BACKOFF_METRICS_FILE="$MFILE"
-# 12 calls 4 at a time on the bucket, one with a password and a query
-seq 1 12 | setsid timeout -k 2 60 xargs -P 4 -I{} "$BO" -- \
+# 12 calls 4 at a time on the bucket (the first 4 at once: one at least is
+# refused), one with a password and a query
+seq 1 12 | setsid timeout -k 2 90 xargs -P 4 -I{} "$BO" -- \
     curl -s -o /dev/null -w '%{http_code}\n' "http://127.0.0.1:$P429/item/{}" \
-    >"$TMP/bucket.codes" || fail "the bucket's curls failed or timed out"
+    >"$TMP/bucket.codes" &
+XARGS=$!
+PIDS="$PIDS $XARGS"
+gated bucket "$BUCKET_PID" 4
+wait "$XARGS" || fail "the bucket's curls failed or timed out"
 setsid timeout -k 2 20 "$BO" -- curl -s -o /dev/null \
     "http://agent:hunter2@127.0.0.1:$P429/item/99?token=s3cret" || fail "curl with a password failed"
-# 6 calls 3 at a time on the 503 cap
-seq 1 6 | setsid timeout -k 2 60 xargs -P 3 -I{} "$BO" -- \
+# 6 calls 3 at a time on the 503 cap (the first 3 at once: two are refused)
+seq 1 6 | setsid timeout -k 2 90 xargs -P 3 -I{} "$BO" -- \
     curl -s -o /dev/null -w '%{http_code}\n' "http://127.0.0.1:$P503/item/{}" \
-    >"$TMP/cap.codes" || fail "the cap's curls failed or timed out"
+    >"$TMP/cap.codes" &
+XARGS=$!
+PIDS="$PIDS $XARGS"
+gated cap "$CAP_PID" 3
+wait "$XARGS" || fail "the cap's curls failed or timed out"
 # 3 calls one after another where nobody listens (curl 7: kind connect); the
 # first spends the retry budget's reserve, the later ones' retries beyond it
 # go one probe at a time, 20 ms, then 40 ms apart: the third waits for its
@@ -204,13 +226,16 @@ done
 [ "$(stat -c %a "$MFILE")" = 600 ] || fail "$MFILE is mode $(stat -c %a "$MFILE"), not 600"
 promtool check metrics <"$MFILE" >"$TMP/promtool.out" 2>&1 ||
     fail "promtool check metrics $MFILE: $(cat "$TMP/promtool.out")"
-# two processes calling for 2.5 s: the file changes, never twice within a second
+# two processes calling for 2.5 s or more (loadgen's open-loop rate: a slow
+# machine makes it longer, never shorter), watched from before they start
+# until they end: the file changes, never twice within a second
 start_server open
 cat >"$TMP/poll.py" <<'EOF'
 import os, sys, time
-path, until = sys.argv[1], time.monotonic() + float(sys.argv[2])
+path, ready, stop = sys.argv[1:4]
+until = time.monotonic() + 120
 seen, changes = None, []
-while time.monotonic() < until:
+while time.monotonic() < until and not os.path.exists(stop):
     try:
         ino = os.stat(path).st_ino
     except FileNotFoundError:
@@ -219,12 +244,17 @@ while time.monotonic() < until:
         if seen is not None:
             changes.append(time.monotonic())
         seen = ino
+    if not os.path.exists(ready):
+        with open(ready, "w") as f:
+            f.write("ready\n")
     time.sleep(0.005)
 gaps = [b - a for a, b in zip(changes, changes[1:])]
 print(len(changes), "%.3f" % min(gaps) if gaps else "-")
 EOF
-$PY "$TMP/poll.py" "$MFILE" 3.5 >"$TMP/poll.out" &
+$PY "$TMP/poll.py" "$MFILE" "$TMP/poll.ready" "$TMP/poll.stop" >"$TMP/poll.out" &
 POLL=$!
+PIDS="$PIDS $POLL"
+wait_for "$TMP/poll.ready" '^ready$' 30
 LOADGENS=""
 for i in 1 2; do
     BACKOFF_METRICS_FILE="$MFILE" setsid timeout -k 2 20 env LD_PRELOAD="$BUILD/libbackoff.so" \
@@ -232,16 +262,19 @@ for i in 1 2; do
         --threads 2 >"$TMP/loadgen$i.out" 2>&1 &
     LOADGENS="$LOADGENS $!"
 done
-PIDS="$PIDS $POLL $LOADGENS"
-wait $POLL
+PIDS="$PIDS $LOADGENS"
+t0=$(date +%s%3N)
 for p in $LOADGENS; do wait "$p" || fail "a loadgen failed: $(cat "$TMP"/loadgen*.out)"; done
+t1=$(date +%s%3N)
+touch "$TMP/poll.stop"
+wait $POLL || fail "the file's watcher failed"
 set -- $(cat "$TMP/poll.out")
-[ "$1" -ge 2 ] || fail "the file changed $1 time(s) in 3.5 s of calls: not rewritten while they ran"
+[ "$1" -ge 2 ] || fail "the file changed $1 time(s) in $((t1 - t0)) ms of calls: not rewritten while they ran"
 # claims are a second apart; a writer descheduled between its claim and its
 # rename can narrow the gap seen here, never to the milliseconds of no limit
 awk -v g="$2" 'BEGIN { exit !(g >= 0.75) }' ||
     fail "the file was rewritten twice within $2 s (at most once a second)"
-note "metrics file: $1 rewrites in 3.5 s of two processes' calls, at least $2 s apart"
+note "metrics file: $1 rewrites in $((t1 - t0)) ms of two processes' calls, at least $2 s apart"
 # a second after the last rewrite, one more call brings the file up to date (and 0644)
 sleep 1.1
 BACKOFF_METRICS_FILE="$MFILE" BACKOFF_METRICS_MODE=0644 setsid timeout -k 2 20 "$BO" -- \
