@@ -101,14 +101,21 @@ $(BUILD)/obj/%.d: ;
 # no ASan/TSan instrumentation in shim/loader/ (UBSan stays).
 $(BUILD)/obj/shim/loader/%.o: ALL_CFLAGS += $(if $(SAN),-fno-sanitize=address -fno-sanitize=thread)
 
+# bo_math's sqrt is the processor's instruction, never a call into libm (bo_math.h).
+$(BUILD)/obj/policies/bo_math.o: ALL_CFLAGS += -fno-math-errno
+
 $(BUILD)/libpolicies.a: $(POLICY_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
 # The preload library does not link libcurl: it binds the program's own copy at run time.
+# Nor libm (policies/bo_math.c) nor hiredis (loaded by the fleet's first connection): every
+# process of a command's tree maps what it links.  -z defs keeps it so: a libm function
+# used anew fails this link instead of every program's start (not with the sanitizers,
+# whose runtimes the library leaves to the program).
 $(BUILD)/libbackoff.so: $(SHIM_OBJ) $(BUILD)/libpolicies.a shim/exports.map
 	$(CC) -shared -o $@ $(SHIM_OBJ) $(BUILD)/libpolicies.a $(ALL_LDFLAGS) \
-	    -Wl,--version-script=shim/exports.map -Wl,-z,now -ldl -lm
+	    -Wl,--version-script=shim/exports.map -Wl,-z,now $(if $(SAN),,-Wl,-z,defs) -ldl
 
 # The wrapper reads and resets the host-wide state itself (--status, --reset).
 $(BUILD)/backoff: $(WRAPPER_SRC) $(BUILD)/libpolicies.a $(wildcard policies/*.h shim/*/*.h)
