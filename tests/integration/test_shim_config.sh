@@ -76,6 +76,22 @@ ls -la "$TMP/lsdir" >"$TMP/ls.plain" 2>&1
 LD_PRELOAD="$LIB" ls -la "$TMP/lsdir" >"$TMP/ls.shim" 2>&1 || fail "ls failed under the shim"
 cmp -s "$TMP/ls.plain" "$TMP/ls.shim" || fail "ls output differs under the shim: $(diff "$TMP/ls.plain" "$TMP/ls.shim" | head)"
 
+note "without BACKOFF_* at start, what the program sets later is not read (the defaults, made on first use)"
+# The constructor parses nothing then; the connect() hook makes the defaults.
+# A variable the program puts in its own environment first is ignored, as it
+# always was when the variables were parsed at load.
+LD_PRELOAD="$LIB" python3 -c '
+import os, socket
+os.environ["BACKOFF_POLICY"] = "bogus"
+s = socket.socket()
+s.settimeout(2)
+try:
+    s.connect(("127.0.0.1", 9))
+except OSError:
+    pass
+' 2>"$TMP/late.err" || fail "python3 failed under the library: $(cat "$TMP/late.err")"
+[ ! -s "$TMP/late.err" ] || fail "a variable set after start was read: $(cat "$TMP/late.err")"
+
 note "a program that maps neither libm nor libhiredis maps none of them under the library"
 # (every process of a command's tree loads the library: it links neither;
 # the fleet loads hiredis on its first connection, test_share_redis)
