@@ -112,10 +112,12 @@ $(BUILD)/libpolicies.a: $(POLICY_OBJ)
 # Nor libm (policies/bo_math.c) nor hiredis (loaded by the fleet's first connection): every
 # process of a command's tree maps what it links.  -z defs keeps it so: a libm function
 # used anew fails this link instead of every program's start (not with the sanitizers,
-# whose runtimes the library leaves to the program).
+# whose runtimes the library leaves to the program).  Its calls into libc bind on first
+# use (lazily, as libc's own do), not all ~130 at every program's start: 25 us a process
+# (docs/RESULTS.md, "What it changes in a program that never meets a throttle").
 $(BUILD)/libbackoff.so: $(SHIM_OBJ) $(BUILD)/libpolicies.a shim/exports.map
 	$(CC) -shared -o $@ $(SHIM_OBJ) $(BUILD)/libpolicies.a $(ALL_LDFLAGS) \
-	    -Wl,--version-script=shim/exports.map -Wl,-z,now $(if $(SAN),,-Wl,-z,defs) -ldl
+	    -Wl,--version-script=shim/exports.map $(if $(SAN),,-Wl,-z,defs) -ldl
 
 # The wrapper reads and resets the host-wide state itself (--status, --reset).
 $(BUILD)/backoff: $(WRAPPER_SRC) $(BUILD)/libpolicies.a $(wildcard policies/*.h shim/*/*.h)

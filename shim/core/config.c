@@ -14,8 +14,10 @@
 
 static bo_config g_cfg;
 static pthread_once_t g_cfg_once = PTHREAD_ONCE_INIT;
-int bo_core_config_loaded;         /* set once load_config has run: skips pthread_once */
-const bo_config *bo_core_config_ptr; /* &g_cfg once loaded and valid */
+/* Both in .data, beside g_env_may_set: every exit reads the first (report.c),
+ * and in .bss it would cost a program that never calls a hook a page. */
+__attribute__((section(".data"))) int bo_core_config_loaded; /* set once loaded */
+__attribute__((section(".data"))) const bo_config *bo_core_config_ptr; /* &g_cfg if valid */
 static uint64_t g_seed;
 static uint64_t g_thread_counter;
 static uint64_t g_forks; /* forks so far, counted under the fork handlers' locks */
