@@ -67,9 +67,16 @@ $(BUILD)/obj/shim/%.o: shim/%.c $(BUILD)/obj/shim/%.d
 	$(CC) $(ALL_CFLAGS) -Ishim -MMD -MP -fvisibility=hidden $(CURL_CFLAGS) -c $< -o $@
 
 # The fleet backend (BACKOFF_SHARE=redis, dest/redis.c) needs hiredis: say so plainly.
-# Its script, shim/dest/fleet.lua, is built in as a C string.
+# Its script, shim/dest/fleet.lua, is built in as a C string.  The library does not
+# link hiredis: it loads it on the fleet's first connection, by the soname of the one
+# the build found (its headers describe that one), and names its Debian package
+# (libhiredis.so.0.14: libhiredis0.14) if it is missing then.
+HIREDIS_SONAME := $(shell objdump -p "$$($(CC) -print-file-name=libhiredis.so)" 2>/dev/null | \
+                    awk '$$1 == "SONAME" { print $$2 }')
 $(BUILD)/obj/shim/dest/redis.o: $(BUILD)/gen/fleet_script.h | hiredis-check
-$(BUILD)/obj/shim/dest/redis.o: ALL_CFLAGS += -I$(BUILD)/gen
+HIREDIS_DEFS := -DBO_HIREDIS_SONAME=\"$(HIREDIS_SONAME)\" \
+                -DBO_HIREDIS_PKG=\"$(subst .so.,,$(HIREDIS_SONAME))\"
+$(BUILD)/obj/shim/dest/redis.o: ALL_CFLAGS += -I$(BUILD)/gen $(HIREDIS_DEFS)
 $(BUILD)/gen/fleet_script.h: shim/dest/fleet.lua
 	@mkdir -p $(dir $@)
 	{ echo '/* Made from shim/dest/fleet.lua by the Makefile: edit that file. */'; \
@@ -77,9 +84,11 @@ $(BUILD)/gen/fleet_script.h: shim/dest/fleet.lua
 	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/    "/' -e 's/$$/\\n"/' $<; \
 	  echo '    ;'; } >$@.tmp && mv $@.tmp $@
 hiredis-check:
-	@printf '#include <hiredis/hiredis.h>\n' | $(CC) -E -x c - >/dev/null 2>&1 || { \
-	    echo "backoff: hiredis/hiredis.h not found: the Redis fleet backend needs libhiredis-dev" \
-	         "(Debian: apt-get install libhiredis-dev, or make deps)" >&2; exit 1; }
+	@printf '#include <hiredis/hiredis.h>\n' | $(CC) -E -x c - >/dev/null 2>&1 && \
+	    [ -n "$(HIREDIS_SONAME)" ] || { \
+	    echo "backoff: hiredis/hiredis.h or libhiredis.so not found: the Redis fleet backend" \
+	         "needs libhiredis-dev (Debian: apt-get install libhiredis-dev, or make deps)" >&2; \
+	    exit 1; }
 .PHONY: hiredis-check
 
 # An object whose .d is missing (built before, or by an older Makefile) is rebuilt.
@@ -92,14 +101,23 @@ $(BUILD)/obj/%.d: ;
 # no ASan/TSan instrumentation in shim/loader/ (UBSan stays).
 $(BUILD)/obj/shim/loader/%.o: ALL_CFLAGS += $(if $(SAN),-fno-sanitize=address -fno-sanitize=thread)
 
+# bo_math's sqrt is the processor's instruction, never a call into libm (bo_math.h).
+$(BUILD)/obj/policies/bo_math.o: ALL_CFLAGS += -fno-math-errno
+
 $(BUILD)/libpolicies.a: $(POLICY_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
 # The preload library does not link libcurl: it binds the program's own copy at run time.
+# Nor libm (policies/bo_math.c) nor hiredis (loaded by the fleet's first connection): every
+# process of a command's tree maps what it links.  -z defs keeps it so: a libm function
+# used anew fails this link instead of every program's start (not with the sanitizers,
+# whose runtimes the library leaves to the program).  Its calls into libc bind on first
+# use (lazily, as libc's own do), not all ~130 at every program's start: 25 us a process
+# (docs/RESULTS.md, "What it changes in a program that never meets a throttle").
 $(BUILD)/libbackoff.so: $(SHIM_OBJ) $(BUILD)/libpolicies.a shim/exports.map
 	$(CC) -shared -o $@ $(SHIM_OBJ) $(BUILD)/libpolicies.a $(ALL_LDFLAGS) \
-	    -Wl,--version-script=shim/exports.map -Wl,-z,now -lhiredis -ldl -lm
+	    -Wl,--version-script=shim/exports.map $(if $(SAN),,-Wl,-z,defs) -ldl
 
 # The wrapper reads and resets the host-wide state itself (--status, --reset).
 $(BUILD)/backoff: $(WRAPPER_SRC) $(BUILD)/libpolicies.a $(wildcard policies/*.h shim/*/*.h)
@@ -132,7 +150,7 @@ $(BUILD)/tests/unit/test_shim_%: tests/unit/test_shim_%.c $(BUILD)/libshim.a $(B
                                  $(wildcard policies/*.h shim/*/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Ishim $(CURL_CFLAGS) $(CHECK_CFLAGS) -o $@ $< $(BUILD)/libshim.a \
-	    $(BUILD)/libpolicies.a $(ALL_LDFLAGS) $(CHECK_LIBS) -lhiredis -ldl -lm
+	    $(BUILD)/libpolicies.a $(ALL_LDFLAGS) $(CHECK_LIBS) -ldl -lm
 
 $(BUILD)/tests/helpers/%: tests/helpers/%.c $(wildcard shim/dest/share_layout.h policies/*.h)
 	@mkdir -p $(dir $@)
@@ -321,7 +339,7 @@ $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_input.h $(POLICY_SRC) 
 # The libcurl room's parsers, through its headers: the target links the
 # shim's rooms (no libcurl: its functions are bound at run time; no dl hooks).
 $(FUZZ_BUILD)/fuzz_shim_parse: FUZZ_EXTRA = $(CURL_CFLAGS) -Ishim -I$(BUILD)/gen $(SHIM_SRC) \
-                                       -DBO_DL_NO_HOOKS -lhiredis -ldl
+                                       -DBO_DL_NO_HOOKS $(HIREDIS_DEFS) -ldl
 $(FUZZ_BUILD)/fuzz_shim_parse: $(wildcard shim/*/*.c shim/*/*.h) $(BUILD)/gen/fleet_script.h
 
 # The plain URL reader is checked against libcurl's own parser: it links libcurl.

@@ -51,7 +51,9 @@
 #      pace NaN, holds an hour ahead), calls to a server that never throttles
 #                                             target: files and answers as plain,
 #                                             no signal, a call about plain's time
-#   and the costs the issue keeps as figures: 300 x /bin/true, 100 x curl.
+#   and the costs: 300 x /bin/true under LD_PRELOAD in turn with plain,
+#   target <= 1.05x, beside the floor (an empty library) and the wrapper
+#   (demo/bench-startup.sh); 100 x curl, a figure.
 #
 # Output: one table, "case | plain | under backoff | target | met".
 # Environment: BUILD (default build), ROUNDS (5: medians of the quick cases),
@@ -663,11 +665,7 @@ per() { # per N CMD...: seconds for N runs of CMD
     while [ $_i -lt "$_n" ]; do _i=$((_i + 1)); "$@" >/dev/null 2>&1 || true; done
     awk -v a="$_t" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }'
 }
-tp=$(per 300 /bin/true)
-tl=$(per 300 env LD_PRELOAD="$LIB" /bin/true)
-te=$(per 300 env /bin/true)
-row "cost: 300 x /bin/true" "$tp s ($te s through env)" "$tl s" "a figure (issue: 1.78x)" \
-    "$(awk -v a="$te" -v b="$tl" 'BEGIN { printf "%.2fx of env", b / a }')"
+BUILD="$BUILD" sh "$top/demo/bench-startup.sh"
 server curl
 cp=$(per 100 curl -s -o /dev/null "$B/quick")
 cl=$(per 100 "$WRAP" -- curl -s -o /dev/null "$B/quick")

@@ -33,7 +33,12 @@
 #             https, SSL_read_ex/SSL_write_ex)
 #   harm      demo/bench-harm.sh (what the http room must never do to event
 #             loops, servers, proxies, half-closes and TLS peers: the issue's
-#             table, plain against under backoff, each row with its target)
+#             table, plain against under backoff, each row with its target;
+#             its cost rows are startup's)
+#   startup   (not in the default list: harm prints it) demo/bench-startup.sh,
+#             what a process that makes no request pays: 300 x /bin/true
+#             preloaded in turn with plain, beside an empty library linked
+#             alike (the floor) and the wrapper; target <= 1.05x
 #   peers     demo/bench-peers.sh (the real retry tools side by side with
 #             the plain client under backoff --: urllib3's Retry, tenacity,
 #             curl --retry, wget --tries, got, undici's RetryAgent,
@@ -896,6 +901,11 @@ bench_harm() {
     BUILD="$BUILD" sh "$top/demo/bench-harm.sh" | sed 's/^/# /'
 }
 
+# The start-up cost alone (demo/bench-startup.sh: harm's cost rows), as comments.
+bench_startup() {
+    BUILD="$BUILD" sh "$top/demo/bench-startup.sh" | sed 's/^/# /'
+}
+
 # The peers table (demo/bench-peers.sh: the real retry tools beside backoff,
 # each row with backoff's targets): printed as comments, it has no TSV rows.
 bench_peers() {
@@ -929,6 +939,7 @@ for s in $SCENARIOS; do
     overhead) bench_overhead ;;
     http) bench_http ;;
     harm) bench_harm ;;
+    startup) bench_startup ;;
     peers) bench_peers ;;
     multi) bench_multi ;;
     real) bench_real ;;
@@ -939,6 +950,6 @@ for s in $SCENARIOS; do
     share-threads) bench_share_threads ;;
     many) bench_many ;;
     fleet) bench_fleet ;;
-    *) echo "backoff bench: unknown scenario \"$s\": expected burst, sizes, room, outage, pacing, fairness, multi, share, share-threads, many, fleet, overhead, http, harm, peers, real, own, headers or quota" >&2; exit 2 ;;
+    *) echo "backoff bench: unknown scenario \"$s\": expected burst, sizes, room, outage, pacing, fairness, multi, share, share-threads, many, fleet, overhead, http, harm, startup, peers, real, own, headers or quota" >&2; exit 2 ;;
     esac
 done

@@ -6,6 +6,7 @@
  * throttle.
  */
 #include "bo_adaptive.h"
+#include "bo_math.h"
 #include "bo_time.h"
 
 #include <math.h>
@@ -44,7 +45,7 @@ static void set_rate(bo_adaptive *a, double rate, int64_t now_ns)
 
 static double zero_point(double top)
 {
-    return cbrt(top * (1 - BO_ADAPTIVE_BETA) / BO_ADAPTIVE_SCALE);
+    return bo_math_cbrt(top * (1 - BO_ADAPTIVE_BETA) / BO_ADAPTIVE_SCALE);
 }
 
 void bo_adaptive_init(bo_adaptive *a, int64_t now_ns)
@@ -71,7 +72,7 @@ int64_t bo_adaptive_next_send_ns(bo_adaptive *a, int64_t now_ns)
     if (a->tokens >= 1)
         return now_ns;
     double wait = (1 - a->tokens) / a->fill_rate * BO_NS_PER_S;
-    int64_t w = wait < 60.0 * BO_NS_PER_S ? (int64_t)ceil(wait) : 60 * BO_NS_PER_S;
+    int64_t w = wait < 60.0 * BO_NS_PER_S ? (int64_t)bo_math_ceil(wait) : 60 * BO_NS_PER_S;
     return now_ns + (w > 0 ? w : 1);
 }
 

@@ -808,28 +808,39 @@ size_t bo_var_accepted(const bo_var *v, char *buf, size_t len)
     return n < 0 ? 0 : (size_t)n;
 }
 
+/* The error line of a bad value `s` of `v`, saying what it accepts; returns -1.
+ * The text is made only here, on the way out: the constructor parses every
+ * default in every process, and formatting numbers was most of its work. */
+static int bad_var(const bo_var *v, const char *s, char *err, size_t errlen)
+{
+    char what[256];
+
+    if (err == NULL || errlen == 0)
+        return -1;
+    bo_var_accepted(v, what, sizeof what);
+    return bad(err, errlen, v->name, s, "%s", what);
+}
+
 /* Parse value `s` of variable `v` into cfg; on a bad value write err, return -1. */
 static int set_var(bo_config *cfg, const bo_var *v, const char *s, char *err, size_t errlen)
 {
     char *field = (char *)cfg + v->offset;
-    char what[256];
     int64_t x = 0;
     double d = 0;
 
-    bo_var_accepted(v, what, sizeof what);
     switch (v->kind) {
     case BO_VAR_POLICY:
         if (bo_policy_from_name(s, (bo_policy_kind *)(void *)field) != 0)
-            return bad(err, errlen, v->name, s, "%s", what);
+            return bad_var(v, s, err, errlen);
         return 0;
     case BO_VAR_UINT:
         if (parse_i64(s, &x) != 0 || x < (int64_t)v->lo || x > (int64_t)v->hi)
-            return bad(err, errlen, v->name, s, "%s", what);
+            return bad_var(v, s, err, errlen);
         *(unsigned *)(void *)field = (unsigned)x;
         return 0;
     case BO_VAR_I64:
         if (parse_i64(s, &x) != 0 || x < (int64_t)v->lo || x > (int64_t)v->hi)
-            return bad(err, errlen, v->name, s, "%s", what);
+            return bad_var(v, s, err, errlen);
         *(int64_t *)(void *)field = x;
         return 0;
     case BO_VAR_DOUBLE: {
@@ -838,7 +849,7 @@ static int set_var(bo_config *cfg, const bo_var *v, const char *s, char *err, si
             ok = ((v->flags & BO_VAR_LO_OPEN) ? d > v->lo : d >= v->lo) &&
                  ((v->flags & BO_VAR_HI_OPEN) ? d < v->hi : d <= v->hi);
         if (!ok)
-            return bad(err, errlen, v->name, s, "%s", what);
+            return bad_var(v, s, err, errlen);
         *(double *)(void *)field = d;
         return 0;
     }
@@ -851,7 +862,7 @@ static int set_var(bo_config *cfg, const bo_var *v, const char *s, char *err, si
                 return 0;
             }
         }
-        return bad(err, errlen, v->name, s, "%s", what);
+        return bad_var(v, s, err, errlen);
     case BO_VAR_RETRY_ON:
         return get_retry_on(v->name, s, (unsigned *)(void *)field, err, errlen);
     case BO_VAR_HOSTS:
@@ -865,7 +876,7 @@ static int set_var(bo_config *cfg, const bo_var *v, const char *s, char *err, si
         return get_path(v, s, field, err, errlen);
     case BO_VAR_MODE:
         if (parse_mode(s, (unsigned *)(void *)field) != 0)
-            return bad(err, errlen, v->name, s, "%s", what);
+            return bad_var(v, s, err, errlen);
         return 0;
     case BO_VAR_SEED:
         if (s[0] == '\0') { /* the unset state: from the clock */
@@ -874,18 +885,18 @@ static int set_var(bo_config *cfg, const bo_var *v, const char *s, char *err, si
             return 0;
         }
         if (parse_u64(s, &cfg->seed) != 0)
-            return bad(err, errlen, v->name, s, "%s", what);
+            return bad_var(v, s, err, errlen);
         cfg->seed_set = true;
         return 0;
     case BO_VAR_SHARE:
         return get_share(v->name, s, cfg, err, errlen);
     case BO_VAR_NAME:
         if (!name_ok(s))
-            return bad(err, errlen, v->name, s, "%s", what);
+            return bad_var(v, s, err, errlen);
         snprintf(field, BO_REDIS_NS_LEN, "%s", s);
         return 0;
     }
-    return bad(err, errlen, v->name, s, "%s", what);
+    return bad_var(v, s, err, errlen);
 }
 
 void bo_config_defaults(bo_config *cfg)

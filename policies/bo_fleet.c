@@ -5,6 +5,7 @@
  * so that both give the same bits.
  */
 #include "bo_fleet.h"
+#include "bo_math.h"
 
 #include <float.h>
 #include <math.h>
@@ -215,12 +216,12 @@ static bool admit(bo_fleet *f, const bo_fleet_rules *r, const bo_fleet_args *a, 
     double n = f->nleases;
     if (f->rate > 0 && f->next > now) {
         res[0] = 0;
-        res[1] = (int64_t)floor(f->next - now);
+        res[1] = (int64_t)bo_math_floor(f->next - now);
         return true;
     }
     int rank = zfind(f->queue, f->nqueue, id);
     double ahead = rank >= 0 ? rank : f->nqueue;
-    double free_slots = floor(f->cwnd) - n;
+    double free_slots = bo_math_floor(f->cwnd) - n;
     if (free_slots <= ahead) {
         if (rank < 0 && !zadd(f->queue, &f->nqueue, now, id))
             return false;
@@ -230,7 +231,7 @@ static bool admit(bo_fleet *f, const bo_fleet_rules *r, const bo_fleet_args *a, 
         if (f->rtt > 0)
             w = dmin(w, dmax(1000, (ahead - free_slots + 1) * f->rtt / f->cwnd));
         res[0] = 0;
-        res[1] = (int64_t)floor(w);
+        res[1] = (int64_t)bo_math_floor(w);
         return true;
     }
     if (rank >= 0) {
@@ -267,7 +268,8 @@ static void on_success(bo_fleet *f, const bo_fleet_rules *r, double sent, double
                 f->pf = f->cwnd;
             }
             if (f->ps >= 0) {
-                double g = dmin(r->ss_inc, r->probe_gain * pow(2, floor((now - f->ps) / f->rtt)));
+                double rounds = bo_math_floor((now - f->ps) / f->rtt);
+                double g = dmin(r->ss_inc, r->probe_gain * bo_math_exp2i(rounds));
                 if (g > inc)
                     inc = g;
             }

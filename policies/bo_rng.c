@@ -3,6 +3,7 @@
  * that any 64-bit seed, 0 included, gives a well-mixed, non-zero state.
  */
 #include "bo_rng.h"
+#include "bo_math.h"
 
 #include <math.h>
 
@@ -60,14 +61,14 @@ double bo_rng_between(bo_rng *rng, double lo, double hi)
  */
 double bo_rng_normal(bo_rng *rng)
 {
-    double u1 = 1.0 - bo_rng_uniform(rng); /* (0, 1]: log() is finite */
+    double u1 = 1.0 - bo_rng_uniform(rng); /* (0, 1]: its log is finite */
     double u2 = bo_rng_uniform(rng);
-    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+    return bo_math_sqrt(-2.0 * bo_math_log(u1)) * bo_math_cos_turns(u2);
 }
 
 double bo_rng_exponential(bo_rng *rng, double mean)
 {
     if (!(mean > 0))
         return 0;
-    return -mean * log(1.0 - bo_rng_uniform(rng));
+    return -mean * bo_math_log(1.0 - bo_rng_uniform(rng));
 }

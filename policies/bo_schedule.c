@@ -11,6 +11,7 @@
  * huge retry count saturates at the cap instead of overflowing.
  */
 #include "bo_schedule.h"
+#include "bo_math.h"
 #include "bo_time.h"
 
 #include <limits.h>
@@ -37,10 +38,10 @@ static int64_t clamp_ns(double x, double hi)
     return (int64_t)x;
 }
 
-/* min(cap, base * factor^n), saturating (pow may give inf). */
+/* min(cap, base * factor^n), saturating (factor^n may be inf). */
 static double grown(double base, double factor, unsigned n, double cap)
 {
-    double t = base * pow(factor, (double)n);
+    double t = base * bo_math_powu(factor, n);
     return (t < cap) ? t : cap; /* also maps inf and NaN to cap */
 }
 
@@ -105,7 +106,7 @@ int64_t bo_schedule_next_ns(bo_schedule *s, const bo_config *cfg, bo_rng *rng)
     case BO_POLICY_THAIN: {
         /* 004: MIN(R * T * F^N, M), R uniform in [1, 2]. */
         double r = 1.0 + bo_rng_uniform(rng);
-        double g = base * pow(cfg->factor, (double)n);
+        double g = base * bo_math_powu(cfg->factor, n);
         out = clamp_ns(r * g, cap);
         break;
     }

@@ -53,6 +53,7 @@
  * the window stuck in congestion avoidance after the server comes back.
  */
 #include "bo_window.h"
+#include "bo_math.h"
 #include "bo_time.h"
 
 #include <float.h>
@@ -988,7 +989,7 @@ static bool on_signal(bo_window *w, const bo_ticket *t, bo_signal sig, int64_t n
         if (from_room && est < ss) {
             w->room_cap = w->beta * (double)t->inflight;
             /* slow start goes on from there up to halfway (geometrically) to the old level */
-            room_ss = sqrt(est * ss);
+            room_ss = bo_math_sqrt(est * ss);
             ss = est;
         }
         w->delivery_rate *= BO_RATE_DECAY;

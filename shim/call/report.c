@@ -130,7 +130,7 @@ static void write_stats(const bo_config *cfg, int64_t until_ns)
  */
 __attribute__((destructor)) static void at_exit(void)
 {
-    const bo_config *cfg = bo_core_config();
+    const bo_config *cfg = bo_core_config_if_loaded();
     int saved = errno;
     /* A slot's lock held by a process stopped in it is waited for 100 ms
      * at most, all slots together: the exit never hangs on another process. */

@@ -1,5 +1,6 @@
 /*
- * config.c: the configuration, parsed once at load, and the random
+ * config.c: the configuration, parsed once at load (or, when no BACKOFF_*
+ * variable was set, the defaults, made on first use), and the random
  * generators seeded from it (core.h).
  */
 #include "core/core.h"
@@ -13,8 +14,10 @@
 
 static bo_config g_cfg;
 static pthread_once_t g_cfg_once = PTHREAD_ONCE_INIT;
-int bo_core_config_loaded;         /* set once load_config has run: skips pthread_once */
-const bo_config *bo_core_config_ptr; /* &g_cfg once loaded and valid */
+/* Both in .data, beside g_env_may_set: every exit reads the first (report.c),
+ * and in .bss it would cost a program that never calls a hook a page. */
+__attribute__((section(".data"))) int bo_core_config_loaded; /* set once loaded */
+__attribute__((section(".data"))) const bo_config *bo_core_config_ptr; /* &g_cfg if valid */
 static uint64_t g_seed;
 static uint64_t g_thread_counter;
 static uint64_t g_forks; /* forks so far, counted under the fork handlers' locks */
@@ -22,10 +25,23 @@ static uint64_t g_forks; /* forks so far, counted under the fork handlers' locks
 static BO_TLS bo_rng tl_rng, tl_unique;
 static BO_TLS bool tl_rng_ready, tl_unique_ready;
 
+/* 0 once the constructor found no BACKOFF_* variable in the environment:
+ * the configuration is then the defaults, whatever the program sets later.
+ * Initialised, so in .data, on the page the dynamic linker writes at load
+ * anyway: a flag in .bss would be a page of its own. */
+static int g_env_may_set = 1;
+
 static const char *env_get(void *ctx, const char *name)
 {
     (void)ctx;
     return getenv(name);
+}
+
+static const char *env_unset(void *ctx, const char *name)
+{
+    (void)ctx;
+    (void)name;
+    return NULL;
 }
 
 /*
@@ -40,7 +56,8 @@ static void load_config(void)
     char err[BO_ERR_LEN];
     int saved = errno;
 
-    if (bo_config_load(&g_cfg, env_get, NULL, err, sizeof err) != 0) {
+    bool may = __atomic_load_n(&g_env_may_set, __ATOMIC_RELAXED);
+    if (bo_config_load(&g_cfg, may ? env_get : env_unset, NULL, err, sizeof err) != 0) {
         const char *strict = getenv("BACKOFF_STRICT");
         bo_core_line("%s", err);
         if (strict != NULL && strcmp(strict, "1") == 0)
@@ -74,9 +91,25 @@ const bo_config *bo_core_config_load(void)
     return bo_core_config_ptr;
 }
 
+/*
+ * At load: a process started with BACKOFF_* variables has them parsed now,
+ * so that a bad value says so at once (one line, whatever the program
+ * does).  One without any, the most common (every process of a shell
+ * loop under the wrapper alone), cannot have a bad one: its configuration,
+ * the defaults, is made when a hook first needs it, and a program that
+ * never calls one (true, sed, most of a build) does none of that work.
+ */
 __attribute__((constructor)) static void config_at_load(void)
 {
-    (void)bo_core_config();
+    for (char **e = environ; e != NULL && *e != NULL; e++) {
+        const char *v = *e; /* "BACKOFF_", a byte at a time: no string constant to read */
+        if (v[0] == 'B' && v[1] == 'A' && v[2] == 'C' && v[3] == 'K' && v[4] == 'O' &&
+            v[5] == 'F' && v[6] == 'F' && v[7] == '_') {
+            (void)bo_core_config();
+            return;
+        }
+    }
+    __atomic_store_n(&g_env_may_set, 0, __ATOMIC_RELAXED);
 }
 
 bo_rng *bo_core_rng(void)

@@ -55,6 +55,15 @@ static inline const bo_config *bo_core_config(void)
     return bo_core_config_load();
 }
 
+/* The configuration if anything has asked for it yet, else NULL: at exit,
+ * a process whose hooks never needed it has nothing to write or let go. */
+static inline const bo_config *bo_core_config_if_loaded(void)
+{
+    if (__atomic_load_n(&bo_core_config_loaded, __ATOMIC_ACQUIRE))
+        return bo_core_config_ptr;
+    return NULL;
+}
+
 /* Monotonic and wall clocks, in ns. */
 int64_t bo_core_now_ns(void);
 int64_t bo_core_wall_ns(void);

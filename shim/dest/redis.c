@@ -30,6 +30,7 @@
 #include "bo_window.h"
 #include "core/core.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
@@ -59,6 +60,30 @@
 /* How often a call asks again while another thread makes the first connection. */
 #define JOIN_POLL_NS (2 * BO_NS_PER_MS)
 #define RETRY_MAX_NS (30000 * BO_NS_PER_MS)
+
+/*
+ * hiredis is loaded on the first connection (dlopen, RTLD_LOCAL), not linked:
+ * every process of a command's tree loads the library, and few of them ever
+ * reach the fleet.  Its soname is the one the build linked against
+ * (BO_HIREDIS_SONAME, from the Makefile), so the structures read here
+ * (redisContext, redisReply) are the headers' own.  Under g_mu.
+ */
+#ifndef BO_HIREDIS_SONAME
+#error "BO_HIREDIS_SONAME: the Makefile passes the soname of the hiredis the build found"
+#endif
+#ifndef BO_HIREDIS_PKG
+#define BO_HIREDIS_PKG "libhiredis"
+#endif
+static struct {
+    __typeof__(redisConnectWithTimeout) *connect;
+    __typeof__(redisSetTimeout) *set_timeout;
+    __typeof__(redisCommand) *command;
+    __typeof__(redisCommandArgv) *command_argv;
+    __typeof__(freeReplyObject) *free_reply;
+    __typeof__(redisFree) *free_ctx;
+    __typeof__(redisFreeKeepFd) *free_keep_fd;
+} H;
+static int g_hiredis; /* 0: not tried yet, 1: loaded, -1: missing (the fleet is off) */
 
 /* Set once by bo_redis_init (before the first destination is used). */
 static int g_on;
@@ -208,9 +233,9 @@ static void drop_ctx(void)
     if (g_ctx == NULL)
         return;
     if (ctx_ours())
-        redisFree(g_ctx);
+        H.free_ctx(g_ctx);
     else
-        redisFreeKeepFd(g_ctx);
+        H.free_keep_fd(g_ctx);
     g_ctx = NULL;
 }
 
@@ -235,20 +260,20 @@ static void reply_error(const char *what, redisReply *r)
              r == NULL ? (g_ctx != NULL && g_ctx->errstr[0] ? g_ctx->errstr : "no answer")
                        : r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
     if (r != NULL)
-        freeReplyObject(r);
+        H.free_reply(r);
     went_down(why);
 }
 
 static bool load_script(void)
 {
-    redisReply *r = redisCommand(g_ctx, "SCRIPT LOAD %s", k_fleet_script);
+    redisReply *r = H.command(g_ctx, "SCRIPT LOAD %s", k_fleet_script);
     if (r == NULL || r->type != REDIS_REPLY_STRING || r->len >= sizeof g_sha) {
         reply_error("SCRIPT LOAD", r);
         return false;
     }
     memcpy(g_sha, r->str, r->len);
     g_sha[r->len] = '\0';
-    freeReplyObject(r);
+    H.free_reply(r);
     return true;
 }
 
@@ -264,8 +289,53 @@ static void release_orphans(void)
         redisReply *r = run('r', key, seq, '-');
         if (r == NULL)
             return; /* down again: run kept it for the next connection */
-        freeReplyObject(r);
+        H.free_reply(r);
     }
+}
+
+/*
+ * Under g_mu: hiredis's functions, loaded on the first call that needs them.
+ * A missing library says so in one line (whatever BACKOFF_VERBOSE says: it
+ * is the installation that is wrong, not an outage) and turns the fleet off
+ * for this process, which goes on with its host-wide state as it does
+ * whenever Redis cannot be used.
+ */
+static bool hiredis_loaded(void)
+{
+    static const char *const names[] = {"redisConnectWithTimeout", "redisSetTimeout",
+                                        "redisCommand",            "redisCommandArgv",
+                                        "freeReplyObject",         "redisFree",
+                                        "redisFreeKeepFd"};
+    void **slot[] = {(void **)&H.connect,      (void **)&H.set_timeout, (void **)&H.command,
+                     (void **)&H.command_argv, (void **)&H.free_reply,  (void **)&H.free_ctx,
+                     (void **)&H.free_keep_fd};
+    _Static_assert(sizeof names / sizeof names[0] == sizeof H / sizeof(void *),
+                   "a name for every function of H");
+    const char *why = NULL;
+
+    if (g_hiredis != 0)
+        return g_hiredis > 0;
+    void *h = dlopen(BO_HIREDIS_SONAME, RTLD_NOW | RTLD_LOCAL);
+    if (h == NULL)
+        why = dlerror();
+    for (size_t i = 0; h != NULL && i < sizeof names / sizeof names[0]; i++) {
+        *slot[i] = dlsym(h, names[i]);
+        if (*slot[i] == NULL) {
+            why = dlerror();
+            h = NULL; /* left loaded: nothing else of it is used */
+        }
+    }
+    if (h == NULL) {
+        g_hiredis = -1;
+        __atomic_store_n(&g_on, 0, __ATOMIC_RELEASE);
+        bo_core_line("backoff: BACKOFF_SHARE=%s: the fleet needs %s, which cannot be loaded "
+                     "(%s; Debian: apt-get install %s); this process goes on with its "
+                     "host-wide state alone",
+                     g_url.shown, BO_HIREDIS_SONAME, why != NULL ? why : "?", BO_HIREDIS_PKG);
+        return false;
+    }
+    g_hiredis = 1;
+    return true;
 }
 
 /* Under g_mu: connected, or connect now if the time has come. */
@@ -282,7 +352,7 @@ static bool ready(int64_t now)
          * a new connection, quietly, as if this were the first. */
         drop_ctx();
     }
-    if (now < g_retry_ns)
+    if (now < g_retry_ns || !hiredis_loaded())
         return false;
     if (g_procid[0] == '\0') {
         char host[64] = "?";
@@ -291,7 +361,7 @@ static bool ready(int64_t now)
         snprintf(g_procid, sizeof g_procid, "%s:%d:%" PRIx64, host, (int)getpid(),
                  (uint64_t)now ^ ((uint64_t)getpid() << 20));
     }
-    g_ctx = redisConnectWithTimeout(g_url.host, g_url.port, tv);
+    g_ctx = H.connect(g_url.host, g_url.port, tv);
     if (g_ctx == NULL || g_ctx->err) {
         char why[200];
         snprintf(why, sizeof why, "cannot connect: %.150s",
@@ -309,23 +379,23 @@ static bool ready(int64_t now)
     }
     g_sock_dev = (uint64_t)st.st_dev;
     g_sock_ino = (uint64_t)st.st_ino;
-    redisSetTimeout(g_ctx, tv);
+    H.set_timeout(g_ctx, tv);
     if (g_pass[0] != '\0') {
-        r = g_user[0] != '\0' ? redisCommand(g_ctx, "AUTH %s %s", g_user, g_pass)
-                              : redisCommand(g_ctx, "AUTH %s", g_pass);
+        r = g_user[0] != '\0' ? H.command(g_ctx, "AUTH %s %s", g_user, g_pass)
+                              : H.command(g_ctx, "AUTH %s", g_pass);
         if (r == NULL || r->type == REDIS_REPLY_ERROR) {
             reply_error("AUTH refused", r);
             return false;
         }
-        freeReplyObject(r);
+        H.free_reply(r);
     }
     if (g_url.db != 0) {
-        r = redisCommand(g_ctx, "SELECT %u", g_url.db);
+        r = H.command(g_ctx, "SELECT %u", g_url.db);
         if (r == NULL || r->type == REDIS_REPLY_ERROR) {
             reply_error("SELECT", r);
             return false;
         }
-        freeReplyObject(r);
+        H.free_reply(r);
     }
     if (!load_script())
         return false;
@@ -364,14 +434,14 @@ static redisReply *run(char op, const char *key, uint64_t seq, char outcome)
     const char *argv[] = {"EVALSHA", g_sha, "4", k,   lk,  qk,   qlk,    ops,
                           member,    lease, ttl, out, win, beta, g_rules};
     const int argc = sizeof argv / sizeof argv[0];
-    redisReply *r = redisCommandArgv(g_ctx, argc, argv, NULL);
+    redisReply *r = H.command_argv(g_ctx, argc, argv, NULL);
     if (r != NULL && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0) {
         /* the cache lost it (Redis restarted, SCRIPT FLUSH): EVAL runs the
          * text and caches it again under the same SHA1, one round trip */
-        freeReplyObject(r);
+        H.free_reply(r);
         argv[0] = "EVAL";
         argv[1] = k_fleet_script;
-        r = redisCommandArgv(g_ctx, argc, argv, NULL);
+        r = H.command_argv(g_ctx, argc, argv, NULL);
     }
     if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
         r->element[0]->type == REDIS_REPLY_INTEGER && r->element[1]->type == REDIS_REPLY_INTEGER)
@@ -423,7 +493,7 @@ bo_fleet_answer bo_redis_admit(const char *key, int64_t now_ns, uint64_t *lease,
                 *until_ns = now_ns + (us > 0 ? (int64_t)us * 1000 : FLEET_POLL_NS);
                 a = BO_FLEET_WAIT;
             }
-            freeReplyObject(r);
+            H.free_reply(r);
         }
     }
     bo_core_busy = busy;
@@ -450,7 +520,7 @@ __attribute__((noinline)) static void finish(const char *key, uint64_t *lease, c
     if (ready(bo_core_now_ns())) {
         redisReply *r = run(op, key, seq, outcome);
         if (r != NULL)
-            freeReplyObject(r);
+            H.free_reply(r);
     } else {
         orphan_push(key, seq); /* given back on reconnection (or it expires) */
     }

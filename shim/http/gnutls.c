@@ -86,17 +86,17 @@ static const bo_lib_family g_gnutls_family = {
 BO_LIB_FAMILY(g_gnutls_family);
 
 static void gnutls_ask_global(void);
-static bo_lib_callers g_callers = {.family = &g_gnutls_family, .ask_global = gnutls_ask_global,
-                                .global_slot = -1};
+static bo_lib_callers g_callers;
 
 static void gnutls_ask_global(void)
 {
+    g_callers.family = &g_gnutls_family;
     g_callers.global_slot = bo_lib_slot_global(&g_gnutls_family);
 }
 
 static inline const gnutls_real *caller_real(const void *ret)
 {
-    const gnutls_real *R = &g_reals[bo_lib_caller_slot(&g_callers, ret)];
+    const gnutls_real *R = &g_reals[bo_lib_caller_slot(&g_callers, gnutls_ask_global, ret)];
     if (__builtin_expect(!__atomic_load_n(&R->bound, __ATOMIC_ACQUIRE), 0))
         bo_core_die("backoff: the program's libgnutls is not bound; cannot continue");
     return R;

@@ -129,17 +129,17 @@ _Static_assert(SSLF_NFNS <= BO_LIB_MAX_FNS, "the registry holds every function o
 
 /* The copy an exported hook's caller means (callers.h). */
 static void ssl_ask_global(void);
-static bo_lib_callers g_callers = {.family = &g_ssl_family, .ask_global = ssl_ask_global,
-                                .global_slot = -1};
+static bo_lib_callers g_callers;
 
 static void ssl_ask_global(void)
 {
+    g_callers.family = &g_ssl_family;
     g_callers.global_slot = bo_lib_slot_global(&g_ssl_family);
 }
 
 static inline const ssl_real *caller_real(const void *ret)
 {
-    const ssl_real *R = &g_reals[bo_lib_caller_slot(&g_callers, ret)];
+    const ssl_real *R = &g_reals[bo_lib_caller_slot(&g_callers, ssl_ask_global, ret)];
     if (__builtin_expect(!__atomic_load_n(&R->bound, __ATOMIC_ACQUIRE), 0))
         bo_core_die("backoff: the program's libssl is not bound; cannot continue");
     return R;

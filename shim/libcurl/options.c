@@ -464,54 +464,75 @@ typedef struct tracked_opt {
     unsigned flags;
 } tracked_opt;
 
-/* Indexed by the option's number without its type's base: libcurl numbers
- * every option uniquely, so an entry is found in one look (and checked). */
-#define OPT_INDEX(o) ((o) % 10000)
-#define T(o, fn, fl) [OPT_INDEX(o)] = {(o), (fn), (fl)}
-static const tracked_opt k_tracked[512] = {
-    T(CURLOPT_POST, rec_post, OPT_RULES),
-    T(CURLOPT_UPLOAD, rec_upload, OPT_RULES),
-    T(CURLOPT_NOBODY, rec_nobody, OPT_RULES),
-    T(CURLOPT_HTTPGET, rec_httpget, OPT_RULES),
-    T(CURLOPT_FOLLOWLOCATION, rec_follow, OPT_RULES),
-    T(CURLOPT_HEADER, rec_header, OPT_RULES),
-    T(CURLOPT_FRESH_CONNECT, rec_fresh, 0),
-    T(CURLOPT_TIMEOUT, rec_timeout, OPT_RULES),
-    T(CURLOPT_TIMEOUT_MS, rec_timeout_ms, OPT_RULES),
-    T(CURLOPT_NOPROGRESS, rec_noprogress, OPT_RULES),
-    T(CURLOPT_WRITEDATA, rec_writedata, OPT_KEEP),
-    T(CURLOPT_HEADERDATA, rec_headerdata, OPT_KEEP),
-    T(CURLOPT_READDATA, rec_readdata, OPT_RULES),
-    T(CURLOPT_SEEKDATA, rec_seekdata, OPT_RULES),
-    T(CURLOPT_PROGRESSDATA, rec_progressdata, OPT_RULES), /* == CURLOPT_XFERINFODATA */
-    T(CURLOPT_URL, rec_url, 0),
-    T(CURLOPT_CURLU, rec_curlu, 0),
-    T(CURLOPT_UNIX_SOCKET_PATH, rec_unix_path, OPT_RULES),
-    T(CURLOPT_ABSTRACT_UNIX_SOCKET, rec_unix_abstract, OPT_RULES),
-    T(CURLOPT_POSTFIELDS, rec_postfields, OPT_RULES),
-    T(CURLOPT_COPYPOSTFIELDS, rec_copypostfields, OPT_RULES),
-    T(CURLOPT_POSTFIELDSIZE, rec_postfieldsize, 0),
-    T(CURLOPT_POSTFIELDSIZE_LARGE, rec_postfieldsize_large, 0),
-    T(CURLOPT_HTTPHEADER, rec_httpheader, OPT_RULES), /* an Idempotency-Key changes the rules */
-    T(CURLOPT_MIMEPOST, rec_mime, OPT_RULES),
-    T(CURLOPT_HTTPPOST, rec_mime, OPT_RULES),
-    T(CURLOPT_CUSTOMREQUEST, rec_custom, OPT_RULES),
-    T(CURLOPT_WRITEFUNCTION, rec_writefn, OPT_KEEP),
-    T(CURLOPT_HEADERFUNCTION, rec_headerfn, OPT_KEEP),
-    T(CURLOPT_READFUNCTION, rec_readfn, OPT_RULES),
-    T(CURLOPT_SEEKFUNCTION, rec_seekfn, OPT_RULES),
-    T(CURLOPT_XFERINFOFUNCTION, rec_xferinfofn, OPT_RULES),
-    T(CURLOPT_PROGRESSFUNCTION, rec_progressfn, OPT_RULES),
+#define TRACKED(X)                                                                            \
+    X(CURLOPT_POST, rec_post, OPT_RULES)                                                      \
+    X(CURLOPT_UPLOAD, rec_upload, OPT_RULES)                                                  \
+    X(CURLOPT_NOBODY, rec_nobody, OPT_RULES)                                                  \
+    X(CURLOPT_HTTPGET, rec_httpget, OPT_RULES)                                                \
+    X(CURLOPT_FOLLOWLOCATION, rec_follow, OPT_RULES)                                          \
+    X(CURLOPT_HEADER, rec_header, OPT_RULES)                                                  \
+    X(CURLOPT_FRESH_CONNECT, rec_fresh, 0)                                                    \
+    X(CURLOPT_TIMEOUT, rec_timeout, OPT_RULES)                                                \
+    X(CURLOPT_TIMEOUT_MS, rec_timeout_ms, OPT_RULES)                                          \
+    X(CURLOPT_NOPROGRESS, rec_noprogress, OPT_RULES)                                          \
+    X(CURLOPT_WRITEDATA, rec_writedata, OPT_KEEP)                                             \
+    X(CURLOPT_HEADERDATA, rec_headerdata, OPT_KEEP)                                           \
+    X(CURLOPT_READDATA, rec_readdata, OPT_RULES)                                              \
+    X(CURLOPT_SEEKDATA, rec_seekdata, OPT_RULES)                                              \
+    X(CURLOPT_PROGRESSDATA, rec_progressdata, OPT_RULES) /* == CURLOPT_XFERINFODATA */        \
+    X(CURLOPT_URL, rec_url, 0)                                                                \
+    X(CURLOPT_CURLU, rec_curlu, 0)                                                            \
+    X(CURLOPT_UNIX_SOCKET_PATH, rec_unix_path, OPT_RULES)                                     \
+    X(CURLOPT_ABSTRACT_UNIX_SOCKET, rec_unix_abstract, OPT_RULES)                             \
+    X(CURLOPT_POSTFIELDS, rec_postfields, OPT_RULES)                                          \
+    X(CURLOPT_COPYPOSTFIELDS, rec_copypostfields, OPT_RULES)                                  \
+    X(CURLOPT_POSTFIELDSIZE, rec_postfieldsize, 0)                                            \
+    X(CURLOPT_POSTFIELDSIZE_LARGE, rec_postfieldsize_large, 0)                                \
+    X(CURLOPT_HTTPHEADER, rec_httpheader, OPT_RULES) /* an Idempotency-Key changes the rules */ \
+    X(CURLOPT_MIMEPOST, rec_mime, OPT_RULES)                                                  \
+    X(CURLOPT_HTTPPOST, rec_mime, OPT_RULES)                                                  \
+    X(CURLOPT_CUSTOMREQUEST, rec_custom, OPT_RULES)                                           \
+    X(CURLOPT_WRITEFUNCTION, rec_writefn, OPT_KEEP)                                           \
+    X(CURLOPT_HEADERFUNCTION, rec_headerfn, OPT_KEEP)                                         \
+    X(CURLOPT_READFUNCTION, rec_readfn, OPT_RULES)                                            \
+    X(CURLOPT_SEEKFUNCTION, rec_seekfn, OPT_RULES)                                            \
+    X(CURLOPT_XFERINFOFUNCTION, rec_xferinfofn, OPT_RULES)                                    \
+    X(CURLOPT_PROGRESSFUNCTION, rec_progressfn, OPT_RULES)
+
+/*
+ * The tracked options, one row each, and where each row is, indexed by the
+ * option's number without its type's base (libcurl numbers every option
+ * uniquely, so an option is found in one look, and checked).  The index
+ * holds no pointer: the dynamic linker writes only the short table of rows
+ * at every program's start, not a sparse table of 512.
+ */
+enum {
+#define X(o, fn, fl) TR_##o,
+    TRACKED(X)
+#undef X
+        TR_COUNT
 };
-#undef T
+static const tracked_opt k_tracked[TR_COUNT] = {
+#define X(o, fn, fl) {(o), (fn), (fl)},
+    TRACKED(X)
+#undef X
+};
+#define OPT_INDEX(o) ((o) % 10000)
+_Static_assert(TR_COUNT < 255, "a row's number and 1 fit the index's bytes");
+static const unsigned char k_tracked_at[512] = {
+#define X(o, fn, fl) [OPT_INDEX(o)] = TR_##o + 1,
+    TRACKED(X)
+#undef X
+};
+#undef TRACKED
 
 static const tracked_opt *tracked(CURLoption opt)
 {
     unsigned i = (unsigned)opt % 10000;
-    if (i >= sizeof k_tracked / sizeof k_tracked[0] || k_tracked[i].opt != opt ||
-        k_tracked[i].record == NULL)
+    if (i >= sizeof k_tracked_at || k_tracked_at[i] == 0)
         return NULL;
-    return &k_tracked[i];
+    const tracked_opt *t = &k_tracked[k_tracked_at[i] - 1];
+    return t->opt == opt ? t : NULL;
 }
 
 bool bo_curl_opt_tracked(CURLoption opt)

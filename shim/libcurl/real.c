@@ -71,11 +71,10 @@ static const bo_lib_family *family(void)
     return bo_lib_family_named(BO_CURL_FAMILY_NAME);
 }
 
-/* The global scope's copy, asked once (bo_lib_callers' ask_global). */
-static void ask_global(void);
-bo_lib_callers bo_curl_callers = {.ask_global = ask_global, .global_slot = -1};
+bo_lib_callers bo_curl_callers;
 
-static void ask_global(void)
+/* The global scope's copy, asked once (bo_lib_caller_slot's ask_global). */
+void bo_curl_ask_global(void)
 {
     bo_curl_callers.family = family();
     bo_curl_callers.global_slot = bo_lib_slot_global(bo_curl_callers.family);

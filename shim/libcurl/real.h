@@ -96,9 +96,10 @@ void bo_curl_bind(int slot, void *const *fn);
  * Once the global scope's copy is known, it is every caller's: two loads.
  */
 extern bo_lib_callers bo_curl_callers;
+void bo_curl_ask_global(void); /* the global scope's copy, asked once */
 static inline bo_curl_real *bo_curl_caller_real(const void *ret)
 {
-    return &bo_curl_reals[bo_lib_caller_slot(&bo_curl_callers, ret)];
+    return &bo_curl_reals[bo_lib_caller_slot(&bo_curl_callers, bo_curl_ask_global, ret)];
 }
 
 /*

@@ -8,11 +8,11 @@
 
 #include "core/core.h"
 
-int bo_lib_callers_find(bo_lib_callers *t, const void *ret)
+int bo_lib_callers_find(bo_lib_callers *t, void (*ask_global)(void), const void *ret)
 {
     int saved = errno;
 
-    bo_core_once(&t->global_known, t->ask_global);
+    bo_core_once(&t->global_known, ask_global);
     if (t->global_slot >= 0) {
         errno = saved;
         return t->global_slot;

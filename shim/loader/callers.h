@@ -21,11 +21,16 @@
 #define BO_LIB_CALLERS_TABLE 256
 #define BO_LIB_CALLERS_PROBE 8
 
+/*
+ * A family's table, zero at load (in .bss: a 6 KB table with pointers in its
+ * initializer would be a page written by the dynamic linker at every
+ * program's start); the family's ask_global, passed with each lookup, fills
+ * family and global_slot on the first.
+ */
 typedef struct bo_lib_callers {
-    const bo_lib_family *family;
-    void (*ask_global)(void);   /* sets global_slot (bo_lib_slot_global), once */
-    int global_known;           /* the global scope was asked (bo_core_once) */
-    int global_slot;            /* its copy's slot, -1: none */
+    const bo_lib_family *family; /* set by ask_global */
+    int global_known;            /* the global scope was asked (bo_core_once) */
+    int global_slot;             /* its copy's slot, -1: none (read once known) */
     struct {
         int claimed;
         const void *ret;
@@ -33,9 +38,10 @@ typedef struct bo_lib_callers {
     } tab[BO_LIB_CALLERS_TABLE];
 } bo_lib_callers;
 
-/* The slow way: the global copy, else the caller's; aborts loudly when no
- * copy is loaded (continuing would crash later). */
-int bo_lib_callers_find(bo_lib_callers *t, const void *ret);
+/* The slow way: the global copy (ask_global, once: it sets t->family and
+ * t->global_slot from bo_lib_slot_global), else the caller's; aborts loudly
+ * when no copy is loaded (continuing would crash later). */
+int bo_lib_callers_find(bo_lib_callers *t, void (*ask_global)(void), const void *ret);
 
 static inline size_t bo_lib_callers_hash(const void *ret)
 {
@@ -43,7 +49,8 @@ static inline size_t bo_lib_callers_hash(const void *ret)
 }
 
 /* The slot of the copy the caller at ret means: a load or two once known. */
-static inline int bo_lib_caller_slot(bo_lib_callers *t, const void *ret)
+static inline int bo_lib_caller_slot(bo_lib_callers *t, void (*ask_global)(void),
+                                     const void *ret)
 {
     if (__builtin_expect(__atomic_load_n(&t->global_known, __ATOMIC_ACQUIRE), 1) &&
         t->global_slot >= 0)
@@ -56,7 +63,7 @@ static inline int bo_lib_caller_slot(bo_lib_callers *t, const void *ret)
         if (r == NULL && !__atomic_load_n(&t->tab[i].claimed, __ATOMIC_RELAXED))
             break;
     }
-    return bo_lib_callers_find(t, ret);
+    return bo_lib_callers_find(t, ask_global, ret);
 }
 
 #endif

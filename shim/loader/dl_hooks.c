@@ -24,17 +24,24 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/core.h"
 #include "loader/elf.h"
 #include "loader/got.h"
 #include "loader/registry.h"
 
-/* At load: libc's dl functions, the library's own range, and the objects of
- * the program's start, which are not new to any walk. */
-__attribute__((constructor)) static void dl_at_load(void)
+/*
+ * Nothing at load: libc's dl functions are found by the first dl call
+ * (bo_dl_init, in each hook below), the library's own range by the first
+ * question (bo_elf_in_self), and the objects already loaded are marked,
+ * as not new to any walk, by the first call that will walk them, before
+ * its load (mark_before_walk): a program that never loads a deep-bound
+ * object never reads an ELF table of the shim's.
+ */
+static int g_marked; /* bo_core_once */
+
+static void mark_before_walk(void)
 {
-    bo_dl_init();
-    (void)bo_elf_in_self(0);
-    bo_got_mark_loaded();
+    bo_core_once(&g_marked, bo_got_mark_loaded);
 }
 
 /* ---- the hooks -------------------------------------------------------- */
@@ -122,8 +129,10 @@ uintptr_t bo_dl_open_pre(uintptr_t file, uintptr_t flags, uintptr_t unused, cons
     (void)file;
     (void)unused;
     bo_dl_init();
-    if (((int)flags & RTLD_DEEPBIND) != 0 && !((int)flags & RTLD_NOLOAD))
+    if (((int)flags & RTLD_DEEPBIND) != 0 && !((int)flags & RTLD_NOLOAD)) {
+        mark_before_walk();
         g = gadget_for(caller);
+    }
     errno = saved;
     return g;
 }
@@ -137,8 +146,10 @@ uintptr_t bo_dl_mopen_pre(uintptr_t lmid, uintptr_t file, uintptr_t flags, const
     (void)lmid;
     (void)file;
     bo_dl_init();
-    if (!((int)flags & RTLD_NOLOAD))
+    if (!((int)flags & RTLD_NOLOAD)) {
+        mark_before_walk();
         g = gadget_for(caller);
+    }
     errno = saved;
     return g;
 }

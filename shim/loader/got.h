@@ -14,7 +14,8 @@ typedef struct bo_got_dl_hooks {
     int n;
 } bo_got_dl_hooks;
 
-/* At load: the objects of the program's start are not new to any walk. */
+/* Before the first walk's load (once): the objects loaded so far are not
+ * new to any walk. */
 void bo_got_mark_loaded(void);
 
 /* After a deep-bound load: route every loaded object's references to hooked

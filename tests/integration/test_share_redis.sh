@@ -2,6 +2,9 @@
 # BACKOFF_SHARE=redis://... with Debian's redis-server on 127.0.0.1:
 #   - a bad URL: one line naming BACKOFF_SHARE, the value with its password
 #     masked and what is accepted; the call still succeeds (host-wide state);
+#   - hiredis is not mapped by a process that makes no request; missing, it
+#     costs one line naming BACKOFF_SHARE, the library and its package, and
+#     the call succeeds (host-wide state);
 #   - a fleet: 3 "hosts" (each its own XDG_RUNTIME_DIR, so its own host-wide
 #     state) x 3 loadgen processes against one token bucket and one Redis
 #     with a password (in the URL for one host, REDISCLI_AUTH for the
@@ -68,6 +71,32 @@ grep -q 'using host' "$TMP/bad.err" || fail "a bad URL: the line does not say it
 BACKOFF_SHARE='rediss://127.0.0.1:6379' "$BUILD/backoff" -- curl -s -o /dev/null "http://127.0.0.1:$PORT/item/1" \
     2>"$TMP/tls.err" || fail "rediss:// broke the call"
 grep -q 'rediss:// (TLS) needs hiredis_ssl' "$TMP/tls.err" || fail "rediss:// is not refused clearly: $(cat "$TMP/tls.err")"
+# hiredis is loaded on the fleet's first connection, not at load: a process
+# that never reaches the fleet does not map it; with the library missing (a
+# mount namespace shows /dev/null in its place), one line names
+# BACKOFF_SHARE, the library and its Debian package, and the call goes on
+# with the host-wide state (BACKOFF_VERBOSE unset: the line is not an outage's).
+maps=$(BACKOFF_SHARE='redis://127.0.0.1:1' "$BUILD/backoff" -- sh -c 'cat /proc/$$/maps')
+echo "$maps" | grep -q libbackoff || fail "the library is not in sh's maps"
+echo "$maps" | grep -q libhiredis && fail "a process that makes no request maps libhiredis"
+so=$(grep -ao 'libhiredis\.so\.[0-9.]*[0-9]' "$BUILD/libbackoff.so" | head -n 1)
+lib=$(ldconfig -p | awk -v so="$so" '$1 == so { print $NF; exit }')
+pkg=$(echo "$so" | sed 's/\.so\.//')
+if [ -n "$so" ] && [ -n "$lib" ] && unshare -m sh -c "mount --bind /dev/null '$lib'" 2>/dev/null; then
+    code=$(BACKOFF_SHARE='redis://127.0.0.1:1' setsid timeout -k 2 30 unshare -m sh -c \
+        'mount --bind /dev/null "$1" && shift && exec "$@"' sh "$lib" "$BUILD/backoff" -- \
+        curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/item/1" 2>"$TMP/nolib.err") ||
+        fail "a missing hiredis broke the call: $(cat "$TMP/nolib.err")"
+    cat "$TMP/nolib.err"
+    [ "$code" = 200 ] || fail "a missing hiredis: status $code"
+    [ "$(wc -l <"$TMP/nolib.err")" = 1 ] || fail "a missing hiredis: expected one line"
+    grep -q "BACKOFF_SHARE=redis://127.0.0.1:1: the fleet needs $so, which cannot be loaded" \
+        "$TMP/nolib.err" || fail "a missing hiredis: the line does not name BACKOFF_SHARE and $so"
+    grep -q "apt-get install $pkg); this process goes on with its host-wide state alone" \
+        "$TMP/nolib.err" || fail "a missing hiredis: the line does not name the package $pkg"
+else
+    note "no mount namespace here (not root?): a missing hiredis is not checked"
+fi
 stop_server
 
 # --- a fleet of 3 hosts x 3 processes, one Redis with a password ----------------

@@ -3,7 +3,8 @@
 # - every bad BACKOFF_* value prints exactly one line on stderr (naming the
 #   variable) and the program still runs; `backoff --check` exits 2 on it,
 #   and so does the program under BACKOFF_STRICT=1;
-# - `LD_PRELOAD=build/libbackoff.so ls` prints nothing extra;
+# - `LD_PRELOAD=build/libbackoff.so ls` prints nothing extra; sh maps no libm
+#   nor libhiredis under the library (it links neither);
 # - the wrapper: exit status of the command, 127 when not found, 126 when
 #   not executable, the absolute library path first in LD_PRELOAD, options
 #   become variables, and it finds the library in the installed layout.
@@ -74,6 +75,33 @@ ln -s a "$TMP/lsdir/link"
 ls -la "$TMP/lsdir" >"$TMP/ls.plain" 2>&1
 LD_PRELOAD="$LIB" ls -la "$TMP/lsdir" >"$TMP/ls.shim" 2>&1 || fail "ls failed under the shim"
 cmp -s "$TMP/ls.plain" "$TMP/ls.shim" || fail "ls output differs under the shim: $(diff "$TMP/ls.plain" "$TMP/ls.shim" | head)"
+
+note "without BACKOFF_* at start, what the program sets later is not read (the defaults, made on first use)"
+# The constructor parses nothing then; the connect() hook makes the defaults.
+# A variable the program puts in its own environment first is ignored, as it
+# always was when the variables were parsed at load.
+LD_PRELOAD="$LIB" python3 -c '
+import os, socket
+os.environ["BACKOFF_POLICY"] = "bogus"
+s = socket.socket()
+s.settimeout(2)
+try:
+    s.connect(("127.0.0.1", 9))
+except OSError:
+    pass
+' 2>"$TMP/late.err" || fail "python3 failed under the library: $(cat "$TMP/late.err")"
+[ ! -s "$TMP/late.err" ] || fail "a variable set after start was read: $(cat "$TMP/late.err")"
+
+note "a program that maps neither libm nor libhiredis maps none of them under the library"
+# (every process of a command's tree loads the library: it links neither;
+# the fleet loads hiredis on its first connection, test_share_redis)
+plain=$(sh -c 'cat /proc/$$/maps')
+maps=$(LD_PRELOAD="$LIB" sh -c 'cat /proc/$$/maps')
+echo "$maps" | grep -q libbackoff || fail "the library is not in sh's maps"
+for l in libm.so libhiredis; do
+    echo "$plain" | grep -q "/$l" && { note "sh maps $l on its own here: not checked"; continue; }
+    echo "$maps" | grep -q "/$l" && fail "sh maps $l under the library"
+done
 
 note "the wrapper"
 rc=0; "$BO" -- sh -c 'exit 7' || rc=$?
