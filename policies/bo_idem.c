@@ -3,6 +3,7 @@
  * generator) and the reading of header lines that may carry one.
  */
 #include "bo_idem.h"
+#include "bo_hash.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -65,13 +66,10 @@ bo_idem_line bo_idem_header_kind(const char *line, size_t len)
 
 uint64_t bo_idem_body_fp(const void *data, size_t len)
 {
-    const unsigned char *p = data;
-    uint64_t h = 0xcbf29ce484222325ULL;
+    uint64_t h = bo_fnv1a(BO_FNV_INIT, data, len);
 
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ p[i]) * 0x100000001b3ULL;
     for (int i = 0; i < 8; i++)
-        h = (h ^ ((uint64_t)len >> (8 * i) & 0xff)) * 0x100000001b3ULL;
+        h = bo_fnv1a_step(h, (uint64_t)len >> (8 * i) & 0xff);
     return h != 0 ? h : 1;
 }
 

@@ -25,6 +25,7 @@
 
 #include "bo_budget.h"
 #include "bo_classify.h"
+#include "bo_hash.h"
 #include "bo_ratelimit.h"
 #include "bo_time.h"
 #include "bo_url.h"
@@ -326,8 +327,7 @@ static bo_block *destination(bo_hconn *c, const bo_config *cfg, const bo_http_ms
     uint64_t h = BO_KEY_INIT ^ (uint64_t)c->https;
 
     if (s->has_host && !s->host_long) {
-        for (size_t i = 0; i < s->host_len; i++)
-            h = (h ^ (unsigned char)s->host[i]) * 0x100000001b3ULL;
+        h = bo_fnv1a(h, s->host, s->host_len);
         if (c->dest_cache != NULL && c->dest_hash == h)
             return bo_block_ref(c->dest_cache);
         if (bo_url_authority_key(cfg, c->https ? "https" : "http", c->https ? 443 : 80, s->host,
