@@ -83,25 +83,9 @@ static int peer_key(const bo_config *cfg, int fd, bool https, char *key, size_t 
     unsigned port;
     size_t n;
 
-    if (getpeername(fd, (struct sockaddr *)&ss, &sl) != 0)
+    if (getpeername(fd, (struct sockaddr *)&ss, &sl) != 0 ||
+        bo_core_addr_text((struct sockaddr *)&ss, sl, a, sizeof a, &n, &port) != 0)
         return -1;
-    if (ss.ss_family == AF_INET) {
-        const struct sockaddr_in *in = (const struct sockaddr_in *)&ss;
-        if (inet_ntop(AF_INET, &in->sin_addr, a, sizeof a) == NULL)
-            return -1;
-        port = ntohs(in->sin_port);
-        n = strlen(a);
-    } else if (ss.ss_family == AF_INET6) {
-        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&ss;
-        a[0] = '[';
-        if (inet_ntop(AF_INET6, &in6->sin6_addr, a + 1, sizeof a - 2) == NULL)
-            return -1;
-        port = ntohs(in6->sin6_port);
-        n = strlen(a);
-        a[n++] = ']';
-    } else {
-        return -1;
-    }
     return bo_url_dest_key(cfg, https ? "https" : "http", https ? 5 : 4, a, n, port, key, keylen);
 }
 

@@ -136,7 +136,7 @@ static ssize_t read_one(bo_hconn *c, const gnutls_real *R)
 static bool gt_ready(bo_hconn *c, const gnutls_real *R)
 {
     struct pollfd p = {.fd = c->fd, .events = POLLIN};
-    return R->check_pending(c->ssl) > 0 || bo_hs_poll(&p, 1, 0) > 0;
+    return R->check_pending(c->ssl) > 0 || bo_core_sys_poll(&p, 1, 0) > 0;
 }
 
 /* The answer so far, read into held as GnuTLS gives it, copied to peek. */
@@ -164,7 +164,7 @@ static bool gt_idle(bo_hconn *c)
 {
     const gnutls_real *R = c->io_ctx;
     struct pollfd p = {.fd = c->fd, .events = POLLIN | POLLRDHUP};
-    return R->check_pending(c->ssl) == 0 && bo_hs_poll(&p, 1, 0) == 0;
+    return R->check_pending(c->ssl) == 0 && bo_core_sys_poll(&p, 1, 0) == 0;
 }
 
 static ssize_t gt_put(bo_hconn *c, const char *buf, size_t n, short *ev)

@@ -15,7 +15,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "core/core.h"
@@ -134,7 +133,7 @@ int bo_hr_dial(bo_hconn *c)
         return -1;
     copy_opts(fd, nfd, dom);
     bind_like(fd, nfd);
-    if (syscall(SYS_connect, nfd, (struct sockaddr *)&c->peer, c->peer_len) != 0 &&
+    if (bo_core_sys_connect(nfd, (struct sockaddr *)&c->peer, c->peer_len) != 0 &&
         errno != EINPROGRESS) {
         sys_close(nfd);
         return -1;
@@ -151,7 +150,7 @@ int bo_hr_dial_done(bo_hconn *c)
 
     if (c->dial_fd < 0)
         return -1;
-    if (bo_hs_poll(&p, 1, 0) == 0)
+    if (bo_core_sys_poll(&p, 1, 0) == 0)
         return 0;
     if (getsockopt(c->dial_fd, SOL_SOCKET, SO_ERROR, &err, &l) == 0 && err == 0 &&
         (p.revents & POLLOUT))
@@ -172,7 +171,7 @@ static int move_onto(bo_hconn *c, int nfd)
         return -1;
     }
     int nregs = bo_hs_epoll_regs(fd, regs, BO_HC_EPOLL_MAX);
-    if (syscall(SYS_dup3, nfd, fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) != fd) {
+    if (bo_core_sys_dup3(nfd, fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) != fd) {
         sys_close(nfd);
         return -1;
     }

@@ -11,7 +11,6 @@
 #include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -52,9 +51,9 @@ void bo_hx_abandon_counted(bo_hconn *c, bool counted)
     if (c->park_fd >= 0)
         bo_hr_unpark(c);
     else if (swapped && !c->same_conn)
-        (void)syscall(SYS_shutdown, c->fd, SHUT_RDWR);
+        (void)bo_core_sys_shutdown(c->fd, SHUT_RDWR);
     else if (c->loop)
-        (void)syscall(SYS_shutdown, c->fd, SHUT_RD);
+        (void)bo_core_sys_shutdown(c->fd, SHUT_RD);
     bo_hr_release(c);
     if (!answered || bo_hc_held_left(c) == 0) {
         bo_hx_off(c);
@@ -196,7 +195,7 @@ bool bo_hx_step(bo_hconn *c, int64_t now, hx_need *need)
             }
             if (c->shut_wr)
                 /* as the program left its first connection */
-                (void)syscall(SYS_shutdown, c->fd, SHUT_WR);
+                (void)bo_core_sys_shutdown(c->fd, SHUT_WR);
             /* the retried answer is gone for good: the retry's is judged next */
             c->held_len = c->held_off = 0;
             c->first_byte_ns = 0;
@@ -293,7 +292,8 @@ static ssize_t look_more(bo_hconn *c, ssize_t n, int64_t until_ns)
         if (k > n)
             return k;
         struct pollfd p = {.fd = c->fd, .events = POLLRDHUP};
-        if (bo_hs_poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))) {
+        if (bo_core_sys_poll(&p, 1, 0) > 0 &&
+            (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))) {
             k = c->io->look(c, false);
             return k > n ? k : n;
         }

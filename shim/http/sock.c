@@ -103,10 +103,8 @@ static void resolve(void)
     *(void **)&g_real.shutdown = bo_core_next_fn("shutdown", (void *)shutdown);
 }
 
-/* The real functions, bound on first use (a library's constructor may write
- * before ours runs): one load on every call. */
-#define REAL(f) (__builtin_expect(__atomic_load_n(&g_bound, __ATOMIC_ACQUIRE), 1) \
-                     ? g_real.f : (bo_core_once(&g_bound, resolve), g_real.f))
+/* The real functions, bound on first use (core.h). */
+#define REAL(f) BO_CORE_REAL(g_real, g_bound, resolve, f)
 
 /* ---- a plain socket's moves ---------------------------------------------------- */
 
@@ -140,7 +138,7 @@ static int plain_hold(bo_hconn *c, size_t n)
 static bool plain_idle(bo_hconn *c)
 {
     struct pollfd p = {.fd = c->fd, .events = POLLIN | POLLRDHUP};
-    return bo_hs_poll(&p, 1, 0) == 0; /* neither more bytes nor the peer's close */
+    return bo_core_sys_poll(&p, 1, 0) == 0; /* neither more bytes nor the peer's close */
 }
 
 static ssize_t plain_put(bo_hconn *c, const char *buf, size_t n, short *ev)

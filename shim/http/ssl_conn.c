@@ -73,7 +73,7 @@ int bo_ssl_peer_id(const ssl_real *R, const SSL *ssl, unsigned char out[BO_HC_PE
 static bool ready(bo_hconn *c, const ssl_real *R)
 {
     struct pollfd p = {.fd = c->fd, .events = POLLIN};
-    return R->has_pending(c->ssl) || bo_hs_poll(&p, 1, 0) > 0;
+    return R->has_pending(c->ssl) || bo_core_sys_poll(&p, 1, 0) > 0;
 }
 
 /* The answer so far, read ahead into held (the object gives one record a
@@ -119,7 +119,7 @@ static bool tls_idle(bo_hconn *c)
 {
     const ssl_real *R = c->io_ctx;
     struct pollfd p = {.fd = c->fd, .events = POLLIN | POLLRDHUP};
-    return !R->has_pending(c->ssl) && bo_hs_poll(&p, 1, 0) == 0;
+    return !R->has_pending(c->ssl) && bo_core_sys_poll(&p, 1, 0) == 0;
 }
 
 /* What a failed SSL call wants, as poll events (0: it failed for good). */

@@ -18,7 +18,6 @@
  * woken for their times and the descriptors they wait for, and returns
  * only with the program's own events or at its own timeout.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -68,12 +67,10 @@ static void resolve(void)
     *(void **)&g_real.pselect = bo_core_next_fn("pselect", (void *)pselect);
     *(void **)&g_real.epoll_wait = bo_core_next_fn("epoll_wait", (void *)epoll_wait);
     *(void **)&g_real.epoll_pwait = bo_core_next_fn("epoll_pwait", (void *)epoll_pwait);
-    void *p2 = dlsym(RTLD_NEXT, "epoll_pwait2");
-    *(void **)&g_real.epoll_pwait2 = p2 == (void *)epoll_pwait2 ? NULL : p2;
+    *(void **)&g_real.epoll_pwait2 = bo_core_next_fn_opt("epoll_pwait2", (void *)epoll_pwait2);
 }
 
-#define REAL(f) (__builtin_expect(__atomic_load_n(&g_bound, __ATOMIC_ACQUIRE), 1) \
-                     ? g_real.f : (bo_core_once(&g_bound, resolve), g_real.f))
+#define REAL(f) BO_CORE_REAL(g_real, g_bound, resolve, f)
 
 /* Anything in flight that a wait must look at? */
 static inline bool quiet(void)
