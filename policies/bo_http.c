@@ -11,6 +11,7 @@
  */
 #include "bo_http.h"
 #include "bo_hash.h"
+#include "bo_idem.h"
 #include "bo_time.h"
 
 #include <string.h>
@@ -707,8 +708,11 @@ static void field_end(bo_http_msg *m)
             m->expect_continue = true;
         break;
     case FLD_IDEMPOTENCY_KEY:
-        if (!m->is_response)
-            m->idempotency_key = true;
+        if (!m->is_response) {
+            bo_idem_line k = big ? BO_IDEM_LINE_KEY : bo_idem_value_kind(v, n);
+            if (k > m->idem)
+                m->idem = (uint8_t)k;
+        }
         break;
     case FLD_RETRY_AFTER:
         if (m->is_response && !big && m->retry_after_delta < 0 && m->retry_after_date < 0)

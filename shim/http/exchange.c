@@ -167,7 +167,7 @@ bo_outcome bo_hx_classify(const bo_hconn *c, int status, int code)
                     .has_upload = c->req.framing != BO_HTTP_FRAMING_NONE,
                     .upload_rewindable = c->kept_ok,
                     .request_sent = true,
-                    .idempotency_key = c->req.idempotency_key || c->idem_keyed};
+                    .idempotency_key = c->req.idem == BO_IDEM_LINE_KEY || c->idem_keyed};
     return bo_classify(bo_core_config(), &a);
 }
 
@@ -424,8 +424,7 @@ int bo_hx_begin(bo_hconn *c, const char *buf, size_t len, bool dontwait)
     }
     c->kept_len = 0;
     c->kept_ok = s->keep == BO_HTTP_KEEP_OK; /* a body over the cap is sent once, never again */
-    if (cfg->idempotency_key && !s->idempotency_key &&
-        bo_idem_wants_key(s->method_text, BO_IDEM_LINE_OTHER))
+    if (cfg->idempotency_key && bo_idem_wants_key(s->method_text, (bo_idem_line)s->idem))
         idem_inject(c, buf, len, continues ? &prev : NULL);
     bo_hx_set_state(c, BO_HC_REQ);
     return 0;
