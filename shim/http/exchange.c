@@ -158,7 +158,7 @@ bool bo_hx_complete(bo_hconn *c, bo_outcome o, int status, int code, int64_t ra_
 }
 
 /* The facts bo_classify judges an attempt by. */
-bo_outcome bo_hx_classify(const bo_hconn *c, int status, int code)
+bo_outcome bo_hx_classify(const bo_hconn *c, int status, int code, const bo_rl_headers *rl)
 {
     bo_attempt a = {.curl_code = code,
                     .http_status = status,
@@ -167,7 +167,8 @@ bo_outcome bo_hx_classify(const bo_hconn *c, int status, int code)
                     .has_upload = c->req.framing != BO_HTTP_FRAMING_NONE,
                     .upload_rewindable = c->kept_ok,
                     .request_sent = true,
-                    .idempotency_key = c->req.idem == BO_IDEM_LINE_KEY || c->idem_keyed};
+                    .idempotency_key = c->req.idem == BO_IDEM_LINE_KEY || c->idem_keyed,
+                    .quota_exhausted = bo_answer_quota_spent(rl)};
     return bo_classify(bo_core_config(), &a);
 }
 

@@ -33,8 +33,9 @@ void bo_hx_drop_call(bo_hconn *c, bool failed_retryable);
 /* The admitted attempt ended: completed; true: retry no sooner than *until. */
 bool bo_hx_complete(bo_hconn *c, bo_outcome o, int status, int code, int64_t ra_ns,
                     const bo_rl_headers *rl, int64_t *until);
-/* The facts bo_classify judges the attempt by. */
-bo_outcome bo_hx_classify(const bo_hconn *c, int status, int code);
+/* The facts bo_classify judges the attempt by; rl the rate-limit headers of
+ * its whole head (NULL: not whole yet, bo_answer_quota_spent). */
+bo_outcome bo_hx_classify(const bo_hconn *c, int status, int code, const bo_rl_headers *rl);
 /* The answer stands: PASS, followed to its end. */
 void bo_hx_stands(bo_hconn *c);
 /* bo_http_parse_response's line callback: bo_rl_header_line. */

@@ -359,7 +359,7 @@ hx_judged bo_hx_judge(bo_hconn *c, hx_mode mode, int64_t deadline, int *err)
             }
             if (rc == BO_HTTP_NEED_MORE) {
                 bool final = status >= 200;
-                bo_outcome so_far = bo_hx_classify(c, status, BO_CURLE_OK);
+                bo_outcome so_far = bo_hx_classify(c, status, BO_CURLE_OK, NULL);
                 if (final && so_far.verdict != BO_VERDICT_RETRY) {
                     (void)bo_hx_complete(c, so_far, status, BO_CURLE_OK, -1, NULL, &until);
                     bo_hx_stands(c); /* not a throttle: its head is not needed whole */
@@ -387,7 +387,7 @@ hx_judged bo_hx_judge(bo_hconn *c, hx_mode mode, int64_t deadline, int *err)
             /* closed or failed before any byte of an answer */
             code = n == 0 ? BO_CURLE_GOT_NOTHING : BO_CURLE_RECV_ERROR;
         }
-        bo_outcome o = bo_hx_classify(c, status, code);
+        bo_outcome o = bo_hx_classify(c, status, code, answered ? &rl : NULL);
         int64_t ra = answered ? bo_http_retry_after_ns(&c->resp, bo_core_wall_ns() / BO_NS_PER_S)
                               : -1;
         if (o.verdict == BO_VERDICT_RETRY) {
