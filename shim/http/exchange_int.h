@@ -1,8 +1,11 @@
 /*
- * exchange_int.h: what the http room's exchange files share (exchange.c:
- * the records' life, the one state setter, the call and the request;
- * retry.c: an answer judged and a retry's steps; drive.c: where the steps
- * wait).  Not for the transports or the hooks: exchange.h is theirs.
+ * exchange_int.h: what the http room's exchange files share, not for the
+ * transports or the hooks (exchange.h is theirs): exchange.c (one request's
+ * life: the write and read paths, the request, the answer that stands),
+ * record.c (a record's state setter and life), call.c (the call of the
+ * engine), key.c (the shim's Idempotency-Key), retry.c (an answer judged
+ * and a retry's steps), drive.c (where the steps wait) and waiter.c (where
+ * the program waits).
  */
 #ifndef BO_HTTP_EXCHANGE_INT_H
 #define BO_HTTP_EXCHANGE_INT_H
@@ -11,12 +14,36 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "bo_budget.h"
 #include "bo_classify.h"
 #include "bo_ratelimit.h"
 #include "http/conn.h"
+#include "http/exchange.h"
 #include "http/fdtab.h"
 
 /* ---- exchange.c ---- */
+
+/*
+ * A write of buf (len bytes) on an IDLE connection: the start of a request
+ * whose whole head is in buf; dontwait: the call may not wait.  0: its
+ * first attempt is admitted (REQ); EINTR, EAGAIN: nothing written (the
+ * write path's ERR); -1: the hooks leave the request alone (the connection
+ * stays followed when only this request is left alone).
+ */
+int bo_hx_begin(bo_hconn *c, const char *buf, size_t len, bool dontwait);
+/* n bytes of the request went out (REQ): read, kept. */
+void bo_hx_sent(bo_hconn *c, const char *buf, size_t n);
+/* n more bytes of the kept request: 0, or -1 (past the cap, no memory). */
+int bo_hx_keep_append(bo_hconn *c, const char *buf, size_t n);
+/* The program consumed n bytes of the answer that stands (PASS; n 0: the
+ * peer closed), held bytes included. */
+void bo_hx_consumed(bo_hconn *c, const char *buf, size_t n);
+/* The answer stands: PASS, followed to its end. */
+void bo_hx_stands(bo_hconn *c);
+/* bo_http_parse_response's line callback: bo_rl_header_line. */
+void bo_hx_rl_line(void *ctx, const char *line, size_t len);
+
+/* ---- record.c ---- */
 
 /* The one place a record's state changes (and bo_hc_active follows). */
 void bo_hx_set_state(bo_hconn *c, bo_hc_state st);
@@ -26,6 +53,25 @@ extern int bo_hx_loop_retries;
 void bo_hx_update_active(bo_hconn *c);
 /* Back to NONE, nothing in flight, nothing held (the record's lock held). */
 void bo_hx_reset(bo_hconn *c);
+/* The record as the hook finds it: a record of another socket on the same
+ * fd number (the program closed the old one without a hook seeing it)
+ * starts anew (NONE: false). */
+bool bo_hx_same_socket(bo_hconn *c);
+
+/* ---- call.c ---- */
+
+/* The destination of request s: the connection's last one when it went to
+ * the same Host (a reference kept in the record: no key made, no lookup),
+ * else its block from the table (a new reference), remembered.  NULL when
+ * the request is not one to manage. */
+bo_block *bo_hx_destination(bo_hconn *c, const bo_config *cfg, const bo_http_msg *s);
+/* The call of the request begins on b: true when it continues the
+ * program's earlier try of the same logical request (*prev). */
+bool bo_hx_start_call(bo_hconn *c, bo_block *b, int64_t now, bo_lineage *prev);
+/* The call ends before its request went out (the pace holds it back, a
+ * signal): the logical request it continues stays as it was for the
+ * program's next write of it. */
+void bo_hx_withdraw_call(bo_hconn *c);
 /* The call ends: its logical request recorded for the program's next try. */
 void bo_hx_end_call(bo_hconn *c, bool failed_retryable);
 /* The call gives up where it stands (an admitted attempt's slot back). */
@@ -36,12 +82,36 @@ bool bo_hx_complete(bo_hconn *c, bo_outcome o, int status, int code, int64_t ra_
 /* The facts bo_classify judges the attempt by; rl the rate-limit headers of
  * its whole head (NULL: not whole yet, bo_answer_quota_spent). */
 bo_outcome bo_hx_classify(const bo_hconn *c, int status, int code, const bo_rl_headers *rl);
-/* The answer stands: PASS, followed to its end. */
-void bo_hx_stands(bo_hconn *c);
-/* bo_http_parse_response's line callback: bo_rl_header_line. */
-void bo_hx_rl_line(void *ctx, const char *line, size_t len);
+
+/* ---- key.c ---- */
+
+/* The request carries no key of the shim's (a call begins). */
+void bo_hx_key_none(bo_hconn *c);
+/* The admitted request's key, when it gets one (its first write buf, len
+ * bytes; prev: the logical request it continues, NULL none). */
+void bo_hx_key_begin(bo_hconn *c, const char *buf, size_t len, const bo_lineage *prev);
+/* While the key goes into the first write: the bytes to write in place of
+ * the program's next n (NULL: the program's own); how many of the
+ * program's bytes the w written stand for. */
+const char *bo_hx_inject(const bo_hconn *c, size_t n, size_t *len);
+size_t bo_hx_injected(bo_hconn *c, size_t w);
+/* The key's line into the kept request, once its head is kept whole. */
+void bo_hx_key_keep(bo_hconn *c);
 
 /* ---- drive.c ---- */
+
+/*
+ * The program's read on a connection whose request or answer is in flight
+ * (REQ, SENT, RETRY; PASS passes).  blocking: 1 the read may wait (a
+ * blocking socket without MSG_DONTWAIT; the program's own blocking read
+ * waits as it would have), 0 it may not, BO_HX_ASK: the socket's
+ * O_NONBLOCK says, asked only when it matters (not for a clean answer).
+ * PASS: read as the program asked (held bytes first), the answer stands;
+ * ERR: *err (EAGAIN: nothing yet; EINTR: a signal); OFF: read as the
+ * program asked, the connection is left alone.
+ */
+#define BO_HX_ASK (-1)
+bo_hx_verdict bo_hx_read(bo_hconn *c, int blocking, int *err);
 
 /* Where the program of a non-blocking read waits for its answer. */
 typedef enum bo_hx_waits {

@@ -32,6 +32,7 @@
 #include "http/conn.h"
 #include "http/fdtab.h"
 #include "http/exchange.h"
+#include "http/exchange_int.h"
 
 /* ---- the fake transport: a scripted server ------------------------------------ */
 
