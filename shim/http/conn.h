@@ -120,6 +120,7 @@ typedef struct bo_hconn {
                                    the line starts and its length */
     /* a retry under way (RETRY) */
     bo_hc_step step;
+    bool shake_first;           /* SHAKE: the handshake starts at the next step */
     bool same_conn;             /* sent again on the same connection, not a new one */
     bool answered;              /* the retried attempt had an answer (held), not a close */
     bool loop;                  /* the program waits in an event loop (epoll): the

@@ -18,6 +18,7 @@
 #include "core/core.h"
 #include "http/exchange.h"
 #include "http/exchange_int.h"
+#include "http/retry.h"
 #include "http/sockwait.h"
 
 /* A blocking retry's connect, handshake and send, when the call has no

@@ -17,6 +17,7 @@
 #include "bo_budget.h"
 #include "bo_classify.h"
 #include "bo_ratelimit.h"
+#include "bo_time.h"
 #include "http/conn.h"
 #include "http/exchange.h"
 #include "http/fdtab.h"
@@ -131,58 +132,5 @@ bool bo_hx_polls_itself(const bo_hconn *c);
 /* The end of a program's wait, less the margin a retry leaves before it
  * (the program's own timer must find the answer there). */
 int64_t bo_hx_before(int64_t now, int64_t deadline);
-
-/* ---- retry.c ---- */
-
-/* What a retry under way waits for: a time, events on the fd, on another fd. */
-typedef struct hx_need {
-    int64_t until;
-    short fd_ev;   /* 0: nothing on the fd */
-    int xfd;
-    short x_ev;
-} hx_need;
-
-/* Where the program waits for the answer being judged (exchange.h). */
-typedef enum hx_mode {
-    MODE_BLOCK, /* its blocking read: look and wait inside it */
-    MODE_POLL,  /* its poll or select naming the fd, until a deadline */
-    MODE_LOOP,  /* its event loop (epoll), until the loop's next timer */
-    MODE_NONE,  /* a non-blocking read: where its program waits is asked at a
-                   throttle (bo_hx_waiter) */
-    MODE_NOTE,  /* judged where no retry is made (an answer left unread: it stands) */
-    MODE_READ   /* the program's read, blocking or not as its socket says: asked
-                 * when it matters (hx_settle), BLOCK or NONE from then on */
-} hx_mode;
-
-typedef enum hx_judged {
-    J_NOTHING,  /* nothing to say yet (EAGAIN, a head in pieces, deferred) */
-    J_STANDS,   /* the answer stands: PASS */
-    J_RETRYING, /* a retry is under way: RETRY */
-    J_OFF,      /* the connection is left alone (the read meets what is there) */
-    J_ERR       /* the read fails with *err */
-} hx_judged;
-
-/*
- * Judge the answer of the attempt in flight (SENT), as far as it came:
- * mode and deadline say where the program waits for it and until when
- * (a retry whose wait and one more attempt do not fit is not made).
- */
-hx_judged bo_hx_judge(bo_hconn *c, hx_mode mode, int64_t deadline, int *err);
-
-/* Is the whole answer whose head is m among the n bytes looked at (peek)?
- * Its length in *total. */
-bool bo_hx_whole(const bo_hconn *c, const bo_http_msg *m, ssize_t n, size_t *total);
-
-/*
- * One step of a retry under way, never waiting.  True when the record left
- * RETRY (SENT, PASS when abandoned, NONE when its socket is gone); false
- * with *need what it waits for.
- */
-bool bo_hx_step(bo_hconn *c, int64_t now, hx_need *need);
-
-/* The retry ends before its request went out again: the answer it met is
- * the program's (counted: a give-up the admission counted already). */
-void bo_hx_abandon(bo_hconn *c);
-void bo_hx_abandon_counted(bo_hconn *c, bool counted);
 
 #endif
