@@ -21,14 +21,6 @@
 #include "http/retry.h"
 #include "http/sockwait.h"
 
-/* A blocking retry's connect, handshake and send, when the call has no
- * deadline. */
-#define HX_IO_NS (30 * BO_NS_PER_S)
-/* A wait hook's look at a throttle head still arriving in pieces. */
-#define HX_PIECE_NS (2 * BO_NS_PER_MS)
-/* The sweep of requests whose socket the program closed unseen, at most so often. */
-#define HX_SWEEP_NS (1000 * BO_NS_PER_MS)
-
 /* ---- the drivers: the program's read, its poll, its event loop ----------------- */
 
 /* A blocking read drives a retry to its end, waiting inside the read as the
@@ -62,6 +54,33 @@ static int drive_blocking(bo_hconn *c)
         }
     }
     return 0;
+}
+
+int bo_hx_write_waits(bo_hconn *c, int64_t now, bool dontwait, int64_t *until)
+{
+    const bo_config *cfg = bo_core_config();
+    bo_step st = bo_run_admit_step(c->dest, &c->call, now, &c->inflight, BO_NS_PER_S, until);
+    if (st != BO_STEP_WAIT)
+        return st == BO_STEP_GO ? 0 : -1;
+    /* A TLS library's write is not held back: the pace's EAGAIN is a plain
+     * socket's, whose program polls it (requests, urllib with a timeout). */
+    if (!dontwait && !c->tls && !c->paced_go && bo_hs_nonblocking(c->fd) &&
+        bo_hx_polls_itself(c))
+        return EAGAIN;
+    /* An event loop's request never waits inside the call that sends it:
+     * it goes now, counted in the window (its retries wait their turn
+     * outside the program's calls). */
+    if (dontwait || bo_hs_nonblocking(c->fd))
+        return bo_run_admit_now(c->dest, &c->call, now, &c->inflight) ? 0 : -1;
+    /* The window, the pace or another call's Retry-After holds the
+     * destination: a blocking write waits as a blocking send would. */
+    int64_t t = bo_hs_sndtimeo(c->fd);
+    int64_t bound = t > 0 ? t
+                          : (cfg->max_time_ms > 0 ? cfg->max_time_ms : cfg->cap_ms) * BO_NS_PER_MS;
+    bo_core_busy = 0;
+    int a = bo_run_admit_intr(c->dest, &c->call, now + bound, &c->inflight);
+    bo_core_busy = 1;
+    return a == EINTR ? EINTR : a == 0 ? 0 : -1;
 }
 
 bo_hx_verdict bo_hx_read(bo_hconn *c, int blocking, int *err)
@@ -209,55 +228,75 @@ typedef struct drive_ctx {
 
 static int64_t g_last_sweep;
 
-static void drive_one(bo_hconn *c, void *ud)
+/*
+ * The sweep of a request in flight: one whose socket the program closed
+ * without a hook seeing it frees its place; an answer that came whole and
+ * that the program has not read for HX_SWEEP_NS ends its attempt (it
+ * stands, where it is: a peek consumes nothing), so that its place in the
+ * window is freed whenever the program comes to it.
+ */
+static void sweep_one(bo_hconn *c, int64_t now)
 {
-    drive_ctx *d = ud;
+    size_t total;
+    bo_http_msg m;
+    int err = 0;
+
+    if (bo_hc_identity(c->fd) != c->ino) {
+        bo_hx_reset(c);
+        return;
+    }
+    if (c->tls || !c->in_call || !c->admitted || now - c->call.attempt_ns <= HX_SWEEP_NS)
+        return;
+    ssize_t n = c->io->look(c, false);
+    if (n > 0 &&
+        bo_http_parse_response(c->peek, (size_t)n, c->req.method, &m, NULL, NULL) ==
+            BO_HTTP_DONE &&
+        bo_hx_whole(c, &m, n, &total))
+        (void)bo_hx_judge(c, MODE_NOTE, now, &err); /* no retry: it stands */
+}
+
+/*
+ * A retry of the loop's taken a step: its wait's end is the loop's next
+ * timer; one taken over before the loop told its timers (loop_late) is
+ * bounded by each later wait's end, since the answer must reach the program
+ * first.  What it waits for is gathered into d.
+ */
+static void loop_step(bo_hconn *c, drive_ctx *d)
+{
     hx_need need;
 
-    if (!bo_hc_is_active(c) || !bo_hc_trylock(c))
-        return;
-    if (d->sweep && c->st == BO_HC_SENT) {
-        if (bo_hc_identity(c->fd) != c->ino) {
-            bo_hx_reset(c); /* its socket closed without a hook seeing it: its place freed */
-        } else if (!c->tls && c->in_call && c->admitted &&
-                   d->now - c->call.attempt_ns > HX_SWEEP_NS) {
-            /* An answer that came whole and that the program has not read
-             * for a second ends its attempt (it stands, where it is: a
-             * peek consumes nothing): its place in the window is freed
-             * whenever the program comes to it. */
-            size_t total;
-            ssize_t n = c->io->look(c, false);
-            bo_http_msg m;
-            if (n > 0 && bo_http_parse_response(c->peek, (size_t)n, c->req.method, &m, NULL,
-                                                NULL) == BO_HTTP_DONE &&
-                bo_hx_whole(c, &m, n, &total)) {
-                int err = 0;
-                (void)bo_hx_judge(c, MODE_NOTE, d->now, &err); /* no retry: it stands */
-            }
-        }
-    }
-    if (c->st == BO_HC_RETRY && c->loop && c->loop_late && d->loop_deadline > d->now) {
-        /* a retry taken over before the loop told its timers: this wait's
-         * end is one of them, and the answer must reach the program first */
+    if (c->loop_late && d->loop_deadline > d->now) {
         int64_t end = bo_hx_before(d->now, d->loop_deadline);
         if (end < c->give_up_ns)
             c->give_up_ns = end;
     }
-    if (c->st == BO_HC_RETRY && c->loop && !bo_hx_step(c, d->now, &need)) {
-        if (d->now >= c->give_up_ns) {
-            bo_hx_abandon(c);
-        } else {
-            if (need.until < d->until)
-                d->until = need.until;
-            if (need.xfd >= 0 && d->n < d->max) {
-                d->fds[d->n] = need.xfd;
-                d->evs[d->n++] = need.x_ev;
-            } else if (need.fd_ev != 0 && d->n < d->max) {
-                d->fds[d->n] = c->fd;
-                d->evs[d->n++] = need.fd_ev;
-            }
-        }
+    if (bo_hx_step(c, d->now, &need))
+        return;
+    if (d->now >= c->give_up_ns) {
+        bo_hx_abandon(c);
+        return;
     }
+    if (need.until < d->until)
+        d->until = need.until;
+    if (need.xfd >= 0 && d->n < d->max) {
+        d->fds[d->n] = need.xfd;
+        d->evs[d->n++] = need.x_ev;
+    } else if (need.fd_ev != 0 && d->n < d->max) {
+        d->fds[d->n] = c->fd;
+        d->evs[d->n++] = need.fd_ev;
+    }
+}
+
+static void drive_one(bo_hconn *c, void *ud)
+{
+    drive_ctx *d = ud;
+
+    if (!bo_hc_is_active(c) || !bo_hc_trylock(c))
+        return;
+    if (d->sweep && c->st == BO_HC_SENT)
+        sweep_one(c, d->now);
+    if (c->st == BO_HC_RETRY && c->loop)
+        loop_step(c, d);
     bo_hx_leave(c);
 }
 

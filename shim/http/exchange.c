@@ -168,7 +168,7 @@ int bo_hx_begin(bo_hconn *c, const char *buf, size_t len, bool dontwait)
     const bo_config *cfg = bo_core_config();
     bo_http_msg *s = &c->req;
     size_t used;
-    int64_t now, until;
+    int64_t now, until = 0;
 
     if (cfg == NULL || !cfg->http_hook)
         goto off;
@@ -190,44 +190,18 @@ int bo_hx_begin(bo_hconn *c, const char *buf, size_t len, bool dontwait)
     bo_lineage prev;
     bool continues = bo_hx_start_call(c, b, now, &prev);
     bo_hx_key_none(c);
-    bo_step st = bo_run_admit_step(b, &c->call, now, &c->inflight, BO_NS_PER_S, &until);
-    if (st == BO_STEP_WAIT && !dontwait && !c->tls && !c->paced_go &&
-        bo_hs_nonblocking(c->fd) && bo_hx_polls_itself(c)) {
-        /* A program that waits for its socket in a poll of its own (a
-         * socket with a timeout, not an event loop): the write waits there,
-         * not in the call.  Nothing is written now (EAGAIN); its poll shows
-         * the socket writable when the pace says, or before its time runs
-         * out (bo_hx_poll_before), and its next write is this one again. */
+    int w = bo_hx_write_waits(c, now, dontwait, &until); /* where the write waits (drive.c) */
+    if (w == EAGAIN || w == EINTR) {
+        /* held back for the program's poll (its poll shows the socket
+         * writable when the pace says, bo_hx_poll_before, and its next write
+         * is this one again), or a signal ended the wait: nothing written */
         bo_hx_withdraw_call(c);
-        c->paced_until = until;
+        if (w == EAGAIN)
+            c->paced_until = until;
         bo_hx_set_state(c, BO_HC_IDLE);
-        return EAGAIN;
+        return w;
     }
-    if (st == BO_STEP_WAIT && (dontwait || bo_hs_nonblocking(c->fd))) {
-        /* An event loop's request never waits inside the call that sends it:
-         * it goes now, counted in the window (its retries wait their turn
-         * outside the program's calls). */
-        st = bo_run_admit_now(b, &c->call, now, &c->inflight) ? BO_STEP_GO : BO_STEP_GIVE_UP;
-    } else if (st == BO_STEP_WAIT) {
-        /* The window, the pace or another call's Retry-After holds the
-         * destination: wait as a blocking send would (a signal without
-         * SA_RESTART ends it with EINTR, nothing written), no longer than
-         * the socket's send timeout, BACKOFF_MAX_TIME_MS or BACKOFF_CAP_MS. */
-        int64_t t = bo_hs_sndtimeo(c->fd);
-        int64_t bound = t > 0 ? t
-                              : (cfg->max_time_ms > 0 ? cfg->max_time_ms : cfg->cap_ms) *
-                                    BO_NS_PER_MS;
-        bo_core_busy = 0;
-        int a = bo_run_admit_intr(b, &c->call, now + bound, &c->inflight);
-        bo_core_busy = 1;
-        if (a == EINTR) {
-            bo_hx_withdraw_call(c);
-            bo_hx_set_state(c, BO_HC_IDLE);
-            return EINTR;
-        }
-        st = a == 0 ? BO_STEP_GO : BO_STEP_GIVE_UP;
-    }
-    if (st != BO_STEP_GO) {
+    if (w != 0) {
         bo_hx_end_call(c, false);
         return unmanaged(c); /* no slot in time: this request goes as the program sent it */
     }

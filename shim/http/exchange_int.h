@@ -18,9 +18,37 @@
 #include "bo_classify.h"
 #include "bo_ratelimit.h"
 #include "bo_time.h"
+#include "call/call.h"
 #include "http/conn.h"
 #include "http/exchange.h"
 #include "http/fdtab.h"
+
+/*
+ * ---- how long the exchange may wait: the bounds, in one place ----
+ *
+ * A retry waits only where the program waits, never past the program's own
+ * bound (its read's SO_RCVTIMEO, its poll's timeout, its loop's next timer,
+ * less HX_MARGIN_NS: bo_hx_before), BACKOFF_CAP_MS or BACKOFF_MAX_TIME_MS
+ * (the engine's).  Within that:
+ */
+/* the rest of a throttle's head, or of the small body that lets it be taken
+ * out whole, once its first bytes came; past it the answer passes through */
+#define HX_MORE_NS (1000 * BO_NS_PER_MS)
+/* a poll's or loop's next look at a throttle's head still arriving in pieces */
+#define HX_PIECE_NS (2 * BO_NS_PER_MS)
+/* a blocking read's retry: its connect, handshake and send, when the call
+ * has no deadline */
+#define HX_IO_NS (30 * BO_NS_PER_S)
+/* the least time a retry leaves before the end of the program's wait (a
+ * tenth of what is left if more): the program's own timer must find the
+ * answer there */
+#define HX_MARGIN_NS (50 * BO_NS_PER_MS)
+/* a retry's admission asked again at least so often while a poll or a loop
+ * drives it (call/'s step for every non-blocking driver) */
+#define HX_ADMIT_NS BO_POLL_ADMIT_NS
+/* the requests whose socket the program closed unseen, and the answers
+ * left unread, swept at most so often (an event loop's wait) */
+#define HX_SWEEP_NS (1000 * BO_NS_PER_MS)
 
 /* ---- exchange.c ---- */
 
@@ -123,6 +151,18 @@ typedef enum bo_hx_waits {
                             not waited yet (its timers unknown): its answers pass */
 } bo_hx_waits;
 bo_hx_waits bo_hx_waiter(const bo_hconn *c, int64_t *deadline);
+
+/*
+ * The write side's wait, beside the read side's: the first attempt's
+ * admission for a write that starts a request (bo_hx_begin).  A write the
+ * program may not wait in (dontwait, O_NONBLOCK) goes at once, counted in
+ * the window, unless its program polls the plain socket itself (a socket
+ * with a timeout): then the pace holds it back for that poll (EAGAIN, *until
+ * the pace's time); a blocking write waits as a blocking send would (EINTR:
+ * a signal without SA_RESTART), no longer than its SO_SNDTIMEO,
+ * BACKOFF_MAX_TIME_MS or BACKOFF_CAP_MS.  0: admitted; -1: no slot in time.
+ */
+int bo_hx_write_waits(bo_hconn *c, int64_t now, bool dontwait, int64_t *until);
 
 /* Does the program wait for c's socket in a poll or select of its own (not
  * in an event loop's epoll set, not a server's)?  Then a write the pace

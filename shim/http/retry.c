@@ -129,7 +129,7 @@ static hx_stepped step_wait(bo_hconn *c, int64_t now, hx_need *need)
         return HX_WAITING;
     }
     int64_t until;
-    bo_step s = bo_run_admit_step(c->dest, &c->call, now, &c->inflight, BO_POLL_ADMIT_NS, &until);
+    bo_step s = bo_run_admit_step(c->dest, &c->call, now, &c->inflight, HX_ADMIT_NS, &until);
     if (s == BO_STEP_GIVE_UP || (s == BO_STEP_WAIT && until >= c->give_up_ns)) {
         bo_hx_abandon_counted(c, s == BO_STEP_GIVE_UP); /* (a give-up is counted as one) */
         return HX_DONE;

@@ -13,11 +13,6 @@
 #include "bo_time.h"
 #include "http/conn.h"
 
-/* How long the rest of a throttle's head, or of the small body that lets
- * it be taken out whole, may take once its first bytes came; past it the
- * answer passes through. */
-#define HX_MORE_NS (1000 * BO_NS_PER_MS)
-
 /* What a retry under way waits for: a time, events on the fd, on another fd. */
 typedef struct hx_need {
     int64_t until;
