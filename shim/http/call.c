@@ -45,8 +45,8 @@ bo_block *bo_hx_destination(bo_hconn *c, const bo_config *cfg, const bo_http_msg
 
     if (s->has_host && !s->host_long) {
         h = bo_fnv1a(h, s->host, s->host_len);
-        if (c->dest_cache != NULL && c->dest_hash == h)
-            return bo_block_ref(c->dest_cache);
+        if (c->call.dest_cache != NULL && c->call.dest_hash == h)
+            return bo_block_ref(c->call.dest_cache);
         if (bo_url_authority_key(cfg, c->https ? "https" : "http", c->https ? 443 : 80, s->host,
                                  s->host_len, key, sizeof key) != 0)
             return NULL; /* not a host, or BACKOFF_HOSTS leaves it out */
@@ -57,9 +57,9 @@ bo_block *bo_hx_destination(bo_hconn *c, const bo_config *cfg, const bo_http_msg
     }
     bo_block *b = bo_block_get(key);
     if (b != NULL && h != 0) {
-        bo_block_put(c->dest_cache);
-        c->dest_cache = bo_block_ref(b);
-        c->dest_hash = h;
+        bo_block_put(c->call.dest_cache);
+        c->call.dest_cache = bo_block_ref(b);
+        c->call.dest_hash = h;
     }
     return b;
 }
@@ -79,34 +79,79 @@ static uint64_t lineage_key(const bo_http_msg *m, const char *dest)
 static uint64_t lineage_key_of(const void *ctx)
 {
     const bo_hconn *c = ctx;
-    return c->req.head_done ? lineage_key(&c->req, c->dest->key) : 0;
+    return c->x.req.head_done ? lineage_key(&c->x.req, c->call.dest->key) : 0;
 }
 
 bool bo_hx_start_call(bo_hconn *c, bo_block *b, int64_t now, bo_lineage *prev)
 {
-    c->dest = b;
-    bool continues = bo_run_call_start(&c->call, now, &c->lkey, lineage_key_of, c, prev);
-    c->in_call = true;
-    c->admitted = false;
-    c->id = bo_run_call_id();
+    c->call.dest = b;
+    bool continues = bo_run_call_start(&c->call.run, now, &c->call.lkey, lineage_key_of, c, prev);
+    c->call.begun = true;
+    c->call.admitted = false;
+    c->call.id = bo_run_call_id();
     return continues;
+}
+
+void bo_hx_admitted(bo_hconn *c)
+{
+    c->call.admitted = true;
+}
+
+bo_step bo_hx_admit_step(bo_hconn *c, int64_t now, int64_t max_wait_ns, int64_t *until)
+{
+    return bo_run_admit_step(c->call.dest, &c->call.run, now, &c->call.inflight, max_wait_ns,
+                             until);
+}
+
+bool bo_hx_admit_now(bo_hconn *c, int64_t now)
+{
+    return bo_run_admit_now(c->call.dest, &c->call.run, now, &c->call.inflight);
+}
+
+int bo_hx_admit_intr(bo_hconn *c, int64_t deadline)
+{
+    return bo_run_admit_intr(c->call.dest, &c->call.run, deadline, &c->call.inflight);
+}
+
+bool bo_hx_call_waits(bo_hconn *c, int64_t now)
+{
+    return c->call.run.phase == BO_PHASE_WAIT && !bo_call_due(&c->call.run, now);
+}
+
+void bo_hx_call_bound(bo_hconn *c, int64_t deadline)
+{
+    if (deadline < c->call.run.deadline_ns)
+        bo_call_set_deadline(&c->call.run, deadline);
+}
+
+void bo_hx_call_forget(bo_hconn *c)
+{
+    bo_hx_drop_call(c, false);
+    bo_block_put(c->call.dest_cache);
+    c->call.dest_cache = NULL;
+}
+
+void bo_hx_call_disown(bo_hconn *c)
+{
+    c->call.begun = c->call.admitted = false;
+    c->call.dest = c->call.dest_cache = NULL;
 }
 
 void bo_hx_withdraw_call(bo_hconn *c)
 {
-    if (!c->in_call)
+    if (!c->call.begun)
         return;
-    bo_block_put(c->dest);
-    c->dest = NULL;
-    c->in_call = c->admitted = false;
+    bo_block_put(c->call.dest);
+    c->call.dest = NULL;
+    c->call.begun = c->call.admitted = false;
 }
 
 void bo_hx_end_call(bo_hconn *c, bool failed_retryable)
 {
-    if (!c->in_call)
+    if (!c->call.begun)
         return;
-    bo_run_call_finish(&c->call, &c->lkey, lineage_key_of, c, failed_retryable,
-                       c->idem_keyed ? c->idem : NULL, c->idem_body);
+    bo_run_call_finish(&c->call.run, &c->call.lkey, lineage_key_of, c, failed_retryable,
+                       c->key.keyed ? c->key.value : NULL, c->key.body);
     bo_hx_withdraw_call(c);
 }
 
@@ -114,11 +159,11 @@ void bo_hx_end_call(bo_hconn *c, bool failed_retryable)
  * (counted as a failed call), the call ended. */
 void bo_hx_drop_call(bo_hconn *c, bool failed_retryable)
 {
-    if (!c->in_call)
+    if (!c->call.begun)
         return;
-    if (c->admitted)
-        bo_run_cancel(c->dest, &c->call);
-    c->admitted = false;
+    if (c->call.admitted)
+        bo_run_cancel(c->call.dest, &c->call.run);
+    c->call.admitted = false;
     bo_hx_end_call(c, failed_retryable);
 }
 
@@ -127,11 +172,12 @@ bool bo_hx_complete(bo_hconn *c, bo_outcome o, int status, int code, int64_t ra_
 {
     bo_run_result r = {.outcome = o, .retry_after_ns = ra_ns, .status = status, .code = code,
                        .ratelimit = rl};
-    c->admitted = false;
-    bool retry = bo_run_complete(c->dest, &c->call, &r, c->id, c->req.method_text, c->inflight,
-                                 until);
+    c->call.admitted = false;
+    bool retry = bo_run_complete(c->call.dest, &c->call.run, &r, c->call.id, c->x.req.method_text,
+                                 c->call.inflight, until);
     if (!retry)
-        bo_hx_end_call(c, o.verdict != BO_VERDICT_SUCCESS && bo_call_failed_retryable(&c->call));
+        bo_hx_end_call(c, o.verdict != BO_VERDICT_SUCCESS &&
+                              bo_call_failed_retryable(&c->call.run));
     return retry;
 }
 
@@ -139,12 +185,12 @@ bo_outcome bo_hx_classify(const bo_hconn *c, int status, int code, const bo_rl_h
 {
     bo_attempt a = {.curl_code = code,
                     .http_status = status,
-                    .method = c->req.method_text,
+                    .method = c->x.req.method_text,
                     .body_delivered = 0,
-                    .has_upload = c->req.framing != BO_HTTP_FRAMING_NONE,
-                    .upload_rewindable = c->kept_ok,
+                    .has_upload = c->x.req.framing != BO_HTTP_FRAMING_NONE,
+                    .upload_rewindable = c->x.kept_ok,
                     .request_sent = true,
-                    .idempotency_key = c->req.idem == BO_IDEM_LINE_KEY || c->idem_keyed,
+                    .idempotency_key = c->x.req.idem == BO_IDEM_LINE_KEY || c->key.keyed,
                     .quota_exhausted = bo_answer_quota_spent(rl)};
     return bo_classify(bo_core_config(), &a);
 }

@@ -29,6 +29,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "bo_ratelimit.h"
 #include "bo_time.h"
@@ -132,24 +133,64 @@ ssize_t bo_hx_write_after(bo_hconn *c, bo_hx_wr *w, ssize_t wrote, bool failed)
 
 /* ---- the request ------------------------------------------------------------ */
 
+void bo_hx_forget_exchange(bo_hconn *c)
+{
+    bo_hc_held_drop(c);
+    bo_hc_pace_release(c, false);
+    c->x.shut_wr = c->x.shut_rd = c->x.deferred = false;
+    c->x.kept_len = 0;
+}
+
+void bo_hx_answer_anew(bo_hconn *c)
+{
+    bo_hc_held_drop(c);
+    c->x.first_byte_ns = 0;
+    c->x.deferred = false;
+    c->x.resp.status = 0;
+}
+
+void bo_hx_shutdown(int fd, int how)
+{
+    bo_hconn *c = bo_hc_get(fd);
+
+    if (c == NULL || c->st < BO_HC_REQ || !bo_hc_trylock(c))
+        return;
+    if (how == SHUT_WR || how == SHUT_RDWR)
+        c->x.shut_wr = true;
+    if (how == SHUT_RD || how == SHUT_RDWR)
+        c->x.shut_rd = true;
+    __atomic_store_n(&c->busy, 0, __ATOMIC_RELEASE);
+}
+
+int bo_hx_keep_insert(bo_hconn *c, size_t at, const char *buf, size_t n)
+{
+    if (bo_hx_keep_append(c, buf, n) != 0) { /* room at the end, then moved into place */
+        c->x.kept_ok = false;
+        return -1;
+    }
+    memmove(c->x.kept + at + n, c->x.kept + at, c->x.kept_len - n - at);
+    memcpy(c->x.kept + at, buf, n);
+    return 0;
+}
+
 int bo_hx_keep_append(bo_hconn *c, const char *buf, size_t n)
 {
-    if (c->kept_len + n > HX_KEPT_MAX)
+    if (c->x.kept_len + n > HX_KEPT_MAX)
         return -1;
-    if (c->kept_len + n > c->kept_cap) {
-        size_t cap = c->kept_cap ? c->kept_cap : 4096;
-        while (cap < c->kept_len + n)
+    if (c->x.kept_len + n > c->x.kept_cap) {
+        size_t cap = c->x.kept_cap ? c->x.kept_cap : 4096;
+        while (cap < c->x.kept_len + n)
             cap *= 2;
         if (cap > HX_KEPT_MAX)
             cap = HX_KEPT_MAX;
-        char *k = realloc(c->kept, cap);
+        char *k = realloc(c->x.kept, cap);
         if (k == NULL)
             return -1;
-        c->kept = k;
-        c->kept_cap = cap;
+        c->x.kept = k;
+        c->x.kept_cap = cap;
     }
-    memcpy(c->kept + c->kept_len, buf, n);
-    c->kept_len += n;
+    memcpy(c->x.kept + c->x.kept_len, buf, n);
+    c->x.kept_len += n;
     return 0;
 }
 
@@ -157,8 +198,8 @@ int bo_hx_keep_append(bo_hconn *c, const char *buf, size_t n)
  * on the connection is known) but no call of the engine. */
 static int unmanaged(bo_hconn *c)
 {
-    c->kept_len = 0;
-    c->kept_ok = false;
+    c->x.kept_len = 0;
+    c->x.kept_ok = false;
     bo_hx_set_state(c, BO_HC_REQ);
     return -1;
 }
@@ -166,23 +207,22 @@ static int unmanaged(bo_hconn *c)
 int bo_hx_begin(bo_hconn *c, const char *buf, size_t len, bool dontwait)
 {
     const bo_config *cfg = bo_core_config();
-    bo_http_msg *s = &c->req;
+    bo_http_msg *s = &c->x.req;
     size_t used;
     int64_t now, until = 0;
 
     if (cfg == NULL || !cfg->http_hook)
         goto off;
-    if (c->peek == NULL && (c->peek = malloc(BO_HC_PEEK_MAX)) == NULL)
+    if (c->x.peek == NULL && (c->x.peek = malloc(BO_HC_PEEK_MAX)) == NULL)
         goto off;
     /* The head is read here, before it is written: bo_hx_sent goes on after it. */
     bo_http_msg_request(s);
     if (bo_http_feed_head(s, buf, len, &used) != BO_HTTP_DONE ||
         (s->keep != BO_HTTP_KEEP_OK && s->keep != BO_HTTP_KEEP_BODY_CAP))
         goto off; /* its head not in this write, not HTTP/1.x, a tunnel or an Expect */
-    c->fed_ahead = used;
-    c->held_len = c->held_off = 0;
-    c->deliver = c->shut_wr = c->shut_rd = c->deferred = c->loop_late = false;
-    c->first_byte_ns = 0;
+    c->x.fed_ahead = used;
+    c->x.shut_wr = c->x.shut_rd = false;
+    bo_hx_answer_anew(c);
     bo_block *b = bo_hx_destination(c, cfg, s);
     if (b == NULL)
         goto off;
@@ -197,7 +237,7 @@ int bo_hx_begin(bo_hconn *c, const char *buf, size_t len, bool dontwait)
          * is this one again), or a signal ended the wait: nothing written */
         bo_hx_withdraw_call(c);
         if (w == EAGAIN)
-            c->paced_until = until;
+            bo_hc_pace_hold(c, until);
         bo_hx_set_state(c, BO_HC_IDLE);
         return w;
     }
@@ -205,14 +245,10 @@ int bo_hx_begin(bo_hconn *c, const char *buf, size_t len, bool dontwait)
         bo_hx_end_call(c, false);
         return unmanaged(c); /* no slot in time: this request goes as the program sent it */
     }
-    c->admitted = true;
-    c->paced_go = false;
-    if (c->paced_until != 0) {
-        c->paced_until = 0;
-        bo_hx_update_active(c);
-    }
-    c->kept_len = 0;
-    c->kept_ok = s->keep == BO_HTTP_KEEP_OK; /* a body over the cap is sent once, never again */
+    bo_hx_admitted(c);
+    bo_hc_pace_release(c, false);
+    c->x.kept_len = 0;
+    c->x.kept_ok = s->keep == BO_HTTP_KEEP_OK; /* a body over the cap is sent once, never again */
     bo_hx_key_begin(c, buf, len, continues ? &prev : NULL);
     bo_hx_set_state(c, BO_HC_REQ);
     return 0;
@@ -223,22 +259,22 @@ off:
 
 void bo_hx_sent(bo_hconn *c, const char *buf, size_t n)
 {
-    size_t used = 0, ahead = n < c->fed_ahead ? n : c->fed_ahead;
+    size_t used = 0, ahead = n < c->x.fed_ahead ? n : c->x.fed_ahead;
 
     if (c->st != BO_HC_REQ || n == 0)
         return;
     /* the head's bytes were read already (bo_hx_begin): the rest is read now */
-    c->fed_ahead -= ahead;
-    bo_http_rc rc = bo_http_feed(&c->req, buf + ahead, n - ahead, &used);
+    c->x.fed_ahead -= ahead;
+    bo_http_rc rc = bo_http_feed(&c->x.req, buf + ahead, n - ahead, &used);
     used += ahead;
-    bo_http_keep k = c->req.keep;
+    bo_http_keep k = c->x.req.keep;
     if (rc == BO_HTTP_NOT_HTTP || rc == BO_HTTP_TOO_LARGE ||
         (k != BO_HTTP_KEEP_OK && k != BO_HTTP_KEEP_BODY_CAP)) {
         bo_hx_off(c); /* pipelined, a tunnel, an Expect: not ours */
         return;
     }
-    if (c->kept_ok && (k != BO_HTTP_KEEP_OK || bo_hx_keep_append(c, buf, used) != 0))
-        c->kept_ok = false; /* over the cap: sent once, never again */
+    if (c->x.kept_ok && (k != BO_HTTP_KEEP_OK || bo_hx_keep_append(c, buf, used) != 0))
+        c->x.kept_ok = false; /* over the cap: sent once, never again */
     bo_hx_key_keep(c);
     if (rc == BO_HTTP_DONE)
         bo_hx_set_state(c, BO_HC_SENT);
@@ -274,15 +310,7 @@ bo_hx_verdict bo_hx_read_before(bo_hconn *c, bo_hx_rd *r)
 
 size_t bo_hx_read_held(bo_hconn *c, const bo_hx_rd *r)
 {
-    size_t n = bo_hc_held_left(c);
-    if (n == 0 || r->n == 0)
-        return 0;
-    if (n > r->n)
-        n = r->n;
-    memcpy(r->buf, c->held + c->held_off, n);
-    if (!r->peek && (c->held_off += n) == c->held_len)
-        c->held_len = c->held_off = 0;
-    return n;
+    return bo_hc_held_take(c, r->buf, r->n, r->peek);
 }
 
 void bo_hx_read_after(bo_hconn *c, const bo_hx_rd *r, size_t got, bool eof)
@@ -307,13 +335,14 @@ void bo_hx_rl_line(void *ctx, const char *line, size_t len)
  * skipped, the body read; else from the answer's first byte). */
 void bo_hx_stands(bo_hconn *c)
 {
-    if (c->resp.head_done && c->resp.rc != BO_HTTP_NOT_HTTP && c->resp.rc != BO_HTTP_TOO_LARGE) {
-        c->resp_skip = c->resp.head_len;
+    const bo_http_msg *m = &c->x.resp;
+    if (m->head_done && m->rc != BO_HTTP_NOT_HTTP && m->rc != BO_HTTP_TOO_LARGE) {
+        c->x.resp_skip = c->x.resp.head_len;
     } else {
-        bo_http_msg_response(&c->resp, c->req.method);
-        c->resp_skip = 0;
+        bo_http_msg_response(&c->x.resp, c->x.req.method);
+        c->x.resp_skip = 0;
     }
-    c->deferred = false;
+    c->x.deferred = false;
     bo_hx_set_state(c, BO_HC_PASS);
 }
 
@@ -322,25 +351,21 @@ void bo_hx_consumed(bo_hconn *c, const char *buf, size_t n)
     size_t used = 0, skip = 0;
     bo_http_rc rc;
 
-    if (c->deliver && bo_hc_held_left(c) == 0) {
-        c->deliver = false; /* the answer held for the program went to it */
-        bo_hx_update_active(c);
-    }
     if (c->st != BO_HC_PASS)
         return;
     if (n == 0) {
-        rc = bo_http_eof(&c->resp); /* the peer closed */
+        rc = bo_http_eof(&c->x.resp); /* the peer closed */
     } else {
         /* the head's bytes read at the judging, then the body */
-        skip = n < c->resp_skip ? n : c->resp_skip;
-        c->resp_skip -= skip;
-        if (c->resp_skip > 0)
+        skip = n < c->x.resp_skip ? n : c->x.resp_skip;
+        c->x.resp_skip -= skip;
+        if (c->x.resp_skip > 0)
             return;
-        rc = bo_http_feed(&c->resp, buf + skip, n - skip, &used);
+        rc = bo_http_feed(&c->x.resp, buf + skip, n - skip, &used);
     }
     if (rc == BO_HTTP_NEED_MORE)
         return;
-    if (rc != BO_HTTP_DONE || skip + used < n || c->resp.framing == BO_HTTP_FRAMING_TUNNEL)
+    if (rc != BO_HTTP_DONE || skip + used < n || c->x.resp.framing == BO_HTTP_FRAMING_TUNNEL)
         bo_hx_off(c); /* not HTTP after all, more than one answer, or a tunnel */
     else
         bo_hx_set_state(c, BO_HC_IDLE);

@@ -1,11 +1,8 @@
 /*
- * exchange_int.h: what the http room's exchange files share, not for the
- * transports or the hooks (exchange.h is theirs): exchange.c (one request's
- * life: the write and read paths, the request, the answer that stands),
- * record.c (a record's state setter and life), call.c (the call of the
- * engine), key.c (the shim's Idempotency-Key), retry.c (an answer judged
- * and a retry's steps), drive.c (where the steps wait) and waiter.c (where
- * the program waits).
+ * exchange_int.h: what the http room's exchange files share (exchange.h is
+ * the transports' and the hooks'): the bounds of its waits, exchange.c's
+ * request, record.c's setters, call.c's call, key.c's key, drive.c's and
+ * waiter.c's waits (judge.c and retry.c: retry.h).
  */
 #ifndef BO_HTTP_EXCHANGE_INT_H
 #define BO_HTTP_EXCHANGE_INT_H
@@ -62,8 +59,16 @@
 int bo_hx_begin(bo_hconn *c, const char *buf, size_t len, bool dontwait);
 /* n bytes of the request went out (REQ): read, kept. */
 void bo_hx_sent(bo_hconn *c, const char *buf, size_t n);
-/* n more bytes of the kept request: 0, or -1 (past the cap, no memory). */
+/* n more bytes of the kept request (_insert: at `at`, the key's line): 0,
+ * or -1 (past the cap, no memory: kept_ok false for _insert). */
 int bo_hx_keep_append(bo_hconn *c, const char *buf, size_t n);
+int bo_hx_keep_insert(bo_hconn *c, size_t at, const char *buf, size_t n);
+/* The exchange group's setters for the others: what the connection's last
+ * exchange left (held bytes, shutdowns, a deferred throttle, a write held
+ * back) forgotten (a record adopted or reset); an answer to be judged anew
+ * (a request begins, or goes out again). */
+void bo_hx_forget_exchange(bo_hconn *c);
+void bo_hx_answer_anew(bo_hconn *c);
 /* The program consumed n bytes of the answer that stands (PASS; n 0: the
  * peer closed), held bytes included. */
 void bo_hx_consumed(bo_hconn *c, const char *buf, size_t n);
@@ -76,10 +81,12 @@ void bo_hx_rl_line(void *ctx, const char *line, size_t len);
 
 /* The one place a record's state changes (and bo_hc_active follows). */
 void bo_hx_set_state(bo_hconn *c, bo_hc_state st);
-/* Retries under way in an event loop (c->loop), counted by bo_hx_set_state. */
+/* Retries under way in an event loop (c->rt.loop), counted by bo_hx_set_state. */
 extern int bo_hx_loop_retries;
-/* bo_hc_active follows the record (an answer delivered, say). */
-void bo_hx_update_active(bo_hconn *c);
+/* A request's write held back for the pace until `until`; released (go:
+ * its poll's time ran out first: it goes at once). */
+void bo_hc_pace_hold(bo_hconn *c, int64_t until);
+void bo_hc_pace_release(bo_hconn *c, bool go);
 /* Back to NONE, nothing in flight, nothing held (the record's lock held). */
 void bo_hx_reset(bo_hconn *c);
 /* The record as the hook finds it: a record of another socket on the same
@@ -97,6 +104,21 @@ bo_block *bo_hx_destination(bo_hconn *c, const bo_config *cfg, const bo_http_msg
 /* The call of the request begins on b: true when it continues the
  * program's earlier try of the same logical request (*prev). */
 bool bo_hx_start_call(bo_hconn *c, bo_block *b, int64_t now, bo_lineage *prev);
+/* The call group's setters for the others: the attempt admitted; the call
+ * and the destination cache dropped (a reset); left to the parent (a fork
+ * child). */
+void bo_hx_admitted(bo_hconn *c);
+/* The engine's moves on the call: an admission step (bo_run_admit_step),
+ * at once (bo_run_admit_now), a blocking one (bo_run_admit_intr); is it
+ * waiting for its retry's time (else due now: admitted next); its deadline
+ * bounded (the sooner wins). */
+bo_step bo_hx_admit_step(bo_hconn *c, int64_t now, int64_t max_wait_ns, int64_t *until);
+bool bo_hx_admit_now(bo_hconn *c, int64_t now);
+int bo_hx_admit_intr(bo_hconn *c, int64_t deadline);
+bool bo_hx_call_waits(bo_hconn *c, int64_t now);
+void bo_hx_call_bound(bo_hconn *c, int64_t deadline);
+void bo_hx_call_forget(bo_hconn *c);
+void bo_hx_call_disown(bo_hconn *c);
 /* The call ends before its request went out (the pace holds it back, a
  * signal): the logical request it continues stays as it was for the
  * program's next write of it. */

@@ -73,7 +73,7 @@ bo_hconn *bo_hc_make(int fd)
     if (t != NULL && c == NULL && (c = calloc(1, sizeof *c)) != NULL) {
         c->fd = fd;
         c->ssl_slot = -1;
-        c->dial_fd = c->park_fd = c->orig_fd = -1;
+        c->rt.dial_fd = c->rt.park_fd = c->rt.orig_fd = -1;
         __atomic_store_n(&t->slot[fd], c, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&g_tab_lock);

@@ -122,9 +122,9 @@ static ssize_t read_one(bo_hconn *c, const gnutls_real *R)
         errno = ENOBUFS;
         return -1;
     }
-    ssize_t r = R->recv(c->ssl, c->held + c->held_len, 16384 + 512);
+    ssize_t r = R->recv(c->ssl, bo_hc_held_end(c), 16384 + 512);
     if (r > 0) {
-        c->held_len += (size_t)r;
+        bo_hc_held_grew(c, (size_t)r);
         return r;
     }
     if (r == 0)
@@ -275,9 +275,8 @@ static size_t shim_check_pending(const gnutls_real *R, gnutls_session_t s)
     size_t h = 0;
 
     if (__atomic_load_n(&g_used, __ATOMIC_RELAXED) && (fd = session_fd(R, s)) >= 0 &&
-        (c = bo_hc_get(fd)) != NULL && c->tls && c->ssl == (void *)s && c->st != BO_HC_RETRY)
-        h = __atomic_load_n(&c->held_len, __ATOMIC_RELAXED) -
-            __atomic_load_n(&c->held_off, __ATOMIC_RELAXED);
+        (c = bo_hc_get(fd)) != NULL && c->tls && c->ssl == (void *)s)
+        h = bo_hc_held_pending(c);
     errno = saved;
     return R->check_pending(s) + h;
 }

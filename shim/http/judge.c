@@ -31,7 +31,7 @@
 
 /* One answer as the judging sees it. */
 typedef struct hx_answer {
-    ssize_t n;          /* bytes looked at in c->peek; 0: closed first; < 0: failed (e) */
+    ssize_t n;          /* bytes looked at in c->x.peek; 0: closed first; < 0: failed (e) */
     int e;
     bool answered;      /* n > 0 */
     int status, code;   /* its final status (0: none); a failure's libcurl code */
@@ -54,7 +54,7 @@ bool bo_hx_whole(const bo_hconn *c, const bo_http_msg *m, ssize_t n, size_t *tot
         return false;
     bo_http_msg b = *m;
     size_t used;
-    if (bo_http_feed(&b, c->peek + m->head_len, (size_t)n - m->head_len, &used) != BO_HTTP_DONE)
+    if (bo_http_feed(&b, c->x.peek + m->head_len, (size_t)n - m->head_len, &used) != BO_HTTP_DONE)
         return false;
     *total = m->head_len + used;
     return true;
@@ -62,7 +62,7 @@ bool bo_hx_whole(const bo_hconn *c, const bo_http_msg *m, ssize_t n, size_t *tot
 
 static bool whole_now(bo_hconn *c, hx_answer *a)
 {
-    return a->answered && bo_hx_whole(c, &c->resp, a->n, &a->total);
+    return a->answered && bo_hx_whole(c, &c->x.resp, a->n, &a->total);
 }
 
 /* A read's mode once it matters: its socket's O_NONBLOCK asked (a clean
@@ -111,7 +111,7 @@ static ssize_t look_more(bo_hconn *c, ssize_t n, int64_t until_ns)
  * byte came less than HX_MORE_NS ago, and it fits the bytes looked at)? */
 static bool more_may_come(const bo_hconn *c, const hx_answer *a)
 {
-    return a->n < BO_HC_PEEK_MAX && a->now - c->first_byte_ns < HX_MORE_NS;
+    return a->n < BO_HC_PEEK_MAX && a->now - c->x.first_byte_ns < HX_MORE_NS;
 }
 
 /* The attempt completed where no retry is asked for, the answer standing. */
@@ -142,7 +142,7 @@ static int head_in_pieces(bo_hconn *c, hx_mode *mode, hx_answer *a, int *err)
             *err = EAGAIN; /* the rest is on its way */
             return J_NOTHING;
         }
-        if (look_more(c, a->n, c->first_byte_ns + HX_MORE_NS) > a->n)
+        if (look_more(c, a->n, c->x.first_byte_ns + HX_MORE_NS) > a->n)
             return HX_LOOK_AGAIN;
     }
     if (!final) { /* no status in time: an answer the hooks cannot read */
@@ -173,25 +173,25 @@ static int read_answer(bo_hconn *c, hx_mode *mode, hx_answer *a, int *err)
         a->code = a->n == 0 ? BO_CURLE_GOT_NOTHING : BO_CURLE_RECV_ERROR;
         return HX_GO_ON;
     }
-    if (c->first_byte_ns == 0)
-        c->first_byte_ns = a->now;
+    if (c->x.first_byte_ns == 0)
+        c->x.first_byte_ns = a->now;
     bo_rl_headers_reset(&a->rl);
-    bo_http_rc rc = bo_http_parse_response(c->peek, (size_t)a->n, c->req.method, &c->resp,
+    bo_http_rc rc = bo_http_parse_response(c->x.peek, (size_t)a->n, c->x.req.method, &c->x.resp,
                                            bo_hx_rl_line, &a->rl);
     if (rc == BO_HTTP_NOT_HTTP || rc == BO_HTTP_TOO_LARGE) {
         bo_hx_off(c);
         return J_OFF;
     }
-    a->status = c->resp.status;
-    if (c->resp.interim > 0 || (a->status >= 100 && a->status < 200 && a->status != 101)) {
+    a->status = c->x.resp.status;
+    if (c->x.resp.interim > 0 || (a->status >= 100 && a->status < 200 && a->status != 101)) {
         /* an interim answer (103 Early Hints, 102 Processing) goes to the
          * program at once; the exchange is followed as it stands */
         bo_outcome ok = {BO_VERDICT_SUCCESS, BO_SIGNAL_NONE, false, BO_CAUSE_NONE};
         int64_t until;
         (void)bo_hx_complete(c, ok, a->status, BO_CURLE_OK, -1, NULL, &until);
-        bo_http_msg_response(&c->resp, c->req.method);
-        c->resp_skip = 0;
-        c->deferred = false;
+        bo_http_msg_response(&c->x.resp, c->x.req.method);
+        c->x.resp_skip = 0;
+        c->x.deferred = false;
         bo_hx_set_state(c, BO_HC_PASS);
         return J_STANDS;
     }
@@ -210,12 +210,11 @@ static int where_waits(bo_hconn *c, hx_mode *mode, int64_t *deadline, int *err)
 {
     switch (bo_hx_waiter(c, deadline)) {
     case BO_HX_WAITS_IN_LOOP:
-        *mode = MODE_LOOP;
-        c->loop_late = *deadline == INT64_MAX;
+        *mode = MODE_LOOP; /* (its timers unknown yet: *deadline INT64_MAX, a late bound) */
         break;
     case BO_HX_WAITS_UNSEEN:
-        if (!c->deferred) {
-            c->deferred = true;
+        if (!c->x.deferred) {
+            c->x.deferred = true;
             *err = EAGAIN;
             return J_NOTHING;
         }
@@ -235,7 +234,7 @@ static int throttle_whole(bo_hconn *c, hx_mode mode, hx_answer *a, int *err)
         return HX_GO_ON;
     if (mode == MODE_BLOCK) {
         while (a->n < BO_HC_PEEK_MAX) {
-            ssize_t k = look_more(c, a->n, c->first_byte_ns + HX_MORE_NS);
+            ssize_t k = look_more(c, a->n, c->x.first_byte_ns + HX_MORE_NS);
             if (k <= a->n)
                 break;
             a->n = k;
@@ -256,13 +255,13 @@ static int throttle_whole(bo_hconn *c, hx_mode mode, hx_answer *a, int *err)
  * a new plain one, with the same shutdown)? */
 static bool can_send_again(bo_hconn *c, hx_mode mode, hx_answer *a)
 {
-    if (!c->kept_ok || c->shut_rd || mode == MODE_NONE || mode == MODE_NOTE)
+    if (!c->x.kept_ok || c->x.shut_rd || mode == MODE_NONE || mode == MODE_NOTE)
         return false;
     if (a->answered && !whole_now(c, a))
         return false;
-    if (c->shut_wr && (c->tls || !bo_hx_may_redial(c)))
+    if (c->x.shut_wr && (c->tls || !bo_hx_may_redial(c)))
         return false;
-    return bo_hx_may_redial(c) || (a->answered && c->resp.keep_alive);
+    return bo_hx_may_redial(c) || (a->answered && c->x.resp.keep_alive);
 }
 
 /* Step 3: may the throttle be retried here?  HX_GO_ON with o's verdict
@@ -289,13 +288,12 @@ static int retry_here(bo_hconn *c, hx_mode *mode, int64_t *deadline, hx_answer *
  * SO_RCVTIMEO (when the call has no deadline), the poll's or the loop's. */
 static void bound_deadline(bo_hconn *c, hx_mode mode, int64_t deadline, int64_t now)
 {
-    if (mode == MODE_BLOCK && c->call.deadline_ns == INT64_MAX) {
+    if (mode == MODE_BLOCK && c->call.run.deadline_ns == INT64_MAX) {
         int64_t t = bo_hs_rcvtimeo(c->fd);
         if (t > 0)
             deadline = now + t;
     }
-    if (deadline < c->call.deadline_ns)
-        bo_call_set_deadline(&c->call, deadline);
+    bo_hx_call_bound(c, deadline);
 }
 
 /* ---- 5. complete ------------------------------------------------------------------ */
@@ -307,13 +305,14 @@ static hx_judged complete_judged(bo_hconn *c, hx_mode mode, int64_t deadline, hx
                                  bo_outcome o, int *err)
 {
     int64_t until;
+    c->x.deferred = false;
     bool again = bo_hx_complete(c, o, a->status, a->code, a->ra_ns, a->answered ? &a->rl : NULL,
                                 &until);
     if (again && bo_hx_take_over(c, a->answered, a->total, mode == MODE_LOOP,
                                  mode == MODE_BLOCK ? INT64_MAX : deadline) == 0)
         return c->st == BO_HC_RETRY ? J_RETRYING : J_STANDS;
     if (again) { /* it could not be taken over: the call ends on the answer it met */
-        bo_run_abandoned(c->dest);
+        bo_run_abandoned(c->call.dest);
         bo_hx_end_call(c, true);
     }
     if (a->answered) {
@@ -332,7 +331,7 @@ hx_judged bo_hx_judge(bo_hconn *c, hx_mode mode, int64_t deadline, int *err)
     hx_answer a;
     int r;
 
-    if (!c->in_call || !c->admitted) {
+    if (!c->call.begun || !c->call.admitted) {
         bo_hx_stands(c); /* a request the hooks only follow */
         return J_STANDS;
     }
@@ -341,7 +340,7 @@ hx_judged bo_hx_judge(bo_hconn *c, hx_mode mode, int64_t deadline, int *err)
     if (r != HX_GO_ON)
         return (hx_judged)r;
     bo_outcome o = bo_hx_classify(c, a.status, a.code, a.answered ? &a.rl : NULL);
-    a.ra_ns = a.answered ? bo_http_retry_after_ns(&c->resp, bo_core_wall_ns() / BO_NS_PER_S) : -1;
+    a.ra_ns = a.answered ? bo_http_retry_after_ns(&c->x.resp, bo_core_wall_ns() / BO_NS_PER_S) : -1;
     if (o.verdict == BO_VERDICT_RETRY) {
         if ((r = retry_here(c, &mode, &deadline, &a, &o, err)) != HX_GO_ON)
             return (hx_judged)r;

@@ -21,11 +21,13 @@
 /* Is the record one the wait hooks must look at (bo_hc_active)? */
 static bool wants_waits(const bo_hconn *c)
 {
-    return c->st == BO_HC_SENT || c->st == BO_HC_RETRY || (c->deliver && bo_hc_held_left(c) > 0) ||
-           c->paced_until != 0;
+    return c->st == BO_HC_SENT || c->st == BO_HC_RETRY ||
+           (c->held.deliver && bo_hc_held_left(c) > 0) || c->pace.until != 0;
 }
 
-void bo_hx_update_active(bo_hconn *c)
+/* `active` is derived: the setters of what it derives from (the state, the
+ * held answer, the pace) call this, nothing else does. */
+static void sync_active(bo_hconn *c)
 {
     bool a = wants_waits(c);
     if (a != c->active) {
@@ -39,43 +41,28 @@ int bo_hx_loop_retries;
 
 void bo_hx_set_state(bo_hconn *c, bo_hc_state st)
 {
-    bool was = c->st == BO_HC_RETRY && c->loop, is = st == BO_HC_RETRY && c->loop;
+    bool was = c->st == BO_HC_RETRY && c->rt.loop, is = st == BO_HC_RETRY && c->rt.loop;
     if (was != is)
         __atomic_add_fetch(&bo_hx_loop_retries, is ? 1 : -1, __ATOMIC_RELAXED);
     c->st = st;
-    bo_hx_update_active(c);
+    sync_active(c);
 }
 
 /* ---- the records' life ------------------------------------------------------ */
 
-/* What the connection's last exchange left (bytes held for the program,
- * its shutdowns, a deferred throttle, a write held back for the pace):
- * nothing of it carries over to what the fd is now. */
-static void forget_exchange(bo_hconn *c)
-{
-    c->held_len = c->held_off = 0;
-    c->deliver = c->shut_wr = c->shut_rd = c->deferred = false;
-    c->paced_until = 0;
-    c->paced_go = false;
-}
-
 /* Under the record's lock: back to NONE, nothing in flight, nothing held. */
 void bo_hx_reset(bo_hconn *c)
 {
-    bo_hx_drop_call(c, false);
+    bo_hx_call_forget(c);
     bo_hr_release(c);
-    bo_block_put(c->dest_cache);
-    c->dest_cache = NULL;
     c->tls = c->https = false;
-    c->kept_len = 0;
     c->ssl = NULL;
     c->ssl_slot = -1;
     c->io = NULL;
     c->io_ctx = NULL;
     c->peer_id_known = false;
-    forget_exchange(c);
-    c->idem_keyed = c->idem_added = false;
-    c->inj_len = c->inj_off = 0;
+    bo_hx_forget_exchange(c);
+    bo_hx_key_none(c);
     c->ino = 0;
     bo_hx_set_state(c, BO_HC_NONE);
 }
@@ -92,7 +79,7 @@ void bo_hx_adopt(bo_hconn *c, const bo_hx_io *io, const void *ctx, bool tls, boo
     c->io = io;
     c->io_ctx = ctx;
     c->tls = c->https = tls;
-    forget_exchange(c);
+    bo_hx_forget_exchange(c);
     c->ino = bo_hc_identity(c->fd);
     bo_hx_set_state(c, h2 ? BO_HC_OFF : BO_HC_IDLE);
 }
@@ -138,33 +125,20 @@ void bo_hx_closed(int fd)
     __atomic_store_n(&c->busy, 0, __ATOMIC_RELEASE);
 }
 
-void bo_hx_shutdown(int fd, int how)
-{
-    bo_hconn *c = bo_hc_get(fd);
-
-    if (c == NULL || c->st < BO_HC_REQ || !bo_hc_trylock(c))
-        return;
-    if (how == SHUT_WR || how == SHUT_RDWR)
-        c->shut_wr = true;
-    if (how == SHUT_RD || how == SHUT_RDWR)
-        c->shut_rd = true;
-    __atomic_store_n(&c->busy, 0, __ATOMIC_RELEASE);
-}
-
 /* ---- the bytes held for the program ------------------------------------------- */
 
 int bo_hc_held_room(bo_hconn *c, size_t n)
 {
-    if (c->held_len + n <= c->held_cap)
+    if (c->held.len + n <= c->held.cap)
         return 0;
-    size_t cap = c->held_cap ? c->held_cap : 4096;
-    while (cap < c->held_len + n)
+    size_t cap = c->held.cap ? c->held.cap : 4096;
+    while (cap < c->held.len + n)
         cap *= 2;
-    char *h = realloc(c->held, cap);
+    char *h = realloc(c->held.buf, cap);
     if (h == NULL)
         return -1;
-    c->held = h;
-    c->held_cap = cap;
+    c->held.buf = h;
+    c->held.cap = cap;
     return 0;
 }
 
@@ -177,13 +151,59 @@ ssize_t bo_hc_held_peek(bo_hconn *c)
     }
     if (h > BO_HC_PEEK_MAX)
         h = BO_HC_PEEK_MAX;
-    memcpy(c->peek, c->held + c->held_off, h);
+    memcpy(c->x.peek, c->held.buf + c->held.off, h);
     return (ssize_t)h;
 }
 
 int bo_hc_held_has(bo_hconn *c, size_t n)
 {
     return bo_hc_held_left(c) >= n ? 0 : -1;
+}
+
+size_t bo_hc_held_take(bo_hconn *c, void *buf, size_t n, bool peek)
+{
+    size_t h = bo_hc_held_left(c);
+    if (h == 0 || n == 0)
+        return 0;
+    if (n > h)
+        n = h;
+    memcpy(buf, c->held.buf + c->held.off, n);
+    if (!peek && (c->held.off += n) == c->held.len) {
+        c->held.len = c->held.off = 0;
+        c->held.deliver = false; /* the answer held for the program went to it */
+        sync_active(c);
+    }
+    return n;
+}
+
+void bo_hc_held_drop(bo_hconn *c)
+{
+    c->held.len = c->held.off = 0;
+    c->held.deliver = false;
+    sync_active(c);
+}
+
+void bo_hc_held_deliver(bo_hconn *c)
+{
+    c->held.deliver = true;
+    sync_active(c);
+}
+
+/* ---- a write held back for the pace --------------------------------------------- */
+
+void bo_hc_pace_hold(bo_hconn *c, int64_t until)
+{
+    c->pace.until = until;
+    sync_active(c);
+}
+
+void bo_hc_pace_release(bo_hconn *c, bool go)
+{
+    c->pace.go = go;
+    if (c->pace.until != 0) {
+        c->pace.until = 0;
+        sync_active(c);
+    }
 }
 
 /* ---- fork ------------------------------------------------------------------ */
@@ -200,12 +220,11 @@ static void child_one(bo_hconn *c, void *ud)
     (void)ud;
     bool busy = c->busy != 0;
     c->busy = c->stale = 0;
-    if (busy || c->in_call || c->st == BO_HC_REQ || c->st == BO_HC_SENT ||
+    if (busy || c->call.begun || c->st == BO_HC_REQ || c->st == BO_HC_SENT ||
         c->st == BO_HC_RETRY) {
-        c->in_call = c->admitted = false; /* the parent's: not ours to complete */
-        c->dest = c->dest_cache = NULL;
+        bo_hx_call_disown(c); /* the parent's: not ours to complete */
         bo_hr_release(c);
-        c->deliver = false;
+        c->held.deliver = false;
         c->st = BO_HC_OFF;
     }
     __atomic_store_n(&c->active, false, __ATOMIC_RELAXED);

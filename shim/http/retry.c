@@ -4,7 +4,7 @@
  * abandoned) and taken step by step without ever waiting, each step a
  * function of its own: the engine's wait and the admission (WAIT), a new
  * connection (DIAL), the handshake of the program's TLS object on it
- * (SHAKE), the request sent again (SEND).  The second machine (c->step)
+ * (SHAKE), the request sent again (SEND).  The second machine (c->rt.step)
  * changes in one place (set_step); whether a connection may be redialled
  * is one rule (bo_hx_may_redial).  The answer's judging is judge.c's,
  * where the steps wait drive.c's.
@@ -32,7 +32,13 @@ bool bo_hx_may_redial(const bo_hconn *c)
 /* The one place the retry's step changes. */
 static void set_step(bo_hconn *c, bo_hc_step step)
 {
-    c->step = step;
+    c->rt.step = step;
+}
+
+void bo_hx_retry_bound(bo_hconn *c, int64_t end)
+{
+    if (end < c->rt.give_up_ns)
+        c->rt.give_up_ns = end;
 }
 
 /* ---- taken over, abandoned ---------------------------------------------------------- */
@@ -40,7 +46,7 @@ static void set_step(bo_hconn *c, bo_hc_step step)
 int bo_hx_take_over(bo_hconn *c, bool answered, size_t total, bool loop, int64_t give_up)
 {
     const bo_hx_io *io = c->io;
-    bool keep = answered && c->resp.keep_alive && !c->shut_wr;
+    bool keep = answered && c->x.resp.keep_alive && !c->x.shut_wr;
 
     /* a retry that would need a new connection where none may be made
      * takes nothing: the answer stands as it came */
@@ -48,17 +54,17 @@ int bo_hx_take_over(bo_hconn *c, bool answered, size_t total, bool loop, int64_t
         return -1;
     if (answered && io->hold(c, total) != 0)
         return -1; /* (what a transport read ahead stays held for the program) */
-    c->answered = answered;
-    c->same_conn = keep && bo_hc_held_left(c) == total && io->idle(c);
-    c->loop = loop;
+    c->rt.answered = answered;
+    c->rt.same_conn = keep && bo_hc_held_left(c) == total && io->idle(c);
+    c->rt.loop = loop;
+    c->rt.late = loop && give_up == INT64_MAX; /* the loop has not told its timers yet */
     set_step(c, BO_HC_STEP_WAIT);
-    c->resend_off = 0;
-    c->give_up_ns = give_up;
-    c->async = give_up != INT64_MAX || loop;
-    c->wait_from_ns = bo_core_now_ns();
-    c->deferred = false;
+    c->rt.resend_off = 0;
+    c->rt.give_up_ns = give_up;
+    c->rt.async = give_up != INT64_MAX || loop;
+    c->rt.wait_from_ns = bo_core_now_ns();
     bo_hx_set_state(c, BO_HC_RETRY);
-    if (!c->same_conn && (!bo_hx_may_redial(c) || (loop && bo_hr_park(c) != 0)))
+    if (!c->rt.same_conn && (!bo_hx_may_redial(c) || (loop && bo_hr_park(c) != 0)))
         bo_hx_abandon(c); /* no new connection may be made after all: it stands */
     return 0;
 }
@@ -74,23 +80,23 @@ int bo_hx_take_over(bo_hconn *c, bool answered, size_t total, bool loop, int64_t
  */
 void bo_hx_abandon_counted(bo_hconn *c, bool counted)
 {
-    bool answered = c->answered;
-    bool swapped = c->step == BO_HC_STEP_SHAKE || c->step == BO_HC_STEP_SEND;
-    if (c->in_call && !c->admitted && !counted)
-        bo_run_abandoned(c->dest); /* the call ends failed (an admitted one: drop_call) */
+    bool answered = c->rt.answered;
+    bool swapped = c->rt.step == BO_HC_STEP_SHAKE || c->rt.step == BO_HC_STEP_SEND;
+    if (c->call.begun && !c->call.admitted && !counted)
+        bo_run_abandoned(c->call.dest); /* the call ends failed (an admitted one: drop_call) */
     bo_hx_drop_call(c, true);
-    if (c->park_fd >= 0)
+    if (c->rt.park_fd >= 0)
         bo_hr_unpark(c);
-    else if (swapped && !c->same_conn)
+    else if (swapped && !c->rt.same_conn)
         (void)bo_core_sys_shutdown(c->fd, SHUT_RDWR);
-    else if (c->loop)
+    else if (c->rt.loop)
         (void)bo_core_sys_shutdown(c->fd, SHUT_RD);
     bo_hr_release(c);
     if (!answered || bo_hc_held_left(c) == 0) {
         bo_hx_off(c);
         return;
     }
-    c->deliver = true;
+    bo_hc_held_deliver(c);
     bo_hx_stands(c);
 }
 
@@ -116,21 +122,21 @@ static hx_stepped abandoned(bo_hconn *c)
  * or a new one started. */
 static hx_stepped step_wait(bo_hconn *c, int64_t now, hx_need *need)
 {
-    if (c->same_conn && !c->io->idle(c)) {
+    if (c->rt.same_conn && !c->io->idle(c)) {
         /* the peer closed, or sent more, while the retry waited */
-        c->same_conn = false;
-        if (!bo_hx_may_redial(c) || (c->loop && bo_hr_park(c) != 0))
+        c->rt.same_conn = false;
+        if (!bo_hx_may_redial(c) || (c->rt.loop && bo_hr_park(c) != 0))
             return abandoned(c);
     }
-    if (c->call.phase == BO_PHASE_WAIT && !bo_call_due(&c->call, now)) {
-        if (c->call.until_ns >= c->give_up_ns)
+    if (bo_hx_call_waits(c, now)) {
+        if (c->call.run.until_ns >= c->rt.give_up_ns)
             return abandoned(c);
-        need->until = c->call.until_ns;
+        need->until = c->call.run.until_ns;
         return HX_WAITING;
     }
     int64_t until;
-    bo_step s = bo_run_admit_step(c->dest, &c->call, now, &c->inflight, HX_ADMIT_NS, &until);
-    if (s == BO_STEP_GIVE_UP || (s == BO_STEP_WAIT && until >= c->give_up_ns)) {
+    bo_step s = bo_hx_admit_step(c, now, HX_ADMIT_NS, &until);
+    if (s == BO_STEP_GIVE_UP || (s == BO_STEP_WAIT && until >= c->rt.give_up_ns)) {
         bo_hx_abandon_counted(c, s == BO_STEP_GIVE_UP); /* (a give-up is counted as one) */
         return HX_DONE;
     }
@@ -138,11 +144,11 @@ static hx_stepped step_wait(bo_hconn *c, int64_t now, hx_need *need)
         need->until = until;
         return HX_WAITING;
     }
-    c->admitted = true;
-    c->resend_off = 0;
-    if (c->async) /* the time the program's own wait spent on the retry */
-        bo_report_waited(c->dest, now - c->wait_from_ns);
-    if (c->same_conn) {
+    bo_hx_admitted(c);
+    c->rt.resend_off = 0;
+    if (c->rt.async) /* the time the program's own wait spent on the retry */
+        bo_report_waited(c->call.dest, now - c->rt.wait_from_ns);
+    if (c->rt.same_conn) {
         set_step(c, BO_HC_STEP_SEND);
         return HX_NEXT;
     }
@@ -158,15 +164,15 @@ static hx_stepped step_dial(bo_hconn *c, hx_need *need)
 {
     int d = bo_hr_dial_done(c);
     if (d == 0) {
-        need->xfd = c->dial_fd;
+        need->xfd = c->rt.dial_fd;
         need->x_ev = POLLOUT;
-        need->until = c->give_up_ns;
+        need->until = c->rt.give_up_ns;
         return HX_WAITING;
     }
     if (d < 0 || bo_hr_swap(c) != 0)
         return abandoned(c);
     set_step(c, c->io->shake != NULL ? BO_HC_STEP_SHAKE : BO_HC_STEP_SEND);
-    c->shake_first = c->io->shake != NULL; /* the handshake starts now, in the SHAKE step */
+    c->rt.shake_first = c->io->shake != NULL; /* the handshake starts now, in the SHAKE step */
     return HX_NEXT;
 }
 
@@ -175,13 +181,13 @@ static hx_stepped step_dial(bo_hconn *c, hx_need *need)
 static hx_stepped step_shake(bo_hconn *c, hx_need *need)
 {
     short ev = 0;
-    int r = c->io->shake(c, c->shake_first, &ev);
-    c->shake_first = false;
+    int r = c->io->shake(c, c->rt.shake_first, &ev);
+    c->rt.shake_first = false;
     if (r < 0)
         return abandoned(c);
     if (r == 0) {
         need->fd_ev = ev;
-        need->until = c->give_up_ns;
+        need->until = c->rt.give_up_ns;
         return HX_WAITING;
     }
     set_step(c, BO_HC_STEP_SEND);
@@ -194,36 +200,33 @@ static hx_stepped step_shake(bo_hconn *c, hx_need *need)
 static hx_stepped step_send(bo_hconn *c, hx_need *need)
 {
     short ev = POLLOUT;
-    while (c->resend_off < c->kept_len) {
-        ssize_t w = c->io->put(c, c->kept + c->resend_off, c->kept_len - c->resend_off, &ev);
+    while (c->rt.resend_off < c->x.kept_len) {
+        size_t off = c->rt.resend_off;
+        ssize_t w = c->io->put(c, c->x.kept + off, c->x.kept_len - off, &ev);
         if (w > 0) {
-            c->resend_off += (size_t)w;
+            c->rt.resend_off += (size_t)w;
         } else if (w < 0 && errno == EINTR) {
             continue;
         } else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             need->fd_ev = ev;
-            need->until = c->give_up_ns;
+            need->until = c->rt.give_up_ns;
             return HX_WAITING;
         } else {
             break;
         }
     }
-    if (c->resend_off < c->kept_len) {
+    if (c->rt.resend_off < c->x.kept_len) {
         /* the connection failed under the retry: once more on a new one */
-        if (c->same_conn && c->resend_off == 0 && bo_hx_may_redial(c) && bo_hr_dial(c) == 0) {
-            c->same_conn = false;
+        if (c->rt.same_conn && c->rt.resend_off == 0 && bo_hx_may_redial(c) && bo_hr_dial(c) == 0) {
+            c->rt.same_conn = false;
             set_step(c, BO_HC_STEP_DIAL);
             return HX_NEXT;
         }
         return abandoned(c);
     }
-    if (c->shut_wr) /* as the program left its first connection */
+    if (c->x.shut_wr) /* as the program left its first connection */
         (void)bo_core_sys_shutdown(c->fd, SHUT_WR);
-    /* the retried answer is gone for good: the retry's is judged next */
-    c->held_len = c->held_off = 0;
-    c->first_byte_ns = 0;
-    c->deferred = false;
-    c->resp.status = 0;
+    bo_hx_answer_anew(c); /* the retried answer is gone for good: the retry's is judged next */
     bo_hx_set_state(c, BO_HC_SENT);
     return HX_DONE;
 }
@@ -241,7 +244,7 @@ bool bo_hx_step(bo_hconn *c, int64_t now, hx_need *need)
         return true;
     }
     do {
-        switch (c->step) {
+        switch (c->rt.step) {
         case BO_HC_STEP_WAIT:
             s = step_wait(c, now, need);
             break;

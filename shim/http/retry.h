@@ -52,6 +52,10 @@ hx_judged bo_hx_judge(bo_hconn *c, hx_mode mode, int64_t deadline, int *err);
  * Its length in *total. */
 bool bo_hx_whole(const bo_hconn *c, const bo_http_msg *m, ssize_t n, size_t *total);
 
+/* The retry must be abandoned by `end` at the latest (an event loop's wait
+ * that ends sooner than the retry's bound). */
+void bo_hx_retry_bound(bo_hconn *c, int64_t end);
+
 /* May this connection be redialled (a new connection for a retry)?  Not
  * over GnuTLS (bo_hx_io.same_only), not over TLS when the certificate the
  * program accepted is not known: a redial talks only to the verified peer. */
@@ -59,7 +63,7 @@ bool bo_hx_may_redial(const bo_hconn *c);
 
 /*
  * The engine retries the attempt just completed (its answer, looked at in
- * c->peek, `total` bytes when whole; none when it closed or failed first):
+ * c->x.peek, `total` bytes when whole; none when it closed or failed first):
  * take it over.  The answer is taken out of the connection whole into the
  * held bytes (an abandoned retry still gives it to the program), the
  * connection kept when it can carry the request again, else a new one to

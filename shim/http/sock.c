@@ -112,11 +112,11 @@ static void resolve(void)
  * its poll said so) the socket's mode does not matter and is not asked. */
 static ssize_t plain_look(bo_hconn *c, bool block)
 {
-    ssize_t n = REAL(recv)(c->fd, c->peek, BO_HC_PEEK_MAX, MSG_PEEK | MSG_DONTWAIT);
+    ssize_t n = REAL(recv)(c->fd, c->x.peek, BO_HC_PEEK_MAX, MSG_PEEK | MSG_DONTWAIT);
     if (n >= 0 || !block || (errno != EAGAIN && errno != EWOULDBLOCK) ||
         bo_hs_nonblocking(c->fd))
         return n;
-    return REAL(recv)(c->fd, c->peek, BO_HC_PEEK_MAX, MSG_PEEK);
+    return REAL(recv)(c->fd, c->x.peek, BO_HC_PEEK_MAX, MSG_PEEK);
 }
 
 static int plain_hold(bo_hconn *c, size_t n)
@@ -124,12 +124,12 @@ static int plain_hold(bo_hconn *c, size_t n)
     if (bo_hc_held_room(c, n) != 0)
         return -1;
     while (n > 0) {
-        ssize_t r = REAL(recv)(c->fd, c->held + c->held_len, n, MSG_DONTWAIT);
+        ssize_t r = REAL(recv)(c->fd, bo_hc_held_end(c), n, MSG_DONTWAIT);
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
             return -1;
-        c->held_len += (size_t)r;
+        bo_hc_held_grew(c, (size_t)r);
         n -= (size_t)r;
     }
     return 0;

@@ -341,10 +341,9 @@ static size_t held_of(const ssl_real *R, const SSL *ssl)
     int fd;
     bo_hconn *c;
     if (!__atomic_load_n(&g_tls_used, __ATOMIC_RELAXED) || (fd = R->get_fd(ssl)) < 0 ||
-        (c = bo_hc_get(fd)) == NULL || !c->tls || c->ssl != ssl || c->st == BO_HC_RETRY)
+        (c = bo_hc_get(fd)) == NULL || !c->tls || c->ssl != ssl)
         return 0;
-    return __atomic_load_n(&c->held_len, __ATOMIC_RELAXED) -
-           __atomic_load_n(&c->held_off, __ATOMIC_RELAXED);
+    return bo_hc_held_pending(c);
 }
 
 static int shim_pending(const ssl_real *R, const SSL *ssl)

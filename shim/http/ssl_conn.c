@@ -95,9 +95,9 @@ static ssize_t tls_look(bo_hconn *c, bool block)
         size_t got = 0, want = BO_HC_PEEK_MAX - h;
         if (bo_hc_held_room(c, want) != 0)
             break;
-        int r = R->read_ex(c->ssl, c->held + c->held_len, want, &got);
+        int r = R->read_ex(c->ssl, bo_hc_held_end(c), want, &got);
         if (r == 1) {
-            c->held_len += got;
+            bo_hc_held_grew(c, got);
             continue;
         }
         if (h > 0)

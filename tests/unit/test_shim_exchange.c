@@ -33,6 +33,7 @@
 #include "http/fdtab.h"
 #include "http/exchange.h"
 #include "http/exchange_int.h"
+#include "http/exchange_int.h"
 
 /* ---- the fake transport: a scripted server ------------------------------------ */
 
@@ -79,7 +80,7 @@ static ssize_t fake_look(bo_hconn *c, bool block)
     }
     if (n > BO_HC_PEEK_MAX)
         n = BO_HC_PEEK_MAX;
-    memcpy(c->peek, f->in + f->in_off, n);
+    memcpy(c->x.peek, f->in + f->in_off, n);
     return (ssize_t)n;
 }
 
@@ -88,8 +89,8 @@ static int fake_hold(bo_hconn *c, size_t n)
     fake *f = &g_fake;
     if (f->in_len - f->in_off < n || bo_hc_held_room(c, n) != 0)
         return -1;
-    memcpy(c->held + c->held_len, f->in + f->in_off, n);
-    c->held_len += n;
+    memcpy(bo_hc_held_end(c), f->in + f->in_off, n);
+    bo_hc_held_grew(c, n);
     f->in_off += n;
     return 0;
 }
@@ -118,12 +119,10 @@ static const bo_hx_io k_fake = {
 static size_t program_reads(bo_hconn *c, char *buf, size_t cap)
 {
     size_t n = 0;
-    size_t h = bo_hc_held_left(c);
+    size_t h = bo_hc_held_take(c, buf, cap, false);
     if (h > 0) {
-        memcpy(buf, c->held + c->held_off, h);
         n = h;
         bo_hx_consumed(c, buf, h);
-        c->held_len = c->held_off = 0;
     }
     size_t rest = g_fake.in_len - g_fake.in_off;
     if (rest > cap - n)
@@ -281,7 +280,7 @@ START_TEST(test_a_nonblocking_read_with_no_poll_known_hands_a_throttle_over)
     ck_assert_int_eq(bo_hx_read(c, false, &err), BO_HX_ERR);
     ck_assert_int_eq(err, EAGAIN);
     ck_assert_int_eq(g_fake.in_off, 0);
-    ck_assert(c->deferred);
+    ck_assert(c->x.deferred);
     /* ...then, met again by a read (no poll judged it, no event loop holds
      * the socket), handed over as it came */
     ck_assert_int_eq(bo_hx_read(c, false, &err), BO_HX_PASS);
@@ -347,7 +346,7 @@ START_TEST(test_a_retry_that_does_not_fit_the_poll_is_not_made)
     ck_assert_int_eq(g_fake.puts, 0);
     /* judged final at once (the engine knew the poll's end), not taken
      * over and abandoned later: the answer was never out of its place */
-    ck_assert(!c->deliver);
+    ck_assert(!c->held.deliver);
     ck_assert_int_eq(g_fake.in_off, 0);
     char buf[256];
     program_reads(c, buf, sizeof buf - 1);
@@ -409,7 +408,7 @@ static bo_hconn *write_held_back(int port, char *req, size_t cap, size_t *len, i
     *len = format_request(req, cap, "GET", 0, port);
     *t0 = bo_core_now_ns();
     ck_assert_int_eq(bo_hx_begin(c, req, *len, false), EAGAIN);
-    ck_assert_int_gt(c->paced_until, *t0 + 1000000000LL);
+    ck_assert_int_gt(c->pace.until, *t0 + 1000000000LL);
     ck_assert_int_eq(c->st, BO_HC_IDLE);
     bo_hx_leave(c);
     return c;
@@ -434,7 +433,7 @@ START_TEST(test_a_write_the_pace_holds_back_waits_in_the_programs_poll)
         bo_hx_poll_before(c, POLLOUT | POLLIN, t0, t0 + 5000000000LL, &fd_ev, &xfd, &x_ev, &until),
         0);
     ck_assert_int_eq(fd_ev, POLLIN);
-    ck_assert_int_eq(until, c->paced_until);
+    ck_assert_int_eq(until, c->pace.until);
     ck_assert_int_eq(
         bo_hx_poll_before(c, POLLOUT, t0, t0 + 5000000000LL, &fd_ev, &xfd, &x_ev, &until), 0);
     ck_assert_int_eq(fd_ev, -1);
@@ -443,8 +442,8 @@ START_TEST(test_a_write_the_pace_holds_back_waits_in_the_programs_poll)
     ck_assert_int_eq(
         bo_hx_poll_before(c, POLLOUT, t0, t0 + 1000000LL, &fd_ev, &xfd, &x_ev, &until), 0);
     ck_assert_int_eq(fd_ev, POLLOUT);
-    ck_assert_int_eq(c->paced_until, 0);
-    ck_assert(c->paced_go);
+    ck_assert_int_eq(c->pace.until, 0);
+    ck_assert(c->pace.go);
     ck_assert(bo_hx_enter(c));
     ck_assert_int_eq(bo_hx_begin(c, req, len, false), 0);
     ck_assert_int_eq(c->st, BO_HC_REQ);
@@ -483,7 +482,7 @@ START_TEST(test_a_write_the_pace_holds_back_still_continues_the_programs_try)
      * (its attempts counted on; under BACKOFF_IDEMPOTENCY_KEY its key) */
     ck_assert(bo_hx_enter(c));
     ck_assert_int_eq(bo_hx_begin(c, req, len, false), 0);
-    ck_assert_uint_eq(c->call.inherited, 1);
+    ck_assert_uint_eq(c->call.run.inherited, 1);
     bo_hx_leave(c);
 }
 END_TEST
