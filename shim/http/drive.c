@@ -18,6 +18,7 @@
 #include "core/core.h"
 #include "http/exchange.h"
 #include "http/exchange_int.h"
+#include "http/record.h"
 #include "http/retry.h"
 #include "http/sockwait.h"
 

@@ -1,30 +1,39 @@
 /*
  * exchange.c: one request and its answer on a connection, as a call of the
- * engine (exchange.h), in the order a request lives them:
+ * engine (exchange.h): the one write path and the one read path every
+ * transport (sock.c, ssl.c, gnutls.c) makes its calls through, in the order
+ * a request lives them:
  *
- *   bo_hx_write_before  a transport's write hook enters: a request's start
- *                       is admitted (bo_hx_begin) before a byte goes, and
- *                       the bytes to write in place of the program's (the
- *                       shim's Idempotency-Key line in them) are handed out;
+ *   bo_hx_write_before  a write hook enters the record (the same socket?
+ *                       the transport's claim adopts a new one); a write
+ *                       that starts a request begins it (bo_hx_begin): its
+ *                       head read and kept (request.c), its destination and
+ *                       call (call.c), its first attempt admitted where the
+ *                       write may wait (bo_hx_write_waits, drive.c), the
+ *                       shim's key (key.c), all before a byte goes; the
+ *                       bytes to write in place of the program's (the key's
+ *                       line in them) handed out;
  *   bo_hx_write_after   the bytes the real write took: read and kept while
  *                       the request may be sent again (bo_hx_sent), or the
  *                       connection given up when it failed under them;
- *   bo_hx_read_before   a transport's read hook enters: the answer judged
- *                       when it comes, a throttle retried where the program
- *                       waits (bo_hx_read: drive.c, retry.c);
+ *   bo_hx_read_before   a read hook enters: the answer judged when it comes
+ *                       (judge.c: read, classify, may it be retried here,
+ *                       bound, complete), a throttle retried step by step
+ *                       (retry.c) where the program waits (bo_hx_read,
+ *                       drive.c; its poll and its event loop: bo_hx_poll_*,
+ *                       bo_hx_drive);
  *   bo_hx_read_held     the bytes held for the program, served first;
  *   bo_hx_read_after    what the program read of the answer that stands,
  *                       followed to its end (bo_hx_consumed): IDLE again.
  *
- * Each transport (sock.c, ssl.c, gnutls.c) keeps only its real calls and
- * the mapping of these verdicts to its own errors.  The record's life and
- * its one state setter are record.c's, the call's call.c's, the key's
- * key.c's, the answer's judging and the retry's steps retry.c's, where the
- * steps wait drive.c's and waiter.c's (exchange_int.h).  Whatever cannot
- * be done for sure passes through as it is.
+ * Each transport keeps only its real calls and the mapping of these
+ * verdicts to its own errors.  The record's state and life are record.c's.
+ * Dependencies run one way: this file calls the others, none calls it.
+ * Whatever cannot be done for sure passes through as it is.
  */
 #include "http/exchange.h"
 #include "http/exchange_int.h"
+#include "http/record.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -36,9 +45,6 @@
 #include "call/call.h"
 #include "core/core.h"
 #include "http/sockwait.h"
-
-/* The kept request: its head, its body up to the cap, the shim's key line. */
-#define HX_KEPT_MAX (BO_HTTP_HEAD_MAX + BO_HTTP_BODY_CAP + 1024)
 
 /* ---- the write path ----------------------------------------------------------- */
 
@@ -133,73 +139,11 @@ ssize_t bo_hx_write_after(bo_hconn *c, bo_hx_wr *w, ssize_t wrote, bool failed)
 
 /* ---- the request ------------------------------------------------------------ */
 
-void bo_hx_forget_exchange(bo_hconn *c)
-{
-    bo_hc_held_drop(c);
-    bo_hc_pace_release(c, false);
-    c->x.shut_wr = c->x.shut_rd = c->x.deferred = false;
-    c->x.kept_len = 0;
-}
-
-void bo_hx_answer_anew(bo_hconn *c)
-{
-    bo_hc_held_drop(c);
-    c->x.first_byte_ns = 0;
-    c->x.deferred = false;
-    c->x.resp.status = 0;
-}
-
-void bo_hx_shutdown(int fd, int how)
-{
-    bo_hconn *c = bo_hc_get(fd);
-
-    if (c == NULL || c->st < BO_HC_REQ || !bo_hc_trylock(c))
-        return;
-    if (how == SHUT_WR || how == SHUT_RDWR)
-        c->x.shut_wr = true;
-    if (how == SHUT_RD || how == SHUT_RDWR)
-        c->x.shut_rd = true;
-    __atomic_store_n(&c->busy, 0, __ATOMIC_RELEASE);
-}
-
-int bo_hx_keep_insert(bo_hconn *c, size_t at, const char *buf, size_t n)
-{
-    if (bo_hx_keep_append(c, buf, n) != 0) { /* room at the end, then moved into place */
-        c->x.kept_ok = false;
-        return -1;
-    }
-    memmove(c->x.kept + at + n, c->x.kept + at, c->x.kept_len - n - at);
-    memcpy(c->x.kept + at, buf, n);
-    return 0;
-}
-
-int bo_hx_keep_append(bo_hconn *c, const char *buf, size_t n)
-{
-    if (c->x.kept_len + n > HX_KEPT_MAX)
-        return -1;
-    if (c->x.kept_len + n > c->x.kept_cap) {
-        size_t cap = c->x.kept_cap ? c->x.kept_cap : 4096;
-        while (cap < c->x.kept_len + n)
-            cap *= 2;
-        if (cap > HX_KEPT_MAX)
-            cap = HX_KEPT_MAX;
-        char *k = realloc(c->x.kept, cap);
-        if (k == NULL)
-            return -1;
-        c->x.kept = k;
-        c->x.kept_cap = cap;
-    }
-    memcpy(c->x.kept + c->x.kept_len, buf, n);
-    c->x.kept_len += n;
-    return 0;
-}
-
 /* The request goes as the program wrote it, followed (so that the next one
  * on the connection is known) but no call of the engine. */
 static int unmanaged(bo_hconn *c)
 {
-    c->x.kept_len = 0;
-    c->x.kept_ok = false;
+    bo_hx_request_kept(c, false);
     bo_hx_set_state(c, BO_HC_REQ);
     return -1;
 }
@@ -207,24 +151,11 @@ static int unmanaged(bo_hconn *c)
 int bo_hx_begin(bo_hconn *c, const char *buf, size_t len, bool dontwait)
 {
     const bo_config *cfg = bo_core_config();
-    bo_http_msg *s = &c->x.req;
-    size_t used;
     int64_t now, until = 0;
+    bo_block *b;
 
-    if (cfg == NULL || !cfg->http_hook)
-        goto off;
-    if (c->x.peek == NULL && (c->x.peek = malloc(BO_HC_PEEK_MAX)) == NULL)
-        goto off;
-    /* The head is read here, before it is written: bo_hx_sent goes on after it. */
-    bo_http_msg_request(s);
-    if (bo_http_feed_head(s, buf, len, &used) != BO_HTTP_DONE ||
-        (s->keep != BO_HTTP_KEEP_OK && s->keep != BO_HTTP_KEEP_BODY_CAP))
-        goto off; /* its head not in this write, not HTTP/1.x, a tunnel or an Expect */
-    c->x.fed_ahead = used;
-    c->x.shut_wr = c->x.shut_rd = false;
-    bo_hx_answer_anew(c);
-    bo_block *b = bo_hx_destination(c, cfg, s);
-    if (b == NULL)
+    if (cfg == NULL || !cfg->http_hook || bo_hx_request_open(c, buf, len) != 0 ||
+        (b = bo_hx_destination(c, cfg, &c->x.req)) == NULL)
         goto off;
     now = bo_core_now_ns();
     bo_lineage prev;
@@ -247,37 +178,13 @@ int bo_hx_begin(bo_hconn *c, const char *buf, size_t len, bool dontwait)
     }
     bo_hx_admitted(c);
     bo_hc_pace_release(c, false);
-    c->x.kept_len = 0;
-    c->x.kept_ok = s->keep == BO_HTTP_KEEP_OK; /* a body over the cap is sent once, never again */
+    bo_hx_request_kept(c, c->x.req.keep == BO_HTTP_KEEP_OK); /* over the cap: sent once */
     bo_hx_key_begin(c, buf, len, continues ? &prev : NULL);
     bo_hx_set_state(c, BO_HC_REQ);
     return 0;
 off:
     bo_hx_off(c);
     return -1;
-}
-
-void bo_hx_sent(bo_hconn *c, const char *buf, size_t n)
-{
-    size_t used = 0, ahead = n < c->x.fed_ahead ? n : c->x.fed_ahead;
-
-    if (c->st != BO_HC_REQ || n == 0)
-        return;
-    /* the head's bytes were read already (bo_hx_begin): the rest is read now */
-    c->x.fed_ahead -= ahead;
-    bo_http_rc rc = bo_http_feed(&c->x.req, buf + ahead, n - ahead, &used);
-    used += ahead;
-    bo_http_keep k = c->x.req.keep;
-    if (rc == BO_HTTP_NOT_HTTP || rc == BO_HTTP_TOO_LARGE ||
-        (k != BO_HTTP_KEEP_OK && k != BO_HTTP_KEEP_BODY_CAP)) {
-        bo_hx_off(c); /* pipelined, a tunnel, an Expect: not ours */
-        return;
-    }
-    if (c->x.kept_ok && (k != BO_HTTP_KEEP_OK || bo_hx_keep_append(c, buf, used) != 0))
-        c->x.kept_ok = false; /* over the cap: sent once, never again */
-    bo_hx_key_keep(c);
-    if (rc == BO_HTTP_DONE)
-        bo_hx_set_state(c, BO_HC_SENT);
 }
 
 /* ---- the read path ------------------------------------------------------------ */
@@ -321,52 +228,4 @@ void bo_hx_read_after(bo_hconn *c, const bo_hx_rd *r, size_t got, bool eof)
     bo_core_busy = 0;
     bo_hx_leave(c);
     errno = e;
-}
-
-/* ---- the answer that stands -------------------------------------------------- */
-
-void bo_hx_rl_line(void *ctx, const char *line, size_t len)
-{
-    (void)bo_rl_header_line(ctx, line, len);
-}
-
-/* The answer stands: the program reads it, the hooks follow it to its end
- * (from the head read at the judging when it was whole: its bytes are
- * skipped, the body read; else from the answer's first byte). */
-void bo_hx_stands(bo_hconn *c)
-{
-    const bo_http_msg *m = &c->x.resp;
-    if (m->head_done && m->rc != BO_HTTP_NOT_HTTP && m->rc != BO_HTTP_TOO_LARGE) {
-        c->x.resp_skip = c->x.resp.head_len;
-    } else {
-        bo_http_msg_response(&c->x.resp, c->x.req.method);
-        c->x.resp_skip = 0;
-    }
-    c->x.deferred = false;
-    bo_hx_set_state(c, BO_HC_PASS);
-}
-
-void bo_hx_consumed(bo_hconn *c, const char *buf, size_t n)
-{
-    size_t used = 0, skip = 0;
-    bo_http_rc rc;
-
-    if (c->st != BO_HC_PASS)
-        return;
-    if (n == 0) {
-        rc = bo_http_eof(&c->x.resp); /* the peer closed */
-    } else {
-        /* the head's bytes read at the judging, then the body */
-        skip = n < c->x.resp_skip ? n : c->x.resp_skip;
-        c->x.resp_skip -= skip;
-        if (c->x.resp_skip > 0)
-            return;
-        rc = bo_http_feed(&c->x.resp, buf + skip, n - skip, &used);
-    }
-    if (rc == BO_HTTP_NEED_MORE)
-        return;
-    if (rc != BO_HTTP_DONE || skip + used < n || c->x.resp.framing == BO_HTTP_FRAMING_TUNNEL)
-        bo_hx_off(c); /* not HTTP after all, more than one answer, or a tunnel */
-    else
-        bo_hx_set_state(c, BO_HC_IDLE);
 }

@@ -1,8 +1,8 @@
 /*
  * exchange_int.h: what the http room's exchange files share (exchange.h is
  * the transports' and the hooks'): the bounds of its waits, exchange.c's
- * request, record.c's setters, call.c's call, key.c's key, drive.c's and
- * waiter.c's waits (judge.c and retry.c: retry.h).
+ * and request.c's request, call.c's call, key.c's key, drive.c's and
+ * waiter.c's waits (record.c: record.h; judge.c and retry.c: retry.h).
  */
 #ifndef BO_HTTP_EXCHANGE_INT_H
 #define BO_HTTP_EXCHANGE_INT_H
@@ -47,7 +47,7 @@
  * left unread, swept at most so often (an event loop's wait) */
 #define HX_SWEEP_NS (1000 * BO_NS_PER_MS)
 
-/* ---- exchange.c ---- */
+/* ---- exchange.c (the paths), request.c (the request and its answer) ---- */
 
 /*
  * A write of buf (len bytes) on an IDLE connection: the start of a request
@@ -57,18 +57,27 @@
  * stays followed when only this request is left alone).
  */
 int bo_hx_begin(bo_hconn *c, const char *buf, size_t len, bool dontwait);
+/* A request opens with buf, its whole head: read (bo_hx_sent reads on
+ * after it), its answer to come judged anew: 0, or -1 (not one to keep: its
+ * head not in buf, not HTTP/1.x, a tunnel, an Expect).  _kept: kept from its
+ * first byte (false: followed, never sent again). */
+int bo_hx_request_open(bo_hconn *c, const char *buf, size_t len);
+void bo_hx_request_kept(bo_hconn *c, bool kept);
 /* n bytes of the request went out (REQ): read, kept. */
 void bo_hx_sent(bo_hconn *c, const char *buf, size_t n);
 /* n more bytes of the kept request (_insert: at `at`, the key's line): 0,
  * or -1 (past the cap, no memory: kept_ok false for _insert). */
 int bo_hx_keep_append(bo_hconn *c, const char *buf, size_t n);
 int bo_hx_keep_insert(bo_hconn *c, size_t at, const char *buf, size_t n);
-/* The exchange group's setters for the others: what the connection's last
- * exchange left (held bytes, shutdowns, a deferred throttle, a write held
- * back) forgotten (a record adopted or reset); an answer to be judged anew
- * (a request begins, or goes out again). */
-void bo_hx_forget_exchange(bo_hconn *c);
+/* An answer to be judged anew (a request begins, or goes out again). */
 void bo_hx_answer_anew(bo_hconn *c);
+/* What the last exchange left of the request (its shutdowns, a deferred
+ * throttle, its kept bytes) forgotten: the group's setter for record.c. */
+static inline void bo_hx_request_forget(bo_hconn *c)
+{
+    c->x.shut_wr = c->x.shut_rd = c->x.deferred = false;
+    c->x.kept_len = 0;
+}
 /* The program consumed n bytes of the answer that stands (PASS; n 0: the
  * peer closed), held bytes included. */
 void bo_hx_consumed(bo_hconn *c, const char *buf, size_t n);
@@ -76,23 +85,6 @@ void bo_hx_consumed(bo_hconn *c, const char *buf, size_t n);
 void bo_hx_stands(bo_hconn *c);
 /* bo_http_parse_response's line callback: bo_rl_header_line. */
 void bo_hx_rl_line(void *ctx, const char *line, size_t len);
-
-/* ---- record.c ---- */
-
-/* The one place a record's state changes (and bo_hc_active follows). */
-void bo_hx_set_state(bo_hconn *c, bo_hc_state st);
-/* Retries under way in an event loop (c->rt.loop), counted by bo_hx_set_state. */
-extern int bo_hx_loop_retries;
-/* A request's write held back for the pace until `until`; released (go:
- * its poll's time ran out first: it goes at once). */
-void bo_hc_pace_hold(bo_hconn *c, int64_t until);
-void bo_hc_pace_release(bo_hconn *c, bool go);
-/* Back to NONE, nothing in flight, nothing held (the record's lock held). */
-void bo_hx_reset(bo_hconn *c);
-/* The record as the hook finds it: a record of another socket on the same
- * fd number (the program closed the old one without a hook seeing it)
- * starts anew (NONE: false). */
-bool bo_hx_same_socket(bo_hconn *c);
 
 /* ---- call.c ---- */
 
@@ -146,8 +138,10 @@ void bo_hx_key_begin(bo_hconn *c, const char *buf, size_t len, const bo_lineage 
  * program's bytes the w written stand for. */
 const char *bo_hx_inject(const bo_hconn *c, size_t n, size_t *len);
 size_t bo_hx_injected(bo_hconn *c, size_t w);
-/* The key's line into the kept request, once its head is kept whole. */
-void bo_hx_key_keep(bo_hconn *c);
+/* The key's line (CR LF ended, *len bytes, in line) for the kept request
+ * once its head is kept whole (NULL: none); _kept: it is in. */
+const char *bo_hx_key_line(const bo_hconn *c, char *line, size_t cap, size_t *len);
+void bo_hx_key_kept(bo_hconn *c);
 
 /* ---- drive.c ---- */
 

@@ -26,6 +26,7 @@
 #include "call/call.h"
 #include "core/core.h"
 #include "http/exchange_int.h"
+#include "http/record.h"
 #include "http/retry.h"
 #include "http/sockwait.h"
 

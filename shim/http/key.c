@@ -11,7 +11,7 @@
  * request to the server too.  The line goes into the first write before
  * the head's blank line (the write path writes those bytes in place of the
  * program's: bo_hx_inject, bo_hx_injected) and into the kept request as
- * its bytes are kept (bo_hx_key_keep).
+ * its bytes are kept (bo_hx_key_line: request.c puts it there).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -96,16 +96,20 @@ size_t bo_hx_injected(bo_hconn *c, size_t w)
     return inj_prog(c, c->key.inj_off) - before;
 }
 
-void bo_hx_key_keep(bo_hconn *c)
+const char *bo_hx_key_line(const bo_hconn *c, char *line, size_t cap, size_t *len)
 {
-    char line[BO_IDEM_LINE_SIZE + 2];
-
     if (!c->key.keyed || c->key.added || !c->x.kept_ok || c->x.req.head_len < 4 ||
-        c->x.req.head_len > c->x.kept_len)
-        return;
-    size_t l = bo_idem_header_line(c->key.value, line, sizeof line - 2);
+        c->x.req.head_len > c->x.kept_len || cap < 3)
+        return NULL;
+    size_t l = bo_idem_header_line(c->key.value, line, cap - 2);
+    if (l >= cap - 2)
+        return NULL;
     memcpy(line + l, "\r\n", 2);
-    l += 2;
-    if (bo_hx_keep_insert(c, c->x.req.head_len - 2, line, l) == 0) /* before the blank line */
-        c->key.added = true;
+    *len = l + 2;
+    return line;
+}
+
+void bo_hx_key_kept(bo_hconn *c)
+{
+    c->key.added = true;
 }

@@ -1,10 +1,12 @@
 /*
- * record.c: a connection's record, within the http room (conn.h): the one
- * place its state changes (bo_hx_set_state, and `active`, which follows
- * it), its life (adopted, entered and left, given up, reset, closed, shut
- * down, in a fork child) and the bytes it holds for the program.  The
- * table that finds a record by fd is fdtab.c's; what a request and its
- * answer do with a record is the exchange's (exchange.c).
+ * record.c: a connection's record, within the http room (conn.h,
+ * record.h): the one place its state changes (bo_hx_set_state) and `active`,
+ * which follows the state, the held answer and the pace through their
+ * setters alone; the record's life (adopted, entered and left, given up,
+ * reset, closed, in a fork child); the setters of the answer held for the
+ * program and of a write held back for the pace.  Below the request
+ * (request.c) and the paths (exchange.c); the table that finds a record by
+ * fd is fdtab.c's.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -13,6 +15,7 @@
 
 #include "http/exchange.h"
 #include "http/exchange_int.h"
+#include "http/record.h"
 #include "http/http.h"
 #include "http/redial.h"
 
@@ -50,6 +53,11 @@ void bo_hx_set_state(bo_hconn *c, bo_hc_state st)
 
 /* ---- the records' life ------------------------------------------------------ */
 
+/* What the connection's last exchange left (bytes held for the program,
+ * its shutdowns, a deferred throttle, a write held back for the pace):
+ * nothing of it carries over to what the fd is now. */
+static void forget_exchange(bo_hconn *c);
+
 /* Under the record's lock: back to NONE, nothing in flight, nothing held. */
 void bo_hx_reset(bo_hconn *c)
 {
@@ -61,7 +69,7 @@ void bo_hx_reset(bo_hconn *c)
     c->io = NULL;
     c->io_ctx = NULL;
     c->peer_id_known = false;
-    bo_hx_forget_exchange(c);
+    forget_exchange(c);
     bo_hx_key_none(c);
     c->ino = 0;
     bo_hx_set_state(c, BO_HC_NONE);
@@ -79,7 +87,7 @@ void bo_hx_adopt(bo_hconn *c, const bo_hx_io *io, const void *ctx, bool tls, boo
     c->io = io;
     c->io_ctx = ctx;
     c->tls = c->https = tls;
-    bo_hx_forget_exchange(c);
+    forget_exchange(c);
     c->ino = bo_hc_identity(c->fd);
     bo_hx_set_state(c, h2 ? BO_HC_OFF : BO_HC_IDLE);
 }
@@ -187,6 +195,13 @@ void bo_hc_held_deliver(bo_hconn *c)
 {
     c->held.deliver = true;
     sync_active(c);
+}
+
+static void forget_exchange(bo_hconn *c)
+{
+    bo_hc_held_drop(c);
+    bo_hc_pace_release(c, false);
+    bo_hx_request_forget(c);
 }
 
 /* ---- a write held back for the pace --------------------------------------------- */

@@ -17,6 +17,7 @@
 #include "call/report.h"
 #include "core/core.h"
 #include "http/exchange_int.h"
+#include "http/record.h"
 #include "http/retry.h"
 #include "http/redial.h"
 
