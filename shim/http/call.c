@@ -92,17 +92,6 @@ bool bo_hx_start_call(bo_hconn *c, bo_block *b, int64_t now, bo_lineage *prev)
     return continues;
 }
 
-void bo_hx_admitted(bo_hconn *c)
-{
-    c->call.admitted = true;
-}
-
-bo_step bo_hx_admit_step(bo_hconn *c, int64_t now, int64_t max_wait_ns, int64_t *until)
-{
-    return bo_run_admit_step(c->call.dest, &c->call.run, now, &c->call.inflight, max_wait_ns,
-                             until);
-}
-
 bool bo_hx_admit_now(bo_hconn *c, int64_t now)
 {
     return bo_run_admit_now(c->call.dest, &c->call.run, now, &c->call.inflight);

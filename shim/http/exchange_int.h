@@ -1,8 +1,8 @@
 /*
  * exchange_int.h: what the http room's exchange files share (exchange.h is
- * the transports' and the hooks'): the bounds of its waits, exchange.c's
- * and request.c's request, call.c's call, key.c's key, drive.c's and
- * waiter.c's waits (record.c: record.h; judge.c and retry.c: retry.h).
+ * the transports' and the hooks'): exchange.c's and request.c's request,
+ * call.c's call, key.c's key, drive.c's and waiter.c's waits (record.c:
+ * record.h; the bounds of the waits, judge.c and retry.c: retry.h).
  */
 #ifndef BO_HTTP_EXCHANGE_INT_H
 #define BO_HTTP_EXCHANGE_INT_H
@@ -16,36 +16,10 @@
 #include "bo_ratelimit.h"
 #include "bo_time.h"
 #include "call/call.h"
+#include "http/retry.h"
 #include "http/conn.h"
 #include "http/exchange.h"
 #include "http/fdtab.h"
-
-/*
- * ---- how long the exchange may wait: the bounds, in one place ----
- *
- * A retry waits only where the program waits, never past the program's own
- * bound (its read's SO_RCVTIMEO, its poll's timeout, its loop's next timer,
- * less HX_MARGIN_NS: bo_hx_before), BACKOFF_CAP_MS or BACKOFF_MAX_TIME_MS
- * (the engine's).  Within that:
- */
-/* the rest of a throttle's head, or of the small body that lets it be taken
- * out whole, once its first bytes came; past it the answer passes through */
-#define HX_MORE_NS (1000 * BO_NS_PER_MS)
-/* a poll's or loop's next look at a throttle's head still arriving in pieces */
-#define HX_PIECE_NS (2 * BO_NS_PER_MS)
-/* a blocking read's retry: its connect, handshake and send, when the call
- * has no deadline */
-#define HX_IO_NS (30 * BO_NS_PER_S)
-/* the least time a retry leaves before the end of the program's wait (a
- * tenth of what is left if more): the program's own timer must find the
- * answer there */
-#define HX_MARGIN_NS (50 * BO_NS_PER_MS)
-/* a retry's admission asked again at least so often while a poll or a loop
- * drives it (call/'s step for every non-blocking driver) */
-#define HX_ADMIT_NS BO_POLL_ADMIT_NS
-/* the requests whose socket the program closed unseen, and the answers
- * left unread, swept at most so often (an event loop's wait) */
-#define HX_SWEEP_NS (1000 * BO_NS_PER_MS)
 
 /* ---- exchange.c (the paths), request.c (the request and its answer) ---- */
 
@@ -62,7 +36,11 @@ int bo_hx_begin(bo_hconn *c, const char *buf, size_t len, bool dontwait);
  * head not in buf, not HTTP/1.x, a tunnel, an Expect).  _kept: kept from its
  * first byte (false: followed, never sent again). */
 int bo_hx_request_open(bo_hconn *c, const char *buf, size_t len);
-void bo_hx_request_kept(bo_hconn *c, bool kept);
+static inline void bo_hx_request_kept(bo_hconn *c, bool kept)
+{
+    c->x.kept_len = 0;
+    c->x.kept_ok = kept;
+}
 /* n bytes of the request went out (REQ): read, kept. */
 void bo_hx_sent(bo_hconn *c, const char *buf, size_t n);
 /* n more bytes of the kept request (_insert: at `at`, the key's line): 0,
@@ -99,12 +77,20 @@ bool bo_hx_start_call(bo_hconn *c, bo_block *b, int64_t now, bo_lineage *prev);
 /* The call group's setters for the others: the attempt admitted; the call
  * and the destination cache dropped (a reset); left to the parent (a fork
  * child). */
-void bo_hx_admitted(bo_hconn *c);
+static inline void bo_hx_admitted(bo_hconn *c)
+{
+    c->call.admitted = true;
+}
 /* The engine's moves on the call: an admission step (bo_run_admit_step),
  * at once (bo_run_admit_now), a blocking one (bo_run_admit_intr); is it
  * waiting for its retry's time (else due now: admitted next); its deadline
  * bounded (the sooner wins). */
-bo_step bo_hx_admit_step(bo_hconn *c, int64_t now, int64_t max_wait_ns, int64_t *until);
+static inline bo_step bo_hx_admit_step(bo_hconn *c, int64_t now, int64_t max_wait_ns,
+                                       int64_t *until)
+{
+    return bo_run_admit_step(c->call.dest, &c->call.run, now, &c->call.inflight, max_wait_ns,
+                             until);
+}
 bool bo_hx_admit_now(bo_hconn *c, int64_t now);
 int bo_hx_admit_intr(bo_hconn *c, int64_t deadline);
 bool bo_hx_call_waits(bo_hconn *c, int64_t now);
@@ -129,9 +115,14 @@ bo_outcome bo_hx_classify(const bo_hconn *c, int status, int code, const bo_rl_h
 /* ---- key.c ---- */
 
 /* The request carries no key of the shim's (a call begins). */
-void bo_hx_key_none(bo_hconn *c);
+static inline void bo_hx_key_none(bo_hconn *c)
+{
+    c->key.keyed = c->key.added = false;
+    c->key.inj_len = c->key.inj_off = 0;
+}
 /* The admitted request's key, when it gets one (its first write buf, len
- * bytes; prev: the logical request it continues, NULL none). */
+ * bytes; prev: the logical request it continues, NULL none), after
+ * bo_hx_key_none. */
 void bo_hx_key_begin(bo_hconn *c, const char *buf, size_t len, const bo_lineage *prev);
 /* While the key goes into the first write: the bytes to write in place of
  * the program's next n (NULL: the program's own); how many of the

@@ -20,19 +20,12 @@
 #include "core/core.h"
 #include "http/exchange_int.h"
 
-void bo_hx_key_none(bo_hconn *c)
-{
-    c->key.keyed = c->key.added = false;
-    c->key.inj_len = c->key.inj_off = 0;
-}
-
 void bo_hx_key_begin(bo_hconn *c, const char *buf, size_t len, const bo_lineage *prev)
 {
     const bo_http_msg *s = &c->x.req;
     char line[BO_IDEM_LINE_SIZE + 2];
     uint64_t body = 0;
 
-    bo_hx_key_none(c);
     if (!bo_core_config()->idempotency_key || !bo_idem_wants_key(s->method_text, s->idem) ||
         s->head_len < 4 || s->head_len > len)
         return;

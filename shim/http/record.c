@@ -186,6 +186,8 @@ size_t bo_hc_held_take(bo_hconn *c, void *buf, size_t n, bool peek)
 
 void bo_hc_held_drop(bo_hconn *c)
 {
+    if (c->held.len == 0 && !c->held.deliver)
+        return; /* (the common case: nothing held, nothing to follow) */
     c->held.len = c->held.off = 0;
     c->held.deliver = false;
     sync_active(c);

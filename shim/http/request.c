@@ -39,12 +39,6 @@ int bo_hx_request_open(bo_hconn *c, const char *buf, size_t len)
     return 0;
 }
 
-void bo_hx_request_kept(bo_hconn *c, bool kept)
-{
-    c->x.kept_len = 0;
-    c->x.kept_ok = kept;
-}
-
 int bo_hx_keep_append(bo_hconn *c, const char *buf, size_t n)
 {
     if (c->x.kept_len + n > HX_KEPT_MAX)

@@ -1,7 +1,8 @@
 /*
- * retry.h: an answer judged (judge.c) and a throttle retried step by step
- * (retry.c), within the http room, for the files that drive them
- * (drive.c, where the steps wait) and each other.
+ * retry.h: how long the exchange may wait (its bounds, in one place), an
+ * answer judged (judge.c) and a throttle retried step by step (retry.c),
+ * within the http room, for the files that drive them (drive.c, where the
+ * steps wait; waiter.c) and each other.
  */
 #ifndef BO_HTTP_RETRY_H
 #define BO_HTTP_RETRY_H
@@ -11,7 +12,35 @@
 #include <sys/types.h>
 
 #include "bo_time.h"
+#include "call/call.h"
 #include "http/conn.h"
+
+/*
+ * ---- how long the exchange may wait: the bounds, in one place ----
+ *
+ * A retry waits only where the program waits, never past the program's own
+ * bound (its read's SO_RCVTIMEO, its poll's timeout, its loop's next timer,
+ * less HX_MARGIN_NS: bo_hx_before), BACKOFF_CAP_MS or BACKOFF_MAX_TIME_MS
+ * (the engine's).  Within that:
+ */
+/* the rest of a throttle's head, or of the small body that lets it be taken
+ * out whole, once its first bytes came; past it the answer passes through */
+#define HX_MORE_NS (1000 * BO_NS_PER_MS)
+/* a poll's or loop's next look at a throttle's head still arriving in pieces */
+#define HX_PIECE_NS (2 * BO_NS_PER_MS)
+/* a blocking read's retry: its connect, handshake and send, when the call
+ * has no deadline */
+#define HX_IO_NS (30 * BO_NS_PER_S)
+/* the least time a retry leaves before the end of the program's wait (a
+ * tenth of what is left if more): the program's own timer must find the
+ * answer there */
+#define HX_MARGIN_NS (50 * BO_NS_PER_MS)
+/* a retry's admission asked again at least so often while a poll or a loop
+ * drives it (call/'s step for every non-blocking driver) */
+#define HX_ADMIT_NS BO_POLL_ADMIT_NS
+/* the requests whose socket the program closed unseen, and the answers
+ * left unread, swept at most so often (an event loop's wait) */
+#define HX_SWEEP_NS (1000 * BO_NS_PER_MS)
 
 /* What a retry under way waits for: a time, events on the fd, on another fd. */
 typedef struct hx_need {
