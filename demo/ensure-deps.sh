@@ -18,6 +18,8 @@ if [ "$what" = test ]; then
     pkgs="$pkgs php-cli php-curl git perl libcurl3-gnutls libpython$pyver-testsuite openssl"
     # The HTTP clients without libcurl that the http room's tests run.
     pkgs="$pkgs python3-requests python3-pip httpie ruby libwww-perl liblwp-protocol-https-perl wget"
+    # PyGithub, on requests: GitHub's quota 403 (test_http_clients).
+    pkgs="$pkgs python3-github"
     # The programs the http room must never harm (test_http_harm): an
     # asyncio client, Node, nginx as a reverse proxy, nc's half-close.
     pkgs="$pkgs python3-aiohttp nodejs nginx-light netcat-openbsd"

@@ -39,6 +39,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bo_hash.h"
 #include "bo_idem.h"
 
 #define BO_BUDGET_WINDOW_NS (10LL * 1000000000LL) /* 10 s sliding window */
@@ -119,7 +120,7 @@ typedef struct bo_lineages {
 } bo_lineages;
 
 /* A string folded into the key h (start with BO_KEY_INIT); never 0. */
-#define BO_KEY_INIT 0xcbf29ce484222325ULL
+#define BO_KEY_INIT BO_FNV_INIT
 uint64_t bo_key_add(uint64_t h, const char *s);
 
 /* bo_key_add(BO_KEY_INIT, s), with strlen(s) in *len (the destination tables' hash). */

@@ -199,6 +199,11 @@ static bo_cause cause_of(const bo_attempt *a, bool http, bo_signal sig)
  * (BO_SIGNAL_KEY_BUSY).  Without a key a 409 is final, as 422 and 400 always are (the
  * draft: the request must be corrected, not repeated).
  */
+bool bo_answer_quota_spent(const bo_rl_headers *rl)
+{
+    return rl == NULL || bo_rl_headers_exhausted(rl);
+}
+
 bo_outcome bo_classify(const bo_config *cfg, const bo_attempt *a)
 {
     bo_outcome out = {BO_VERDICT_FINAL, BO_SIGNAL_NONE, false, BO_CAUSE_NONE};

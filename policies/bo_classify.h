@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "bo_config.h"
+#include "bo_ratelimit.h"
 
 /* The CURLcode values classification needs (see curl/curl.h). */
 enum {
@@ -105,8 +106,20 @@ typedef struct bo_attempt {
     bool quota_exhausted;     /* the answer's rate-limit headers say no request is left
                                  (x-ratelimit-remaining: 0 and its kin,
                                  bo_rl_headers_exhausted): a 403 with it is GitHub's
-                                 primary rate limit, a throttle; without it a 403 is final */
+                                 primary rate limit, a throttle; without it a 403 is final:
+                                 bo_answer_quota_spent, for every room) */
 } bo_attempt;
+
+/*
+ * The one reading of an answer's rate-limit headers for the throttle
+ * judgment (bo_attempt.quota_exhausted), for every room that reads HTTP
+ * answers (the libcurl room's held bytes and completion, the http room's
+ * judging): rl the headers of its whole head (bo_rl_header_line); NULL
+ * while the head has not come whole: a 403 may yet be a spent quota, so it
+ * is kept (held, or its head waited for) as a throttle until its headers
+ * say whether it is one.
+ */
+bool bo_answer_quota_spent(const bo_rl_headers *rl);
 
 /*
  * May a connect() that failed with `err` be retried?  Only a failure that

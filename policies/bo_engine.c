@@ -100,6 +100,11 @@ bool bo_call_due(bo_call *c, int64_t now_ns)
     return true;
 }
 
+void bo_call_give_up(bo_call *c)
+{
+    c->phase = BO_PHASE_DONE;
+}
+
 bool bo_call_failed_retryable(const bo_call *c)
 {
     return c->have_result && c->retryable;

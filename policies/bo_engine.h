@@ -147,6 +147,10 @@ void bo_call_begin(bo_call *c, int64_t now_ns);
  */
 bool bo_call_due(bo_call *c, int64_t now_ns);
 
+/* The call's driver gives it up where it stands, before an admission (its
+ * bound came while it waited): DONE, the last result, if any, stands. */
+void bo_call_give_up(bo_call *c);
+
 /* The call ended on a failure the engine would have retried: the program's
  * own next try continues it (bo_budget.h's logical request). */
 bool bo_call_failed_retryable(const bo_call *c);

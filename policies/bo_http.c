@@ -10,6 +10,8 @@
  * Content-Length or a chunk's data is skipped in one step.
  */
 #include "bo_http.h"
+#include "bo_hash.h"
+#include "bo_idem.h"
 #include "bo_time.h"
 
 #include <string.h>
@@ -603,7 +605,7 @@ static void msg_init(bo_http_msg *m, bool response, bo_http_method req_method)
     memset(m, 0, sizeof *m);
     m->is_response = response;
     m->req_method = req_method;
-    m->target_hash = 0xcbf29ce484222325ULL;
+    m->target_hash = BO_FNV_INIT;
     head_reset(m);
     m->p.state = response ? HS_RESP_VERSION : HS_METHOD;
 }
@@ -706,8 +708,11 @@ static void field_end(bo_http_msg *m)
             m->expect_continue = true;
         break;
     case FLD_IDEMPOTENCY_KEY:
-        if (!m->is_response)
-            m->idempotency_key = true;
+        if (!m->is_response) {
+            bo_idem_line k = big ? BO_IDEM_LINE_KEY : bo_idem_value_kind(v, n);
+            if (k > m->idem)
+                m->idem = (uint8_t)k;
+        }
         break;
     case FLD_RETRY_AFTER:
         if (m->is_response && !big && m->retry_after_delta < 0 && m->retry_after_date < 0)
@@ -919,7 +924,7 @@ static bo_http_rc head_feed(bo_http_msg *m, const char *buf, size_t len, size_t 
                 if (m->target_len == 0)
                     m->p.target_first = c;
                 m->target_len++;
-                m->target_hash = (m->target_hash ^ c) * 0x100000001b3ULL;
+                m->target_hash = bo_fnv1a_step(m->target_hash, c);
             } else {
                 return fail(m, BO_HTTP_ERR_TARGET);
             }

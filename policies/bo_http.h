@@ -196,7 +196,9 @@ typedef struct bo_http_msg {
     bool upgrade_h2c;           /* ... naming h2c */
     bool expect;                /* an Expect field */
     bool expect_continue;       /* ... of 100-continue */
-    bool idempotency_key;       /* an Idempotency-Key field */
+    uint8_t idem;               /* what its Idempotency-Key fields say (bo_idem_line, read
+                                   by bo_idem_value_kind): OTHER none, EMPTY only empty
+                                   ones (no key), KEY a key (it wins over an empty one) */
     bo_http_keep keep;          /* the hooks may keep and replay it, or why not; decided
                                    at the end of the head, then BODY_CAP as the body passes
                                    the cap and PIPELINED when bytes follow its end */

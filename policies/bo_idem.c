@@ -3,6 +3,7 @@
  * generator) and the reading of header lines that may carry one.
  */
 #include "bo_idem.h"
+#include "bo_hash.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -45,33 +46,34 @@ static bool blank(char c)
     return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
+bo_idem_line bo_idem_value_kind(const char *value, size_t len)
+{
+    size_t i = 0;
+    while (i < len && value[i] != '\0' && blank(value[i]))
+        i++;
+    return i >= len || value[i] == '\0' ? BO_IDEM_LINE_EMPTY : BO_IDEM_LINE_KEY;
+}
+
 bo_idem_line bo_idem_header_kind(const char *line, size_t len)
 {
-    size_t i = BO_IDEM_NAME_LEN;
-
     if (line == NULL || len <= BO_IDEM_NAME_LEN ||
         strncasecmp(line, BO_IDEM_NAME, BO_IDEM_NAME_LEN) != 0)
         return BO_IDEM_LINE_OTHER; /* (a NUL in line's first bytes differs from the name) */
-    char sep = line[i++];
+    char sep = line[BO_IDEM_NAME_LEN];
     if (sep != ':' && sep != ';')
         return BO_IDEM_LINE_OTHER;
-    while (i < len && line[i] != '\0' && blank(line[i]))
-        i++;
-    bool empty = i >= len || line[i] == '\0';
-    if (sep == ';')
-        return empty ? BO_IDEM_LINE_EMPTY : BO_IDEM_LINE_OTHER;
-    return empty ? BO_IDEM_LINE_EMPTY : BO_IDEM_LINE_KEY;
+    bo_idem_line k = bo_idem_value_kind(line + BO_IDEM_NAME_LEN + 1, len - BO_IDEM_NAME_LEN - 1);
+    if (sep == ';') /* libcurl sends "Name;" empty, and nothing else of that form */
+        return k == BO_IDEM_LINE_EMPTY ? BO_IDEM_LINE_EMPTY : BO_IDEM_LINE_OTHER;
+    return k;
 }
 
 uint64_t bo_idem_body_fp(const void *data, size_t len)
 {
-    const unsigned char *p = data;
-    uint64_t h = 0xcbf29ce484222325ULL;
+    uint64_t h = bo_fnv1a(BO_FNV_INIT, data, len);
 
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ p[i]) * 0x100000001b3ULL;
     for (int i = 0; i < 8; i++)
-        h = (h ^ ((uint64_t)len >> (8 * i) & 0xff)) * 0x100000001b3ULL;
+        h = bo_fnv1a_step(h, (uint64_t)len >> (8 * i) & 0xff);
     return h != 0 ? h : 1;
 }
 

@@ -52,6 +52,15 @@ typedef enum bo_idem_line {
 } bo_idem_line;
 
 /*
+ * What a header field's value says: a key (KEY), or nothing but white space
+ * (EMPTY: the program spoke of a key and gave none).  `len` bytes, not
+ * necessarily NUL-terminated; a NUL ends the value.  The one reader of a
+ * key's value, for both hook families: a raw request's field (bo_http) and
+ * a libcurl header list's line (bo_idem_header_kind).
+ */
+bo_idem_line bo_idem_value_kind(const char *value, size_t len);
+
+/*
  * Read one header line, as a program set it in a libcurl header list
  * (CURLOPT_HTTPHEADER's "Name: value", "Name:" and "Name;" forms) or as it
  * stands in a raw request: `len` bytes, not necessarily NUL-terminated, a

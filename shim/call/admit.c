@@ -205,7 +205,7 @@ static bool share_wait_expired(bo_block *b, bo_call *call, int64_t now)
     if (now < call->deadline_ns &&
         (call->attempts == 0 || bo_call_remaining_ns(bo_core_config(), call, now) > 0))
         return false;
-    call->phase = BO_PHASE_DONE;
+    bo_call_give_up(call);
     bo_block_lock(b);
     count_gave_up(b, call, now);
     bo_block_unlock(b);

@@ -65,25 +65,15 @@ static int dest_key(const bo_config *cfg, const struct sockaddr *sa, socklen_t l
                     size_t keylen)
 {
     char addr[INET6_ADDRSTRLEN + 2];
+    size_t n;
+    unsigned port;
 
     switch (sa->sa_family) {
-    case AF_INET: {
-        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
-        if (len < sizeof *in || inet_ntop(AF_INET, &in->sin_addr, addr, sizeof addr) == NULL)
+    case AF_INET:
+    case AF_INET6:
+        if (bo_core_addr_text(sa, len, addr, sizeof addr, &n, &port) != 0)
             return -1;
-        return bo_url_dest_key(cfg, "tcp", 3, addr, strlen(addr), ntohs(in->sin_port), key,
-                               keylen);
-    }
-    case AF_INET6: {
-        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
-        addr[0] = '[';
-        if (len < sizeof *in6 ||
-            inet_ntop(AF_INET6, &in6->sin6_addr, addr + 1, sizeof addr - 2) == NULL)
-            return -1;
-        size_t n = strlen(addr);
-        addr[n] = ']';
-        return bo_url_dest_key(cfg, "tcp", 3, addr, n + 1, ntohs(in6->sin6_port), key, keylen);
-    }
+        return bo_url_dest_key(cfg, "tcp", 3, addr, n, port, key, keylen);
     case AF_UNIX: {
         const struct sockaddr_un *un = (const struct sockaddr_un *)sa;
         size_t off = offsetof(struct sockaddr_un, sun_path);

@@ -68,10 +68,7 @@ static void load_config(void)
     if (g_cfg.seed_set) {
         g_seed = g_cfg.seed;
     } else {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        g_seed = ((uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec) ^
-                 ((uint64_t)getpid() << 32);
+        g_seed = (uint64_t)bo_core_wall_ns() ^ ((uint64_t)getpid() << 32);
     }
     bo_core_config_ptr = &g_cfg;
     if (g_cfg.share_warning[0] != '\0')

@@ -1,15 +1,19 @@
 /*
  * core.c: once and the init lock, the clocks, the re-entry flag, the
- * library's own system calls for its I/O and the one writer of stderr
- * lines (core.h).
+ * library's own system calls, the one writer of stderr lines, the real
+ * functions of the hooks, a socket address as text (core.h).
  */
 #include "core/core.h"
 
+#include <arpa/inet.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,6 +51,13 @@ int64_t bo_core_wall_ns(void)
     return (int64_t)ts.tv_sec * BO_NS_PER_S + ts.tv_nsec;
 }
 
+struct timespec bo_core_wall_ts_in(int64_t ns)
+{
+    int64_t at = bo_core_wall_ns() + (ns > 0 ? ns : 0);
+    return (struct timespec){.tv_sec = (time_t)(at / BO_NS_PER_S),
+                             .tv_nsec = (long)(at % BO_NS_PER_S)};
+}
+
 ssize_t bo_core_sys_write(int fd, const void *buf, size_t n)
 {
     return (ssize_t)syscall(SYS_write, fd, buf, n);
@@ -60,6 +71,27 @@ ssize_t bo_core_sys_read(int fd, void *buf, size_t n)
 int bo_core_sys_close(int fd)
 {
     return (int)syscall(SYS_close, fd);
+}
+
+int bo_core_sys_shutdown(int fd, int how)
+{
+    return (int)syscall(SYS_shutdown, fd, how);
+}
+
+int bo_core_sys_connect(int fd, const struct sockaddr *sa, socklen_t len)
+{
+    return (int)syscall(SYS_connect, fd, sa, len);
+}
+
+int bo_core_sys_dup3(int oldfd, int newfd, int flags)
+{
+    return (int)syscall(SYS_dup3, oldfd, newfd, flags);
+}
+
+int bo_core_sys_poll(struct pollfd *fds, nfds_t n, int ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+    return (int)syscall(SYS_ppoll, fds, n, ms < 0 ? NULL : &ts, NULL, (size_t)8);
 }
 
 void bo_core_write_all(int fd, const char *buf, size_t len)
@@ -106,12 +138,43 @@ void bo_core_die(const char *fmt, ...)
     abort();
 }
 
-void *bo_core_next_fn(const char *name, const void *self)
+void *bo_core_next_fn_opt(const char *name, const void *self)
 {
     void *p = dlsym(RTLD_NEXT, name);
-    if (p == NULL || p == self)
+    return p == self ? NULL : p;
+}
+
+void *bo_core_next_fn(const char *name, const void *self)
+{
+    void *p = bo_core_next_fn_opt(name, self);
+    if (p == NULL)
         bo_core_die("backoff: cannot find libc's %s; cannot continue", name);
     return p;
+}
+
+int bo_core_addr_text(const struct sockaddr *sa, socklen_t len, char *buf, size_t cap,
+                      size_t *n, unsigned *port)
+{
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+        if (len < sizeof *in || inet_ntop(AF_INET, &in->sin_addr, buf, (socklen_t)cap) == NULL)
+            return -1;
+        *n = strlen(buf);
+        *port = ntohs(in->sin_port);
+        return 0;
+    }
+    if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+        if (len < sizeof *in6 || cap < 3 ||
+            inet_ntop(AF_INET6, &in6->sin6_addr, buf + 1, (socklen_t)(cap - 2)) == NULL)
+            return -1;
+        buf[0] = '[';
+        *n = strlen(buf);
+        buf[(*n)++] = ']';
+        *port = ntohs(in6->sin6_port);
+        return 0;
+    }
+    return -1;
 }
 
 /*

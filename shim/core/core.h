@@ -10,12 +10,15 @@
 #ifndef BO_CORE_H
 #define BO_CORE_H
 
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "bo_config.h"
 #include "bo_rng.h"
@@ -68,6 +71,10 @@ static inline const bo_config *bo_core_config_if_loaded(void)
 int64_t bo_core_now_ns(void);
 int64_t bo_core_wall_ns(void);
 
+/* The wall clock ns from now (none when ns <= 0), as the absolute timespec
+ * pthread_mutex_timedlock reads (CLOCK_REALTIME). */
+struct timespec bo_core_wall_ts_in(int64_t ns);
+
 /* The calling thread's generator, seeded on first use (BACKOFF_SEED). */
 bo_rng *bo_core_rng(void);
 
@@ -105,6 +112,13 @@ void bo_core_mutex_init(pthread_mutex_t *mu, int type);
 ssize_t bo_core_sys_write(int fd, const void *buf, size_t n);
 ssize_t bo_core_sys_read(int fd, void *buf, size_t n);
 int bo_core_sys_close(int fd);
+/* ... and the moves of the http room on sockets it made or took over (its
+ * shutdown, connect and dup3 hooks are the program's), its own waits (its
+ * ppoll hook is the program's: ms < 0 waits for ever). */
+int bo_core_sys_shutdown(int fd, int how);
+int bo_core_sys_connect(int fd, const struct sockaddr *sa, socklen_t len);
+int bo_core_sys_dup3(int oldfd, int newfd, int flags);
+int bo_core_sys_poll(struct pollfd *fds, nfds_t n, int ms);
 
 /* Write the whole buffer to fd (bo_core_sys_write), retrying short writes
  * and EINTR. */
@@ -122,8 +136,29 @@ __attribute__((format(printf, 1, 2), noreturn)) void bo_core_die(const char *fmt
 
 /* The definition of name the program would have reached without the
  * library (dlsym RTLD_NEXT: libc's, for a hook); bo_core_die when there is
- * none, or when it is self (the hook itself). */
+ * none, or when it is self (the hook itself).  _opt: NULL then (a function
+ * an older libc lacks). */
 void *bo_core_next_fn(const char *name, const void *self);
+void *bo_core_next_fn_opt(const char *name, const void *self);
+
+/*
+ * A hook family's real functions: the member f of the table tab, which
+ * resolve fills under bo_core_once the first time (a library's constructor
+ * may call a hook before ours runs): one load on every call.
+ */
+#define BO_CORE_REAL(tab, bound, resolve, f)                                   \
+    (__builtin_expect(__atomic_load_n(&(bound), __ATOMIC_ACQUIRE), 1)          \
+         ? (tab).f                                                             \
+         : (bo_core_once(&(bound), (resolve)), (tab).f))
+
+/*
+ * An IPv4 or IPv6 socket address as a destination key's host (the dotted
+ * quad, or the IPv6 address in brackets) into buf (INET6_ADDRSTRLEN + 2
+ * bytes at least), its length in *n and its port in *port: 0, or -1 (another
+ * family, or len too short).
+ */
+int bo_core_addr_text(const struct sockaddr *sa, socklen_t len, char *buf, size_t cap,
+                      size_t *n, unsigned *port);
 
 /* Fork (the one list in fork/fork.c): the init lock (core.c); the count of
  * forks, by which a child reseeds its generators apart from its parent's

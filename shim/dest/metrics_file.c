@@ -27,6 +27,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "bo_hash.h"
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -59,10 +61,7 @@ __attribute__((format(printf, 2, 3))) static void say_once(const bo_config *cfg,
 /* The file's entry in the shared state, claimed on first use; NULL when all are taken. */
 static bo_share_export *export_entry(bo_share_file *f, const char *path)
 {
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (const char *p = path; *p != '\0'; p++)
-        h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
-    h |= 1; /* 0 is a free entry */
+    uint64_t h = bo_fnv1a(BO_FNV_INIT, path, strlen(path)) | 1; /* 0 is a free entry */
     for (int pass = 0; pass < 2; pass++) {
         for (unsigned i = 0; i < BO_SHARE_EXPORTS; i++) {
             bo_share_export *e = &f->exports[i];

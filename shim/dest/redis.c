@@ -202,14 +202,7 @@ void bo_redis_init(const bo_config *cfg)
 /* The connection's lock, waited for at most the bound: false means go alone. */
 static bool lock_bounded(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += (time_t)(g_url.timeout_ms / 1000);
-    ts.tv_nsec += (long)(g_url.timeout_ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    struct timespec ts = bo_core_wall_ts_in((int64_t)g_url.timeout_ms * BO_NS_PER_MS);
     return pthread_mutex_timedlock(&g_mu, &ts) == 0;
 }
 

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bo_hash.h"
 #include "core/core.h"
 #include "dest/dest.h"
 #include "dest/share_entry.h"
@@ -35,21 +36,14 @@ static int g_opened; /* bo_core_once */
 /* The key's hash (bo_share_key_hash), then the configuration's. */
 static uint64_t hash_key(uint64_t key_hash, uint64_t cfg_hash)
 {
-    return (key_hash ^ cfg_hash) * 0x100000001b3ULL;
-}
-
-static void mix(uint64_t *h, const void *p, size_t n)
-{
-    const unsigned char *c = p;
-    for (size_t i = 0; i < n; i++)
-        *h = (*h ^ c[i]) * 0x100000001b3ULL;
+    return bo_fnv1a_step(key_hash, cfg_hash);
 }
 
 /* What shapes a destination's state: processes that differ here never share. */
 static uint64_t config_hash(const bo_config *cfg)
 {
-    uint64_t h = 0xcbf29ce484222325ULL;
-#define M(f) mix(&h, &cfg->f, sizeof cfg->f)
+    uint64_t h = BO_FNV_INIT;
+#define M(f) h = bo_fnv1a(h, &cfg->f, sizeof cfg->f)
     M(policy); M(base_ms); M(cap_ms); M(factor); M(jitter); M(window); M(window_max);
     M(beta); M(aimd_mode); M(up); M(down); M(down_after); M(pacing); M(ratelimit_headers);
 #undef M

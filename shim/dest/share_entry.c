@@ -74,10 +74,8 @@ void bo_share_identify(void)
     if (!proc_start(bo_share_me.pid, &bo_share_me.start))
         bo_share_me.start = 0;
     if (bo_share_me.nonce == 0) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        bo_share_me.nonce = ((uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec) ^
-                  ((uint64_t)bo_share_me.pid << 40) ^ (uint64_t)(uintptr_t)&bo_share_me.nonce;
+        bo_share_me.nonce = (uint64_t)bo_core_wall_ns() ^ ((uint64_t)bo_share_me.pid << 40) ^
+                            (uint64_t)(uintptr_t)&bo_share_me.nonce;
         bo_share_me.nonce |= 1;
     }
 }
@@ -593,16 +591,10 @@ void bo_share_lock(bo_share_slot *s)
 
 bool bo_share_lock_until(bo_share_slot *s, int64_t until_ns)
 {
-    struct timespec ts;
-    int64_t left = until_ns - bo_core_now_ns();
     int saved = errno;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    int64_t at = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec + (left > 0 ? left : 0);
-    ts.tv_sec = (time_t)(at / 1000000000LL);
-    ts.tv_nsec = (long)(at % 1000000000LL);
     /* CLOCK_REALTIME, as pthread_mutex_timedlock reads it, which
      * ThreadSanitizer knows, unlike pthread_mutex_clocklock */
+    struct timespec ts = bo_core_wall_ts_in(until_ns - bo_core_now_ns());
     int rc = pthread_mutex_timedlock(&s->mu, &ts);
     bo_share_timedlock_owned(&s->mu, rc);
     bool ok = rc == 0 || bo_share_lock_mend(&s->mu, rc, repair_slot_v, s);

@@ -1,31 +1,13 @@
 /*
  * conn.h: one connection's record, within the http room: what the hooks
- * know of a client socket that speaks HTTP/1.x (its request in flight, the
- * answer being judged, passed or retried, the call of the request), and
- * the table that finds it by fd (fdtab.c).  The record of an fd lives as
- * long as the process (it is reset, never freed, when the fd is closed),
- * so a hook never meets a freed one.  The exchange (exchange.c) is the one
- * place that moves a record from one state to another.
- */
-#ifndef BO_HTTP_CONN_H
-#define BO_HTTP_CONN_H
-
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <sys/epoll.h>
-#include <sys/socket.h>
-
-#include "bo_engine.h"
-#include "bo_http.h"
-#include "bo_idem.h"
-#include "dest/dest.h"
-
-/*
- * Where a connection stands:
- *   NONE   nothing known: the next write that starts with a request line
- *          makes it IDLE (the socket is checked then: a connected TCP
- *          socket the process did not accept);
+ * know of a client socket that speaks HTTP/1.x, grouped by job (the
+ * exchange, its call, its key, a retry's steps, the answer held for the
+ * program, a write held back for the pace), each group written through its
+ * own setters; and what the table that finds it by fd (fdtab.c) gives.  A
+ * record lives as long as the process (reset, never freed, when its fd is
+ * closed), so a hook never meets a freed one.  Where a record stands:
+ *   NONE   nothing known: a write that starts with a request line on a
+ *          connected TCP socket the process did not accept makes it IDLE;
  *   IDLE   between requests: the next write must start a request;
  *   OFF    anything else (not HTTP/1.x, a tunnel, pipelining, a state the
  *          hooks lost): every call passes through until the fd is closed;
@@ -34,10 +16,23 @@
  *   PASS   the answer stands: the program reads it, the hooks follow it to
  *          its end (then IDLE again);
  *   RETRY  a retry is under way (the answer that met a throttle taken out
- *          of the program's view): its wait, its admission, a new
- *          connection, the request sent again; the program's reads find
- *          nothing yet, its poll nothing to report (exchange.h).
+ *          of the program's view): the program's reads find nothing yet,
+ *          its poll nothing to report (exchange.h).
  */
+#ifndef BO_HTTP_CONN_H
+#define BO_HTTP_CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include "bo_engine.h"
+#include "bo_http.h"
+#include "bo_idem.h"
+#include "dest/dest.h"
+
 typedef enum bo_hc_state {
     BO_HC_NONE = 0,
     BO_HC_IDLE,
@@ -58,103 +53,115 @@ typedef enum bo_hc_step {
 
 /* The response bytes judged at once: a head and the small body of a throttle. */
 #define BO_HC_PEEK_MAX (BO_HTTP_HEAD_MAX + 16384)
-/* Epoll registrations of a socket a new connection takes over, at most. */
-#define BO_HC_EPOLL_MAX 8
 /* A digest of the peer's certificate (SHA-256). */
 #define BO_HC_PEER_ID 32
 
 struct bo_hx_io;
 
-typedef struct bo_hconn {
-    int fd;
-    int busy;                   /* a hook is inside (bo_hc_lock), atomic */
-    int stale;                  /* closed, or met by another thread, while busy: atomic */
-    bo_hc_state st;
-    bool tls;                   /* a TLS object is bound to the fd (ssl.c, gnutls.c) */
-    bool https;                 /* its destination key's scheme */
-    bool active;                /* counted in bo_hc_active (exchange.c keeps it) */
-    const struct bo_hx_io *io;  /* the transport (sock.c, ssl.c, gnutls.c) */
-    const void *io_ctx;         /* its copy of the library (TLS), passed back */
-    uint64_t ino;               /* the socket's identity (its inode) as adopted or
-                                   as the hooks last replaced it: another socket on
-                                   the fd number means the program closed this one
-                                   without a hook seeing it (libuv's system call) */
+/* The exchange: the request in flight and its answer (exchange.c and its
+ * judging, judge.c; the others through their setters). */
+typedef struct bo_hc_xchg {
     bo_http_msg req;            /* the request in flight, as written */
-    bo_http_msg resp;           /* PASS: the response, as the program reads it */
+    bo_http_msg resp;           /* its answer: judged, then (PASS) as the program reads it */
     char *kept;                 /* the request's bytes while it may be sent again */
     size_t kept_len, kept_cap;
     bool kept_ok;               /* kept holds the whole request so far */
-    char *peek;                 /* BO_HC_PEEK_MAX bytes: the response being judged
-                                   (made with the first request) */
-    bool shut_wr;               /* the program shut the connection down for writing
-                                   after its request (shutdown): reproduced on a new one */
-    bool shut_rd;               /* ... for reading: nothing of it is retried */
-    bool deferred;              /* a non-blocking read met an unjudged throttle and
-                                   left it for the program's poll (exchange.c) */
-    int64_t paced_until;        /* a request's write held back for the pace: the program's
-                                   poll shows no POLLOUT before then (0: none) */
-    int64_t paced_quota;        /* ... of which the server's quota holds it this long (0:
-                                   none): a poll whose time ends first does not wait */
-    bool paced_go;              /* ... its poll's time ran out first: it goes at once */
+    size_t fed_ahead;           /* bytes of it read before they were written (its head) */
+    char *peek;                 /* BO_HC_PEEK_MAX bytes: the answer being judged */
     int64_t first_byte_ns;      /* when the answer's first byte was seen (0: not yet) */
-    /* the call of the request in flight */
-    bool in_call;               /* begun, not ended */
+    bool deferred;              /* a throttle left once for the program's poll (judge.c) */
+    size_t resp_skip;           /* PASS: bytes of its head read at the judging, still the
+                                   program's to read */
+    bool shut_wr, shut_rd;      /* the program shut the connection down for writing after
+                                   its request (reproduced on a new one), for reading */
+} bo_hc_xchg;
+
+/* The call of the request in flight (call.c). */
+typedef struct bo_hc_call {
+    bool begun;                 /* begun, not ended */
     bool admitted;              /* an attempt is counted in flight */
-    bo_block *dest;             /* referenced while in_call */
-    bo_call call;
+    bo_block *dest;             /* referenced while begun */
+    bo_call run;                /* the engine's */
     uint64_t id, lkey;          /* trace call number; the logical request (0: not made) */
     unsigned inflight;
-    size_t fed_ahead;           /* bytes of the request read before they were written
-                                   (bo_hx_begin reads the head first) */
-    size_t resp_skip;           /* PASS: bytes of the answer's head, read at the judging,
-                                   that the program has still to read */
-    bo_block *dest_cache;       /* the destination of the connection's last request
-                                   (a reference), for the next one to the same Host */
+    bo_block *dest_cache;       /* the destination of the connection's last request (a
+                                   reference), for the next one to the same Host */
     uint64_t dest_hash;
-    bool idem_keyed;            /* the request carries the shim's Idempotency-Key, from its
-                                   first attempt on (idem) */
-    bool idem_added;            /* ... and its line is in kept */
-    uint64_t idem_body;         /* the body's fingerprint, when known at its first write */
-    char idem[BO_IDEM_VALUE_SIZE];
-    char *inj;                  /* the program's first write of the request with the key's
-                                   line in it, which the hooks write in its place */
-    size_t inj_len, inj_cap, inj_off, inj_at, inj_line; /* its length, bytes written, where
+} bo_hc_call;
+
+/* The shim's Idempotency-Key in the request (key.c). */
+typedef struct bo_hc_key {
+    bool keyed;                 /* the request carries it, from its first attempt on */
+    bool added;                 /* ... and its line is in the kept request */
+    uint64_t body;              /* the body's fingerprint, when known at its first write */
+    char value[BO_IDEM_VALUE_SIZE];
+    char *inj;                  /* the request's first write with the key's line in it,
+                                   written in its place: length, cap, bytes written, where
                                    the line starts and its length */
-    /* a retry under way (RETRY) */
-    bo_hc_step step;
+    size_t inj_len, inj_cap, inj_off, inj_at, inj_line;
+} bo_hc_key;
+
+/* A retry under way (RETRY: retry.c, its new connection redial.c). */
+typedef struct bo_hc_retry {
+    bo_hc_step step;            /* the second machine: changed in one place (retry.c) */
+    bool shake_first;           /* SHAKE: the handshake starts at the next step */
     bool same_conn;             /* sent again on the same connection, not a new one */
     bool answered;              /* the retried attempt had an answer (held), not a close */
-    bool loop;                  /* the program waits in an event loop (epoll): the
-                                   socket is kept quiet while the retry waits */
-    bool loop_late;             /* ... whose next timer was not known: each later wait
-                                   of the loop bounds the retry (give_up_ns) */
-    int dial_fd;                /* the new connection while it connects (-1: none) */
-    int park_fd;                /* our end of the quiet stand-in on the fd (-1: none) */
-    int orig_fd;                /* the program's socket the stand-in holds the place of,
-                                   kept aside to make the new connection like it */
+    bool loop;                  /* the program waits in an event loop (its fd kept quiet) */
+    bool late;                  /* ... its next timer unknown: each later wait bounds it */
+    int dial_fd, park_fd;       /* the new connection while it connects, our end of the
+                                   quiet stand-in on the fd (-1: none) */
+    int orig_fd;                /* the program's socket it stands for, kept aside (-1) */
     size_t resend_off;          /* bytes of kept sent again */
-    int64_t give_up_ns;         /* the program's wait for this answer ends then: a
-                                   retry not sent by then is abandoned */
-    bool async;                 /* the retry waits in the program's poll or loop (the
-                                   time it waits is counted here, not by call/'s waits) */
+    int64_t give_up_ns;         /* the program's wait ends then: not sent by then, abandoned */
+    bool async;                 /* it waits in the program's poll or loop (counted here) */
     int64_t wait_from_ns;       /* when the retry began to wait */
-    /* the peer (read at the adoption, and again before a new connection) */
-    struct sockaddr_storage peer;
+} bo_hc_retry;
+
+/* Answer bytes taken out ahead of the program (a TLS head spread over records, a
+ * GnuTLS answer, a retried answer kept), served to it first (off..len; bo_hc_held_*). */
+typedef struct bo_hc_held {
+    char *buf;
+    size_t len, off, cap;
+    bool deliver;               /* the program's to be given, its socket made readable */
+} bo_hc_held;
+
+/* A request's write held back for the pace (bo_hc_pace_*, exchange_int.h). */
+typedef struct bo_hc_pace {
+    int64_t until;              /* its poll shows no POLLOUT before then (0: none) */
+    int64_t quota;              /* the quota's hold (0: none): past the poll's end, no wait */
+    bool go;                    /* ... its poll's time ran out first: it goes at once */
+} bo_hc_pace;
+
+typedef struct bo_hconn {
+    int fd;                     /* the table's (fdtab.c) */
+    int busy, stale;            /* a hook is inside (bo_hc_lock); closed, or met by another
+                                   thread, while busy: atomic */
+    bo_hc_state st;             /* changed in one place (record.c's bo_hx_set_state) */
+    bool active;                /* derived by the setters of st, held and pace: counted
+                                   in bo_hc_active (the wait hooks look) */
+    /* the connection (adopted: record.c; the TLS object: its transport's claim) */
+    bool tls;                   /* a TLS object is bound to the fd (ssl.c, gnutls.c) */
+    bool https;                 /* its destination key's scheme */
+    const struct bo_hx_io *io;  /* the transport (sock.c, ssl.c, gnutls.c) */
+    const void *io_ctx;         /* its copy of the library (TLS), passed back */
+    uint64_t ino;               /* the socket's identity (inode), as adopted or replaced:
+                                   another one means the program closed it unseen */
+    struct sockaddr_storage peer; /* read at the adoption, again before a new connection */
     socklen_t peer_len;
-    /* TLS (ssl.c, gnutls.c): the program's object, and who it verified */
-    void *ssl;
+    void *ssl;                  /* TLS: the program's object, its copy's slot */
     int ssl_slot;
     bool peer_id_known;         /* peer_id holds the certificate the program accepted */
-    int tls_err;                /* SSL_get_error's answer for the hooks' own failure of the
-                                   object's last call (0: the object's own) */
+    int tls_err;                /* SSL_get_error's answer for the hooks' own failure of its
+                                   last call (0: the object's own) */
     unsigned char peer_id[BO_HC_PEER_ID];
-    /* answer bytes taken out of the connection ahead of the program (a TLS head
-     * spread over records, a GnuTLS answer, a retried answer kept in case the
-     * retry is abandoned), served to it first (held_off..held_len) */
-    char *held;
-    size_t held_len, held_off, held_cap;
-    bool deliver;               /* held is an answer the program is to be given, and
-                                   its socket was made readable for it */
+    /* by job, each written through its own setters */
+    bo_hc_xchg x;
+    bo_hc_call call;
+    bo_hc_key key;
+    bo_hc_retry rt;
+    bo_hc_held held;
+    bo_hc_pace pace;
 } bo_hconn;
 
 /* Is the record one the wait hooks must look at (read outside its lock)? */
@@ -170,19 +177,24 @@ static inline bool bo_hc_reads(const bo_hconn *c)
     return c != NULL && c->st >= BO_HC_REQ && !c->tls;
 }
 
-/* Held answer bytes the program has not read yet. */
-static inline size_t bo_hc_held_left(const bo_hconn *c)
+/* ---- the held answer, its setters (record.c): a transport's look and hold
+ * put bytes at bo_hc_held_end (room first: 0, or -1 no memory) and say
+ * bo_hc_held_grew; the read path takes them; _peek copies them (up to
+ * BO_HC_PEEK_MAX) to peek (-1 EAGAIN: none), _has: n bytes held?; _drop
+ * forgets them; _deliver makes them the program's (until read). ---- */
+static inline size_t bo_hc_held_left(const bo_hconn *c) { return c->held.len - c->held.off; }
+static inline char *bo_hc_held_end(bo_hconn *c) { return c->held.buf + c->held.len; }
+static inline void bo_hc_held_grew(bo_hconn *c, size_t n) { c->held.len += n; }
+static inline size_t bo_hc_held_pending(const bo_hconn *c) /* outside the lock; none in RETRY */
 {
-    return c->held_len - c->held_off;
+    size_t n = __atomic_load_n(&c->held.len, __ATOMIC_RELAXED);
+    return c->st == BO_HC_RETRY ? 0 : n - __atomic_load_n(&c->held.off, __ATOMIC_RELAXED);
 }
-
-/* Room for n more held bytes (the buffer doubles from 4 KiB): 0, or -1 (no memory). */
 int bo_hc_held_room(bo_hconn *c, size_t n);
-
-/* A TLS transport's look and hold, whose answer is read ahead into held:
- * bo_hc_held_peek copies what is held (BO_HC_PEEK_MAX at most) to peek
- * (-1 EAGAIN when nothing is), bo_hc_held_has says whether n bytes are. */
+size_t bo_hc_held_take(bo_hconn *c, void *buf, size_t n, bool peek);
 ssize_t bo_hc_held_peek(bo_hconn *c);
 int bo_hc_held_has(bo_hconn *c, size_t n);
+void bo_hc_held_drop(bo_hconn *c);
+void bo_hc_held_deliver(bo_hconn *c);
 
 #endif

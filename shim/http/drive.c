@@ -18,15 +18,9 @@
 #include "core/core.h"
 #include "http/exchange.h"
 #include "http/exchange_int.h"
+#include "http/record.h"
+#include "http/retry.h"
 #include "http/sockwait.h"
-
-/* A blocking retry's connect, handshake and send, when the call has no
- * deadline. */
-#define HX_IO_NS (30 * BO_NS_PER_S)
-/* A wait hook's look at a throttle head still arriving in pieces. */
-#define HX_PIECE_NS (2 * BO_NS_PER_MS)
-/* The sweep of requests whose socket the program closed unseen, at most so often. */
-#define HX_SWEEP_NS (1000 * BO_NS_PER_MS)
 
 /* ---- the drivers: the program's read, its poll, its event loop ----------------- */
 
@@ -43,7 +37,7 @@ static int drive_blocking(bo_hconn *c)
         if (bo_hx_step(c, now, &need))
             break;
         if (need.fd_ev != 0 || need.xfd >= 0) {
-            int64_t until = c->call.deadline_ns < io_bound ? c->call.deadline_ns : io_bound;
+            int64_t until = c->call.run.deadline_ns < io_bound ? c->call.run.deadline_ns : io_bound;
             if (bo_hs_wait_fd(need.xfd >= 0 ? need.xfd : c->fd,
                               need.xfd >= 0 ? need.x_ev : need.fd_ev, until) != 0 &&
                 bo_core_now_ns() >= until) {
@@ -53,7 +47,7 @@ static int drive_blocking(bo_hconn *c)
             continue;
         }
         bo_core_busy = 0;
-        int rc = bo_run_wait_until(c->dest, need.until);
+        int rc = bo_run_wait_until(c->call.dest, need.until);
         bo_core_busy = 1;
         if (rc == EINTR) {
             bo_hx_abandon(c);
@@ -61,6 +55,35 @@ static int drive_blocking(bo_hconn *c)
         }
     }
     return 0;
+}
+
+int bo_hx_write_waits(bo_hconn *c, int64_t now, bool dontwait, int64_t *until)
+{
+    const bo_config *cfg = bo_core_config();
+    bo_step st = bo_hx_admit_step(c, now, BO_NS_PER_S, until);
+    if (st != BO_STEP_WAIT)
+        return st == BO_STEP_GO ? 0 : -1;
+    /* A TLS library's write is not held back: the pace's EAGAIN is a plain
+     * socket's, whose program polls it (requests, urllib with a timeout). */
+    if (!dontwait && !c->tls && !c->pace.go && bo_hs_nonblocking(c->fd) &&
+        bo_hx_polls_itself(c))
+        return EAGAIN;
+    /* An event loop's request never waits inside the call that sends it:
+     * it goes now, counted in the window (its retries wait their turn
+     * outside the program's calls); nor does one the server's quota holds
+     * past the socket's send timeout, the program's deadline for it (a
+     * prediction past it is not waited for). */
+    int64_t t = bo_hs_sndtimeo(c->fd), quota = c->call.run.quota_hold_ns;
+    if (dontwait || bo_hs_nonblocking(c->fd) || (t > 0 && quota > now + t))
+        return bo_hx_admit_now(c, now) ? 0 : -1;
+    /* The window, the pace or another call's Retry-After holds the
+     * destination: a blocking write waits as a blocking send would. */
+    int64_t bound = t > 0 ? t
+                          : (cfg->max_time_ms > 0 ? cfg->max_time_ms : cfg->cap_ms) * BO_NS_PER_MS;
+    bo_core_busy = 0;
+    int a = bo_hx_admit_intr(c, now + bound);
+    bo_core_busy = 1;
+    return a == EINTR ? EINTR : a == 0 ? 0 : -1;
 }
 
 bo_hx_verdict bo_hx_read(bo_hconn *c, int blocking, int *err)
@@ -118,28 +141,26 @@ short bo_hx_poll_before(bo_hconn *c, short ev, int64_t now, int64_t deadline, sh
     *xfd = -1;
     *x_ev = 0;
     *until = INT64_MAX;
-    if (c->paced_until != 0 && (ev & POLLOUT)) {
+    if (c->pace.until != 0 && (ev & POLLOUT)) {
         /* a write the pace held back (bo_hx_begin): writable at the pace's
          * time, or while the program's poll still has time to write; at
          * once when the server's quota holds it past the poll's time (a
          * prediction past the program's deadline is not waited for) */
         int64_t end = bo_hx_before(now, deadline);
-        if (now < c->paced_until && now < end && c->paced_quota <= end) {
+        if (now < c->pace.until && now < end && c->pace.quota <= end) {
             short rest = (short)(ev & ~POLLOUT);
             *fd_ev = rest != 0 ? rest : -1;
-            *until = c->paced_until < end ? c->paced_until : end;
+            *until = c->pace.until < end ? c->pace.until : end;
             return 0;
         }
-        c->paced_go = now < c->paced_until; /* its time ran out first: it goes now */
-        c->paced_until = c->paced_quota = 0;
-        bo_hx_update_active(c);
+        bo_hc_pace_release(c, now < c->pace.until); /* its time ran out first: it goes now */
     }
     if ((c->st == BO_HC_SENT || c->st == BO_HC_RETRY) && !bo_hx_same_socket(c))
         return 0;
     if (c->st == BO_HC_RETRY) {
         hx_need need;
-        if (c->loop || !bo_hx_step(c, now, &need)) {
-            if (c->loop) { /* an event loop's retry met in a poll: its own needs */
+        if (c->rt.loop || !bo_hx_step(c, now, &need)) {
+            if (c->rt.loop) { /* an event loop's retry met in a poll: its own needs */
                 need.until = now + HX_PIECE_NS;
                 need.fd_ev = 0;
                 need.xfd = -1;
@@ -147,19 +168,19 @@ short bo_hx_poll_before(bo_hconn *c, short ev, int64_t now, int64_t deadline, sh
             *fd_ev = need.fd_ev != 0 ? need.fd_ev : -1;
             *xfd = need.xfd;
             *x_ev = need.x_ev;
-            *until = need.until < c->give_up_ns ? need.until : c->give_up_ns;
+            *until = need.until < c->rt.give_up_ns ? need.until : c->rt.give_up_ns;
             if (*until > deadline)
                 *until = deadline;
             return 0;
         }
     }
-    if (c->st == BO_HC_SENT && c->first_byte_ns != 0 && (ev & POLLIN)) {
+    if (c->st == BO_HC_SENT && c->x.first_byte_ns != 0 && (ev & POLLIN)) {
         /* a throttle's head arriving in pieces: looked at again shortly */
         *fd_ev = -1;
         *until = now + HX_PIECE_NS;
         return 0;
     }
-    if ((c->st == BO_HC_PASS || c->deliver) && bo_hc_held_left(c) > 0 && (ev & POLLIN))
+    if ((c->st == BO_HC_PASS || c->held.deliver) && bo_hc_held_left(c) > 0 && (ev & POLLIN))
         return POLLIN; /* an answer held for the program: readable now */
     return 0;
 }
@@ -170,17 +191,17 @@ short bo_hx_poll_after(bo_hconn *c, short ev, short rev, short xrev, int64_t dea
     int64_t now = bo_core_now_ns();
 
     (void)xrev;
-    if (c->st == BO_HC_RETRY && !c->loop) {
+    if (c->st == BO_HC_RETRY && !c->rt.loop) {
         hx_need need;
         if (!bo_hx_step(c, now, &need)) {
-            if (now >= c->give_up_ns || now >= deadline)
+            if (now >= c->rt.give_up_ns || now >= deadline)
                 bo_hx_abandon(c); /* the program's wait ends: it gets the answer it met */
             else
                 return 0;
         }
     }
     if (c->st == BO_HC_SENT && (ev & POLLIN) &&
-        ((rev & (POLLIN | POLLHUP | POLLERR | POLLRDHUP)) || c->first_byte_ns != 0 ||
+        ((rev & (POLLIN | POLLHUP | POLLERR | POLLRDHUP)) || c->x.first_byte_ns != 0 ||
          (c->io->pending != NULL && c->io->pending(c)))) {
         switch (bo_hx_judge(c, MODE_POLL, bo_hx_before(now, deadline), &err)) {
         case J_NOTHING:
@@ -194,7 +215,7 @@ short bo_hx_poll_after(bo_hconn *c, short ev, short rev, short xrev, int64_t dea
     }
     if (c->st == BO_HC_RETRY)
         return 0;
-    if ((c->st == BO_HC_PASS || c->deliver) && bo_hc_held_left(c) > 0 && (ev & POLLIN))
+    if ((c->st == BO_HC_PASS || c->held.deliver) && bo_hc_held_left(c) > 0 && (ev & POLLIN))
         rev |= POLLIN;
     return rev & (short)(ev | POLLHUP | POLLERR | POLLNVAL);
 }
@@ -210,55 +231,73 @@ typedef struct drive_ctx {
 
 static int64_t g_last_sweep;
 
+/*
+ * The sweep of a request in flight: one whose socket the program closed
+ * without a hook seeing it frees its place; an answer that came whole and
+ * that the program has not read for HX_SWEEP_NS ends its attempt (it
+ * stands, where it is: a peek consumes nothing), so that its place in the
+ * window is freed whenever the program comes to it.
+ */
+static void sweep_one(bo_hconn *c, int64_t now)
+{
+    size_t total;
+    bo_http_msg m;
+    int err = 0;
+
+    if (bo_hc_identity(c->fd) != c->ino) {
+        bo_hx_reset(c);
+        return;
+    }
+    if (c->tls || !c->call.begun || !c->call.admitted ||
+        now - c->call.run.attempt_ns <= HX_SWEEP_NS)
+        return;
+    ssize_t n = c->io->look(c, false);
+    if (n > 0 &&
+        bo_http_parse_response(c->x.peek, (size_t)n, c->x.req.method, &m, NULL, NULL) ==
+            BO_HTTP_DONE &&
+        bo_hx_whole(c, &m, n, &total))
+        (void)bo_hx_judge(c, MODE_NOTE, now, &err); /* no retry: it stands */
+}
+
+/*
+ * A retry of the loop's taken a step: its wait's end is the loop's next
+ * timer; one taken over before the loop told its timers (loop_late) is
+ * bounded by each later wait's end, since the answer must reach the program
+ * first.  What it waits for is gathered into d.
+ */
+static void loop_step(bo_hconn *c, drive_ctx *d)
+{
+    hx_need need;
+
+    if (c->rt.late && d->loop_deadline > d->now)
+        bo_hx_retry_bound(c, bo_hx_before(d->now, d->loop_deadline));
+    if (bo_hx_step(c, d->now, &need))
+        return;
+    if (d->now >= c->rt.give_up_ns) {
+        bo_hx_abandon(c);
+        return;
+    }
+    if (need.until < d->until)
+        d->until = need.until;
+    if (need.xfd >= 0 && d->n < d->max) {
+        d->fds[d->n] = need.xfd;
+        d->evs[d->n++] = need.x_ev;
+    } else if (need.fd_ev != 0 && d->n < d->max) {
+        d->fds[d->n] = c->fd;
+        d->evs[d->n++] = need.fd_ev;
+    }
+}
+
 static void drive_one(bo_hconn *c, void *ud)
 {
     drive_ctx *d = ud;
-    hx_need need;
 
     if (!bo_hc_is_active(c) || !bo_hc_trylock(c))
         return;
-    if (d->sweep && c->st == BO_HC_SENT) {
-        if (bo_hc_identity(c->fd) != c->ino) {
-            bo_hx_reset(c); /* its socket closed without a hook seeing it: its place freed */
-        } else if (!c->tls && c->in_call && c->admitted &&
-                   d->now - c->call.attempt_ns > HX_SWEEP_NS) {
-            /* An answer that came whole and that the program has not read
-             * for a second ends its attempt (it stands, where it is: a
-             * peek consumes nothing): its place in the window is freed
-             * whenever the program comes to it. */
-            size_t total;
-            ssize_t n = c->io->look(c, false);
-            bo_http_msg m;
-            if (n > 0 && bo_http_parse_response(c->peek, (size_t)n, c->req.method, &m, NULL,
-                                                NULL) == BO_HTTP_DONE &&
-                bo_hx_whole(c, &m, n, &total)) {
-                int err = 0;
-                (void)bo_hx_judge(c, MODE_NOTE, d->now, &err); /* no retry: it stands */
-            }
-        }
-    }
-    if (c->st == BO_HC_RETRY && c->loop && c->loop_late && d->loop_deadline > d->now) {
-        /* a retry taken over before the loop told its timers: this wait's
-         * end is one of them, and the answer must reach the program first */
-        int64_t end = bo_hx_before(d->now, d->loop_deadline);
-        if (end < c->give_up_ns)
-            c->give_up_ns = end;
-    }
-    if (c->st == BO_HC_RETRY && c->loop && !bo_hx_step(c, d->now, &need)) {
-        if (d->now >= c->give_up_ns) {
-            bo_hx_abandon(c);
-        } else {
-            if (need.until < d->until)
-                d->until = need.until;
-            if (need.xfd >= 0 && d->n < d->max) {
-                d->fds[d->n] = need.xfd;
-                d->evs[d->n++] = need.x_ev;
-            } else if (need.fd_ev != 0 && d->n < d->max) {
-                d->fds[d->n] = c->fd;
-                d->evs[d->n++] = need.fd_ev;
-            }
-        }
-    }
+    if (d->sweep && c->st == BO_HC_SENT)
+        sweep_one(c, d->now);
+    if (c->st == BO_HC_RETRY && c->rt.loop)
+        loop_step(c, d);
     bo_hx_leave(c);
 }
 

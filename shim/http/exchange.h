@@ -1,44 +1,26 @@
 /*
  * exchange.h: one request and its answer on a connection, as a call of
- * the engine, within the http room (exchange.c).  The transports (a plain
- * socket, sock.c; an OpenSSL object bound to one, ssl.c; a GnuTLS session
- * on one, gnutls.c) only move bytes, through bo_hx_io; every decision and
- * every change of a record's state is made here:
- *
- *   bo_hx_adopt     a connection the room follows from now on;
- *   bo_hx_begin     a write starts a request: its destination, its call,
- *                   the admission of its first attempt (before a byte goes);
- *   bo_hx_sent      the bytes of the request the transport accepted: read
- *                   (bo_http), kept while it may be sent again;
- *   bo_hx_read      the program's read while a request or its answer is in
- *                   flight: the answer judged when it comes (bo_classify),
- *                   a throttle retried, the answer that stands followed;
- *   bo_hx_poll_*    the same, inside the program's own poll or select;
- *   bo_hx_drive     every retry under way, from the program's event-loop
- *                   wait (epoll);
- *   bo_hx_consumed  what the program read of an answer that stands;
- *   bo_hx_off, bo_hx_closed, bo_hx_shutdown: the connection given up,
- *                   closed, or shut down by the program.
+ * the engine, within the http room: what the transports (a plain socket,
+ * sock.c; an OpenSSL object bound to one, ssl.c; a GnuTLS session on one,
+ * gnutls.c) and the wait hooks (wait.c) call.  A transport only moves
+ * bytes (bo_hx_io) and maps verdicts to its own errors; every decision and
+ * every change of a record's state is the exchange's: one write path
+ * (bo_hx_write_before/after) and one read path (bo_hx_read_before, _held,
+ * _after) for every transport (exchange.c, which reads as one request's
+ * life), the program's poll (bo_hx_poll_*) and event loop (bo_hx_drive,
+ * bo_hx_loop_wait: drive.c, waiter.c), the record's life (record.c).
  *
  * Where the waits happen.  A retry waits only where the program itself
- * waits for the answer, never longer than it would:
- *   - a blocking read (a blocking socket, no MSG_DONTWAIT): inside it, as
- *     the read would block, bounded by its SO_RCVTIMEO;
- *   - a poll or select that names the connection: inside that call, which
- *     keeps serving the program's other descriptors, bounded by its
- *     timeout (a retry whose wait would not end before it is not made: the
- *     program gets the answer as it came);
- *   - an event loop (the socket in an epoll set): inside the loop's own
- *     epoll_wait, bounded by the loop's next timer (the program's own
- *     deadlines live there), unless the program serves connections it
- *     accepted (a reverse proxy: its upstream answers are passed on);
- *   - a non-blocking read anywhere else never waits, and its answer is
- *     handed over as it came.
- * A call the program made non-blocking (O_NONBLOCK, MSG_DONTWAIT, a TLS
- * object over such a socket) never waits inside the hooks: a first attempt
- * goes at once (counted in the window), a retry is made later, outside the
- * program's call, while its poll sees what it would have seen: nothing
- * yet, then the clean answer.
+ * waits for the answer, never longer than it would: inside a blocking read
+ * (bounded by its SO_RCVTIMEO), inside a poll or select that names the
+ * connection (bounded by its timeout: a retry that does not fit is not
+ * made), inside an event loop's epoll_wait (bounded by the loop's next
+ * timer; a server's loop passes its upstream answers on); a non-blocking
+ * read anywhere else never waits, and its answer is handed over as it
+ * came.  A call the program made non-blocking never waits inside the
+ * hooks: a first attempt goes at once (counted in the window), a retry is
+ * made later, outside the program's call, while its poll sees nothing yet,
+ * then the clean answer.  docs/DESIGN.md, "The HTTP hooks", has the rules.
  */
 #ifndef BO_HTTP_EXCHANGE_H
 #define BO_HTTP_EXCHANGE_H
@@ -48,6 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include "http/conn.h"
 #include "http/transport.h"
@@ -75,75 +58,95 @@ static inline bool bo_hx_request_start(const char *buf, size_t len)
 void bo_hx_adopt(bo_hconn *c, const bo_hx_io *io, const void *ctx, bool tls, bool h2);
 
 /*
- * The record as the hook finds it: a record of another socket on the same
- * fd number (the program closed the old one without a hook seeing it)
- * starts anew.  False when that happened (the record is NONE now).  For a
- * hook that finds a request in flight where none can be.
- */
-bool bo_hx_same_socket(bo_hconn *c);
-
-/*
  * Enter and leave a record (bo_hc_lock): leaving acts on what happened
  * meanwhile (its fd closed: reset; another thread on it: OFF).
  */
 bool bo_hx_enter(bo_hconn *c);
 void bo_hx_leave(bo_hconn *c);
 
-/*
- * A write of buf (len bytes) on an IDLE connection: the start of a request
- * whose whole head is in buf.  dontwait: the program's call may not wait
- * (MSG_DONTWAIT); else the socket's O_NONBLOCK is asked only if the
- * admission would wait (a call that may not wait goes at once, counted in
- * the window, unless its program polls the socket itself: then the write
- * waits in that poll).
- * Returns 0 when its first attempt is admitted (REQ: write it, then
- * bo_hx_sent), EINTR when a signal ended the admission wait, EAGAIN when
- * the pace holds the write back for the program's poll (nothing written
- * either way), -1 when the hooks leave the request alone (not one they may
- * retry, its head not in one write, a destination BACKOFF_HOSTS leaves
- * out; the connection stays followed when only this request is left alone).
- */
-int bo_hx_begin(bo_hconn *c, const char *buf, size_t len, bool dontwait);
-
-/* n bytes of the request went out (REQ): read, kept. */
-void bo_hx_sent(bo_hconn *c, const char *buf, size_t n);
-
-/*
- * The shim's Idempotency-Key goes into the request's first write
- * (BACKOFF_IDEMPOTENCY_KEY): while it does, bo_hx_inject gives the bytes to
- * write in place of the program's next n (its bytes with the key's line in
- * them, the same bytes again after a write that did not take them: a TLS
- * library asks for that), NULL when the program's own are to be written;
- * bo_hx_injected says how many of the program's bytes the w written stand
- * for (0 when only the line's went: a non-blocking write then says EAGAIN,
- * a blocking one writes on).
- */
-const char *bo_hx_inject(const bo_hconn *c, size_t n, size_t *len);
-size_t bo_hx_injected(bo_hconn *c, size_t w);
-
-/* What the program's read is to do after bo_hx_read. */
+/* What a hook is to do after bo_hx_write_before or bo_hx_read_before. */
 typedef enum bo_hx_verdict {
-    BO_HX_PASS = 0, /* read as the program asked (held bytes first): the answer stands */
-    BO_HX_ERR,      /* return -1 with *err (EAGAIN: nothing yet; EINTR: a signal) */
-    BO_HX_OFF       /* read as the program asked; the connection is left alone */
+    BO_HX_PASS = 0, /* the call goes through the exchange: the real call (in place of the
+                       program's first bytes, bo_hx_wr.buf; held bytes first, bo_hx_read_held),
+                       then bo_hx_write_after or bo_hx_read_after */
+    BO_HX_ERR,      /* the call fails with .err, errno too (EAGAIN: nothing yet, or the
+                       pace holds a write back; EINTR: a signal), nothing more to do */
+    BO_HX_OFF       /* the real call as the program made it, nothing more to do */
 } bo_hx_verdict;
 
-/*
- * The program's read on a connection whose request or answer is in flight
- * (REQ, SENT, RETRY; PASS passes).  blocking: 1 the read may wait (a
- * blocking socket without MSG_DONTWAIT; the program's own blocking read
- * waits as it would have), 0 it may not, BO_HX_ASK: the socket's
- * O_NONBLOCK says, asked only when it matters (not for a clean answer).
- * Judges the answer when it comes and retries a throttle where the program
- * waits for it (the heading); a read that may not wait finds nothing yet
- * (EAGAIN) while a retry is under way.
- */
-#define BO_HX_ASK (-1)
-bo_hx_verdict bo_hx_read(bo_hconn *c, int blocking, int *err);
+/* The one write path of every transport (socket_wrapper's
+ * swrap_sendmsg_before/after): bo_hx_write_before, the real call with buf
+ * in place of the program's first buffer, bo_hx_write_after. */
+typedef struct bo_hx_wr {
+    /* the transport's: */
+    const struct iovec *iov; /* the program's buffers (its one buffer: iovcnt 1) */
+    int iovcnt;
+    bool dontwait;           /* the call may not wait (MSG_DONTWAIT) */
+    /* Is the record the transport's (its socket, its TLS object obj)?  One
+     * in NONE is adopted here when its socket is one the room follows
+     * (bo_hs_record, unless asked already: then bo_hx_adopt), or false. */
+    bool (*claim)(bo_hconn *c, struct bo_hx_wr *w);
+    const void *obj, *ctx;   /* the transport's TLS object (NULL: none), its copy */
+    const void *ret;         /* the program's call's return address (sock.h) */
+    bool asked;              /* the socket was asked already (bo_hs_record) */
+    /* the exchange's: */
+    const char *buf;         /* what goes out in place of iov[0] (the shim's Idempotency-Key
+                                line in it, bo_hx_inject), len bytes */
+    size_t len;
+    int err;                 /* the exchange failed the call itself with it (0: it did not) */
+    bool again;              /* bo_hx_write_after: only the key line's bytes went on a call
+                                that may wait: before, the real call and after again */
+    int saved;               /* errno at the hook's entry */
+} bo_hx_wr;
 
-/* The program consumed n bytes of the answer that stands (PASS; n 0: the
- * peer closed), held bytes included. */
-void bo_hx_consumed(bo_hconn *c, const char *buf, size_t n);
+/*
+ * A write on a record the transport found or may adopt: a request's start
+ * is admitted before its first byte goes (bo_hx_begin: never waiting when
+ * the call may not); a write where no request may start (pipelining, the
+ * middle of an answer) leaves the connection alone.  PASS: write w->buf;
+ * ERR: w->err is EINTR (a signal ended the admission's wait) or EAGAIN
+ * (the pace holds the write back for the program's poll), nothing written.
+ */
+bo_hx_verdict bo_hx_write_before(bo_hconn *c, bo_hx_wr *w);
+
+/*
+ * The real call wrote `wrote` bytes of w->buf and what followed it (< 0: it
+ * failed; failed: for good, not a would-block or a signal: the connection
+ * is given up).  Returns the program's bytes that went (wrote itself when
+ * < 0), or -1 with w->err EAGAIN when only the key line's bytes went on a
+ * call that may not wait (0 and w->again on one that may); errno the real
+ * call's.
+ */
+ssize_t bo_hx_write_after(bo_hconn *c, bo_hx_wr *w, ssize_t wrote, bool failed);
+
+/* The one read path of every transport: bo_hx_read_before, then the bytes
+ * held for the program (bo_hx_read_held) or the real read, then
+ * bo_hx_read_after. */
+typedef struct bo_hx_rd {
+    void *buf;    /* the program's buffer, n bytes */
+    size_t n;
+    bool dontwait; /* the call may not wait (MSG_DONTWAIT; else the socket's mode says) */
+    bool peek;    /* MSG_PEEK, SSL_peek: nothing is consumed */
+    int err;      /* BO_HX_ERR: the call fails with it */
+    int saved;    /* errno at the hook's entry */
+} bo_hx_rd;
+
+/*
+ * A read on a record whose request or answer is in flight, or that holds
+ * bytes for the program: the answer is judged when it comes and a throttle
+ * retried where the program waits for it (the heading); a read that may
+ * not wait finds nothing yet (ERR, EAGAIN) while a retry is under way.
+ */
+bo_hx_verdict bo_hx_read_before(bo_hconn *c, bo_hx_rd *r);
+
+/* The bytes held for the program (a TLS answer read ahead, a retry's
+ * answer handed back), in any state, up to r->n, copied to r->buf (kept
+ * for a peek): how many (0: none, make the real read). */
+size_t bo_hx_read_held(bo_hconn *c, const bo_hx_rd *r);
+
+/* The program got `got` bytes (held or real; eof: the peer closed): an
+ * answer that stands is followed to its end; the record is left. */
+void bo_hx_read_after(bo_hconn *c, const bo_hx_rd *r, size_t got, bool eof);
 
 /*
  * The program's poll or select names c's fd with events ev (POLLIN...),

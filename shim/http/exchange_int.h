@@ -1,8 +1,8 @@
 /*
- * exchange_int.h: what the http room's exchange files share (exchange.c:
- * the records' life, the one state setter, the call and the request;
- * retry.c: an answer judged and a retry's steps; drive.c: where the steps
- * wait).  Not for the transports or the hooks: exchange.h is theirs.
+ * exchange_int.h: what the http room's exchange files share (exchange.h is
+ * the transports' and the hooks'): exchange.c's and request.c's request,
+ * call.c's call, key.c's key, drive.c's and waiter.c's waits (record.c:
+ * record.h; the bounds of the waits, judge.c and retry.c: retry.h).
  */
 #ifndef BO_HTTP_EXCHANGE_INT_H
 #define BO_HTTP_EXCHANGE_INT_H
@@ -11,21 +11,96 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "bo_budget.h"
 #include "bo_classify.h"
 #include "bo_ratelimit.h"
+#include "bo_time.h"
+#include "call/call.h"
+#include "http/retry.h"
 #include "http/conn.h"
+#include "http/exchange.h"
 #include "http/fdtab.h"
 
-/* ---- exchange.c ---- */
+/* ---- exchange.c (the paths), request.c (the request and its answer) ---- */
 
-/* The one place a record's state changes (and bo_hc_active follows). */
-void bo_hx_set_state(bo_hconn *c, bo_hc_state st);
-/* Retries under way in an event loop (c->loop), counted by bo_hx_set_state. */
-extern int bo_hx_loop_retries;
-/* bo_hc_active follows the record (an answer delivered, say). */
-void bo_hx_update_active(bo_hconn *c);
-/* Back to NONE, nothing in flight, nothing held (the record's lock held). */
-void bo_hx_reset(bo_hconn *c);
+/*
+ * A write of buf (len bytes) on an IDLE connection: the start of a request
+ * whose whole head is in buf; dontwait: the call may not wait.  0: its
+ * first attempt is admitted (REQ); EINTR, EAGAIN: nothing written (the
+ * write path's ERR); -1: the hooks leave the request alone (the connection
+ * stays followed when only this request is left alone).
+ */
+int bo_hx_begin(bo_hconn *c, const char *buf, size_t len, bool dontwait);
+/* A request opens with buf, its whole head: read (bo_hx_sent reads on
+ * after it), its answer to come judged anew: 0, or -1 (not one to keep: its
+ * head not in buf, not HTTP/1.x, a tunnel, an Expect).  _kept: kept from its
+ * first byte (false: followed, never sent again). */
+int bo_hx_request_open(bo_hconn *c, const char *buf, size_t len);
+static inline void bo_hx_request_kept(bo_hconn *c, bool kept)
+{
+    c->x.kept_len = 0;
+    c->x.kept_ok = kept;
+}
+/* n bytes of the request went out (REQ): read, kept. */
+void bo_hx_sent(bo_hconn *c, const char *buf, size_t n);
+/* n more bytes of the kept request (_insert: at `at`, the key's line): 0,
+ * or -1 (past the cap, no memory: kept_ok false for _insert). */
+int bo_hx_keep_append(bo_hconn *c, const char *buf, size_t n);
+int bo_hx_keep_insert(bo_hconn *c, size_t at, const char *buf, size_t n);
+/* An answer to be judged anew (a request begins, or goes out again). */
+void bo_hx_answer_anew(bo_hconn *c);
+/* What the last exchange left of the request (its shutdowns, a deferred
+ * throttle, its kept bytes) forgotten: the group's setter for record.c. */
+static inline void bo_hx_request_forget(bo_hconn *c)
+{
+    c->x.shut_wr = c->x.shut_rd = c->x.deferred = false;
+    c->x.kept_len = 0;
+}
+/* The program consumed n bytes of the answer that stands (PASS; n 0: the
+ * peer closed), held bytes included. */
+void bo_hx_consumed(bo_hconn *c, const char *buf, size_t n);
+/* The answer stands: PASS, followed to its end. */
+void bo_hx_stands(bo_hconn *c);
+/* bo_http_parse_response's line callback: bo_rl_header_line. */
+void bo_hx_rl_line(void *ctx, const char *line, size_t len);
+
+/* ---- call.c ---- */
+
+/* The destination of request s: the connection's last one when it went to
+ * the same Host (a reference kept in the record: no key made, no lookup),
+ * else its block from the table (a new reference), remembered.  NULL when
+ * the request is not one to manage. */
+bo_block *bo_hx_destination(bo_hconn *c, const bo_config *cfg, const bo_http_msg *s);
+/* The call of the request begins on b: true when it continues the
+ * program's earlier try of the same logical request (*prev). */
+bool bo_hx_start_call(bo_hconn *c, bo_block *b, int64_t now, bo_lineage *prev);
+/* The call group's setters for the others: the attempt admitted; the call
+ * and the destination cache dropped (a reset); left to the parent (a fork
+ * child). */
+static inline void bo_hx_admitted(bo_hconn *c)
+{
+    c->call.admitted = true;
+}
+/* The engine's moves on the call: an admission step (bo_run_admit_step),
+ * at once (bo_run_admit_now), a blocking one (bo_run_admit_intr); is it
+ * waiting for its retry's time (else due now: admitted next); its deadline
+ * bounded (the sooner wins). */
+static inline bo_step bo_hx_admit_step(bo_hconn *c, int64_t now, int64_t max_wait_ns,
+                                       int64_t *until)
+{
+    return bo_run_admit_step(c->call.dest, &c->call.run, now, &c->call.inflight, max_wait_ns,
+                             until);
+}
+bool bo_hx_admit_now(bo_hconn *c, int64_t now);
+int bo_hx_admit_intr(bo_hconn *c, int64_t deadline);
+bool bo_hx_call_waits(bo_hconn *c, int64_t now);
+void bo_hx_call_bound(bo_hconn *c, int64_t deadline);
+void bo_hx_call_forget(bo_hconn *c);
+void bo_hx_call_disown(bo_hconn *c);
+/* The call ends before its request went out (the pace holds it back, a
+ * signal): the logical request it continues stays as it was for the
+ * program's next write of it. */
+void bo_hx_withdraw_call(bo_hconn *c);
 /* The call ends: its logical request recorded for the program's next try. */
 void bo_hx_end_call(bo_hconn *c, bool failed_retryable);
 /* The call gives up where it stands (an admitted attempt's slot back). */
@@ -33,14 +108,46 @@ void bo_hx_drop_call(bo_hconn *c, bool failed_retryable);
 /* The admitted attempt ended: completed; true: retry no sooner than *until. */
 bool bo_hx_complete(bo_hconn *c, bo_outcome o, int status, int code, int64_t ra_ns,
                     const bo_rl_headers *rl, int64_t *until);
-/* The facts bo_classify judges the attempt by. */
-bo_outcome bo_hx_classify(const bo_hconn *c, int status, int code);
-/* The answer stands: PASS, followed to its end. */
-void bo_hx_stands(bo_hconn *c);
-/* bo_http_parse_response's line callback: bo_rl_header_line. */
-void bo_hx_rl_line(void *ctx, const char *line, size_t len);
+/* The facts bo_classify judges the attempt by; rl the rate-limit headers of
+ * its whole head (NULL: not whole yet, bo_answer_quota_spent). */
+bo_outcome bo_hx_classify(const bo_hconn *c, int status, int code, const bo_rl_headers *rl);
+
+/* ---- key.c ---- */
+
+/* The request carries no key of the shim's (a call begins). */
+static inline void bo_hx_key_none(bo_hconn *c)
+{
+    c->key.keyed = c->key.added = false;
+    c->key.inj_len = c->key.inj_off = 0;
+}
+/* The admitted request's key, when it gets one (its first write buf, len
+ * bytes; prev: the logical request it continues, NULL none), after
+ * bo_hx_key_none. */
+void bo_hx_key_begin(bo_hconn *c, const char *buf, size_t len, const bo_lineage *prev);
+/* While the key goes into the first write: the bytes to write in place of
+ * the program's next n (NULL: the program's own); how many of the
+ * program's bytes the w written stand for. */
+const char *bo_hx_inject(const bo_hconn *c, size_t n, size_t *len);
+size_t bo_hx_injected(bo_hconn *c, size_t w);
+/* The key's line (CR LF ended, *len bytes, in line) for the kept request
+ * once its head is kept whole (NULL: none); _kept: it is in. */
+const char *bo_hx_key_line(const bo_hconn *c, char *line, size_t cap, size_t *len);
+void bo_hx_key_kept(bo_hconn *c);
 
 /* ---- drive.c ---- */
+
+/*
+ * The program's read on a connection whose request or answer is in flight
+ * (REQ, SENT, RETRY; PASS passes).  blocking: 1 the read may wait (a
+ * blocking socket without MSG_DONTWAIT; the program's own blocking read
+ * waits as it would have), 0 it may not, BO_HX_ASK: the socket's
+ * O_NONBLOCK says, asked only when it matters (not for a clean answer).
+ * PASS: read as the program asked (held bytes first), the answer stands;
+ * ERR: *err (EAGAIN: nothing yet; EINTR: a signal); OFF: read as the
+ * program asked, the connection is left alone.
+ */
+#define BO_HX_ASK (-1)
+bo_hx_verdict bo_hx_read(bo_hconn *c, int blocking, int *err);
 
 /* Where the program of a non-blocking read waits for its answer. */
 typedef enum bo_hx_waits {
@@ -52,6 +159,18 @@ typedef enum bo_hx_waits {
 } bo_hx_waits;
 bo_hx_waits bo_hx_waiter(const bo_hconn *c, int64_t *deadline);
 
+/*
+ * The write side's wait, beside the read side's: the first attempt's
+ * admission for a write that starts a request (bo_hx_begin).  A write the
+ * program may not wait in (dontwait, O_NONBLOCK) goes at once, counted in
+ * the window, unless its program polls the plain socket itself (a socket
+ * with a timeout): then the pace holds it back for that poll (EAGAIN, *until
+ * the pace's time); a blocking write waits as a blocking send would (EINTR:
+ * a signal without SA_RESTART), no longer than its SO_SNDTIMEO,
+ * BACKOFF_MAX_TIME_MS or BACKOFF_CAP_MS.  0: admitted; -1: no slot in time.
+ */
+int bo_hx_write_waits(bo_hconn *c, int64_t now, bool dontwait, int64_t *until);
+
 /* Does the program wait for c's socket in a poll or select of its own (not
  * in an event loop's epoll set, not a server's)?  Then a write the pace
  * holds back can wait there (bo_hx_begin, bo_hx_poll_before). */
@@ -60,58 +179,5 @@ bool bo_hx_polls_itself(const bo_hconn *c);
 /* The end of a program's wait, less the margin a retry leaves before it
  * (the program's own timer must find the answer there). */
 int64_t bo_hx_before(int64_t now, int64_t deadline);
-
-/* ---- retry.c ---- */
-
-/* What a retry under way waits for: a time, events on the fd, on another fd. */
-typedef struct hx_need {
-    int64_t until;
-    short fd_ev;   /* 0: nothing on the fd */
-    int xfd;
-    short x_ev;
-} hx_need;
-
-/* Where the program waits for the answer being judged (exchange.h). */
-typedef enum hx_mode {
-    MODE_BLOCK, /* its blocking read: look and wait inside it */
-    MODE_POLL,  /* its poll or select naming the fd, until a deadline */
-    MODE_LOOP,  /* its event loop (epoll), until the loop's next timer */
-    MODE_NONE,  /* a non-blocking read: where its program waits is asked at a
-                   throttle (bo_hx_waiter) */
-    MODE_NOTE,  /* judged where no retry is made (an answer left unread: it stands) */
-    MODE_READ   /* the program's read, blocking or not as its socket says: asked
-                 * when it matters (hx_settle), BLOCK or NONE from then on */
-} hx_mode;
-
-typedef enum hx_judged {
-    J_NOTHING,  /* nothing to say yet (EAGAIN, a head in pieces, deferred) */
-    J_STANDS,   /* the answer stands: PASS */
-    J_RETRYING, /* a retry is under way: RETRY */
-    J_OFF,      /* the connection is left alone (the read meets what is there) */
-    J_ERR       /* the read fails with *err */
-} hx_judged;
-
-/*
- * Judge the answer of the attempt in flight (SENT), as far as it came:
- * mode and deadline say where the program waits for it and until when
- * (a retry whose wait and one more attempt do not fit is not made).
- */
-hx_judged bo_hx_judge(bo_hconn *c, hx_mode mode, int64_t deadline, int *err);
-
-/* Is the whole answer whose head is m among the n bytes looked at (peek)?
- * Its length in *total. */
-bool bo_hx_whole(const bo_hconn *c, const bo_http_msg *m, ssize_t n, size_t *total);
-
-/*
- * One step of a retry under way, never waiting.  True when the record left
- * RETRY (SENT, PASS when abandoned, NONE when its socket is gone); false
- * with *need what it waits for.
- */
-bool bo_hx_step(bo_hconn *c, int64_t now, hx_need *need);
-
-/* The retry ends before its request went out again: the answer it met is
- * the program's (counted: a give-up the admission counted already). */
-void bo_hx_abandon(bo_hconn *c);
-void bo_hx_abandon_counted(bo_hconn *c, bool counted);
 
 #endif

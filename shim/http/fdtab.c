@@ -73,7 +73,7 @@ bo_hconn *bo_hc_make(int fd)
     if (t != NULL && c == NULL && (c = calloc(1, sizeof *c)) != NULL) {
         c->fd = fd;
         c->ssl_slot = -1;
-        c->dial_fd = c->park_fd = c->orig_fd = -1;
+        c->rt.dial_fd = c->rt.park_fd = c->rt.orig_fd = -1;
         __atomic_store_n(&t->slot[fd], c, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&g_tab_lock);
@@ -128,39 +128,6 @@ bool bo_hc_trylock(bo_hconn *c)
 void bo_hc_mark_closed(bo_hconn *c)
 {
     __atomic_store_n(&c->stale, 2, __ATOMIC_RELAXED);
-}
-
-int bo_hc_held_room(bo_hconn *c, size_t n)
-{
-    if (c->held_len + n <= c->held_cap)
-        return 0;
-    size_t cap = c->held_cap ? c->held_cap : 4096;
-    while (cap < c->held_len + n)
-        cap *= 2;
-    char *h = realloc(c->held, cap);
-    if (h == NULL)
-        return -1;
-    c->held = h;
-    c->held_cap = cap;
-    return 0;
-}
-
-ssize_t bo_hc_held_peek(bo_hconn *c)
-{
-    size_t h = bo_hc_held_left(c);
-    if (h == 0) {
-        errno = EAGAIN;
-        return -1;
-    }
-    if (h > BO_HC_PEEK_MAX)
-        h = BO_HC_PEEK_MAX;
-    memcpy(c->peek, c->held + c->held_off, h);
-    return (ssize_t)h;
-}
-
-int bo_hc_held_has(bo_hconn *c, size_t n)
-{
-    return bo_hc_held_left(c) >= n ? 0 : -1;
 }
 
 uint64_t bo_hc_identity(int fd)

@@ -122,9 +122,9 @@ static ssize_t read_one(bo_hconn *c, const gnutls_real *R)
         errno = ENOBUFS;
         return -1;
     }
-    ssize_t r = R->recv(c->ssl, c->held + c->held_len, 16384 + 512);
+    ssize_t r = R->recv(c->ssl, bo_hc_held_end(c), 16384 + 512);
     if (r > 0) {
-        c->held_len += (size_t)r;
+        bo_hc_held_grew(c, (size_t)r);
         return r;
     }
     if (r == 0)
@@ -136,7 +136,7 @@ static ssize_t read_one(bo_hconn *c, const gnutls_real *R)
 static bool gt_ready(bo_hconn *c, const gnutls_real *R)
 {
     struct pollfd p = {.fd = c->fd, .events = POLLIN};
-    return R->check_pending(c->ssl) > 0 || bo_hs_poll(&p, 1, 0) > 0;
+    return R->check_pending(c->ssl) > 0 || bo_core_sys_poll(&p, 1, 0) > 0;
 }
 
 /* The answer so far, read into held as GnuTLS gives it, copied to peek. */
@@ -164,7 +164,7 @@ static bool gt_idle(bo_hconn *c)
 {
     const gnutls_real *R = c->io_ctx;
     struct pollfd p = {.fd = c->fd, .events = POLLIN | POLLRDHUP};
-    return R->check_pending(c->ssl) == 0 && bo_hs_poll(&p, 1, 0) == 0;
+    return R->check_pending(c->ssl) == 0 && bo_core_sys_poll(&p, 1, 0) == 0;
 }
 
 static ssize_t gt_put(bo_hconn *c, const char *buf, size_t n, short *ev)
@@ -196,137 +196,75 @@ static const bo_hx_io k_gnutls = {
 
 /* ---- the hooks' logic ---------------------------------------------------------------- */
 
-static bo_hconn *gt_adopt(const gnutls_real *R, gnutls_session_t s, int fd, const void *ret)
+/* The exchange's error as GnuTLS says it. */
+static ssize_t gt_error(int err)
 {
-    bo_hconn *c = bo_hc_get(fd);
-
-    if (c != NULL && c->st != BO_HC_NONE && (!c->tls || c->ssl != (void *)s))
-        bo_hx_closed(fd); /* a record of an earlier connection on that number */
-    if ((c = bo_hs_adopt(fd, ret)) == NULL || !bo_hx_enter(c))
-        return NULL;
-    if (c->st != BO_HC_NONE && !bo_hx_same_socket(c))
-        (void)bo_hs_adopt(fd, ret); /* another socket on that number: its peer taken */
-    if (c->st == BO_HC_NONE) {
-        c->ssl = s;
-        bo_hx_adopt(c, &k_gnutls, R, true, false);
-        __atomic_store_n(&g_used, 1, __ATOMIC_RELAXED);
-    }
-    bool mine = c->tls && c->ssl == (void *)s;
-    bo_hx_leave(c);
-    return mine ? c : NULL;
+    errno = err;
+    return err == EAGAIN ? GNUTLS_E_AGAIN
+           : err == EINTR ? GNUTLS_E_INTERRUPTED
+                          : GNUTLS_E_PULL_ERROR;
 }
 
+/* The record of the session's socket (bo_hx_wr.claim). */
+static bool gt_claim(bo_hconn *c, bo_hx_wr *x)
+{
+    if (bo_hs_unclaimed(c, x)) {
+        c->ssl = (void *)x->obj;
+        bo_hx_adopt(c, &k_gnutls, x->ctx, true, false);
+        __atomic_store_n(&g_used, 1, __ATOMIC_RELAXED);
+    }
+    return c->tls && c->ssl == x->obj;
+}
+
+/*
+ * A send through the exchange's write path (bo_hx_write_before/after), the
+ * record found, or made for a request line on a session over a socket: a
+ * record of another session, or of another connection, on the same fd
+ * starts anew.  The same bytes go again after GNUTLS_E_AGAIN, as GnuTLS
+ * asks (bo_hx_inject).
+ */
 static ssize_t shim_send(const gnutls_real *R, gnutls_session_t s, const void *buf, size_t n,
                          const void *ret)
 {
-    int saved = errno, fd;
+    int fd;
     bo_hconn *c;
+    struct iovec one = {.iov_base = (void *)buf, .iov_len = n};
+    bo_hx_wr x = {.iov = &one, .iovcnt = 1, .claim = gt_claim, .obj = s, .ctx = R, .ret = ret};
+    ssize_t r, k;
 
-    if (bo_core_busy || buf == NULL || (fd = session_fd(R, s)) < 0)
+    if (bo_core_busy || buf == NULL || (fd = session_fd(R, s)) < 0 ||
+        (c = bo_hs_record(fd, &x, buf, n)) == NULL)
         return R->send(s, buf, n);
-    c = bo_hc_get(fd);
-    if (c == NULL || c->st == BO_HC_NONE || !c->tls || c->ssl != (void *)s) {
-        if (!bo_hx_request_start(buf, n) || (c = gt_adopt(R, s, fd, ret)) == NULL) {
-            errno = saved;
-            return R->send(s, buf, n);
-        }
-    }
-    if (c->st == BO_HC_OFF || !bo_hx_enter(c)) {
-        errno = saved;
-        return R->send(s, buf, n);
-    }
-    bo_core_busy = 1;
-    switch (c->st) {
-    case BO_HC_IDLE:
-        if (!bo_hx_request_start(buf, n)) {
-            bo_hx_off(c);
-            break;
-        }
-        if (bo_hx_begin(c, buf, n, false) == EINTR) {
-            bo_core_busy = 0;
-            bo_hx_leave(c);
-            errno = EINTR;
-            return GNUTLS_E_INTERRUPTED; /* nothing was written */
-        }
-        break;
-    case BO_HC_REQ:
-        break;
-    default: /* SENT, PASS, RETRY: another request before the answer was read whole */
-        bo_hx_off(c);
-        break;
-    }
-    errno = saved;
-    size_t ilen = 0;
-    const char *ib = c->st == BO_HC_REQ ? bo_hx_inject(c, n, &ilen) : NULL;
-    ssize_t r;
-    if (ib != NULL) {
-        /* the shim's Idempotency-Key line in the request's first write (the
-         * same bytes again after GNUTLS_E_AGAIN, as GnuTLS asks) */
-        r = R->send(s, ib, ilen);
-        if (r > 0) {
-            size_t share = bo_hx_injected(c, (size_t)r);
-            r = share > 0 ? (ssize_t)share : GNUTLS_E_AGAIN;
-        }
-    } else {
-        r = R->send(s, buf, n);
-    }
-    int e = errno;
-    if (c->st == BO_HC_REQ) {
-        if (r > 0)
-            bo_hx_sent(c, buf, (size_t)r);
-        else if (r != GNUTLS_E_AGAIN && r != GNUTLS_E_INTERRUPTED)
-            bo_hx_off(c); /* the connection failed under the request */
-    }
-    bo_core_busy = 0;
-    bo_hx_leave(c);
-    errno = e;
-    return r;
+    do {
+        bo_hx_verdict v = bo_hx_write_before(c, &x);
+        if (v != BO_HX_PASS)
+            return v == BO_HX_OFF ? R->send(s, buf, n) : gt_error(x.err);
+        r = R->send(s, x.buf, x.len);
+        k = bo_hx_write_after(c, &x, r >= 0 ? r : -1,
+                              r < 0 && r != GNUTLS_E_AGAIN && r != GNUTLS_E_INTERRUPTED);
+    } while (x.again);
+    return k >= 0 ? k : x.err != 0 ? gt_error(x.err) : r;
 }
 
+/* A receive through the exchange's read path (bo_hx_read_before, _held,
+ * _after) on the record of the session's socket. */
 static ssize_t shim_recv(const gnutls_real *R, gnutls_session_t s, void *buf, size_t n)
 {
-    int saved = errno, fd, err = 0;
+    int fd;
     bo_hconn *c;
-    ssize_t r;
 
     if (!__atomic_load_n(&g_used, __ATOMIC_RELAXED) || bo_core_busy ||
         (fd = session_fd(R, s)) < 0 || (c = bo_hc_get(fd)) == NULL || !c->tls ||
-        c->ssl != (void *)s || (c->st < BO_HC_REQ && bo_hc_held_left(c) == 0))
+        c->ssl != (void *)s)
         return R->recv(s, buf, n);
-    if (!bo_hc_trylock(c)) {
-        if (c->st == BO_HC_RETRY && bo_hs_nonblocking(fd)) {
-            errno = EAGAIN; /* a wait hook takes the retry a step meanwhile */
-            return GNUTLS_E_AGAIN;
-        }
-        bo_hc_mark_shared(c);
-        return R->recv(s, buf, n);
-    }
-    bo_core_busy = 1;
-    if (c->st >= BO_HC_REQ && c->st != BO_HC_PASS && n > 0 &&
-        bo_hx_read(c, BO_HX_ASK, &err) == BO_HX_ERR) {
-        bo_core_busy = 0;
-        bo_hx_leave(c);
-        errno = err;
-        return err == EAGAIN ? GNUTLS_E_AGAIN
-                             : err == EINTR ? GNUTLS_E_INTERRUPTED : GNUTLS_E_PULL_ERROR;
-    }
-    size_t h = bo_hc_held_left(c);
-    if (h > 0 && n > 0) {
-        r = (ssize_t)(h < n ? h : n);
-        memcpy(buf, c->held + c->held_off, (size_t)r);
-        if ((c->held_off += (size_t)r) == c->held_len)
-            c->held_len = c->held_off = 0;
-        errno = saved;
-    } else {
-        errno = saved;
+    bo_hx_rd x = {.buf = buf, .n = n};
+    bo_hx_verdict v = bo_hx_read_before(c, &x);
+    if (v != BO_HX_PASS)
+        return v == BO_HX_OFF ? R->recv(s, buf, n) : gt_error(x.err);
+    ssize_t r = (ssize_t)bo_hx_read_held(c, &x);
+    if (r == 0)
         r = R->recv(s, buf, n);
-    }
-    int e = errno;
-    if (c->st == BO_HC_PASS && r >= 0 && (r > 0 || n > 0))
-        bo_hx_consumed(c, buf, (size_t)r);
-    bo_core_busy = 0;
-    bo_hx_leave(c);
-    errno = e;
+    bo_hx_read_after(c, &x, r > 0 ? (size_t)r : 0, r == 0 && n > 0);
     return r;
 }
 
@@ -337,9 +275,8 @@ static size_t shim_check_pending(const gnutls_real *R, gnutls_session_t s)
     size_t h = 0;
 
     if (__atomic_load_n(&g_used, __ATOMIC_RELAXED) && (fd = session_fd(R, s)) >= 0 &&
-        (c = bo_hc_get(fd)) != NULL && c->tls && c->ssl == (void *)s && c->st != BO_HC_RETRY)
-        h = __atomic_load_n(&c->held_len, __ATOMIC_RELAXED) -
-            __atomic_load_n(&c->held_off, __ATOMIC_RELAXED);
+        (c = bo_hc_get(fd)) != NULL && c->tls && c->ssl == (void *)s)
+        h = bo_hc_held_pending(c);
     errno = saved;
     return R->check_pending(s) + h;
 }

@@ -5,34 +5,31 @@
  * HTTP::Tiny, PHP's streams, wget), a hook family beside libcurl/ and
  * connect/ on the same call/, dest/ and loader/:
  *
- *   fdtab.c     the records of the connections (conn.h), found by fd
- *               (fdtab.h);
- *   exchange.c  one request and its answer as a call of the engine: the
- *               records' life and their one state setter, the request
- *               admitted and kept, the answer that stands followed
- *               (exchange.h, the transports' moves in transport.h;
- *               exchange_int.h for the next three);
- *   retry.c     an answer judged (bo_classify) and a throttle retried, step
- *               by step, never waiting: the wait and the admission, a new
- *               connection, its handshake, the request sent again;
- *   drive.c     where the steps wait: the program's blocking read, its
- *               poll or select, its event loop;
- *   waiter.c    where a non-blocking read's program waits (an event
- *               loop's set, its next timer), the margin a retry leaves;
- *   redial.c    a new connection made like the program's, moved onto its
- *               fd; a quiet stand-in while an event loop's retry waits;
- *   wait.c      the poll and epoll families' hooks (the program's waits);
- *   sockwait.c  what a socket says of itself, a bounded wait (every file's);
+ * its files, each calling only those listed after it (the hooks at the top):
  *   sock.c      the socket hooks (write, send, sendto, writev, read, recv,
  *               recvfrom and their _chk forms, close, dup2, dup3, accept,
- *               accept4, shutdown) and a plain socket's moves;
- *   ssl.c       the OpenSSL hooks (SSL_write, SSL_read and their _ex forms,
- *               SSL_peek, SSL_pending, SSL_get_error) on SSL objects bound
- *               to a socket, and the libssl family declared to the loader;
- *   ssl_conn.c  a TLS connection's moves and the peer a redial must show;
- *   gnutls.c    the GnuTLS hooks (gnutls_record_send, _recv, _check_pending)
- *               on sessions over a socket: same-connection retries only; the
- *               libgnutls family.
+ *               accept4, shutdown) and a plain socket's moves; ssl.c the
+ *               OpenSSL hooks (SSL_write, SSL_read and their _ex forms,
+ *               SSL_peek, SSL_pending, SSL_get_error) on objects bound to a
+ *               socket, the libssl family; ssl_conn.c a TLS connection's
+ *               moves and the peer a redial must show; gnutls.c the GnuTLS
+ *               hooks (gnutls_record_send, _recv, _check_pending): same-
+ *               connection retries only; wait.c the poll and epoll hooks;
+ *   exchange.c  one request's life: the one write path and the one read
+ *               path of every transport (exchange.h; the transports' moves:
+ *               transport.h; the rest share exchange_int.h);
+ *   drive.c     where a retry waits: the program's blocking read, its poll
+ *               or select, its event loop; where a request's write waits;
+ *   judge.c     an answer judged, in named steps (retry.h);
+ *   retry.c     a throttle retried, step by step, never waiting;
+ *   request.c   the request read and kept, the answer that stands followed;
+ *   record.c    a record's one state setter and life, its held answer and
+ *               its pace (record.h; the held answer's setters: conn.h);
+ *   call.c      the call of the engine; key.c the shim's Idempotency-Key;
+ *   waiter.c    where a non-blocking read's program waits, the margin a
+ *               retry leaves; redial.c a new connection made like the
+ *               program's, a quiet stand-in; fdtab.c the records by fd
+ *               (fdtab.h); sockwait.c what a socket says of itself.
  * Which copy of a TLS library a hook's caller means is the loader's
  * (loader/callers.h), as for libcurl.
  *

@@ -15,7 +15,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "core/core.h"
@@ -113,7 +112,7 @@ int bo_hr_dial(bo_hconn *c)
 {
     /* the program's socket, or while a stand-in holds the fd, the original
      * the record kept aside for this */
-    int fd = c->orig_fd >= 0 ? c->orig_fd : c->fd, dom, type, proto, nfd;
+    int fd = c->rt.orig_fd >= 0 ? c->rt.orig_fd : c->fd, dom, type, proto, nfd;
     socklen_t l = sizeof dom;
 
     /* The peer as the socket knows it now (a socket reset knows none: the
@@ -134,30 +133,30 @@ int bo_hr_dial(bo_hconn *c)
         return -1;
     copy_opts(fd, nfd, dom);
     bind_like(fd, nfd);
-    if (syscall(SYS_connect, nfd, (struct sockaddr *)&c->peer, c->peer_len) != 0 &&
+    if (bo_core_sys_connect(nfd, (struct sockaddr *)&c->peer, c->peer_len) != 0 &&
         errno != EINPROGRESS) {
         sys_close(nfd);
         return -1;
     }
-    c->dial_fd = nfd;
+    c->rt.dial_fd = nfd;
     return 0;
 }
 
 int bo_hr_dial_done(bo_hconn *c)
 {
-    struct pollfd p = {.fd = c->dial_fd, .events = POLLOUT};
+    struct pollfd p = {.fd = c->rt.dial_fd, .events = POLLOUT};
     int err = 0;
     socklen_t l = sizeof err;
 
-    if (c->dial_fd < 0)
+    if (c->rt.dial_fd < 0)
         return -1;
-    if (bo_hs_poll(&p, 1, 0) == 0)
+    if (bo_core_sys_poll(&p, 1, 0) == 0)
         return 0;
-    if (getsockopt(c->dial_fd, SOL_SOCKET, SO_ERROR, &err, &l) == 0 && err == 0 &&
+    if (getsockopt(c->rt.dial_fd, SOL_SOCKET, SO_ERROR, &err, &l) == 0 && err == 0 &&
         (p.revents & POLLOUT))
         return 1;
-    sys_close(c->dial_fd);
-    c->dial_fd = -1;
+    sys_close(c->rt.dial_fd);
+    c->rt.dial_fd = -1;
     return -1;
 }
 
@@ -172,7 +171,7 @@ static int move_onto(bo_hconn *c, int nfd)
         return -1;
     }
     int nregs = bo_hs_epoll_regs(fd, regs, BO_HC_EPOLL_MAX);
-    if (syscall(SYS_dup3, nfd, fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) != fd) {
+    if (bo_core_sys_dup3(nfd, fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) != fd) {
         sys_close(nfd);
         return -1;
     }
@@ -186,14 +185,14 @@ static int move_onto(bo_hconn *c, int nfd)
 
 int bo_hr_swap(bo_hconn *c)
 {
-    int nfd = c->dial_fd;
+    int nfd = c->rt.dial_fd;
 
-    c->dial_fd = -1;
+    c->rt.dial_fd = -1;
     if (nfd < 0 || move_onto(c, nfd) != 0)
         return -1;
-    sys_close(c->park_fd); /* a stand-in is gone with it, and the original it stood for */
-    sys_close(c->orig_fd);
-    c->park_fd = c->orig_fd = -1;
+    sys_close(c->rt.park_fd); /* a stand-in is gone with it, and the original it stood for */
+    sys_close(c->rt.orig_fd);
+    c->rt.park_fd = c->rt.orig_fd = -1;
     return 0;
 }
 
@@ -201,7 +200,7 @@ int bo_hr_park(bo_hconn *c)
 {
     int pair[2];
 
-    if (c->park_fd >= 0)
+    if (c->rt.park_fd >= 0)
         return 0;
     /* the original is kept aside: a new connection is made like it */
     int orig = fcntl(c->fd, F_DUPFD_CLOEXEC, 0);
@@ -216,21 +215,21 @@ int bo_hr_park(bo_hconn *c)
         sys_close(orig);
         return -1;
     }
-    c->park_fd = pair[1];
-    c->orig_fd = orig;
+    c->rt.park_fd = pair[1];
+    c->rt.orig_fd = orig;
     return 0;
 }
 
 void bo_hr_unpark(bo_hconn *c)
 {
-    sys_close(c->park_fd);
-    c->park_fd = -1;
+    sys_close(c->rt.park_fd);
+    c->rt.park_fd = -1;
 }
 
 void bo_hr_release(bo_hconn *c)
 {
-    sys_close(c->dial_fd);
-    sys_close(c->park_fd);
-    sys_close(c->orig_fd);
-    c->dial_fd = c->park_fd = c->orig_fd = -1;
+    sys_close(c->rt.dial_fd);
+    sys_close(c->rt.park_fd);
+    sys_close(c->rt.orig_fd);
+    c->rt.dial_fd = c->rt.park_fd = c->rt.orig_fd = -1;
 }

@@ -103,10 +103,8 @@ static void resolve(void)
     *(void **)&g_real.shutdown = bo_core_next_fn("shutdown", (void *)shutdown);
 }
 
-/* The real functions, bound on first use (a library's constructor may write
- * before ours runs): one load on every call. */
-#define REAL(f) (__builtin_expect(__atomic_load_n(&g_bound, __ATOMIC_ACQUIRE), 1) \
-                     ? g_real.f : (bo_core_once(&g_bound, resolve), g_real.f))
+/* The real functions, bound on first use (core.h). */
+#define REAL(f) BO_CORE_REAL(g_real, g_bound, resolve, f)
 
 /* ---- a plain socket's moves ---------------------------------------------------- */
 
@@ -114,11 +112,11 @@ static void resolve(void)
  * its poll said so) the socket's mode does not matter and is not asked. */
 static ssize_t plain_look(bo_hconn *c, bool block)
 {
-    ssize_t n = REAL(recv)(c->fd, c->peek, BO_HC_PEEK_MAX, MSG_PEEK | MSG_DONTWAIT);
+    ssize_t n = REAL(recv)(c->fd, c->x.peek, BO_HC_PEEK_MAX, MSG_PEEK | MSG_DONTWAIT);
     if (n >= 0 || !block || (errno != EAGAIN && errno != EWOULDBLOCK) ||
         bo_hs_nonblocking(c->fd))
         return n;
-    return REAL(recv)(c->fd, c->peek, BO_HC_PEEK_MAX, MSG_PEEK);
+    return REAL(recv)(c->fd, c->x.peek, BO_HC_PEEK_MAX, MSG_PEEK);
 }
 
 static int plain_hold(bo_hconn *c, size_t n)
@@ -126,12 +124,12 @@ static int plain_hold(bo_hconn *c, size_t n)
     if (bo_hc_held_room(c, n) != 0)
         return -1;
     while (n > 0) {
-        ssize_t r = REAL(recv)(c->fd, c->held + c->held_len, n, MSG_DONTWAIT);
+        ssize_t r = REAL(recv)(c->fd, bo_hc_held_end(c), n, MSG_DONTWAIT);
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
             return -1;
-        c->held_len += (size_t)r;
+        bo_hc_held_grew(c, (size_t)r);
         n -= (size_t)r;
     }
     return 0;
@@ -140,7 +138,7 @@ static int plain_hold(bo_hconn *c, size_t n)
 static bool plain_idle(bo_hconn *c)
 {
     struct pollfd p = {.fd = c->fd, .events = POLLIN | POLLRDHUP};
-    return bo_hs_poll(&p, 1, 0) == 0; /* neither more bytes nor the peer's close */
+    return bo_core_sys_poll(&p, 1, 0) == 0; /* neither more bytes nor the peer's close */
 }
 
 static ssize_t plain_put(bo_hconn *c, const char *buf, size_t n, short *ev)
@@ -203,6 +201,29 @@ bo_hconn *bo_hs_adopt(int fd, const void *ret)
     return c;
 }
 
+bo_hconn *bo_hs_record(int fd, bo_hx_wr *w, const char *buf, size_t n)
+{
+    bo_hconn *c = bo_hc_get(fd);
+    int saved = errno;
+
+    if (c != NULL && c->st != BO_HC_NONE &&
+        (w->obj == NULL ? !c->tls : c->tls && c->ssl == w->obj))
+        return c;
+    if (!bo_hx_request_start(buf, n))
+        return NULL;
+    if (c != NULL && c->st != BO_HC_NONE)
+        bo_hx_closed(fd); /* a record of an earlier connection on that number */
+    c = bo_hs_adopt(fd, w->ret);
+    w->asked = true;
+    errno = saved;
+    return c;
+}
+
+bool bo_hs_unclaimed(bo_hconn *c, const bo_hx_wr *w)
+{
+    return c->st == BO_HC_NONE && (w->asked || bo_hs_adopt(c->fd, w->ret) != NULL);
+}
+
 /* ---- the hooks' logic ------------------------------------------------------------- */
 
 /* One write-like call, whatever its form. */
@@ -231,137 +252,64 @@ static ssize_t real_w(const wcall *w)
     }
 }
 
-/* The bytes a writev sent, in order, to the request's reader. */
-static void sent_iov(bo_hconn *c, const struct iovec *iov, int cnt, size_t n)
+/* The real call with buf (len bytes) in place of the program's first
+ * buffer (the shim's Idempotency-Key line in it, bo_hx_write_before). */
+static ssize_t real_w_as(const wcall *w, const char *buf, size_t len)
 {
-    for (int i = 0; i < cnt && n > 0 && c->st == BO_HC_REQ; i++) {
-        size_t k = iov[i].iov_len < n ? iov[i].iov_len : n;
-        bo_hx_sent(c, iov[i].iov_base, k);
-        n -= k;
+    wcall k = *w;
+    struct iovec iov[64];
+    if (w->kind == W_WRITEV) {
+        memcpy(iov, w->iov, (size_t)w->iovcnt * sizeof iov[0]);
+        iov[0].iov_base = (void *)buf;
+        iov[0].iov_len = len;
+        k.iov = iov;
+    } else {
+        k.buf = buf;
+        k.n = len;
     }
+    return real_w(&k);
+}
+
+/* A plain socket's record (bo_hx_wr.claim); a TLS connection's socket is
+ * not the plain side's. */
+static bool plain_claim(bo_hconn *c, bo_hx_wr *x)
+{
+    if (bo_hs_unclaimed(c, x))
+        bo_hx_adopt(c, &k_plain, NULL, false, false);
+    return c->st != BO_HC_NONE && !c->tls;
 }
 
 /*
- * The program's write of a request, with the shim's Idempotency-Key line
- * in it while the exchange says so (bo_hx_inject: the first write of the
- * request): the same call with those bytes in place of the program's
- * first buffer; the result is the program's bytes that went.  A write
- * that took only line bytes goes on (a blocking socket) or says EAGAIN (a
- * non-blocking one: the rest of the line goes first next time).
+ * A write on a socket the room follows or may adopt, through the exchange's
+ * write path (bo_hx_write_before/after): errno as the real call's.
  */
-static ssize_t write_keyed(bo_hconn *c, const wcall *w, const char *first, size_t flen)
+static ssize_t shim_write(const wcall *w, const void *ret)
 {
-    for (;;) {
-        size_t ilen = 0;
-        const char *ib = bo_hx_inject(c, flen, &ilen);
-        if (ib == NULL)
-            return real_w(w);
-        wcall k = *w;
-        struct iovec iov[64];
-        if (w->kind == W_WRITEV) {
-            if (w->iovcnt > 64)
-                return real_w(w); /* (not a request the hooks made: passed on) */
-            memcpy(iov, w->iov, (size_t)w->iovcnt * sizeof iov[0]);
-            iov[0].iov_base = (void *)ib;
-            iov[0].iov_len = ilen;
-            k.iov = iov;
-        } else {
-            k.buf = ib;
-            k.n = ilen;
-        }
-        ssize_t r = real_w(&k);
-        if (r <= 0)
-            return r;
-        size_t in_first = (size_t)r < ilen ? (size_t)r : ilen;
-        size_t share = bo_hx_injected(c, in_first) + ((size_t)r - in_first);
-        (void)first;
-        if (share > 0)
-            return (ssize_t)share;
-        if (((w->kind == W_SEND || w->kind == W_SENDTO) && (w->flags & MSG_DONTWAIT)) ||
-            bo_hs_nonblocking(w->fd)) {
-            errno = EAGAIN;
-            return -1;
-        }
-    }
-}
-
-/*
- * A write on a socket the room follows or may adopt: a request's start is
- * admitted before its first byte goes (bo_hx_begin: never waiting when the
- * call may not), its bytes are read and kept as they go (bo_hx_sent); a
- * write where no request may start (pipelining, the middle of an answer)
- * leaves the connection alone.
- */
-static ssize_t shim_write(bo_hconn *c, const wcall *w, const void *ret)
-{
-    const char *first = w->kind == W_WRITEV ? (w->iovcnt > 0 ? w->iov[0].iov_base : NULL)
-                                            : w->buf;
-    size_t flen = w->kind == W_WRITEV ? (w->iovcnt > 0 ? w->iov[0].iov_len : 0) : w->n;
-    int saved = errno;
+    struct iovec one = {.iov_base = (void *)w->buf, .iov_len = w->n};
+    bo_hx_wr x = {.iov = w->kind == W_WRITEV ? w->iov : &one,
+                  .iovcnt = w->kind == W_WRITEV ? w->iovcnt : 1,
+                  .dontwait = (w->kind == W_SEND || w->kind == W_SENDTO) &&
+                              (w->flags & MSG_DONTWAIT),
+                  .claim = plain_claim,
+                  .ret = ret};
+    bo_hconn *c;
     ssize_t r;
 
-    if (bo_core_busy)
+    if (bo_core_busy || x.iovcnt <= 0 ||
+        (c = bo_hs_record(w->fd, &x, x.iov[0].iov_base, x.iov[0].iov_len)) == NULL)
         return real_w(w);
-    if (c == NULL || c->st == BO_HC_NONE) {
-        if (first == NULL || !bo_hx_request_start(first, flen) ||
-            (c = bo_hs_adopt(w->fd, ret)) == NULL) {
-            errno = saved;
-            return real_w(w);
+    do {
+        bo_hx_verdict v = bo_hx_write_before(c, &x);
+        if (v != BO_HX_PASS)
+            return v == BO_HX_OFF ? real_w(w) : -1;
+        if (x.buf != x.iov[0].iov_base && w->kind == W_WRITEV && w->iovcnt > 64) {
+            x.buf = x.iov[0].iov_base; /* (not a request the hooks made: as it is) */
+            x.len = x.iov[0].iov_len;
         }
-    }
-    if (c->tls || c->st == BO_HC_OFF || !bo_hx_enter(c)) {
-        errno = saved;
-        return real_w(w);
-    }
-    bo_core_busy = 1;
-    if (c->st != BO_HC_NONE && c->st != BO_HC_REQ && !bo_hx_same_socket(c) &&
-        bo_hs_adopt(w->fd, ret) == NULL) {
-        /* another socket on that number, one the room does not follow */
-        bo_core_busy = 0;
-        bo_hx_leave(c);
-        errno = saved;
-        return real_w(w);
-    }
-    if (c->st == BO_HC_NONE)
-        bo_hx_adopt(c, &k_plain, NULL, false, false);
-    switch (c->st) {
-    case BO_HC_IDLE:
-        if (first == NULL || !bo_hx_request_start(first, flen)) {
-            bo_hx_off(c);
-            break;
-        }
-        bool dontwait = (w->kind == W_SEND || w->kind == W_SENDTO) && (w->flags & MSG_DONTWAIT);
-        c->https = false;
-        int b = bo_hx_begin(c, first, flen, dontwait);
-        if (b == EINTR || b == EAGAIN) {
-            bo_core_busy = 0;
-            bo_hx_leave(c);
-            /* EINTR: a signal ended the admission's wait; EAGAIN: the pace holds
-             * the write back for the program's poll.  Nothing was written. */
-            errno = b;
-            return -1;
-        }
-        break;
-    case BO_HC_REQ:
-        break;
-    default: /* SENT, PASS, RETRY: another request before the answer was read whole */
-        bo_hx_off(c);
-        break;
-    }
-    errno = saved;
-    r = c->st == BO_HC_REQ ? write_keyed(c, w, first, flen) : real_w(w);
-    int e = errno;
-    if (c->st == BO_HC_REQ) {
-        if (r > 0 && w->kind == W_WRITEV)
-            sent_iov(c, w->iov, w->iovcnt, (size_t)r);
-        else if (r > 0)
-            bo_hx_sent(c, first, (size_t)r);
-        else if (r < 0 && e != EAGAIN && e != EWOULDBLOCK && e != EINTR)
-            bo_hx_off(c); /* the connection failed under the request */
-    }
-    bo_core_busy = 0;
-    bo_hx_leave(c);
-    errno = e;
+        r = x.buf == x.iov[0].iov_base ? real_w(w) : real_w_as(w, x.buf, x.len);
+        r = bo_hx_write_after(c, &x, r, r < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
+                                            errno != EINTR);
+    } while (x.again);
     return r;
 }
 
@@ -399,55 +347,22 @@ static bool r_flag(const rcall *r, int flag)
     return r->kind != R_READ && r->kind != R_READ_CHK && (r->flags & flag);
 }
 
-/*
- * A read on a connection whose request or answer is in flight: the answer
- * is judged when it comes and a throttle retried where the program waits
- * (bo_hx_read); an answer held for the program is served first; the reads
- * of an answer that stands are followed to its end.
- */
+/* A read on a connection whose request or answer is in flight, through the
+ * exchange's read path (bo_hx_read_before, _held, _after). */
 static ssize_t shim_read(bo_hconn *c, const rcall *r)
 {
-    int saved = errno, err = 0;
-    ssize_t n;
+    bo_hx_rd x = {.buf = r->buf,
+                  .n = r->n,
+                  .dontwait = r_flag(r, MSG_DONTWAIT),
+                  .peek = r_flag(r, MSG_PEEK)};
 
-    if (bo_core_busy)
-        return real_r(r);
-    if (!bo_hc_trylock(c)) {
-        if (c->st == BO_HC_RETRY && r->n > 0 &&
-            (r_flag(r, MSG_DONTWAIT) || bo_hs_nonblocking(r->fd))) {
-            errno = EAGAIN; /* a wait hook takes the retry a step meanwhile */
-            return -1;
-        }
-        bo_hc_mark_shared(c); /* two threads on one connection: the holder gives it up */
-        return real_r(r);
-    }
-    bo_core_busy = 1;
-    if (c->st >= BO_HC_REQ && c->st != BO_HC_PASS && r->n > 0) {
-        if (bo_hx_read(c, r_flag(r, MSG_DONTWAIT) ? 0 : BO_HX_ASK, &err) == BO_HX_ERR) {
-            bo_core_busy = 0;
-            bo_hx_leave(c);
-            errno = err;
-            return -1;
-        }
-    }
-    size_t h = c->st == BO_HC_PASS ? bo_hc_held_left(c) : 0;
-    bool peek = r_flag(r, MSG_PEEK);
-    if (h > 0 && r->n > 0) {
-        n = (ssize_t)(h < r->n ? h : r->n);
-        memcpy(r->buf, c->held + c->held_off, (size_t)n);
-        if (!peek && (c->held_off += (size_t)n) == c->held_len)
-            c->held_len = c->held_off = 0;
-        errno = saved;
-    } else {
-        errno = saved;
+    bo_hx_verdict v = bo_hx_read_before(c, &x);
+    if (v != BO_HX_PASS)
+        return v == BO_HX_OFF ? real_r(r) : -1;
+    ssize_t n = (ssize_t)bo_hx_read_held(c, &x);
+    if (n == 0)
         n = real_r(r);
-    }
-    int e = errno;
-    if (c->st == BO_HC_PASS && n >= 0 && !peek && (n > 0 || r->n > 0))
-        bo_hx_consumed(c, r->buf, (size_t)n);
-    bo_core_busy = 0;
-    bo_hx_leave(c);
-    errno = e;
+    bo_hx_read_after(c, &x, n > 0 ? (size_t)n : 0, n == 0 && r->n > 0);
     return n;
 }
 
@@ -470,7 +385,7 @@ static ssize_t shim_read(bo_hconn *c, const rcall *r)
             return call;                                                       \
         }                                                                      \
         wcall w_ = {__VA_ARGS__};                                              \
-        return shim_write(c_, &w_, __builtin_return_address(0));               \
+        return shim_write(&w_, __builtin_return_address(0));               \
     } while (0)
 
 BO_EXPORT ssize_t write(int fd, const void *buf, size_t n)

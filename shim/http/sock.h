@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "http/conn.h"
+#include "http/exchange.h"
 
 /*
  * The record of fd when the program writes a request line on it and it is
@@ -21,5 +22,19 @@
  * it (bo_hx_adopt).
  */
 bo_hconn *bo_hs_adopt(int fd, const void *ret);
+
+/*
+ * The record for a write of buf (n bytes) on fd through w->obj (a TLS
+ * object; NULL: the plain socket itself): the one found when it is w->obj's
+ * connection; else, when buf starts a request, a record of another
+ * connection on that number given up (bo_hx_closed) and fd asked as
+ * bo_hs_adopt asks it (w->asked).  NULL: the write passes.  errno kept.
+ */
+bo_hconn *bo_hs_record(int fd, bo_hx_wr *w, const char *buf, size_t n);
+
+/* For a transport's claim (bo_hx_wr): is c in NONE, its socket one the
+ * room follows (asked already, or bo_hs_adopt now)?  Then the transport
+ * adopts it. */
+bool bo_hs_unclaimed(bo_hconn *c, const bo_hx_wr *w);
 
 #endif

@@ -15,19 +15,12 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "bo_time.h"
 #include "core/core.h"
-
-int bo_hs_poll(struct pollfd *fds, nfds_t n, int ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-    return (int)syscall(SYS_ppoll, fds, n, ms < 0 ? NULL : &ts, NULL, (size_t)8);
-}
 
 bool bo_hs_nonblocking(int fd)
 {
@@ -46,7 +39,7 @@ int bo_hs_wait_fd(int fd, short events, int64_t until_ns)
         struct pollfd p = {.fd = fd, .events = events};
         int ms = left > 1000 * BO_NS_PER_MS ? 1000
                                             : (int)((left + BO_NS_PER_MS - 1) / BO_NS_PER_MS);
-        int r = bo_hs_poll(&p, 1, ms);
+        int r = bo_core_sys_poll(&p, 1, ms);
         if (r > 0)
             return 0;
         if (r < 0 && errno != EINTR)

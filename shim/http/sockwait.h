@@ -11,10 +11,6 @@
 #include <stdint.h>
 #include <sys/epoll.h>
 
-/* poll(2) as the system call itself (never the library's own poll hook):
- * ms < 0 waits for ever. */
-int bo_hs_poll(struct pollfd *fds, nfds_t n, int ms);
-
 /* Wait until fd is ready for `events` (poll's), no later than until_ns:
  * 0, or -1 (ETIMEDOUT, or poll's error). */
 int bo_hs_wait_fd(int fd, short events, int64_t until_ns);

@@ -150,38 +150,6 @@ static int g_tls_used;
 
 /* ---- the hooks' logic ---------------------------------------------------------------- */
 
-/*
- * The record of the SSL object's socket when the program writes a request
- * line through it: the socket is one the room follows (bo_hs_adopt) and the
- * object talks HTTP/1.x (no ALPN "h2").  A record of another object, or of
- * another socket, on the same fd starts anew.  The certificate the program
- * accepted is taken now.
- */
-static bo_hconn *tls_adopt(const ssl_real *R, int slot, SSL *ssl, int fd, const void *ret)
-{
-    const unsigned char *alpn = NULL;
-    unsigned alen = 0;
-    bo_hconn *c = bo_hc_get(fd);
-
-    if (c != NULL && c->st != BO_HC_NONE && (!c->tls || c->ssl != ssl))
-        bo_hx_closed(fd); /* a record of an earlier connection on that number */
-    if ((c = bo_hs_adopt(fd, ret)) == NULL || !bo_hx_enter(c))
-        return NULL;
-    if (c->st != BO_HC_NONE && !bo_hx_same_socket(c))
-        (void)bo_hs_adopt(fd, ret); /* another socket on that number: its peer taken */
-    if (c->st == BO_HC_NONE) {
-        R->alpn(ssl, &alpn, &alen);
-        c->ssl = ssl;
-        c->ssl_slot = slot;
-        bo_hx_adopt(c, &bo_ssl_io, R, true, alen == 2 && memcmp(alpn, "h2", 2) == 0);
-        c->peer_id_known = bo_ssl_peer_id(R, ssl, c->peer_id) == 0;
-        __atomic_store_n(&g_tls_used, 1, __ATOMIC_RELAXED);
-    }
-    bool mine = c->tls && c->ssl == ssl;
-    bo_hx_leave(c);
-    return mine ? c : NULL;
-}
-
 /* One write-like call: SSL_write or SSL_write_ex. */
 typedef struct wcall {
     bool ex;
@@ -191,122 +159,95 @@ typedef struct wcall {
     size_t *written;
 } wcall;
 
-static int real_w(const ssl_real *R, const wcall *w)
+/* The real call with buf (len bytes) in place of the program's: the bytes
+ * written, or -1 (*r the function's own result); pass_w: the program's
+ * own call, its result. */
+static ssize_t real_w(const ssl_real *R, const wcall *w, const void *buf, size_t len, int *r)
 {
-    if (w->ex)
-        return R->write_ex(w->ssl, w->buf, w->n, w->written);
-    return R->write(w->ssl, w->buf, (int)w->n);
+    size_t got = 0;
+    if (w->ex) {
+        *r = R->write_ex(w->ssl, buf, len, &got);
+        return *r == 1 ? (ssize_t)got : -1;
+    }
+    *r = R->write(w->ssl, buf, (int)len);
+    return *r > 0 ? *r : -1;
 }
 
-/* The bytes a write's result says went out. */
-static size_t w_sent(const wcall *w, int r)
+static int pass_w(const ssl_real *R, const wcall *w)
 {
-    if (w->ex)
-        return r == 1 && w->written != NULL ? *w->written : 0;
-    return r > 0 ? (size_t)r : 0;
+    return w->ex ? R->write_ex(w->ssl, w->buf, w->n, w->written)
+                 : R->write(w->ssl, w->buf, (int)w->n);
+}
+
+/* The record of the SSL object's socket (bo_hx_wr.claim): adopted when the
+ * object talks HTTP/1.x (no ALPN "h2"), with the certificate the program
+ * accepted. */
+static bool tls_claim(bo_hconn *c, bo_hx_wr *x)
+{
+    const ssl_real *R = x->ctx;
+    SSL *ssl = (SSL *)x->obj;
+    const unsigned char *alpn = NULL;
+    unsigned alen = 0;
+
+    if (bo_hs_unclaimed(c, x)) {
+        R->alpn(ssl, &alpn, &alen);
+        c->ssl = ssl;
+        c->ssl_slot = (int)(R - g_reals);
+        bo_hx_adopt(c, &bo_ssl_io, R, true, alen == 2 && memcmp(alpn, "h2", 2) == 0);
+        c->peer_id_known = bo_ssl_peer_id(R, ssl, c->peer_id) == 0;
+        __atomic_store_n(&g_tls_used, 1, __ATOMIC_RELAXED);
+    }
+    return c->tls && c->ssl == ssl;
+}
+
+/* The exchange failed the call itself with err (nothing of the program's
+ * went): what SSL_get_error says of it, as the function returns it. */
+static int write_failed(bo_hconn *c, const wcall *w, int err)
+{
+    __atomic_store_n(&c->tls_err, err == EAGAIN ? SSL_ERROR_WANT_WRITE : SSL_ERROR_SYSCALL,
+                     __ATOMIC_RELAXED);
+    errno = err;
+    if (w->ex && w->written != NULL)
+        *w->written = 0;
+    return w->ex ? 0 : -1;
 }
 
 /*
- * The program's write of a request, with the shim's Idempotency-Key line
- * in it while the exchange says so (bo_hx_inject): the same call with those
- * bytes in place of the program's (the very same buffer again when the
- * program repeats a write that wanted more: OpenSSL asks for that); the
- * result counts the program's bytes.  A partial write that took only line
- * bytes is a write that wants more.
+ * A write through the exchange's write path (bo_hx_write_before/after),
+ * the record found, or made for a request line on an object bound to a
+ * socket: a record of another object, or of another connection, on the
+ * same fd starts anew.
  */
-static int write_keyed(const ssl_real *R, bo_hconn *c, const wcall *w)
+static int shim_write(const ssl_real *R, const wcall *w, const void *ret)
 {
-    size_t ilen = 0;
-    const char *ib = bo_hx_inject(c, w->n, &ilen);
-    if (ib == NULL)
-        return real_w(R, w);
-    wcall k = *w;
-    size_t got = 0;
-    k.buf = ib;
-    k.n = ilen;
-    if (w->ex)
-        k.written = &got;
-    int r = real_w(R, &k);
-    size_t wrote = w->ex ? (r == 1 ? got : 0) : (r > 0 ? (size_t)r : 0);
-    if (wrote == 0)
-        return r;
-    size_t share = bo_hx_injected(c, wrote);
-    if (share == 0) {
-        c->tls_err = SSL_ERROR_WANT_WRITE;
-        errno = EAGAIN;
-        return w->ex ? 0 : -1;
-    }
-    if (w->ex) {
-        if (w->written != NULL)
-            *w->written = share;
-        return 1;
-    }
-    return (int)share;
-}
-
-static int shim_write(const ssl_real *R, int slot, const wcall *w, const void *ret)
-{
-    int saved = errno, fd;
+    int fd, r = 0;
     bo_hconn *c;
+    struct iovec one = {.iov_base = (void *)w->buf, .iov_len = w->n};
+    bo_hx_wr x = {.iov = &one, .iovcnt = 1, .claim = tls_claim, .obj = w->ssl, .ctx = R,
+                  .ret = ret};
+    ssize_t n;
 
     if (bo_core_busy || w->buf == NULL || (fd = R->get_fd(w->ssl)) < 0)
-        return real_w(R, w);
+        return pass_w(R, w);
     c = bo_hc_get(fd);
     if (c != NULL && c->tls && c->ssl == w->ssl)
         __atomic_store_n(&c->tls_err, 0, __ATOMIC_RELAXED); /* the object's own from here on */
-    if (c == NULL || c->st == BO_HC_NONE || !c->tls || c->ssl != w->ssl) {
-        if (!bo_hx_request_start(w->buf, w->n) ||
-            (c = tls_adopt(R, slot, w->ssl, fd, ret)) == NULL) {
-            errno = saved;
-            return real_w(R, w);
-        }
-    }
-    if (c->st == BO_HC_OFF || !bo_hx_enter(c)) {
-        errno = saved;
-        return real_w(R, w);
-    }
-    bo_core_busy = 1;
-    switch (c->st) {
-    case BO_HC_IDLE:
-        if (!bo_hx_request_start(w->buf, w->n)) {
-            bo_hx_off(c);
-            break;
-        }
-        if (bo_hx_begin(c, w->buf, w->n, false) == EINTR) {
-            /* the admission's wait was interrupted: nothing was written; the
-             * program sees the write refused as a system call's EINTR */
-            c->tls_err = SSL_ERROR_SYSCALL;
-            bo_core_busy = 0;
-            bo_hx_leave(c);
-            errno = EINTR;
-            if (w->ex && w->written != NULL)
-                *w->written = 0;
-            return w->ex ? 0 : -1;
-        }
-        break;
-    case BO_HC_REQ:
-        break;
-    default: /* SENT, PASS, RETRY: another request before the answer was read whole */
-        bo_hx_off(c);
-        break;
-    }
-    errno = saved;
-    int r = c->st == BO_HC_REQ ? write_keyed(R, c, w) : real_w(R, w);
-    int e = errno;
-    size_t n = w_sent(w, r);
-    if (c->st == BO_HC_REQ) {
-        if (n > 0) {
-            bo_hx_sent(c, w->buf, n);
-        } else {
-            int se = R->get_error(w->ssl, r);
-            if (se != SSL_ERROR_WANT_READ && se != SSL_ERROR_WANT_WRITE)
-                bo_hx_off(c); /* the connection failed under the request */
-        }
-    }
-    bo_core_busy = 0;
-    bo_hx_leave(c);
-    errno = e;
-    return r;
+    if ((c = bo_hs_record(fd, &x, w->buf, w->n)) == NULL)
+        return pass_w(R, w);
+    do {
+        bo_hx_verdict v = bo_hx_write_before(c, &x);
+        if (v != BO_HX_PASS)
+            return v == BO_HX_OFF ? pass_w(R, w) : write_failed(c, w, x.err);
+        ssize_t k = real_w(R, w, x.buf, x.len, &r);
+        int se = k < 0 ? R->get_error(w->ssl, r) : SSL_ERROR_NONE;
+        n = bo_hx_write_after(c, &x, k,
+                              k < 0 && se != SSL_ERROR_WANT_READ && se != SSL_ERROR_WANT_WRITE);
+    } while (x.again);
+    if (n < 0)
+        return x.err != 0 ? write_failed(c, w, x.err) : r;
+    if (w->ex && w->written != NULL)
+        *w->written = (size_t)n;
+    return w->ex ? 1 : (int)n;
 }
 
 /* One read-like call: SSL_read, SSL_read_ex, SSL_peek or SSL_peek_ex. */
@@ -349,26 +290,27 @@ static size_t r_got(const rcall *r, int ret)
  * other error a system call's (errno tells it). */
 static void failed_as(bo_hconn *c, int err)
 {
-    c->tls_err = err == EAGAIN || err == EWOULDBLOCK ? SSL_ERROR_WANT_READ : SSL_ERROR_SYSCALL;
+    __atomic_store_n(&c->tls_err,
+                     err == EAGAIN || err == EWOULDBLOCK ? SSL_ERROR_WANT_READ : SSL_ERROR_SYSCALL,
+                     __ATOMIC_RELAXED);
 }
 
-/* The read failed (failed_as said how), as the function returns it. */
-static int failed(const rcall *r)
+/* The exchange failed the read itself with err (failed_as says how), as
+ * the function returns it. */
+static int read_failed(bo_hconn *c, const rcall *r, int err)
 {
+    failed_as(c, err);
+    errno = err;
     if (r->ex && r->got != NULL)
         *r->got = 0;
     return r->ex ? 0 : -1;
 }
 
-/*
- * A read on a connection whose request or answer is in flight: the answer
- * is judged when it comes and a throttle retried where the program waits
- * (bo_hx_read); bytes held are served first; the reads of an answer that
- * stands are followed to its end.
- */
+/* A read through the exchange's read path (bo_hx_read_before, _held,
+ * _after) on the record of the object's socket. */
 static int shim_read(const ssl_real *R, const rcall *r)
 {
-    int saved = errno, fd, err = 0, ret;
+    int fd, ret;
     bo_hconn *c;
 
     if (!__atomic_load_n(&g_tls_used, __ATOMIC_RELAXED) || bo_core_busy ||
@@ -376,51 +318,20 @@ static int shim_read(const ssl_real *R, const rcall *r)
         c->ssl != r->ssl)
         return real_r(R, r);
     __atomic_store_n(&c->tls_err, 0, __ATOMIC_RELAXED); /* the object's own from here on */
-    if (c->st < BO_HC_REQ && bo_hc_held_left(c) == 0)
-        return real_r(R, r);
-    if (!bo_hc_trylock(c)) {
-        if (c->st == BO_HC_RETRY && bo_hs_nonblocking(fd)) {
-            c->tls_err = SSL_ERROR_WANT_READ; /* a wait hook takes the retry a step */
-            errno = EAGAIN;
-            return failed(r);
-        }
-        bo_hc_mark_shared(c);
-        return real_r(R, r);
-    }
-    bo_core_busy = 1;
-    if (c->st >= BO_HC_REQ && c->st != BO_HC_PASS && r->n > 0 &&
-        bo_hx_read(c, BO_HX_ASK, &err) == BO_HX_ERR) {
-        failed_as(c, err);
-        bo_core_busy = 0;
-        bo_hx_leave(c);
-        errno = err;
-        return failed(r);
-    }
-    size_t h = bo_hc_held_left(c), n;
-    if (h > 0 && r->n > 0) {
-        n = h < r->n ? h : r->n;
-        if (!r->ex && n > INT_MAX)
-            n = INT_MAX;
-        memcpy(r->buf, c->held + c->held_off, n);
-        if (!r->peek && (c->held_off += n) == c->held_len)
-            c->held_len = c->held_off = 0;
+    bo_hx_rd x = {.buf = r->buf, .n = r->n, .peek = r->peek};
+    bo_hx_verdict v = bo_hx_read_before(c, &x);
+    if (v != BO_HX_PASS)
+        return v == BO_HX_OFF ? real_r(R, r) : read_failed(c, r, x.err);
+    size_t n = bo_hx_read_held(c, &x);
+    bool eof = false;
+    if (n > 0) {
         ret = served(r, n);
-        errno = saved;
     } else {
-        errno = saved;
         ret = real_r(R, r);
         n = r_got(r, ret);
+        eof = n == 0 && R->get_error(r->ssl, ret) == SSL_ERROR_ZERO_RETURN;
     }
-    int e = errno;
-    if (c->st == BO_HC_PASS && !r->peek) {
-        if (n > 0)
-            bo_hx_consumed(c, r->buf, n);
-        else if (R->get_error(r->ssl, ret) == SSL_ERROR_ZERO_RETURN)
-            bo_hx_consumed(c, NULL, 0); /* the peer closed: a close-delimited answer ends */
-    }
-    bo_core_busy = 0;
-    bo_hx_leave(c);
-    errno = e;
+    bo_hx_read_after(c, &x, n, eof);
     return ret;
 }
 
@@ -430,10 +341,9 @@ static size_t held_of(const ssl_real *R, const SSL *ssl)
     int fd;
     bo_hconn *c;
     if (!__atomic_load_n(&g_tls_used, __ATOMIC_RELAXED) || (fd = R->get_fd(ssl)) < 0 ||
-        (c = bo_hc_get(fd)) == NULL || !c->tls || c->ssl != ssl || c->st == BO_HC_RETRY)
+        (c = bo_hc_get(fd)) == NULL || !c->tls || c->ssl != ssl)
         return 0;
-    return __atomic_load_n(&c->held_len, __ATOMIC_RELAXED) -
-           __atomic_load_n(&c->held_off, __ATOMIC_RELAXED);
+    return bo_hc_held_pending(c);
 }
 
 static int shim_pending(const ssl_real *R, const SSL *ssl)
@@ -486,18 +396,17 @@ static int do_read_ex(const ssl_real *R, SSL *s, void *buf, size_t num, size_t *
     return shim_read(R, &r);
 }
 
-static int do_write(const ssl_real *R, int slot, SSL *s, const void *buf, int num,
-                    const void *ret)
+static int do_write(const ssl_real *R, SSL *s, const void *buf, int num, const void *ret)
 {
     wcall w = {.ex = false, .ssl = s, .buf = buf, .n = num > 0 ? (size_t)num : 0};
-    return num <= 0 ? R->write(s, buf, num) : shim_write(R, slot, &w, ret);
+    return num <= 0 ? R->write(s, buf, num) : shim_write(R, &w, ret);
 }
 
-static int do_write_ex(const ssl_real *R, int slot, SSL *s, const void *buf, size_t num,
+static int do_write_ex(const ssl_real *R, SSL *s, const void *buf, size_t num,
                        size_t *written, const void *ret)
 {
     wcall w = {.ex = true, .ssl = s, .buf = buf, .n = num, .written = written};
-    return shim_write(R, slot, &w, ret);
+    return shim_write(R, &w, ret);
 }
 
 int SSL_read(SSL *s, void *buf, int num);
@@ -525,14 +434,12 @@ BO_EXPORT int SSL_read_ex(SSL *s, void *buf, size_t num, size_t *readbytes)
 
 BO_EXPORT int SSL_write(SSL *s, const void *buf, int num)
 {
-    const ssl_real *R = caller_real(RET);
-    return do_write(R, (int)(R - g_reals), s, buf, num, RET);
+    return do_write(caller_real(RET), s, buf, num, RET);
 }
 
 BO_EXPORT int SSL_write_ex(SSL *s, const void *buf, size_t num, size_t *written)
 {
-    const ssl_real *R = caller_real(RET);
-    return do_write_ex(R, (int)(R - g_reals), s, buf, num, written, RET);
+    return do_write_ex(caller_real(RET), s, buf, num, written, RET);
 }
 
 BO_EXPORT int SSL_peek(SSL *s, void *buf, int num)
@@ -573,11 +480,11 @@ BO_EXPORT int SSL_get_error(const SSL *s, int ret)
     }                                                                                 \
     static int write_##i(SSL *s, const void *buf, int num)                            \
     {                                                                                 \
-        return do_write(&g_reals[i], i, s, buf, num, RET);                            \
+        return do_write(&g_reals[i], s, buf, num, RET);                            \
     }                                                                                 \
     static int write_ex_##i(SSL *s, const void *buf, size_t num, size_t *written)     \
     {                                                                                 \
-        return do_write_ex(&g_reals[i], i, s, buf, num, written, RET);                \
+        return do_write_ex(&g_reals[i], s, buf, num, written, RET);                \
     }                                                                                 \
     static int peek_##i(SSL *s, void *buf, int num)                                   \
     {                                                                                 \

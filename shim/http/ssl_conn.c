@@ -73,7 +73,7 @@ int bo_ssl_peer_id(const ssl_real *R, const SSL *ssl, unsigned char out[BO_HC_PE
 static bool ready(bo_hconn *c, const ssl_real *R)
 {
     struct pollfd p = {.fd = c->fd, .events = POLLIN};
-    return R->has_pending(c->ssl) || bo_hs_poll(&p, 1, 0) > 0;
+    return R->has_pending(c->ssl) || bo_core_sys_poll(&p, 1, 0) > 0;
 }
 
 /* The answer so far, read ahead into held (the object gives one record a
@@ -95,9 +95,9 @@ static ssize_t tls_look(bo_hconn *c, bool block)
         size_t got = 0, want = BO_HC_PEEK_MAX - h;
         if (bo_hc_held_room(c, want) != 0)
             break;
-        int r = R->read_ex(c->ssl, c->held + c->held_len, want, &got);
+        int r = R->read_ex(c->ssl, bo_hc_held_end(c), want, &got);
         if (r == 1) {
-            c->held_len += got;
+            bo_hc_held_grew(c, got);
             continue;
         }
         if (h > 0)
@@ -119,7 +119,7 @@ static bool tls_idle(bo_hconn *c)
 {
     const ssl_real *R = c->io_ctx;
     struct pollfd p = {.fd = c->fd, .events = POLLIN | POLLRDHUP};
-    return !R->has_pending(c->ssl) && bo_hs_poll(&p, 1, 0) == 0;
+    return !R->has_pending(c->ssl) && bo_core_sys_poll(&p, 1, 0) == 0;
 }
 
 /* What a failed SSL call wants, as poll events (0: it failed for good). */

@@ -17,7 +17,7 @@
 /* A transport's moves: bytes only, never a decision (c->io_ctx is its own). */
 typedef struct bo_hx_io {
     /*
-     * The answer's bytes so far into c->peek (from its first byte, at most
+     * The answer's bytes so far into c->x.peek (from its first byte, at most
      * BO_HC_PEEK_MAX; bytes held first), none consumed from the program's
      * view.  block: wait for a first byte as the program's blocking read
      * would (its SO_RCVTIMEO, its signals); otherwise never wait.  >0: how
@@ -25,7 +25,7 @@ typedef struct bo_hx_io {
      */
     ssize_t (*look)(bo_hconn *c, bool block);
     /* Take the answer's first n bytes (all looked at) out of the connection
-     * into c->held, without waiting: 0, or -1. */
+     * into c->held.buf, without waiting: 0, or -1. */
     int (*hold)(bo_hconn *c, size_t n);
     /* Nothing more to read, nothing pending, the peer not closing: the
      * connection can carry another request. */

@@ -18,7 +18,6 @@
  * woken for their times and the descriptors they wait for, and returns
  * only with the program's own events or at its own timeout.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -68,12 +67,10 @@ static void resolve(void)
     *(void **)&g_real.pselect = bo_core_next_fn("pselect", (void *)pselect);
     *(void **)&g_real.epoll_wait = bo_core_next_fn("epoll_wait", (void *)epoll_wait);
     *(void **)&g_real.epoll_pwait = bo_core_next_fn("epoll_pwait", (void *)epoll_pwait);
-    void *p2 = dlsym(RTLD_NEXT, "epoll_pwait2");
-    *(void **)&g_real.epoll_pwait2 = p2 == (void *)epoll_pwait2 ? NULL : p2;
+    *(void **)&g_real.epoll_pwait2 = bo_core_next_fn_opt("epoll_pwait2", (void *)epoll_pwait2);
 }
 
-#define REAL(f) (__builtin_expect(__atomic_load_n(&g_bound, __ATOMIC_ACQUIRE), 1) \
-                     ? g_real.f : (bo_core_once(&g_bound, resolve), g_real.f))
+#define REAL(f) BO_CORE_REAL(g_real, g_bound, resolve, f)
 
 /* Anything in flight that a wait must look at? */
 static inline bool quiet(void)
@@ -118,10 +115,76 @@ static const struct timespec *left_ts(int64_t now, int64_t until, struct timespe
 
 /* ---- the poll family ------------------------------------------------------------ */
 
-/* A descriptor the retries themselves wait for, beyond the program's. */
-typedef struct extra {
-    int of;       /* the program's entry it serves */
-} extra;
+/* One poll of the program's, as wait_core makes it again and again: its n
+ * entries, what the kernel is asked (q: the program's entries as the
+ * exchange says, then the descriptors the retries wait for, of[k - n] the
+ * entry each serves), the events shown at once (pre) and the records. */
+typedef struct poll_run {
+    struct pollfd *fds;
+    nfds_t n, m;
+    struct pollfd *q;
+    int *of;
+    short *pre;
+    bo_hconn **rec;
+} poll_run;
+
+/* Before the real call: what each followed connection's exchange asks the
+ * kernel instead (bo_hx_poll_before); the time to come back (<= deadline);
+ * *shown: entries the program is to see at once. */
+static int64_t ask_before(poll_run *p, int64_t now, int64_t deadline, int *shown)
+{
+    int64_t until = deadline;
+    p->m = p->n;
+    *shown = 0;
+    for (nfds_t i = 0; i < p->n; i++) {
+        p->q[i] = p->fds[i];
+        p->q[i].revents = 0;
+        p->pre[i] = 0;
+        bo_hconn *c = p->rec[i];
+        if (c == NULL || !bo_hc_is_active(c) || !bo_hc_trylock(c))
+            continue;
+        short fd_ev, x_ev;
+        int xfd;
+        int64_t u;
+        p->pre[i] = bo_hx_poll_before(c, p->fds[i].events, now, deadline, &fd_ev, &xfd, &x_ev, &u);
+        bo_hx_leave(c);
+        if (fd_ev == -1)
+            p->q[i].fd = -1; /* nothing for the program there yet */
+        else
+            p->q[i].events = fd_ev;
+        if (xfd >= 0) {
+            p->q[p->m] = (struct pollfd){.fd = xfd, .events = x_ev};
+            p->of[p->m - p->n] = (int)i;
+            p->m++;
+        }
+        if (u < until)
+            until = u;
+        *shown += p->pre[i] != 0;
+    }
+    return until;
+}
+
+/* After it: what the program sees of each entry (bo_hx_poll_after for a
+ * followed connection), in fds[].revents; how many entries have events. */
+static int tell_after(poll_run *p, int64_t deadline)
+{
+    int count = 0;
+    for (nfds_t i = 0; i < p->n; i++) {
+        short rev = p->q[i].fd >= 0 ? p->q[i].revents : 0;
+        bo_hconn *c = p->rec[i];
+        if (c != NULL && (bo_hc_is_active(c) || p->pre[i]) && bo_hc_trylock(c)) {
+            short xrev = 0;
+            for (nfds_t k = p->n; k < p->m; k++)
+                if (p->of[k - p->n] == (int)i)
+                    xrev = p->q[k].revents;
+            rev = (short)(bo_hx_poll_after(c, p->fds[i].events, rev, xrev, deadline) | p->pre[i]);
+            bo_hx_leave(c);
+        }
+        p->fds[i].revents = rev;
+        count += rev != 0;
+    }
+    return count;
+}
 
 /*
  * The program's poll of fds (n of them) until deadline, with mask (ppoll's
@@ -133,97 +196,52 @@ typedef struct extra {
 static int wait_core(struct pollfd *fds, nfds_t n, int64_t deadline, const sigset_t *mask)
 {
     struct pollfd stack_q[64];
-    extra stack_x[64];
+    int stack_of[64];
     short stack_pre[64];
     bo_hconn *stack_c[64];
     size_t cap = (size_t)n * 2 + 1;
-    struct pollfd *q = stack_q;
-    extra *x = stack_x;
-    short *pre = stack_pre;
-    bo_hconn **rec = stack_c;
-    int ret = -1;
+    poll_run p = {.fds = fds, .n = n, .q = stack_q, .of = stack_of, .pre = stack_pre,
+                  .rec = stack_c};
+    int ret;
 
     if (cap > 64) {
-        q = malloc(cap * sizeof *q);
-        x = malloc(cap * sizeof *x);
-        pre = malloc((size_t)n * sizeof *pre);
-        rec = malloc((size_t)n * sizeof *rec);
-        if (q == NULL || x == NULL || pre == NULL || rec == NULL) {
-            free(q);
-            free(x);
-            free(pre);
-            free(rec);
+        p.q = malloc(cap * sizeof *p.q);
+        p.of = malloc(cap * sizeof *p.of);
+        p.pre = malloc((size_t)n * sizeof *p.pre);
+        p.rec = malloc((size_t)n * sizeof *p.rec);
+        if (p.q == NULL || p.of == NULL || p.pre == NULL || p.rec == NULL) {
+            free(p.q);
+            free(p.of);
+            free(p.pre);
+            free(p.rec);
             struct timespec ts;
             return REAL(ppoll)(fds, n, left_ts(bo_core_now_ns(), deadline, &ts), mask);
         }
     }
     for (nfds_t i = 0; i < n; i++) {
         bo_hconn *c = fds[i].fd >= 0 ? bo_hc_get(fds[i].fd) : NULL;
-        rec[i] = c != NULL && c->st != BO_HC_NONE && c->st != BO_HC_OFF ? c : NULL;
+        p.rec[i] = c != NULL && c->st != BO_HC_NONE && c->st != BO_HC_OFF ? c : NULL;
     }
     for (;;) {
-        int64_t now = bo_core_now_ns(), until = deadline;
-        nfds_t m = n;
-        int shown = 0;
-        for (nfds_t i = 0; i < n; i++) {
-            q[i] = fds[i];
-            q[i].revents = 0;
-            pre[i] = 0;
-            bo_hconn *c = rec[i];
-            if (c == NULL || !bo_hc_is_active(c) || !bo_hc_trylock(c))
-                continue;
-            short fd_ev, x_ev;
-            int xfd;
-            int64_t u;
-            pre[i] = bo_hx_poll_before(c, fds[i].events, now, deadline, &fd_ev, &xfd, &x_ev, &u);
-            bo_hx_leave(c);
-            if (fd_ev == -1)
-                q[i].fd = -1; /* nothing for the program there yet */
-            else
-                q[i].events = fd_ev;
-            if (xfd >= 0) {
-                q[m].fd = xfd;
-                q[m].events = x_ev;
-                q[m].revents = 0;
-                x[m - n].of = (int)i;
-                m++;
-            }
-            if (u < until)
-                until = u;
-            shown += pre[i] != 0;
-        }
+        int shown;
+        int64_t now = bo_core_now_ns(), until = ask_before(&p, now, deadline, &shown);
         struct timespec ts, *tp = (struct timespec *)left_ts(now, shown ? now : until, &ts);
-        int r = REAL(ppoll)(q, m, tp, mask);
-        if (r < 0) {
+        if (REAL(ppoll)(p.q, p.m, tp, mask) < 0) {
             ret = -1;
             break;
         }
-        int count = 0;
-        for (nfds_t i = 0; i < n; i++) {
-            short rev = q[i].fd >= 0 ? q[i].revents : 0;
-            bo_hconn *c = rec[i];
-            if (c != NULL && (bo_hc_is_active(c) || pre[i]) && bo_hc_trylock(c)) {
-                short xrev = 0;
-                for (nfds_t k = n; k < m; k++)
-                    if (x[k - n].of == (int)i)
-                        xrev = q[k].revents;
-                rev = (short)(bo_hx_poll_after(c, fds[i].events, rev, xrev, deadline) | pre[i]);
-                bo_hx_leave(c);
-            }
-            fds[i].revents = rev;
-            count += rev != 0;
-        }
+        int count = tell_after(&p, deadline);
         if (count > 0 || bo_core_now_ns() >= deadline) {
             ret = count;
             break;
         }
     }
-    if (q != stack_q) {
+    if (p.q != stack_q) {
         int e = errno;
-        free(q);
-        free(x);
-        free(pre);
-        free(rec);
+        free(p.q);
+        free(p.of);
+        free(p.pre);
+        free(p.rec);
         errno = e;
     }
     return ret;
@@ -295,10 +313,38 @@ BO_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *timeout
 #pragma GCC diagnostic pop
 #endif
 
+/* The descriptors named in select's sets, as poll's events (read: POLLIN;
+ * write: POLLOUT; except: POLLPRI). */
+static short select_events(int fd, const fd_set *r, const fd_set *w, const fd_set *e)
+{
+    return (short)((r != NULL && FD_ISSET(fd, r) ? POLLIN : 0) |
+                   (w != NULL && FD_ISSET(fd, w) ? POLLOUT : 0) |
+                   (e != NULL && FD_ISSET(fd, e) ? POLLPRI : 0));
+}
+
+/* poll's answer back into select's sets: how many bits are left set. */
+static int select_sets(const struct pollfd *p, nfds_t n, fd_set *r, fd_set *w, fd_set *e)
+{
+    int count = 0;
+    for (nfds_t i = 0; i < n; i++) {
+        int fd = p[i].fd;
+        short rev = p[i].revents;
+        if (r != NULL && FD_ISSET(fd, r) && !(rev & (POLLIN | POLLHUP | POLLERR)))
+            FD_CLR(fd, r);
+        if (w != NULL && FD_ISSET(fd, w) && !(rev & (POLLOUT | POLLERR)))
+            FD_CLR(fd, w);
+        if (e != NULL && FD_ISSET(fd, e) && !(rev & POLLPRI))
+            FD_CLR(fd, e);
+        count += (r != NULL && FD_ISSET(fd, r)) + (w != NULL && FD_ISSET(fd, w)) +
+                 (e != NULL && FD_ISSET(fd, e));
+    }
+    return count;
+}
+
 /*
- * select and pselect: the sets as a poll (read: POLLIN; write: POLLOUT;
- * except: POLLPRI), through the same wait, and back.  select's timeout is
- * left with the time that remained, as Linux's own does.
+ * select and pselect: the sets as a poll, through the same wait, and back.
+ * select's timeout is left with the time that remained, as Linux's own
+ * does.
  */
 static int shim_select(int nfds, fd_set *r, fd_set *w, fd_set *e, int64_t deadline,
                        const sigset_t *mask)
@@ -309,35 +355,18 @@ static int shim_select(int nfds, fd_set *r, fd_set *w, fd_set *e, int64_t deadli
     if (nfds > FD_SETSIZE)
         nfds = FD_SETSIZE;
     for (int fd = 0; fd < nfds; fd++)
-        n += (r != NULL && FD_ISSET(fd, r)) || (w != NULL && FD_ISSET(fd, w)) ||
-             (e != NULL && FD_ISSET(fd, e));
+        n += select_events(fd, r, w, e) != 0;
     if (n > 64 && (p = malloc(n * sizeof *p)) == NULL)
         return -2;
     n = 0;
     for (int fd = 0; fd < nfds; fd++) {
-        short ev = (short)((r != NULL && FD_ISSET(fd, r) ? POLLIN : 0) |
-                           (w != NULL && FD_ISSET(fd, w) ? POLLOUT : 0) |
-                           (e != NULL && FD_ISSET(fd, e) ? POLLPRI : 0));
+        short ev = select_events(fd, r, w, e);
         if (ev != 0)
             p[n++] = (struct pollfd){.fd = fd, .events = ev};
     }
     int res = shim_poll(p, n, deadline, mask);
-    if (res >= 0) {
-        int count = 0;
-        for (nfds_t i = 0; i < n; i++) {
-            int fd = p[i].fd;
-            short rev = p[i].revents;
-            if (r != NULL && FD_ISSET(fd, r) && !(rev & (POLLIN | POLLHUP | POLLERR)))
-                FD_CLR(fd, r);
-            if (w != NULL && FD_ISSET(fd, w) && !(rev & (POLLOUT | POLLERR)))
-                FD_CLR(fd, w);
-            if (e != NULL && FD_ISSET(fd, e) && !(rev & POLLPRI))
-                FD_CLR(fd, e);
-            count += (r != NULL && FD_ISSET(fd, r)) + (w != NULL && FD_ISSET(fd, w)) +
-                     (e != NULL && FD_ISSET(fd, e));
-        }
-        res = count;
-    }
+    if (res >= 0)
+        res = select_sets(p, n, r, w, e);
     if (p != stack_p) {
         int er = errno;
         free(p);

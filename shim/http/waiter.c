@@ -14,11 +14,6 @@
 #include "http/exchange_int.h"
 #include "http/sockwait.h"
 
-/* The least time a retry leaves before the end of the program's wait (its
- * poll's timeout, its loop's next timer), a tenth of what is left if more:
- * the program's own timer must find the answer there. */
-#define HX_MARGIN_NS (50 * BO_NS_PER_MS)
-
 /* Is the fd in an epoll set (an event loop waits on it)? */
 static bool in_epoll(int fd)
 {

@@ -113,8 +113,8 @@ static bool status_may_retry(const bo_curl_rec *r, int status)
                     .request_sent = true,
                     .connect_errno = 0,
                     .idempotency_key = r->idem_key,
-                    .quota_exhausted = true}; /* a 403 may be a spent quota: its
-                                                 headers, still to come, tell */
+                    .quota_exhausted = bo_answer_quota_spent(NULL)}; /* its headers
+                                                 are still to come */
     return bo_classify(cfg, &a).verdict == BO_VERDICT_RETRY;
 }
 
@@ -169,7 +169,7 @@ size_t bo_curl_held_write(char *p, size_t size, size_t nmemb, void *ud)
     if (r->mode == BO_HOLD_HOLD) {
         if (r->include_header)
             note_status_line(r, p, n);
-        if (r->block_hold && r->block_status == 403 && !bo_rl_headers_exhausted(&r->rl))
+        if (r->block_hold && r->block_status == 403 && !bo_answer_quota_spent(&r->rl))
             r->block_hold = false; /* headers done: a 403 that is not a spent quota is final */
         if (r->block_hold && bo_curl_hold(r, BO_SEG_BODY, p, n) == 0)
             return n;

@@ -280,7 +280,7 @@ bool bo_curl_xfer_done(bo_curl_xfer *x, int code_, int64_t *until_ns)
                     .connect_unknown = unix_refused &&
                                        !__atomic_load_n(&x->sd->alive, __ATOMIC_RELAXED),
                     .idempotency_key = r->idem_key,
-                    .quota_exhausted = bo_rl_headers_exhausted(&r->rl)};
+                    .quota_exhausted = bo_answer_quota_spent(&r->rl)};
     bo_run_result res = {.outcome = bo_classify(cfg, &a),
                           .retry_after_ns = -1,
                           .status = (int)status,

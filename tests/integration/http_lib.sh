@@ -14,6 +14,7 @@ for c in ruby perl php wget http; do
     command -v $c >/dev/null || fail "$c is not installed (make deps installs the test's clients)"
 done
 $PY -c 'import requests' 2>/dev/null || fail "python3-requests is not installed (make deps)"
+$PY -c 'import github' 2>/dev/null || fail "python3-github (PyGithub) is not installed (make deps)"
 
 # client NAME BASE N TAG: the command line of client NAME.
 client() {
@@ -26,6 +27,7 @@ client() {
     wget) echo "sh $PROGS/http_wget.sh $2 $3" ;;
     httpie) echo "sh $PROGS/http_httpie.sh $2 $3" ;;
     node) echo "node $PROGS/http_node.js $2 $3" ;;
+    github) echo "$PY $PROGS/http_github.py $2 $3" ;;
     esac
 }
 
@@ -52,14 +54,16 @@ bad_of() { sed -n 's/^done [0-9]* bad \([0-9]*\)$/\1/p' "$1" | tail -n 1; }
 # throttled NAME BASE N PAUSE [HOW]: NAME plain, then under the shim (HOW,
 # default shim), PAUSE seconds apart (the bucket fills again): plain some
 # bodies are wrong (else the case proves nothing), under the shim none, and
-# the shim retried.  Outputs in $TMP/$SEC.NAME.{plain,shim}[.stats] (SEC:
+# the shim retried.  $BEFORE_RUN, when set, is run before each of the two.  Outputs in $TMP/$SEC.NAME.{plain,shim}[.stats] (SEC:
 # the section, so that a client's runs in two sections never mix).
 throttled() {
     _n=$1 _b=$2 _k=$3 _p=$4 _how=${5:-shim}
     _f="$TMP/${SEC:-x}.$_n"
+    ${BEFORE_RUN:-true}
     # shellcheck disable=SC2046
     run "$_f.plain" plain $(client "$_n" "$_b" "$_k" "$SEC-$_n-plain")
     sleep "$_p"
+    ${BEFORE_RUN:-true}
     # shellcheck disable=SC2046
     run "$_f.shim" "$_how" $(client "$_n" "$_b" "$_k" "$SEC-$_n-shim")
     sleep "$_p"

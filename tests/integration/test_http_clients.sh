@@ -41,6 +41,35 @@ stop_server
 [ "$(summary_field "$TMP/bucket.out" duplicate_posts)" = 0 ] || fail "a POST reached the server twice"
 [ "$(summary_field "$TMP/bucket.out" posts)" -ge $N ] || fail "the POSTs did not reach the server"
 
+# GitHub's primary rate limit: a 403 with x-ratelimit-remaining: 0 and no
+# Retry-After is a throttle in every room (bo_answer_quota_spent: the one
+# judgment), for requests and for PyGithub on it (Github(base_url=...)).
+# Under the library the quota the headers tell is paced on its own, so the
+# 403 is made certain: before each run a plain curl spends the window (40
+# requests on one connection) with at least 3.5 s of it left, and the
+# client starts at once: plain it gets 403s, under the library it meets one
+# at its first call, waits for the window's reset, and gets every answer.
+SEC=quota403
+mkdir -p "$TMP/gh/repos/octo"
+printf '{"id": 1, "name": "hello", "full_name": "octo/hello"}' >"$TMP/gh/repos/octo/hello"
+start_server quota403 --window-requests 40 --window-s 5 --ratelimit-headers x-ratelimit \
+    --reject-status 403 --retry-after-form none --serve-dir "$TMP/gh"
+Q="http://127.0.0.1:$PORT"
+spend_window() {
+    _left=$((5000 - $(date +%s%3N) % 5000))
+    [ $_left -ge 3500 ] || sleep "$(awk -v l=$_left 'BEGIN { printf "%.3f", l / 1000 + 0.05 }')"
+    # shellcheck disable=SC2046
+    curl -s $(_i=0; while [ $_i -lt 40 ]; do echo "-o /dev/null $Q/item/1"; _i=$((_i + 1)); done)
+}
+BEFORE_RUN=spend_window
+for c in session github; do
+    throttled $c "$Q" 40 0
+    [ "$(stats_sum "$TMP/quota403.$c.shim.stats" throttled)" -ge 1 ] ||
+        fail "quota403 $c: no 403 was met under the library: the case proves nothing"
+done
+BEFORE_RUN=""
+stop_server
+
 # Retry-After: 1 on every 429: each retry waited for it
 SEC=hints
 start_server hints --rate 10 --burst 3

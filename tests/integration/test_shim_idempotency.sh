@@ -152,6 +152,20 @@ expect pyreset post_resets 1
 expect pyreset idem_replays 1
 expect pyreset duplicate_posts 0
 
+# (a server that validates keys would refuse the empty one at once: this one
+# processes every POST, then resets it)
+note "the http room: an empty Idempotency-Key is no key: not retried after the reset, none added"
+start_server pyempty --fault-reset-post 1
+U="http://127.0.0.1:$PORT/item/1"
+LD_PRELOAD="$LIB" BACKOFF_IDEMPOTENCY_KEY=1 BACKOFF_STATS="$TMP/pyempty.stats" setsid timeout -k 2 30 \
+    $PY "$TOP/tests/programs/http_idem.py" empty "$U" "$TMP/order" >"$TMP/pyempty.txt" 2>&1 ||
+    fail "requests POST with an empty key: $(cat "$TMP/pyempty.txt")"
+stop_server
+grep -q '^error ' "$TMP/pyempty.txt" ||
+    fail "a POST with an empty Idempotency-Key was retried after the reset: $(cat "$TMP/pyempty.txt")"
+[ "$(attempts pyempty)" = 1 ] || fail "an empty Idempotency-Key: $(attempts pyempty) attempts"
+expect pyempty posts 1
+
 note "the http room: the program's own retry of a POST carries its first try's key"
 start_server pyown --idempotency --fault-reset-post 1
 U="http://127.0.0.1:$PORT/item/1"

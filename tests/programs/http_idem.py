@@ -4,6 +4,7 @@
 # program got in the end, or "error E".
 #   python3 http_idem.py MODE URL FILE
 # MODE: requests (requests.Session().post, once: whatever the library did);
+# empty (the same with an empty Idempotency-Key field: no key);
 # own (http.client: a POST, and on a connection error one more POST of its
 # own, on a new connection: the program's own retry).
 import http.client
@@ -12,11 +13,12 @@ import urllib.parse
 
 mode, url, path = sys.argv[1], sys.argv[2], sys.argv[3]
 body = open(path, "rb").read()
-if mode == "requests":
+if mode in ("requests", "empty"):
     import requests
 
+    headers = {"Idempotency-Key": ""} if mode == "empty" else {}
     try:
-        r = requests.Session().post(url, data=body, timeout=15)
+        r = requests.Session().post(url, data=body, headers=headers, timeout=15)
         print("status %d body %s" % (r.status_code, r.text))
     except Exception as e:
         print("error %s" % type(e).__name__)

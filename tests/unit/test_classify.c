@@ -379,6 +379,35 @@ START_TEST(test_403_quota_spent)
 }
 END_TEST
 
+/*
+ * The one reading of the headers for that judgment, every room's: a head
+ * not yet whole may be a spent quota (its 403 kept as a throttle until its
+ * headers come); a whole head says it only with a remaining of 0.
+ */
+START_TEST(test_answer_quota_spent)
+{
+    static const struct {
+        const char *lines;
+        bool spent;
+    } t[] = {
+        {"", false},
+        {"x-ratelimit-remaining: 0", true},
+        {"x-ratelimit-remaining: 12", false},
+        {"RateLimit-Remaining: 0", true},
+        {"x-rate-limit-remaining: 0", true},
+        {"Content-Type: text/plain", false},
+    };
+    ck_assert(bo_answer_quota_spent(NULL));
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        bo_rl_headers h;
+        bo_rl_headers_reset(&h);
+        if (t[i].lines[0] != '\0')
+            (void)bo_rl_header_line(&h, t[i].lines, strlen(t[i].lines));
+        ck_assert_msg(bo_answer_quota_spent(&h) == t[i].spent, "\"%s\"", t[i].lines);
+    }
+}
+END_TEST
+
 START_TEST(test_method_idempotent)
 {
     /* methods are compared as HTTP compares them: case-sensitively (RFC 9110
@@ -536,6 +565,7 @@ static Suite *classify_suite(void)
     tcase_add_loop_test(tc, test_no_key_rows, 0,
                         (int)(sizeof no_key_rows / sizeof no_key_rows[0]));
     tcase_add_test(tc, test_403_quota_spent);
+    tcase_add_test(tc, test_answer_quota_spent);
     tcase_add_test(tc, test_method_idempotent);
     tcase_add_test(tc, test_default_retry_on);
     tcase_add_loop_test(tc, test_connect_rule, 0, (int)(sizeof conn_rows / sizeof conn_rows[0]));

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "bo_http.h"
+#include "bo_idem.h"
 #include "bo_ratelimit.h"
 
 #define LEN(s) (sizeof(s) - 1)
@@ -79,7 +80,7 @@ static bool equal(const reading *a, const reading *b)
               x->host_long == y->host_long && x->upgrade == y->upgrade &&
               x->upgrade_websocket == y->upgrade_websocket && x->upgrade_h2c == y->upgrade_h2c &&
               x->expect == y->expect && x->expect_continue == y->expect_continue &&
-              x->idempotency_key == y->idempotency_key && x->keep == y->keep &&
+              x->idem == y->idem && x->keep == y->keep &&
               x->status == y->status && x->interim == y->interim &&
               x->retry_after_delta == y->retry_after_delta &&
               x->retry_after_date == y->retry_after_date;
@@ -127,7 +128,7 @@ static void same(const reading *a, const reading *b, const char *how)
     ck_assert_int_eq(x->upgrade_h2c, y->upgrade_h2c);
     ck_assert_int_eq(x->expect, y->expect);
     ck_assert_int_eq(x->expect_continue, y->expect_continue);
-    ck_assert_int_eq(x->idempotency_key, y->idempotency_key);
+    ck_assert_int_eq(x->idem, y->idem);
     ck_assert_msg(x->keep == y->keep, "%s: keep %s, whole %s", how, bo_http_keep_name(y->keep),
                   bo_http_keep_name(x->keep));
     ck_assert_int_eq(x->status, y->status);
@@ -265,7 +266,7 @@ START_TEST(test_request_content_length)
     ck_assert_int_eq(r.m.framing, BO_HTTP_FRAMING_LENGTH);
     ck_assert_uint_eq(r.m.content_length, 11);
     ck_assert_uint_eq(r.m.body.data, 11);
-    ck_assert(r.m.idempotency_key);
+    ck_assert_int_eq(r.m.idem, BO_IDEM_LINE_KEY);
     ck_assert_int_eq(r.m.method, BO_HTTP_METHOD_POST);
     ck_assert_int_eq(r.m.keep, BO_HTTP_KEEP_OK);
     /* the head alone: the body is still to come */
@@ -285,6 +286,54 @@ START_TEST(test_request_content_length)
     r = request_split(z, LEN(z));
     ck_assert_int_eq(r.rc, BO_HTTP_DONE);
     ck_assert_uint_eq(r.used, LEN(z));
+}
+END_TEST
+
+/*
+ * What a request's Idempotency-Key fields say, read by bo_idem's one reader
+ * (bo_idem_value_kind): an empty value is no key, as in a libcurl header
+ * list (bo_idem_header_kind agrees line by line); a key wins over an empty
+ * field wherever it stands; a value too long to keep is a key.
+ */
+START_TEST(test_request_idempotency_key)
+{
+    static const struct {
+        const char *fields;
+        bo_idem_line idem;
+    } rows[] = {
+        {"", BO_IDEM_LINE_OTHER},
+        {"Idempotency-Key: 8e03978e-40d5-43e8-bc93-6894a57f9324\r\n", BO_IDEM_LINE_KEY},
+        {"idempotency-key:abc\r\n", BO_IDEM_LINE_KEY},
+        {"Idempotency-Key: \"\"\r\n", BO_IDEM_LINE_KEY}, /* an empty sf-string is a value */
+        {"Idempotency-Key:\r\n", BO_IDEM_LINE_EMPTY},
+        {"Idempotency-Key:   \r\n", BO_IDEM_LINE_EMPTY},
+        {"Idempotency-Key:\t\r\n", BO_IDEM_LINE_EMPTY},
+        {"Idempotency-Key:\r\nIdempotency-Key: k\r\n", BO_IDEM_LINE_KEY},
+        {"Idempotency-Key: k\r\nIdempotency-Key:\r\n", BO_IDEM_LINE_KEY},
+        {"X-Idempotency-Key: k\r\n", BO_IDEM_LINE_OTHER},
+    };
+    char s[1024];
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        int n = snprintf(s, sizeof s, "POST /o HTTP/1.1\r\nHost: h\r\n%sContent-Length: 0\r\n\r\n",
+                         rows[i].fields);
+        reading r = request_split(s, (size_t)n);
+        ck_assert_int_eq(r.rc, BO_HTTP_DONE);
+        ck_assert_msg(r.m.idem == rows[i].idem, "%s: %d, not %d", rows[i].fields, r.m.idem,
+                      rows[i].idem);
+        const char *nl = strstr(rows[i].fields, "\r\n");
+        if (nl != NULL && strstr(nl + 2, "\r\n") == NULL) /* one line: the list's reader agrees */
+            ck_assert_int_eq(bo_idem_header_kind(rows[i].fields, strlen(rows[i].fields)),
+                             rows[i].idem);
+    }
+    /* a value past what the reader keeps is a key */
+    char big[BO_HTTP_VALUE_MAX + 100];
+    memset(big, 'k', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    int n = snprintf(s, sizeof s, "POST /o HTTP/1.1\r\nHost: h\r\nIdempotency-Key: %s\r\n\r\n",
+                     big);
+    reading r = request(s, (size_t)n);
+    ck_assert_int_eq(r.rc, BO_HTTP_DONE);
+    ck_assert_int_eq(r.m.idem, BO_IDEM_LINE_KEY);
 }
 END_TEST
 
@@ -1194,6 +1243,7 @@ static Suite *http_suite(void)
     tcase_add_test(tc, test_request_get);
     tcase_add_test(tc, test_request_lf_only_and_methods);
     tcase_add_test(tc, test_request_content_length);
+    tcase_add_test(tc, test_request_idempotency_key);
     tcase_add_test(tc, test_request_chunked);
     tcase_add_test(tc, test_request_connection);
     tcase_add_test(tc, test_request_not_kept);

@@ -156,6 +156,20 @@ END_TEST
  * buffer) has no key, one cut inside the name is another header, and a NUL
  * ends the line as in a libcurl list.
  */
+/* A value alone, as a raw request's field gives it (bo_http): white space
+ * alone is no key; a NUL ends it; only len bytes are read. */
+START_TEST(test_value_kind)
+{
+    ck_assert_int_eq(bo_idem_value_kind("abc", 3), BO_IDEM_LINE_KEY);
+    ck_assert_int_eq(bo_idem_value_kind(" \"k\" ", 5), BO_IDEM_LINE_KEY);
+    ck_assert_int_eq(bo_idem_value_kind("\"\"", 2), BO_IDEM_LINE_KEY);
+    ck_assert_int_eq(bo_idem_value_kind("", 0), BO_IDEM_LINE_EMPTY);
+    ck_assert_int_eq(bo_idem_value_kind(" \t\r\n", 4), BO_IDEM_LINE_EMPTY);
+    ck_assert_int_eq(bo_idem_value_kind("  abc", 2), BO_IDEM_LINE_EMPTY);
+    ck_assert_int_eq(bo_idem_value_kind(" \0abc", 5), BO_IDEM_LINE_EMPTY);
+}
+END_TEST
+
 START_TEST(test_header_kind_bounded)
 {
     const char *l = "Idempotency-Key: abc";
@@ -258,6 +272,7 @@ static Suite *idem_suite(void)
     tcase_add_test(tc, test_key_repeatable_and_distinct);
     tcase_add_test(tc, test_header_line);
     tcase_add_loop_test(tc, test_header_kind, 0, (int)(sizeof kind_rows / sizeof kind_rows[0]));
+    tcase_add_test(tc, test_value_kind);
     tcase_add_test(tc, test_header_kind_bounded);
     tcase_add_test(tc, test_body_fp);
     tcase_add_test(tc, test_key_reusable);

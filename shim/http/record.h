@@ -1,0 +1,31 @@
+/*
+ * record.h: a connection's record's state and life (record.c), within the
+ * http room, for the exchange's files: the one state setter (and `active`,
+ * which follows it and the held and pace setters), the pace's setters, a
+ * record given up, reset, or found on another socket.  (The held answer's
+ * setters, which the transports use too, are conn.h's.)
+ */
+#ifndef BO_HTTP_RECORD_H
+#define BO_HTTP_RECORD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "http/conn.h"
+
+/* The one place a record's state changes (and bo_hc_active follows). */
+void bo_hx_set_state(bo_hconn *c, bo_hc_state st);
+/* Retries under way in an event loop (c->rt.loop), counted by bo_hx_set_state. */
+extern int bo_hx_loop_retries;
+/* A request's write held back for the pace until `until`; released (go:
+ * its poll's time ran out first: it goes at once). */
+void bo_hc_pace_hold(bo_hconn *c, int64_t until, int64_t quota);
+void bo_hc_pace_release(bo_hconn *c, bool go);
+/* Back to NONE, nothing in flight, nothing held (the record's lock held). */
+void bo_hx_reset(bo_hconn *c);
+/* The record as the hook finds it: a record of another socket on the same
+ * fd number (the program closed the old one without a hook seeing it)
+ * starts anew (NONE: false). */
+bool bo_hx_same_socket(bo_hconn *c);
+
+#endif
