@@ -17,7 +17,10 @@
  *   harm_owned calls curl|sock N URL
  *       N GETs of URL, one at a time; prints "get STATUS" for each, then
  *       "time per_call S max S fds N" (seconds; N: descriptors open from 3
- *       up after the calls, which the program never opened).
+ *       up after the calls, which the program never opened).  With
+ *       HARM_GATE=PATH in the environment, it waits after the first call
+ *       (up to 30 s) until PATH exists: the caller knows every program is
+ *       in (its state mapped) before it does something to them all.
  *   harm_owned fault default|early|late URL DIR
  *       A fault of the program's own after a GET of URL: DIR/mapped is
  *       mapped, truncated and touched.  default: no handler (it dies of
@@ -180,8 +183,17 @@ static int open_fds(void)
     return n;
 }
 
+/* wait_for_gate: PATH exists, or 30 s passed (bounded: the caller's own
+ * timeout kills the program anyway). */
+static void wait_for_gate(const char *path)
+{
+    for (int i = 0; i < 3000 && access(path, F_OK) != 0; i++)
+        usleep(10000);
+}
+
 static int run_calls(char **argv)
 {
+    const char *gate = getenv("HARM_GATE");
     int n = atoi(argv[3]);
     double total = 0, max = 0;
 
@@ -191,6 +203,8 @@ static int run_calls(char **argv)
         double dt = now_s() - t0;
         total += dt;
         max = dt > max ? dt : max;
+        if (i == 0 && gate != NULL)
+            wait_for_gate(gate);
     }
     printf("time per_call %.3f max %.3f fds %d\n", n > 0 ? total / n : 0, max, open_fds());
     return 0;
