@@ -116,6 +116,11 @@ typedef struct bo_hc_retry {
     int64_t give_up_ns;         /* the program's wait ends then: not sent by then, abandoned */
     bool async;                 /* it waits in the program's poll or loop (counted here) */
     int64_t wait_from_ns;       /* when the retry began to wait */
+    size_t total;               /* the retried answer's length (held from its first byte) */
+    int64_t resent_ns;          /* when the request went out again (0: not yet) */
+    char *fb;                   /* the last real answer of the call, once its request went
+                                   out again: the program's if the retry ends with none */
+    size_t fb_len, fb_cap;      /* (0: none) */
 } bo_hc_retry;
 
 /* Answer bytes taken out ahead of the program (a TLS head spread over records, a
@@ -176,25 +181,5 @@ static inline bool bo_hc_reads(const bo_hconn *c)
 {
     return c != NULL && c->st >= BO_HC_REQ && !c->tls;
 }
-
-/* ---- the held answer, its setters (record.c): a transport's look and hold
- * put bytes at bo_hc_held_end (room first: 0, or -1 no memory) and say
- * bo_hc_held_grew; the read path takes them; _peek copies them (up to
- * BO_HC_PEEK_MAX) to peek (-1 EAGAIN: none), _has: n bytes held?; _drop
- * forgets them; _deliver makes them the program's (until read). ---- */
-static inline size_t bo_hc_held_left(const bo_hconn *c) { return c->held.len - c->held.off; }
-static inline char *bo_hc_held_end(bo_hconn *c) { return c->held.buf + c->held.len; }
-static inline void bo_hc_held_grew(bo_hconn *c, size_t n) { c->held.len += n; }
-static inline size_t bo_hc_held_pending(const bo_hconn *c) /* outside the lock; none in RETRY */
-{
-    size_t n = __atomic_load_n(&c->held.len, __ATOMIC_RELAXED);
-    return c->st == BO_HC_RETRY ? 0 : n - __atomic_load_n(&c->held.off, __ATOMIC_RELAXED);
-}
-int bo_hc_held_room(bo_hconn *c, size_t n);
-size_t bo_hc_held_take(bo_hconn *c, void *buf, size_t n, bool peek);
-ssize_t bo_hc_held_peek(bo_hconn *c);
-int bo_hc_held_has(bo_hconn *c, size_t n);
-void bo_hc_held_drop(bo_hconn *c);
-void bo_hc_held_deliver(bo_hconn *c);
 
 #endif

@@ -134,6 +134,16 @@ bo_hx_verdict bo_hx_read(bo_hconn *c, int blocking, int *err)
     }
 }
 
+/* A retry's request sent again in a poll's sight: its answer is waited for
+ * until BACKOFF_CAP_MS after it went, or until the poll's own end (less the
+ * margin), the sooner; then the last real answer stands (INT64_MAX: none
+ * of that). */
+static int64_t poll_stall_at(const bo_hconn *c, int64_t now, int64_t deadline)
+{
+    int64_t s = bo_hx_stall_at(c), end = bo_hx_before(now, deadline);
+    return s != INT64_MAX && end < s ? end : s;
+}
+
 short bo_hx_poll_before(bo_hconn *c, short ev, int64_t now, int64_t deadline, short *fd_ev,
                         int *xfd, short *x_ev, int64_t *until)
 {
@@ -180,6 +190,8 @@ short bo_hx_poll_before(bo_hconn *c, short ev, int64_t now, int64_t deadline, sh
         *until = now + HX_PIECE_NS;
         return 0;
     }
+    if (c->st == BO_HC_SENT && (ev & POLLIN))
+        *until = poll_stall_at(c, now, deadline); /* a retry's answer that may not come */
     if ((c->st == BO_HC_PASS || c->held.deliver) && bo_hc_held_left(c) > 0 && (ev & POLLIN))
         return POLLIN; /* an answer held for the program: readable now */
     return 0;
@@ -211,6 +223,10 @@ short bo_hx_poll_after(bo_hconn *c, short ev, short rev, short xrev, int64_t dea
         default:
             break;
         }
+        rev |= POLLIN;
+    }
+    if (c->st == BO_HC_SENT && (ev & POLLIN) && now >= poll_stall_at(c, now, deadline)) {
+        bo_hx_stalled(c); /* the program's wait ends first: the answer it would have had */
         rev |= POLLIN;
     }
     if (c->st == BO_HC_RETRY)
@@ -296,6 +312,8 @@ static void drive_one(bo_hconn *c, void *ud)
         return;
     if (d->sweep && c->st == BO_HC_SENT)
         sweep_one(c, d->now);
+    if (c->st == BO_HC_SENT && d->now >= bo_hx_stall_at(c))
+        bo_hx_stalled(c); /* shut down: the loop is woken for the answer that stands */
     if (c->st == BO_HC_RETRY && c->rt.loop)
         loop_step(c, d);
     bo_hx_leave(c);

@@ -18,6 +18,7 @@
 #include "call/call.h"
 #include "http/retry.h"
 #include "http/conn.h"
+#include "http/held.h"
 #include "http/exchange.h"
 #include "http/fdtab.h"
 

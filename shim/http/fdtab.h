@@ -20,7 +20,8 @@ typedef struct bo_fdtab {
 } bo_fdtab;
 
 /* What the table knows of an fd without a record. */
-enum { BO_HC_MARK_NONE = 0, BO_HC_MARK_ACCEPTED, BO_HC_MARK_NOT_CLIENT };
+/* TUNNEL: a CONNECT went out first (a proxy's tunnel: never redialled) */
+enum { BO_HC_MARK_NONE = 0, BO_HC_MARK_ACCEPTED, BO_HC_MARK_NOT_CLIENT, BO_HC_MARK_TUNNEL };
 
 extern bo_fdtab *bo_hc_tab;
 

@@ -17,6 +17,7 @@
  *      retry is taken over (retry.c), or the answer stands.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <time.h>
 
@@ -155,10 +156,50 @@ static int head_in_pieces(bo_hconn *c, hx_mode *mode, hx_answer *a, int *err)
     return stands_as(c, fin, a->status);
 }
 
+/*
+ * A retry's request sent again, read by a blocking read: its answer is
+ * waited for until BACKOFF_CAP_MS after it went, or the read's own
+ * SO_RCVTIMEO (less the margin), the sooner; then the call ends on the last
+ * real answer it met (bo_hx_stalled: the program alone had it at once).
+ */
+static bool blocking_stall(bo_hconn *c, hx_mode *mode)
+{
+    int64_t stall = bo_hx_stall_at(c);
+    if (stall == INT64_MAX || (*mode = settle(c, *mode)) != MODE_BLOCK ||
+        (c->io->pending != NULL && c->io->pending(c)))
+        return false;
+    int64_t now = bo_core_now_ns(), t = bo_hs_rcvtimeo(c->fd);
+    if (t > 0 && bo_hx_before(now, now + t) < stall)
+        stall = bo_hx_before(now, now + t);
+    /* looked at without waiting (the socket's own flags set back after: a
+     * TLS socket's readable bytes may be a record that carries no answer, a
+     * session ticket, which a blocking look would read, then wait past the
+     * bound), until something comes or the bound */
+    int fl = fcntl(c->fd, F_GETFL);
+    if (fl < 0 || fcntl(c->fd, F_SETFL, fl | O_NONBLOCK) != 0)
+        return false;
+    bool came = false;
+    for (;;) {
+        if (c->io->look(c, false) >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+            came = true; /* something came (or the close): judged as it is */
+            break;
+        }
+        if (bo_hs_wait_fd(c->fd, POLLIN, stall) != 0 && bo_core_now_ns() >= stall)
+            break;
+    }
+    (void)fcntl(c->fd, F_SETFL, fl);
+    if (came)
+        return false;
+    bo_hx_stalled(c);
+    return true;
+}
+
 /* Step 1: the answer as far as it came.  HX_GO_ON: its head read whole, or
  * none came (closed, failed); else what the judging says now. */
 static int read_answer(bo_hconn *c, hx_mode *mode, hx_answer *a, int *err)
 {
+    if (blocking_stall(c, mode))
+        return c->st == BO_HC_PASS ? J_STANDS : J_OFF;
     a->n = c->io->look(c, *mode == MODE_BLOCK || *mode == MODE_READ);
     a->e = errno;
     a->answered = a->n > 0;
@@ -307,6 +348,8 @@ static hx_judged complete_judged(bo_hconn *c, hx_mode mode, int64_t deadline, hx
 {
     int64_t until;
     c->x.deferred = false;
+    if (a->answered)
+        bo_hc_fallback_drop(c); /* an answer of its own: the last real one now */
     bool again = bo_hx_complete(c, o, a->status, a->code, a->ra_ns, a->answered ? &a->rl : NULL,
                                 &until);
     if (again && bo_hx_take_over(c, a->answered, a->total, mode == MODE_LOOP,
@@ -320,6 +363,8 @@ static hx_judged complete_judged(bo_hconn *c, hx_mode mode, int64_t deadline, hx
         bo_hx_stands(c);
         return J_STANDS;
     }
+    if (bo_hx_fallback_stands(c))
+        return J_STANDS; /* none of its own after a retry: the last real answer */
     bo_hx_off(c);
     if (a->n == 0)
         return J_OFF; /* the program's read meets the close itself */

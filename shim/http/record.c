@@ -199,9 +199,49 @@ void bo_hc_held_deliver(bo_hconn *c)
     sync_active(c);
 }
 
+/*
+ * The call's last real answer (the retried one, held whole from its first
+ * byte, total bytes) kept aside once its request goes out again: the
+ * buffers are swapped, nothing copied.  An earlier one is kept when this
+ * retry met no answer of its own.
+ */
+void bo_hc_fallback_keep(bo_hconn *c, bool answered, size_t total)
+{
+    if (!answered || c->held.off != 0 || c->held.len < total || total == 0) {
+        bo_hc_held_drop(c);
+        return;
+    }
+    char *b = c->rt.fb;
+    size_t cap = c->rt.fb_cap;
+    c->rt.fb = c->held.buf;
+    c->rt.fb_cap = c->held.cap;
+    c->rt.fb_len = total;
+    c->held.buf = b;
+    c->held.cap = cap;
+    c->held.len = c->held.off = 0;
+    c->held.deliver = false;
+    sync_active(c);
+}
+
+/* The kept answer back in the held bytes (none held now), for the program. */
+void bo_hc_fallback_restore(bo_hconn *c)
+{
+    char *b = c->held.buf;
+    size_t cap = c->held.cap;
+    c->held.buf = c->rt.fb;
+    c->held.cap = c->rt.fb_cap;
+    c->held.len = c->rt.fb_len;
+    c->held.off = 0;
+    c->rt.fb = b;
+    c->rt.fb_cap = cap;
+    c->rt.fb_len = 0;
+    sync_active(c);
+}
+
 static void forget_exchange(bo_hconn *c)
 {
     bo_hc_held_drop(c);
+    c->rt.fb_len = 0;
     bo_hc_pace_release(c, false);
     bo_hx_request_forget(c);
 }

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "http/conn.h"
+#include "http/held.h"
 
 /* The one place a record's state changes (and bo_hc_active follows). */
 void bo_hx_set_state(bo_hconn *c, bo_hc_state st);

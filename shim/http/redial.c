@@ -135,7 +135,9 @@ int bo_hr_dial(bo_hconn *c)
     bind_like(fd, nfd);
     if (bo_core_sys_connect(nfd, (struct sockaddr *)&c->peer, c->peer_len) != 0 &&
         errno != EINPROGRESS) {
+        int e = errno;
         sys_close(nfd);
+        errno = e; /* (a refusal is a failed attempt, not a retry abandoned) */
         return -1;
     }
     c->rt.dial_fd = nfd;

@@ -35,6 +35,7 @@ int bo_hx_request_open(bo_hconn *c, const char *buf, size_t len)
         return -1; /* its head not in this write, not HTTP/1.x, a tunnel or an Expect */
     c->x.fed_ahead = used;
     c->x.shut_wr = c->x.shut_rd = false;
+    c->rt.fb_len = 0; /* a new request: no answer of an earlier one stands for it */
     bo_hx_answer_anew(c);
     return 0;
 }

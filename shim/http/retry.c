@@ -26,8 +26,11 @@
 bool bo_hx_may_redial(const bo_hconn *c)
 {
     /* GnuTLS does not handshake a used session again; a TLS redial must show
-     * the very certificate the program accepted, so its digest must be known */
-    return !c->io->same_only && (!c->tls || c->peer_id_known);
+     * the very certificate the program accepted, so its digest must be known;
+     * a connection through a proxy's tunnel (a CONNECT went first) goes where
+     * the proxy took it, which a new connection to the proxy would not */
+    return !c->io->same_only && (!c->tls || c->peer_id_known) &&
+           bo_hc_mark_of(c->fd) != BO_HC_MARK_TUNNEL;
 }
 
 /* The one place the retry's step changes. */
@@ -56,6 +59,8 @@ int bo_hx_take_over(bo_hconn *c, bool answered, size_t total, bool loop, int64_t
     if (answered && io->hold(c, total) != 0)
         return -1; /* (what a transport read ahead stays held for the program) */
     c->rt.answered = answered;
+    c->rt.total = answered ? total : 0;
+    c->rt.resent_ns = 0;
     c->rt.same_conn = keep && bo_hc_held_left(c) == total && io->idle(c);
     c->rt.loop = loop;
     c->rt.late = loop && give_up == INT64_MAX; /* the loop has not told its timers yet */
@@ -94,11 +99,64 @@ void bo_hx_abandon_counted(bo_hconn *c, bool counted)
         (void)bo_core_sys_shutdown(c->fd, SHUT_RD);
     bo_hr_release(c);
     if (!answered || bo_hc_held_left(c) == 0) {
-        bo_hx_off(c);
+        if (!bo_hx_fallback_stands(c))
+            bo_hx_off(c);
         return;
     }
     bo_hc_held_deliver(c);
     bo_hx_stands(c);
+}
+
+/*
+ * The call ended with no answer of its own after its request went out
+ * again (a close, a reset, no new connection, a stall): the last real
+ * answer it met (rt.fb) is the program's, as the program alone would have
+ * had it.  The connection it was sent on again is shut down (the program
+ * must not send its next request on it).  False when there is none.
+ */
+bool bo_hx_fallback_stands(bo_hconn *c)
+{
+    if (c->rt.fb_len == 0)
+        return false;
+    bo_hc_fallback_restore(c);
+    if (bo_http_parse_response(c->held.buf, c->held.len, c->x.req.method, &c->x.resp, NULL,
+                               NULL) != BO_HTTP_DONE) {
+        bo_hc_held_drop(c);
+        bo_hx_off(c);
+        return true;
+    }
+    if (c->rt.park_fd < 0)
+        (void)bo_core_sys_shutdown(c->fd, SHUT_RDWR);
+    bo_hc_held_deliver(c);
+    bo_hx_stands(c);
+    return true;
+}
+
+/*
+ * The request sent again met no answer within the bound (resent_ns +
+ * BACKOFF_CAP_MS, or the program's own wait's end): completed as a
+ * timeout, never retried again (each stall would cost the bound), the
+ * last real answer the program's.
+ */
+void bo_hx_stalled(bo_hconn *c)
+{
+    int64_t until;
+    bo_outcome o = bo_hx_classify(c, 0, BO_CURLE_OPERATION_TIMEDOUT, NULL);
+    if (c->call.begun && c->call.admitted &&
+        bo_hx_complete(c, o, 0, BO_CURLE_OPERATION_TIMEDOUT, -1, NULL, &until)) {
+        bo_run_abandoned(c->call.dest);
+        bo_hx_end_call(c, true);
+    }
+    if (!bo_hx_fallback_stands(c))
+        bo_hx_off(c);
+}
+
+int64_t bo_hx_stall_at(const bo_hconn *c)
+{
+    const bo_config *cfg = bo_core_config();
+    if (c->st != BO_HC_SENT || c->rt.fb_len == 0 || c->rt.resent_ns == 0 || cfg == NULL)
+        return INT64_MAX;
+    return c->rt.resent_ns + (cfg->cap_ms > 0 ? cfg->cap_ms : 20000) * BO_NS_PER_MS;
 }
 
 void bo_hx_abandon(bo_hconn *c)
@@ -117,6 +175,24 @@ static hx_stepped abandoned(bo_hconn *c)
 {
     bo_hx_abandon(c);
     return HX_DONE;
+}
+
+/* The new connection for the admitted attempt failed (refused, unreachable:
+ * an outage, or a server restarting): the attempt is completed as a connect
+ * failure, and the engine says whether to try again (its wait, another
+ * connection) or to end the call on the answer it met. */
+static hx_stepped dial_failed(bo_hconn *c, int64_t now, hx_need *need)
+{
+    int64_t until;
+    bo_outcome o = bo_hx_classify(c, 0, BO_CURLE_COULDNT_CONNECT, NULL);
+    if (!bo_hx_complete(c, o, 0, BO_CURLE_COULDNT_CONNECT, -1, NULL, &until)) {
+        bo_hx_abandon_counted(c, true);
+        return HX_DONE;
+    }
+    set_step(c, BO_HC_STEP_WAIT);
+    c->rt.wait_from_ns = now;
+    need->until = until;
+    return HX_WAITING;
 }
 
 /* WAIT: the engine's wait, then the admission; then the same connection,
@@ -154,14 +230,16 @@ static hx_stepped step_wait(bo_hconn *c, int64_t now, hx_need *need)
         return HX_NEXT;
     }
     if (bo_hr_dial(c) != 0)
-        return abandoned(c); /* (the admitted attempt never ran: given back) */
+        return errno == ECONNREFUSED || errno == ENETUNREACH || errno == EHOSTUNREACH
+                   ? dial_failed(c, now, need)
+                   : abandoned(c); /* (no socket: the admitted attempt never ran, given back) */
     set_step(c, BO_HC_STEP_DIAL);
     return HX_NEXT;
 }
 
 /* DIAL: the new connection made, moved onto the program's fd; then its
  * handshake (TLS) or the request. */
-static hx_stepped step_dial(bo_hconn *c, hx_need *need)
+static hx_stepped step_dial(bo_hconn *c, int64_t now, hx_need *need)
 {
     int d = bo_hr_dial_done(c);
     if (d == 0) {
@@ -170,7 +248,9 @@ static hx_stepped step_dial(bo_hconn *c, hx_need *need)
         need->until = c->rt.give_up_ns;
         return HX_WAITING;
     }
-    if (d < 0 || bo_hr_swap(c) != 0)
+    if (d < 0)
+        return dial_failed(c, now, need);
+    if (bo_hr_swap(c) != 0)
         return abandoned(c);
     set_step(c, c->io->shake != NULL ? BO_HC_STEP_SHAKE : BO_HC_STEP_SEND);
     c->rt.shake_first = c->io->shake != NULL; /* the handshake starts now, in the SHAKE step */
@@ -227,7 +307,11 @@ static hx_stepped step_send(bo_hconn *c, hx_need *need)
     }
     if (c->x.shut_wr) /* as the program left its first connection */
         (void)bo_core_sys_shutdown(c->fd, SHUT_WR);
-    bo_hx_answer_anew(c); /* the retried answer is gone for good: the retry's is judged next */
+    /* the retried answer is out of the program's view for good, kept aside
+     * as the call's last real one: the retry's is judged next */
+    bo_hc_fallback_keep(c, c->rt.answered, c->rt.total);
+    c->rt.resent_ns = bo_core_now_ns();
+    bo_hx_answer_anew(c);
     bo_hx_set_state(c, BO_HC_SENT);
     return HX_DONE;
 }
@@ -250,7 +334,7 @@ bool bo_hx_step(bo_hconn *c, int64_t now, hx_need *need)
             s = step_wait(c, now, need);
             break;
         case BO_HC_STEP_DIAL:
-            s = step_dial(c, need);
+            s = step_dial(c, now, need);
             break;
         case BO_HC_STEP_SHAKE:
             s = step_shake(c, need);

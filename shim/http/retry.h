@@ -110,6 +110,15 @@ int bo_hx_take_over(bo_hconn *c, bool answered, size_t total, bool loop, int64_t
  */
 bool bo_hx_step(bo_hconn *c, int64_t now, hx_need *need);
 
+/* The call ended with no answer of its own after its request went out
+ * again: the last real answer it met stands (false: there is none). */
+bool bo_hx_fallback_stands(bo_hconn *c);
+/* When the request sent again has met no answer for too long (INT64_MAX:
+ * not such a request), and what is done then: the call ends on the last
+ * real answer it met. */
+int64_t bo_hx_stall_at(const bo_hconn *c);
+void bo_hx_stalled(bo_hconn *c);
+
 /* The retry ends before its request went out again: the answer it met is
  * the program's (counted: a give-up the admission counted already). */
 void bo_hx_abandon(bo_hconn *c);

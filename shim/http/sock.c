@@ -183,7 +183,8 @@ bo_hconn *bo_hs_adopt(int fd, const void *ret)
     socklen_t tl = sizeof type, al = sizeof acc;
     bo_hconn *c;
 
-    if (cfg == NULL || !cfg->http_hook || bo_hc_mark_of(fd) != BO_HC_MARK_NONE)
+    int mark = bo_hc_mark_of(fd); /* a tunnel's is followed: its TLS is never redialled */
+    if (cfg == NULL || !cfg->http_hook || (mark != BO_HC_MARK_NONE && mark != BO_HC_MARK_TUNNEL))
         return NULL;
     if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) != 0 || type != SOCK_STREAM ||
         getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &al) != 0 || acc != 0 ||
@@ -368,6 +369,15 @@ static ssize_t shim_read(bo_hconn *c, const rcall *r)
 
 /* ---- the exported hooks ------------------------------------------------------------ */
 
+/* A CONNECT written on a socket (a proxy's tunnel: HTTPS_PROXY): marked,
+ * so that the TLS connection it carries is never redialled straight to the
+ * proxy (bo_hx_may_redial); out of line, past the hooks' one-byte test. */
+__attribute__((noinline)) static void note_tunnel(int fd, const char *buf)
+{
+    if (memcmp(buf, "CONNECT ", 8) == 0 && !bo_core_busy && !bo_hc_marked(fd))
+        bo_hc_set_mark(fd, BO_HC_MARK_TUNNEL);
+}
+
 /* One lookup; then only the first bytes of a write on an fd without a
  * record (or whose record starts anew) are looked at.  A request written
  * from inside the shim's own call (libcurl's, during a perform the shim
@@ -379,8 +389,11 @@ static ssize_t shim_read(bo_hconn *c, const rcall *r)
         bo_hconn *c_ = bo_hc_get(fd);                                          \
         if (__builtin_expect(c_ == NULL || c_->st == BO_HC_NONE, 1)) {         \
             if (__builtin_expect(!bo_hx_request_start(first_, flen_), 1) ||    \
-                bo_core_busy || bo_hc_marked(fd))                              \
+                bo_core_busy || bo_hc_marked(fd)) {                            \
+                if (__builtin_expect(flen_ > 8 && first_[0] == 'C', 0))        \
+                    note_tunnel(fd, first_);                                   \
                 return call;                                                   \
+            }                                                                  \
         } else if (c_->st == BO_HC_OFF || c_->tls) {                           \
             return call;                                                       \
         }                                                                      \

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "http/conn.h"
+#include "http/held.h"
 
 /* A transport's moves: bytes only, never a decision (c->io_ctx is its own). */
 typedef struct bo_hx_io {

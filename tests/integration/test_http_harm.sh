@@ -61,6 +61,10 @@
 #       1/s limit's refusal is retried over HTTP/2 into a 200;
 #   17. curl --unix-socket to a socket file nobody listens on: exit 7 at
 #       once as plain, under a destination of its own (unix:PATH);
+#   19. a redial after a 429 that closed the connection, whose new peer
+#       never answers or resets at once (requests with no timeout, LWP; http
+#       and https): the 429 as plain, within BACKOFF_CAP_MS; requests through
+#       a CONNECT proxy (HTTPS_PROXY): never redialled straight to the proxy;
 #   18. nginx that never throttles, 200 sequential keep-alive GETs, then
 #       25 connections that each write a GET before any answer is read:
 #       the same answers, the burst under 0.5 s (plain 0.01 s; it waited
@@ -996,11 +1000,87 @@ case_keepalive_burst() {
     lt "$tl" 0.5 || harm "keep-alive burst after sequential use: $tl s under the library (plain $tp s)"
 }
 
+# ---- 19. a redial goes where the first connection went, and fails harmlessly ------
+
+# redial_case NAME MODE TRANSPORT: requests with no timeout and Perl's LWP
+# against harm_tls_server.py MODE (stall: later connections take the request
+# and never answer; reset: they are reset at once), over TRANSPORT (plain or
+# tls, the same certificate on every connection), plain and under the
+# library (BACKOFF_CAP_MS=3000: the bound of a retry's answer when the
+# program set none): the 429 that closed the first connection, as plain,
+# within the bound.
+redial_case() {
+    _n=$1 _m=$2 _t=$3
+    if [ "$_t" = tls ]; then
+        u=https _pl="" _v="$TMP/ca/ca.pem"
+    else
+        u=http _pl=plain _v=""
+    fi
+    lwp='use LWP::UserAgent; my $ua = LWP::UserAgent->new(ssl_opts => {SSL_ca_file => $ARGV[1]});
+        my $r = $ua->get($ARGV[0]); print $r->code, " ", $r->decoded_content, "\n";'
+    for cl in requests lwp; do
+        for how in plain lib; do
+            start_py_server "$_n.$cl.srv.$how" "$PROGS/harm_tls_server.py" "$_m" "$TMP/ca/a.pem" \
+                "$TMP/ca/a.key" "$TMP/ca/a.pem" "$TMP/ca/a.key" $_pl
+            url="$u://127.0.0.1:$PORT/x"
+            t0=$(date +%s%3N)
+            if [ $cl = requests ]; then
+                # shellcheck disable=SC2086
+                go "$TMP/$_n.$cl.$how" $how 40 env BACKOFF_CAP_MS=3000 $CLI notimeout "$url" $_v
+            else
+                go "$TMP/$_n.$cl.$how" $how 40 env BACKOFF_CAP_MS=3000 perl -e "$lwp" "$url" "$_v"
+            fi
+            eval "t_$how=\$((\$(date +%s%3N) - t0)) rc_$how=\$RC"
+            stop_server
+        done
+        got_p=$(head -n 1 "$TMP/$_n.$cl.plain") got_l=$(head -n 1 "$TMP/$_n.$cl.lib")
+        row "19 redial $_m ($_t), $cl" "$got_p, ${t_plain} ms" "$got_l, ${t_lib} ms"
+        case $got_p in 429*) ;; *) fail "$_n $cl plain: '$got_p' (exit $rc_plain)" ;; esac
+        [ "$rc_lib" = 0 ] || harm "redial $_m ($_t), $cl: exit $rc_lib under the library (killed: a hang)"
+        [ "$got_l" = "$got_p" ] || harm "redial $_m ($_t), $cl: '$got_l' under the library (plain '$got_p')"
+        [ "$t_lib" -lt 12000 ] || harm "redial $_m ($_t), $cl: ${t_lib} ms under the library (bound 3 s)"
+    done
+}
+
+case_redial_fail() {
+    tls_certs
+    redial_case redial-stall stall plain
+    redial_case redial-reset reset plain
+    redial_case redial-stall-tls stall tls
+}
+
+# A TLS connection through a CONNECT proxy (requests with HTTPS_PROXY): its
+# origin answers 429 and closes; never redialled straight to the proxy (a
+# TLS ClientHello without its CONNECT): the 429, the proxy seeing CONNECTs
+# only.
+case_proxy() {
+    $PY -c 'import requests' 2>/dev/null || { note "19: python3-requests is not installed: skipped"; return 0; }
+    tls_certs
+    for how in plain lib; do
+        start_py_server "proxy.origin.$how" "$PROGS/harm_tls_server.py" flip "$TMP/ca/a.pem" \
+            "$TMP/ca/a.key" "$TMP/ca/a.pem" "$TMP/ca/a.key"
+        op=$PORT osrv=$SERVER_PID
+        start_py_server "proxy.$how" "$PROGS/connect_proxy.py"
+        pp=$PORT
+        go "$TMP/proxy.$how" $how 40 env HTTPS_PROXY="http://127.0.0.1:$pp" NO_PROXY= no_proxy= \
+            $CLI tls "https://127.0.0.1:$op/x" "$TMP/ca/ca.pem"
+        stop_server
+        SERVER_PID=$osrv
+        stop_server
+    done
+    got_p=$(head -n 1 "$TMP/proxy.plain") got_l=$(head -n 1 "$TMP/proxy.lib")
+    bad=$(grep -c '^bad' "$TMP/proxy.lib.out" || true)
+    row "19 HTTPS_PROXY (CONNECT), origin 429 + close" "$got_p" "$got_l, $bad non-CONNECT at the proxy"
+    [ "$got_p" = "429 rejected" ] || fail "proxy plain: '$got_p': $(cat "$TMP/proxy.plain.err")"
+    [ "$got_l" = "429 rejected" ] || harm "HTTPS_PROXY under the library: '$got_l' (plain '$got_p')"
+    [ "$bad" = 0 ] || harm "HTTPS_PROXY under the library: the proxy got $(grep '^bad' "$TMP/proxy.lib.out" | head -2 | tr '\n' ' ')"
+}
+
 # HARM_CASES: the cases to run (names without case_; default: all), to look
 # into one by hand.
 for c in ${HARM_CASES:-aio_slow long_poll nginx tls pipeline halfclose slow_retry interim node \
     aio_waitfor epoll split far_reset far_retry_after far_state redis corners h2c unix \
-    keepalive_burst}; do
+    keepalive_burst redial_fail proxy}; do
     case_$c
 done
 

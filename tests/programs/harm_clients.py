@@ -277,6 +277,21 @@ elif mode == "big":
     body = r.read()
     out(r.status, len(body), hashlib.sha256(body).hexdigest())
 
+elif mode == "notimeout":
+    # requests with no timeout at all (its default): a stalled answer is
+    # waited for as long as the socket lives
+    import requests
+
+    t0 = time.monotonic()
+    try:
+        r = requests.get(args[0], verify=args[1] if len(args) > 1 else True)
+        out(r.status_code, r.text.strip())
+    except requests.exceptions.ConnectionError as e:
+        out("error ConnectionError", type(e).__name__)
+    except Exception as e:
+        out("error", type(e).__name__)
+    out("time total %.3f" % (time.monotonic() - t0))
+
 elif mode in ("tls", "tls-session"):
     import requests
 

@@ -9,15 +9,21 @@
 # Connection: close) and the connection closed.  MODE drop: the first
 # connection's first request is answered 200 "first" (keep-alive), its
 # second request is read and the connection closed without an answer (a
-# kept-alive connection the server dropped).  Prints "listening on
-# 127.0.0.1:PORT", then "conn K handshake ok|failed" and "conn K request
-# PATH" lines.
+# kept-alive connection the server dropped).  MODE stall and reset: the
+# first connection as flip; every later one takes its request and never
+# answers (stall), or is reset at once, before any handshake (reset): a
+# redial that fails.  With "plain" as a sixth argument no TLS at all (the
+# certificates unused).  Prints "listening on 127.0.0.1:PORT", then "conn K
+# handshake ok|failed" and "conn K request PATH" lines.
 import socket
 import ssl
+import struct
 import sys
 import threading
+import time
 
 mode = sys.argv[1]
+plain = len(sys.argv) > 6 and sys.argv[6] == "plain"
 ctx = []
 for cert, key in ((sys.argv[2], sys.argv[3]), (sys.argv[4], sys.argv[5])):
     c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -44,8 +50,13 @@ def answer(s, status, body, close):
 
 def serve(conn, k):
     conn.settimeout(20)
+    if k > 1 and mode == "reset":
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        conn.close()
+        log("conn %d reset" % k)
+        return
     try:
-        s = ctx[0 if k == 1 else 1].wrap_socket(conn, server_side=True)
+        s = conn if plain else ctx[0 if k == 1 else 1].wrap_socket(conn, server_side=True)
     except (ssl.SSLError, OSError):
         log("conn %d handshake failed" % k)
         conn.close()
@@ -63,9 +74,12 @@ def serve(conn, k):
             head, data = data.split(b"\r\n\r\n", 1)
             n += 1
             log("conn %d request %s" % (k, head.split(b" ")[1].decode()))
+            if k > 1 and mode == "stall":
+                time.sleep(30)
+                break
             if k > 1:
                 answer(s, b"200 OK", b"wrong host", False)
-            elif mode == "flip":
+            elif mode in ("flip", "stall", "reset"):
                 answer(s, b"429 Too Many Requests", b"rejected", True)
                 break
             elif n == 1:

@@ -68,6 +68,7 @@ typedef struct fake {
     int shakes;                      /* handshakes on a new connection */
     int look_errno;                  /* a failure to give the next look (0: none) */
     bool closed;                     /* the server closed after its answer */
+    bool hangs_up;                   /* ... and closes at once a request it has no answer for */
     bool tls;                        /* the transport is a TLS one (a handshake on a redial) */
     bool peer_known;                 /* ... and knows the certificate the program accepted */
 } fake;
@@ -137,6 +138,8 @@ static ssize_t fake_put(bo_hconn *c, const char *buf, size_t n, short *ev)
     g_fake.puts++;
     g_fake.closed = false; /* (a new connection, or the same one kept alive) */
     server_answers();      /* the retry went out: the server answers it */
+    if (g_fake.sent == g_fake.n_answers && g_fake.in_off == g_fake.in_len && g_fake.hangs_up)
+        g_fake.closed = true; /* nothing to answer: closed before any byte */
     return (ssize_t)n;
 }
 
@@ -549,6 +552,59 @@ START_TEST(test_a_redial_the_verified_peer_rule_refuses)
 }
 END_TEST
 
+/* A redial whose new peer closes at once, for every retry of the call: the
+ * program gets the 429 it would have had, not the close (each redial an
+ * attempt, up to BACKOFF_MAX_ATTEMPTS); the connection is shut down for it. */
+START_TEST(test_a_redial_that_closes_at_once_hands_back_the_429)
+{
+    const char *s[] = {CLOSING};
+    start(s, 1, "GET", 0);
+    g_fake.hangs_up = true;
+    char buf[256];
+    read_all(g_cli, buf, sizeof buf, false);
+    ck_assert_str_eq(buf, CLOSING);
+    ck_assert_int_eq(g_fake.puts, (int)bo_core_config()->max_attempts - 1);
+    ck_assert_int_eq(prog_read(g_cli, buf, sizeof buf, false), 0); /* then the end */
+}
+END_TEST
+
+/* A redial whose new peer takes the request and never answers: after
+ * BACKOFF_CAP_MS (2 s here) the program, whose blocking read set no
+ * timeout, gets the 429 it would have had at once. */
+START_TEST(test_a_redial_that_never_answers_hands_back_the_429_in_time)
+{
+    const char *s[] = {CLOSING};
+    start(s, 1, "GET", 0);
+    char buf[256];
+    int64_t t0 = bo_core_now_ns();
+    read_all(g_cli, buf, sizeof buf, false);
+    int64_t took = bo_core_now_ns() - t0;
+    ck_assert_str_eq(buf, CLOSING);
+    ck_assert_int_eq(g_fake.puts, 1); /* a stall is not retried again */
+    ck_assert_int_ge(took, 1900000000LL);
+    ck_assert_int_lt(took, 6000000000LL);
+}
+END_TEST
+
+/* A TLS connection through a proxy's tunnel (a CONNECT went first on its
+ * socket) is never redialled (a new connection would reach the proxy, not
+ * the origin): the 429 that closed it as it came. */
+START_TEST(test_a_tunnel_is_never_redialled)
+{
+    g_fake.tls = true;
+    g_fake.peer_known = true;
+    const char *s[] = {CLOSING, OK_ANSWER};
+    int fd = open_conn(s, 2, 0);
+    bo_hc_set_mark(fd, BO_HC_MARK_TUNNEL);
+    request_at(fd, "GET", 0, g_port++, "");
+    char buf[256];
+    read_all(g_cli, buf, sizeof buf, false);
+    ck_assert_str_eq(buf, CLOSING);
+    ck_assert_int_eq(g_fake.shakes, 0);
+    ck_assert_int_eq(accepted(), -1); /* never dialled */
+}
+END_TEST
+
 /* The key line of a request's bytes (its value in key), or NULL. */
 static const char *key_line(const char *req, size_t n, char key[64])
 {
@@ -842,9 +898,9 @@ END_TEST
 START_TEST(test_a_write_the_pace_holds_back_still_continues_the_programs_try)
 {
     /* the program's first try is reset before any answer (the fake's socket
-     * says so: no new connection for a POST without a key... a GET here,
-     * refused a new connection: the call fails retryably, for the
-     * program's own next try)... */
+     * says so), and each new connection for its retries is refused (an
+     * outage: each refusal an attempt, up to BACKOFF_MAX_ATTEMPTS): the call
+     * fails retryably, for the program's own next try)... */
     int port = g_port++;
     int fd = open_conn(NULL, 0, 0);
     request_at(fd, "GET", 0, port, "");
@@ -870,7 +926,7 @@ START_TEST(test_a_write_the_pace_holds_back_still_continues_the_programs_try)
     /* ...and the write that goes is still the first try's logical request
      * (its attempts counted on; under BACKOFF_IDEMPOTENCY_KEY its key) */
     ck_assert_int_eq(prog_write(g_cli, g_req, g_req_len, false), (ssize_t)g_req_len);
-    ck_assert_uint_eq(c->call.run.inherited, 1);
+    ck_assert_uint_eq(c->call.run.inherited, bo_core_config()->max_attempts);
 }
 END_TEST
 
@@ -898,6 +954,9 @@ static Suite *suite(void)
     tcase_add_test(t, test_a_retry_with_no_new_connection_hands_back_the_answer_whole);
     tcase_add_test(t, test_a_redial_succeeds);
     tcase_add_test(t, test_a_redial_the_verified_peer_rule_refuses);
+    tcase_add_test(t, test_a_redial_that_closes_at_once_hands_back_the_429);
+    tcase_add_test(t, test_a_redial_that_never_answers_hands_back_the_429_in_time);
+    tcase_add_test(t, test_a_tunnel_is_never_redialled);
     tcase_add_test(t, test_the_key_goes_into_the_first_write_and_the_retry);
     tcase_add_test(t, test_an_empty_key_is_no_key);
     tcase_add_test(t, test_a_shutdown_for_reading_is_not_retried);
