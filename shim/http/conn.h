@@ -62,12 +62,13 @@ struct bo_hx_io;
  * judging, judge.c; the others through their setters). */
 typedef struct bo_hc_xchg {
     bo_http_msg req;            /* the request in flight, as written */
-    bo_http_msg resp;           /* its answer: judged, then (PASS) as the program reads it */
+    bo_http_msg *resp;          /* its answer: judged, then (PASS) as the program reads it
+                                   (lent with peek from a request to the end of its answer) */
     char *kept;                 /* the request's bytes while it may be sent again */
     size_t kept_len, kept_cap;
     bool kept_ok;               /* kept holds the whole request so far */
     size_t fed_ahead;           /* bytes of it read before they were written (its head) */
-    char *peek;                 /* BO_HC_PEEK_MAX bytes: the answer being judged */
+    char *peek;                 /* BO_HC_PEEK_MAX bytes: the answer being judged (lent) */
     int64_t first_byte_ns;      /* when the answer's first byte was seen (0: not yet) */
     bool deferred;              /* a throttle left once for the program's poll (judge.c) */
     size_t resp_skip;           /* PASS: bytes of its head read at the judging, still the

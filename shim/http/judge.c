@@ -64,7 +64,7 @@ bool bo_hx_whole(const bo_hconn *c, const bo_http_msg *m, ssize_t n, size_t *tot
 
 static bool whole_now(bo_hconn *c, hx_answer *a)
 {
-    return a->answered && bo_hx_whole(c, &c->x.resp, a->n, &a->total);
+    return a->answered && bo_hx_whole(c, c->x.resp, a->n, &a->total);
 }
 
 /* A read's mode once it matters: its socket's O_NONBLOCK asked (a clean
@@ -218,20 +218,20 @@ static int read_answer(bo_hconn *c, hx_mode *mode, hx_answer *a, int *err)
     if (c->x.first_byte_ns == 0)
         c->x.first_byte_ns = a->now;
     bo_rl_headers_reset(&a->rl);
-    bo_http_rc rc = bo_http_parse_response(c->x.peek, (size_t)a->n, c->x.req.method, &c->x.resp,
+    bo_http_rc rc = bo_http_parse_response(c->x.peek, (size_t)a->n, c->x.req.method, c->x.resp,
                                            bo_hx_rl_line, &a->rl);
     if (rc == BO_HTTP_NOT_HTTP || rc == BO_HTTP_TOO_LARGE) {
         bo_hx_off(c);
         return J_OFF;
     }
-    a->status = c->x.resp.status;
-    if (c->x.resp.interim > 0 || (a->status >= 100 && a->status < 200 && a->status != 101)) {
+    a->status = c->x.resp->status;
+    if (c->x.resp->interim > 0 || (a->status >= 100 && a->status < 200 && a->status != 101)) {
         /* an interim answer (103 Early Hints, 102 Processing) goes to the
          * program at once; the exchange is followed as it stands */
         bo_outcome ok = {BO_VERDICT_SUCCESS, BO_SIGNAL_NONE, false, BO_CAUSE_NONE};
         int64_t until;
         (void)bo_hx_complete(c, ok, a->status, BO_CURLE_OK, -1, NULL, &until);
-        bo_http_msg_response(&c->x.resp, c->x.req.method);
+        bo_http_msg_response(c->x.resp, c->x.req.method);
         c->x.resp_skip = 0;
         c->x.deferred = false;
         bo_hx_set_state(c, BO_HC_PASS);
@@ -303,7 +303,7 @@ static bool can_send_again(bo_hconn *c, hx_mode mode, hx_answer *a)
         return false;
     if (c->x.shut_wr && (c->tls || !bo_hx_may_redial(c)))
         return false;
-    return bo_hx_may_redial(c) || (a->answered && c->x.resp.keep_alive);
+    return bo_hx_may_redial(c) || (a->answered && c->x.resp->keep_alive);
 }
 
 /* Step 3: may the throttle be retried here?  HX_GO_ON with o's verdict
@@ -386,7 +386,7 @@ hx_judged bo_hx_judge(bo_hconn *c, hx_mode mode, int64_t deadline, int *err)
     if (r != HX_GO_ON)
         return (hx_judged)r;
     bo_outcome o = bo_hx_classify(c, a.status, a.code, a.answered ? &a.rl : NULL);
-    a.ra_ns = a.answered ? bo_http_retry_after_ns(&c->x.resp, bo_core_wall_ns() / BO_NS_PER_S) : -1;
+    a.ra_ns = a.answered ? bo_http_retry_after_ns(c->x.resp, bo_core_wall_ns() / BO_NS_PER_S) : -1;
     if (o.verdict == BO_VERDICT_RETRY) {
         if ((r = retry_here(c, &mode, &deadline, &a, &o, err)) != HX_GO_ON)
             return (hx_judged)r;

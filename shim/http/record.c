@@ -48,6 +48,8 @@ void bo_hx_set_state(bo_hconn *c, bo_hc_state st)
     if (was != is)
         __atomic_add_fetch(&bo_hx_loop_retries, is ? 1 : -1, __ATOMIC_RELAXED);
     c->st = st;
+    if (st == BO_HC_IDLE || st == BO_HC_OFF || st == BO_HC_NONE)
+        bo_hc_lend_back(c); /* between exchanges: the buffers go round */
     sync_active(c);
 }
 
@@ -139,6 +141,9 @@ int bo_hc_held_room(bo_hconn *c, size_t n)
 {
     if (c->held.len + n <= c->held.cap)
         return 0;
+    if (c->held.buf == NULL && (c->held.buf = bo_hc_lend_grown(&c->held.cap)) != NULL &&
+        n <= c->held.cap)
+        return 0;
     size_t cap = c->held.cap ? c->held.cap : 4096;
     while (cap < c->held.len + n)
         cap *= 2;
@@ -159,6 +164,10 @@ ssize_t bo_hc_held_peek(bo_hconn *c)
     }
     if (h > BO_HC_PEEK_MAX)
         h = BO_HC_PEEK_MAX;
+    if (c->x.peek == NULL) {
+        errno = ENOMEM; /* (no exchange in flight: nothing is judged) */
+        return -1;
+    }
     memcpy(c->x.peek, c->held.buf + c->held.off, h);
     return (ssize_t)h;
 }

@@ -22,6 +22,14 @@ extern int bo_hx_loop_retries;
  * its poll's time ran out first: it goes at once). */
 void bo_hc_pace_hold(bo_hconn *c, int64_t until, int64_t quota);
 void bo_hc_pace_release(bo_hconn *c, bool go);
+/* The buffers of an exchange in flight (lend.c): the answer's reading and
+ * peek (x.resp, x.peek: 0, or -1 no memory), a grown buffer of *cap bytes from the pool
+ * (NULL: none there: realloc one), and a record between exchanges giving
+ * its own back (bo_hx_set_state: IDLE, OFF, NONE; held bytes and a kept
+ * fallback stay). */
+int bo_hc_lend_answer(bo_hconn *c);
+char *bo_hc_lend_grown(size_t *cap);
+void bo_hc_lend_back(bo_hconn *c);
 /* Back to NONE, nothing in flight, nothing held (the record's lock held). */
 void bo_hx_reset(bo_hconn *c);
 /* The record as the hook finds it: a record of another socket on the same

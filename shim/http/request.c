@@ -26,7 +26,7 @@ int bo_hx_request_open(bo_hconn *c, const char *buf, size_t len)
     bo_http_msg *s = &c->x.req;
     size_t used;
 
-    if (c->x.peek == NULL && (c->x.peek = malloc(BO_HC_PEEK_MAX)) == NULL)
+    if (c->x.resp == NULL && bo_hc_lend_answer(c) != 0)
         return -1;
     /* The head is read here, before it is written: bo_hx_sent goes on after it. */
     bo_http_msg_request(s);
@@ -44,6 +44,8 @@ int bo_hx_keep_append(bo_hconn *c, const char *buf, size_t n)
 {
     if (c->x.kept_len + n > HX_KEPT_MAX)
         return -1;
+    if (c->x.kept == NULL)
+        c->x.kept = bo_hc_lend_grown(&c->x.kept_cap);
     if (c->x.kept_len + n > c->x.kept_cap) {
         size_t cap = c->x.kept_cap ? c->x.kept_cap : 4096;
         while (cap < c->x.kept_len + n)
@@ -119,7 +121,7 @@ void bo_hx_answer_anew(bo_hconn *c)
     bo_hc_held_drop(c);
     c->x.first_byte_ns = 0;
     c->x.deferred = false;
-    c->x.resp.status = 0;
+    c->x.resp->status = 0;
 }
 
 void bo_hx_rl_line(void *ctx, const char *line, size_t len)
@@ -132,11 +134,11 @@ void bo_hx_rl_line(void *ctx, const char *line, size_t len)
  * skipped, the body read; else from the answer's first byte). */
 void bo_hx_stands(bo_hconn *c)
 {
-    const bo_http_msg *m = &c->x.resp;
+    const bo_http_msg *m = c->x.resp;
     if (m->head_done && m->rc != BO_HTTP_NOT_HTTP && m->rc != BO_HTTP_TOO_LARGE) {
-        c->x.resp_skip = c->x.resp.head_len;
+        c->x.resp_skip = c->x.resp->head_len;
     } else {
-        bo_http_msg_response(&c->x.resp, c->x.req.method);
+        bo_http_msg_response(c->x.resp, c->x.req.method);
         c->x.resp_skip = 0;
     }
     c->x.deferred = false;
@@ -151,18 +153,18 @@ void bo_hx_consumed(bo_hconn *c, const char *buf, size_t n)
     if (c->st != BO_HC_PASS)
         return;
     if (n == 0) {
-        rc = bo_http_eof(&c->x.resp); /* the peer closed */
+        rc = bo_http_eof(c->x.resp); /* the peer closed */
     } else {
         /* the head's bytes read at the judging, then the body */
         skip = n < c->x.resp_skip ? n : c->x.resp_skip;
         c->x.resp_skip -= skip;
         if (c->x.resp_skip > 0)
             return;
-        rc = bo_http_feed(&c->x.resp, buf + skip, n - skip, &used);
+        rc = bo_http_feed(c->x.resp, buf + skip, n - skip, &used);
     }
     if (rc == BO_HTTP_NEED_MORE)
         return;
-    if (rc != BO_HTTP_DONE || skip + used < n || c->x.resp.framing == BO_HTTP_FRAMING_TUNNEL)
+    if (rc != BO_HTTP_DONE || skip + used < n || c->x.resp->framing == BO_HTTP_FRAMING_TUNNEL)
         bo_hx_off(c); /* not HTTP after all, more than one answer, or a tunnel */
     else
         bo_hx_set_state(c, BO_HC_IDLE);

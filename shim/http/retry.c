@@ -50,7 +50,7 @@ void bo_hx_retry_bound(bo_hconn *c, int64_t end)
 int bo_hx_take_over(bo_hconn *c, bool answered, size_t total, bool loop, int64_t give_up)
 {
     const bo_hx_io *io = c->io;
-    bool keep = answered && c->x.resp.keep_alive && !c->x.shut_wr;
+    bool keep = answered && c->x.resp->keep_alive && !c->x.shut_wr;
 
     /* a retry that would need a new connection where none may be made
      * takes nothing: the answer stands as it came */
@@ -119,7 +119,7 @@ bool bo_hx_fallback_stands(bo_hconn *c)
     if (c->rt.fb_len == 0)
         return false;
     bo_hc_fallback_restore(c);
-    if (bo_http_parse_response(c->held.buf, c->held.len, c->x.req.method, &c->x.resp, NULL,
+    if (bo_http_parse_response(c->held.buf, c->held.len, c->x.req.method, c->x.resp, NULL,
                                NULL) != BO_HTTP_DONE) {
         bo_hc_held_drop(c);
         bo_hx_off(c);

@@ -61,14 +61,16 @@
 #       1/s limit's refusal is retried over HTTP/2 into a 200;
 #   17. curl --unix-socket to a socket file nobody listens on: exit 7 at
 #       once as plain, under a destination of its own (unix:PATH);
-#   19. a redial after a 429 that closed the connection, whose new peer
-#       never answers or resets at once (requests with no timeout, LWP; http
-#       and https): the 429 as plain, within BACKOFF_CAP_MS; requests through
-#       a CONNECT proxy (HTTPS_PROXY): never redialled straight to the proxy;
 #   18. nginx that never throttles, 200 sequential keep-alive GETs, then
 #       25 connections that each write a GET before any answer is read:
 #       the same answers, the burst under 0.5 s (plain 0.01 s; it waited
 #       1.05-1.11 s for the window while a fresh destination took 0.02 s);
+#   19. a redial after a 429 that closed the connection, whose new peer
+#       never answers or resets at once (requests with no timeout, LWP; http
+#       and https): the 429 as plain, within BACKOFF_CAP_MS; requests through
+#       a CONNECT proxy (HTTPS_PROXY): never redialled straight to the proxy;
+#   20. 2,000 kept-alive connections of http.client: resident memory
+#       within 1.3x of plain's;
 #   and redis-benchmark (client and server under the library), an SMTP-style
 #   line protocol, a WebSocket upgrade, Expect: 100-continue, HEAD, a chunked
 #   upload, a 10 MB 429 body.
@@ -1076,11 +1078,28 @@ case_proxy() {
     [ "$bad" = 0 ] || harm "HTTPS_PROXY under the library: the proxy got $(grep '^bad' "$TMP/proxy.lib.out" | head -2 | tr '\n' ' ')"
 }
 
+# ---- 20. many kept-alive connections cost their records alone --------------------
+
+# 2,000 http.client connections, one GET each, all kept open: the process's
+# resident memory under the library within 1.3x of plain's (a connection
+# between exchanges holds no buffer: shim/http/lend.c).
+case_memory() {
+    rserver memory --rate 100000 --burst 100000
+    pair kamany 90 $PY "$PROGS/keepalive_many.py" 127.0.0.1 "$PORT" /item/1 2000
+    stop_server
+    same kamany || true
+    mp=$(tfield "$TMP/kamany.plain" rss_kb) ml=$(tfield "$TMP/kamany.lib" rss_kb)
+    n=$(tfield "$TMP/kamany.plain" conns)
+    r=$(awk -v a="$ml" -v b="$mp" 'BEGIN { printf "%.2f", a / b }')
+    row "20 $n kept-alive connections (resident)" "$((mp / 1024)) MB" "$((ml / 1024)) MB, ${r}x"
+    lt "$r" 1.3 || harm "$n kept-alive connections: $ml kB resident under the library, plain $mp kB (${r}x; 1.3x at most)"
+}
+
 # HARM_CASES: the cases to run (names without case_; default: all), to look
 # into one by hand.
 for c in ${HARM_CASES:-aio_slow long_poll nginx tls pipeline halfclose slow_retry interim node \
     aio_waitfor epoll split far_reset far_retry_after far_state redis corners h2c unix \
-    keepalive_burst redial_fail proxy}; do
+    keepalive_burst redial_fail proxy memory}; do
     case_$c
 done
 

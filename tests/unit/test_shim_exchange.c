@@ -364,6 +364,32 @@ START_TEST(test_a_clean_answer_passes_untouched)
 }
 END_TEST
 
+START_TEST(test_a_record_between_exchanges_holds_no_buffer)
+{
+    const char *s[] = {THROTTLED, OK_ANSWER, OK_ANSWER};
+    bo_hconn *c = start(s, 3, "GET", 0);
+    char buf[256];
+    void *answer = c->x.resp, *kept = c->x.kept;
+    ck_assert_ptr_nonnull(answer); /* lent while the exchange is under way */
+    ck_assert_ptr_nonnull(kept);
+    read_all(g_cli, buf, sizeof buf, false);
+    ck_assert_str_eq(buf, OK_ANSWER); /* retried: the held answer and its buffers */
+    ck_assert_int_eq(c->st, BO_HC_IDLE);
+    /* a kept-alive connection between requests costs its record alone */
+    ck_assert_ptr_null(c->x.resp);
+    ck_assert_ptr_null(c->x.peek);
+    ck_assert_ptr_null(c->x.kept);
+    ck_assert_ptr_null(c->held.buf);
+    /* the next request borrows the same buffers back: nothing allocated */
+    request_at(g_cli, "GET", 0, g_port - 1, "");
+    ck_assert_ptr_eq(c->x.resp, answer);
+    ck_assert_ptr_nonnull(c->x.kept);
+    read_all(g_cli, buf, sizeof buf, false);
+    ck_assert_str_eq(buf, OK_ANSWER);
+    ck_assert_ptr_null(c->x.resp);
+}
+END_TEST
+
 START_TEST(test_a_429_and_a_503_are_retried_and_never_seen)
 {
     const char *s[] = {THROTTLED, UNAVAILABLE, OK_ANSWER};
@@ -944,6 +970,7 @@ static Suite *suite(void)
     tcase_set_timeout(t, 30);
     tcase_add_checked_fixture(t, plain_transport, NULL);
     tcase_add_test(t, test_a_clean_answer_passes_untouched);
+    tcase_add_test(t, test_a_record_between_exchanges_holds_no_buffer);
     tcase_add_test(t, test_a_429_and_a_503_are_retried_and_never_seen);
     tcase_add_test(t, test_eintr_and_eagain_reach_the_program);
     tcase_add_test(t, test_a_body_over_the_kept_size_is_sent_once);
