@@ -107,10 +107,11 @@ int64_t bo_budget_next_retry_ns(bo_budget *b, unsigned pct, int64_t now_ns)
     return t > now_ns ? t : now_ns;
 }
 
-bool bo_budget_lone(bo_budget *b, int64_t now_ns)
+bool bo_budget_lone(bo_budget *b, unsigned own_retries, int64_t now_ns)
 {
     roll(b, now_ns);
-    return (uint64_t)b->firsts[0] + b->firsts[1] <= 1 && b->successes[0] + b->successes[1] == 0;
+    return (uint64_t)b->firsts[0] + b->firsts[1] <= 1 && b->successes[0] + b->successes[1] == 0 &&
+           (uint64_t)b->retries[0] + b->retries[1] <= own_retries;
 }
 
 bool bo_budget_may_probe(const bo_budget *b, int64_t now_ns)

@@ -78,13 +78,15 @@ int64_t bo_budget_next_retry_ns(bo_budget *b, unsigned pct, int64_t now_ns);
 
 /*
  * Is the destination's window of the budget one logical request's alone: no
- * other began within it (the first attempts it counts are at most one) and
+ * other began within it (the first attempts it counts are at most one),
  * nothing succeeded (a destination that served within the window is in an
- * outage, which others' work will see the end of)?  Then a retry it does
- * not fund has nothing to wait for but its own retries (the engine hands
- * the failure back, bo_engine.c).
+ * outage, which others' work will see the end of), and no retry in it but
+ * the call's own (own_retries: its logical request's attempts but the
+ * first; calls that began earlier and wait out the same outage retry too)?
+ * Then a retry it does not fund has nothing to wait for but its own
+ * retries (the engine hands the failure back, bo_engine.c).
  */
-bool bo_budget_lone(bo_budget *b, int64_t now_ns);
+bool bo_budget_lone(bo_budget *b, unsigned own_retries, int64_t now_ns);
 /*
  * A retry the budget does not allow may still go now as a probe: nothing
  * of the destination is in flight (the caller knows) and the last probe's

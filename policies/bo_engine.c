@@ -483,13 +483,14 @@ static bo_next complete(bo_dest *d, const bo_config *cfg, bo_call *c, bo_outcome
     /* the destination's retry budget says when the retry goes (bo_dest_admit), never
      * whether, while other work on the destination will tell when it is back; a 429
      * draws none.  A lone call (no other logical request began on it within the
-     * budget's window, none succeeded there, nothing else in flight: a server down
-     * for this call alone, bo_budget_lone) that the budget does not fund has
+     * budget's window, none succeeded there, no retry there but its own, nothing
+     * else in flight: a server down for this call alone, bo_budget_lone) that the budget does not fund has
      * nothing to wait for but its own retries: its failure is handed back, as a
      * program that retries on its own would have it (its next try continues this
      * logical request: the layers never multiply, nor wait for each other). */
     c->budget_retry = !outcome.rate_limited;
-    if (c->budget_retry && d->window.inflight == 0 && bo_budget_lone(&d->budget, now_ns) &&
+    if (c->budget_retry && d->window.inflight == 0 &&
+        bo_budget_lone(&d->budget, c->inherited + c->attempts - 1, now_ns) &&
         !bo_budget_allows_retry(&d->budget, cfg->retry_budget, now_ns)) {
         c->budget_delayed = c->budget_ended = true;
         return BO_NEXT_DONE;

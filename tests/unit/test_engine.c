@@ -958,6 +958,38 @@ static void not_alone(bo_dest *d, const bo_config *c, bo_rng *rng)
  * it), where a call with company waits for the budget instead.  A success
  * before it funds one more retry; 0 turns the budget off.
  */
+/*
+ * Calls that began long ago (their first attempts out of the budget's
+ * window) and wait out one outage together are company: the retries of the
+ * others in the window say so, and a call whose retry the budget does not
+ * fund waits instead of ending (a long outage would end them one by one).
+ */
+START_TEST(test_retry_budget_calls_waiting_together_are_not_lone)
+{
+    bo_config c = cfg_for(BO_POLICY_FIXED);
+    bo_dest d;
+    bo_call a, b;
+    bo_rng rng;
+    int64_t until = 0, now = 0;
+    bo_rng_seed(&rng, 1);
+    bo_dest_init(&d, &c, 0);
+    bo_call_begin(&a, 0);
+    bo_call_begin(&b, 0);
+    ck_assert_int_eq(one_attempt(&d, &c, &a, now, THROTTLED, -1, &rng, &until), BO_NEXT_RETRY);
+    ck_assert_int_eq(one_attempt(&d, &c, &b, now, THROTTLED, -1, &rng, &until), BO_NEXT_RETRY);
+    now = 3 * BO_BUDGET_WINDOW_NS; /* both began long before the window */
+    for (int i = 0; i < BO_BUDGET_RESERVE - 1; i++) {
+        ck_assert_int_eq(one_attempt(&d, &c, &b, now, THROTTLED, -1, &rng, &until),
+                         BO_NEXT_RETRY);
+        now = until;
+    }
+    /* a's retry spends the reserve, its next is beyond the budget: b's retries in the
+     * window say it is not alone */
+    ck_assert_int_eq(one_attempt(&d, &c, &a, now, THROTTLED, -1, &rng, &until), BO_NEXT_RETRY);
+    ck_assert(!a.budget_ended);
+}
+END_TEST
+
 START_TEST(test_retry_budget_lone_call_ends)
 {
     bo_config c = cfg_for(BO_POLICY_FIXED);
@@ -985,7 +1017,8 @@ START_TEST(test_retry_budget_lone_call_ends)
     bo_call_continue(&call, &l);
     ck_assert_int_eq(one_attempt(&d, &c, &call, now, THROTTLED, -1, &rng, &until), BO_NEXT_DONE);
     ck_assert(call.budget_ended);
-    /* with company it waits instead (test_retry_budget_says_when); without a budget it goes */
+    /* with company it waits instead (test_retry_budget_says_when and below); without a
+     * budget it goes */
     c.retry_budget = 0;
     bo_call_begin(&call, now);
     ck_assert_int_eq(one_attempt(&d, &c, &call, now, THROTTLED, -1, &rng, &until), BO_NEXT_RETRY);
@@ -1366,6 +1399,7 @@ static Suite *engine_suite(void)
     tcase_add_test(tc, test_quota_shared_on_throttle);
     tcase_add_test(tc, test_retry_budget_says_when);
     tcase_add_test(tc, test_retry_budget_lone_call_ends);
+    tcase_add_test(tc, test_retry_budget_calls_waiting_together_are_not_lone);
     tcase_add_test(tc, test_retry_budget_wait_is_bounded);
     tcase_add_test(tc, test_continued_call_shares_the_budget);
     tcase_add_test(tc, test_sane_holds_for_the_engines_own_states);
