@@ -263,13 +263,14 @@ typedef struct closure {
     bool ssl_by_curl;       /* a libssl needed by libcurl only */
     bool dl;                /* the program, or an interpreter's library, loads modules */
     bool sockets;           /* it, or a library of its own, makes TCP connections */
+    bool libnode;           /* a distribution's Node.js: libnode, on the system libssl */
 } closure;
 
 /* An interpreter's library: the program's own code, for what it links and calls. */
 static bool interpreter(const char *obj)
 {
     return base_is(obj, "libperl") || base_is(obj, "libpython") || base_is(obj, "libruby") ||
-           base_is(obj, "liblua") || base_is(obj, "libphp");
+           base_is(obj, "liblua") || base_is(obj, "libphp") || base_is(obj, "libnode.");
 }
 
 /* A library of the list already (by path, or by its file name as DT_NEEDED
@@ -329,7 +330,10 @@ static void walk(const char *const *roots, int nroots, const elf_facts *root_fac
         /* The program itself, or an interpreter's library, loads modules. */
         if (f->imports_dlopen && own && !runtime)
             cl->dl = true;
-        if (f->imports_connect && own && !cl->sockets) {
+        cl->libnode = cl->libnode || base_is(obj, "libnode.");
+        /* (Node's connections are its event loop's, libuv's: the runtime's own) */
+        bool loop_of_own = base_is(obj, "libuv.") && interpreter(seen[parent[me]]);
+        if (f->imports_connect && (own || loop_of_own) && !cl->sockets) {
             cl->sockets = true;
             snprintf(cl->sockets_by, sizeof cl->sockets_by, "%.*s", PATH_MAX - 1, obj);
         }
@@ -515,9 +519,19 @@ static int check_program(const char *cmd, int depth)
     }
 
     /* OpenSSL, GnuTLS, plain sockets: the http room (shim/http/) */
-    if (ef.defines_ssl) {
+    bool node = base_is(real, "node") || base_is(real, "nodejs") || cl.libnode;
+    if (ef.defines_ssl && node) {
+        printf("backoff: %s: OpenSSL: not reached: a Node.js build with OpenSSL linked "
+               "statically into it (the official and NodeSource builds): its https is not "
+               "reached; Debian's and Ubuntu's nodejs (libnode, on the system libssl) is the "
+               "build whose TLS calls pass through the dynamic linker\n", path);
+    } else if (ef.defines_ssl) {
         printf("backoff: %s: OpenSSL: not reached: linked statically into it (its calls never "
                "pass through the dynamic linker)\n", path);
+    } else if (cl.ssl[0] && cl.libnode) {
+        printf("backoff: %s: OpenSSL: a distribution's Node.js build: libnode on the system "
+               "libssl (%s); its TLS runs on memory BIOs, which the library does not reach "
+               "yet: its https is not reached, its http is\n", path, cl.ssl);
     } else if (cl.ssl[0]) {
         printf("backoff: %s: OpenSSL: reached: libssl is linked dynamically (%s): its HTTP/1.x "
                "on SSL objects bound to a socket\n", path, cl.ssl);

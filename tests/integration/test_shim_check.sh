@@ -3,7 +3,8 @@
 # HTTP: its libcurl linked dynamically (curl, loadgen), loaded at run time
 # (php, a #! script run by it), linked statically, not linked (ls), or
 # reached through the helper it runs (git's git-remote-https); its OpenSSL
-# (linked: php; loadable: python3; linked statically: node), GnuTLS (wget:
+# (linked: php; loadable: python3; linked statically: node; a distribution's
+# node on libnode and the system libssl: named, https not reached yet), GnuTLS (wget:
 # same-connection retries), plain sockets; or nothing because it is setuid or a static
 # program.  What a program loads at run time is followed: a Java launcher's
 # runtime, a pyenv shim's interpreter; a library it cannot find makes a path
@@ -44,7 +45,25 @@ expect 0 "GnuTLS: reached: GnuTLS is linked dynamically" wget
 grep -q "plain sockets: reached" "$TMP/out" || fail "wget: $(cat "$TMP/out")"
 expect 0 "OpenSSL: only libcurl's" /usr/bin/curl
 if [ -x /usr/bin/node ] && nm -D /usr/bin/node 2>/dev/null | grep -q ' T SSL_read$'; then
-    expect 0 "OpenSSL: not reached: linked statically into it" /usr/bin/node
+    expect 0 "OpenSSL: not reached: a Node.js build with OpenSSL linked statically" /usr/bin/node
+fi
+# A distribution's Node.js (Debian's nodejs: node links libnode, which links
+# the system libssl and libuv, whose connect is the loop's): made here, a
+# node and a libnode.so.108 of nothing but those links, to be read, not run.
+mkdir -p "$TMP/nodejs/lib"
+printf 'int node_start(void);\nint node_start(void) { return 0; }\n' >"$TMP/nodejs/libnode.c"
+printf 'int node_start(void);\nint main(void) { return node_start(); }\n' >"$TMP/nodejs/main.c"
+uv=-l:libuv.so.1
+[ -e /usr/lib/x86_64-linux-gnu/libuv.so.1 ] || [ -e /lib/x86_64-linux-gnu/libuv.so.1 ] || uv=""
+if cc -shared -fPIC -o "$TMP/nodejs/lib/libnode.so.108" "$TMP/nodejs/libnode.c" \
+    -Wl,--no-as-needed -l:libssl.so.3 $uv 2>"$TMP/nodejs/cc.err" &&
+    cc -o "$TMP/nodejs/node" "$TMP/nodejs/main.c" "$TMP/nodejs/lib/libnode.so.108" \
+        -Wl,-rpath,"$TMP/nodejs/lib" 2>>"$TMP/nodejs/cc.err"; then
+    expect 0 "OpenSSL: a distribution's Node.js build: libnode on the system libssl" "$TMP/nodejs/node"
+    [ -z "$uv" ] || grep -q "plain sockets: reached" "$TMP/out" ||
+        fail "a distribution's node: its loop's connections not seen: $(cat "$TMP/out")"
+else
+    note "no libssl.so.3 to link a distribution's node with: skipped ($(head -c 200 "$TMP/nodejs/cc.err"))"
 fi
 
 # What a program loads at run time.  Java: the launcher links only libjli,
