@@ -484,8 +484,9 @@ static bo_next complete(bo_dest *d, const bo_config *cfg, bo_call *c, bo_outcome
      * whether, while other work on the destination will tell when it is back; a 429
      * draws none.  A lone call (no other logical request began on it within the
      * budget's window, none succeeded there, no retry there but its own, nothing
-     * else in flight: a server down for this call alone, bo_budget_lone) that the budget does not fund has
-     * nothing to wait for but its own retries: its failure is handed back, as a
+     * else in flight: a server down for this call alone, bo_budget_lone) that the
+     * budget does not fund has nothing to wait for but its own retries: its
+     * failure is handed back, as a
      * program that retries on its own would have it (its next try continues this
      * logical request: the layers never multiply, nor wait for each other). */
     c->budget_retry = !outcome.rate_limited;
