@@ -8,11 +8,26 @@
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bo_math.h"
 #include "bo_rng.h"
+
+/* Under valgrind (make check-valgrind) the x87's 80-bit arithmetic is done
+ * in 64 bits (valgrind's manual, "Limitations"): a long double reference,
+ * and bo_math's own long double steps, lose the precision these suites
+ * measure.  There the exact cases run, the ulp bounds do not. */
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#define UNDER_VALGRIND() RUNNING_ON_VALGRIND
+#endif
+#endif
+#ifndef UNDER_VALGRIND
+#define UNDER_VALGRIND() 0
+#endif
 
 #define N 200000
 
@@ -219,11 +234,16 @@ static Suite *math_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_sqrt_exact);
     tcase_add_test(tc, test_floor_ceil_exact);
-    tcase_add_test(tc, test_log_below_one_ulp);
-    tcase_add_test(tc, test_cbrt_below_one_ulp);
-    tcase_add_test(tc, test_cos_turns);
-    tcase_add_test(tc, test_powu);
     tcase_add_test(tc, test_exp2i_exact);
+    if (UNDER_VALGRIND()) {
+        fprintf(stderr, "test_math: under valgrind, whose x87 is 64-bit: the ulp bounds "
+                        "of log, cbrt, cos_turns and powu are not measured\n");
+    } else {
+        tcase_add_test(tc, test_log_below_one_ulp);
+        tcase_add_test(tc, test_cbrt_below_one_ulp);
+        tcase_add_test(tc, test_cos_turns);
+        tcase_add_test(tc, test_powu);
+    }
     suite_add_tcase(s, tc);
     return s;
 }
