@@ -86,7 +86,7 @@ static void same(const reading *a, const reading *b)
     check(x->target_hash == y->target_hash && x->target_len == y->target_len);
     check(strcmp(x->host, y->host) == 0 && x->host_long == y->host_long);
     check(x->upgrade == y->upgrade && x->expect == y->expect && x->keep == y->keep);
-    check(x->idempotency_key == y->idempotency_key);
+    check(x->idem == y->idem);
     check(x->status == y->status && x->interim == y->interim);
     check(x->retry_after_delta == y->retry_after_delta);
     check(x->retry_after_date == y->retry_after_date);
