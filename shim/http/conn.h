@@ -108,7 +108,6 @@ typedef struct bo_hc_retry {
     bool same_conn;             /* sent again on the same connection, not a new one */
     bool answered;              /* the retried attempt had an answer (held), not a close */
     bool loop;                  /* the program waits in an event loop (its fd kept quiet) */
-    bool late;                  /* ... its next timer unknown: each later wait bounds it */
     int dial_fd, park_fd;       /* the new connection while it connects, our end of the
                                    quiet stand-in on the fd (-1: none) */
     int orig_fd;                /* the program's socket it stands for, kept aside (-1) */

@@ -276,17 +276,15 @@ static void sweep_one(bo_hconn *c, int64_t now)
 }
 
 /*
- * A retry of the loop's taken a step: its wait's end is the loop's next
- * timer; one taken over before the loop told its timers (loop_late) is
- * bounded by each later wait's end, since the answer must reach the program
- * first.  What it waits for is gathered into d.
+ * A retry of the loop's taken a step.  It lives across the loop's turns:
+ * each wait returns at the program's own time, the socket quiet, and the
+ * request goes out again from a later wait (its end: the take-over's
+ * bound, HX_LOOP_NS).  What it waits for is gathered into d.
  */
 static void loop_step(bo_hconn *c, drive_ctx *d)
 {
     hx_need need;
 
-    if (c->rt.late && d->loop_deadline > d->now)
-        bo_hx_retry_bound(c, bo_hx_before(d->now, d->loop_deadline));
     if (bo_hx_step(c, d->now, &need))
         return;
     if (d->now >= c->rt.give_up_ns) {

@@ -152,8 +152,9 @@ bo_hx_verdict bo_hx_read(bo_hconn *c, int blocking, int *err);
 
 /* Where the program of a non-blocking read waits for its answer. */
 typedef enum bo_hx_waits {
-    BO_HX_WAITS_IN_LOOP, /* an event loop (the socket in an epoll set): *deadline its
-                            next timer, less a margin */
+    BO_HX_WAITS_IN_LOOP, /* an event loop (the socket in an epoll set): *deadline
+                            HX_LOOP_NS away, or its next timer when later, less a
+                            margin */
     BO_HX_WAITS_UNSEEN,  /* nowhere the hooks see yet (a poll may follow) */
     BO_HX_WAITS_PASSED   /* an event loop that serves connections, or whose thread has
                             not waited yet (its timers unknown): its answers pass */
