@@ -90,6 +90,10 @@ bo_step bo_run_admit_step(bo_block *b, bo_call *call, int64_t now_ns, unsigned *
  */
 bool bo_run_admit_now(bo_block *b, bo_call *call, int64_t now_ns, unsigned *inflight);
 
+/* The time the destination's pace alone lets its next attempt go
+ * (bo_dest_pace_ns): an event loop's write is held back until then. */
+int64_t bo_run_pace_ns(bo_block *b, int64_t now_ns);
+
 /*
  * Wait until the destination admits an attempt of `call` (now_ns: the
  * current time, 0 to read the clock), on behalf of a program that may

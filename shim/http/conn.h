@@ -135,6 +135,11 @@ typedef struct bo_hc_pace {
     int64_t until;              /* its poll shows no POLLOUT before then (0: none) */
     int64_t quota;              /* the quota's hold (0: none): past the poll's end, no wait */
     bool go;                    /* ... its poll's time ran out first: it goes at once */
+    bool sent;                  /* a request went on the connection before (kept alive) */
+    bool loop;                  /* an event loop's: its EPOLLOUT taken out until then */
+    bool masked;                /* ... out of its registration in epfd, whose events were */
+    int epfd;
+    uint32_t events;
 } bo_hc_pace;
 
 typedef struct bo_hconn {

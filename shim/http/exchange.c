@@ -161,7 +161,8 @@ int bo_hx_begin(bo_hconn *c, const char *buf, size_t len, bool dontwait)
     bo_lineage prev;
     bool continues = bo_hx_start_call(c, b, now, &prev);
     bo_hx_key_none(c);
-    int w = bo_hx_write_waits(c, now, dontwait, &until); /* where the write waits (drive.c) */
+    bool loop;
+    int w = bo_hx_write_waits(c, now, dontwait, &until, &loop); /* where it waits (drive.c) */
     if (w == EAGAIN || w == EINTR) {
         /* held back for the program's poll (its poll shows the socket
          * writable when the pace says, bo_hx_poll_before, and its next write
@@ -169,7 +170,7 @@ int bo_hx_begin(bo_hconn *c, const char *buf, size_t len, bool dontwait)
         int64_t quota = c->call.run.quota_hold_ns;
         bo_hx_withdraw_call(c);
         if (w == EAGAIN)
-            bo_hc_pace_hold(c, until, quota);
+            bo_hc_pace_hold(c, until, quota, loop);
         bo_hx_set_state(c, BO_HC_IDLE);
         return w;
     }
@@ -178,7 +179,9 @@ int bo_hx_begin(bo_hconn *c, const char *buf, size_t len, bool dontwait)
         return unmanaged(c); /* no slot in time: this request goes as the program sent it */
     }
     bo_hx_admitted(c);
+    bo_hc_pace_unmask(c); /* (a loop's write that did not wait for its EPOLLOUT) */
     bo_hc_pace_release(c, false);
+    bo_hc_pace_sent(c);
     bo_hx_request_kept(c, c->x.req.keep == BO_HTTP_KEEP_OK); /* over the cap: sent once */
     bo_hx_key_begin(c, buf, len, continues ? &prev : NULL);
     bo_hx_set_state(c, BO_HC_REQ);

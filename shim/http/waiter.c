@@ -53,9 +53,11 @@ int64_t bo_hx_before(int64_t now, int64_t deadline)
     return deadline - margin;
 }
 
-bool bo_hx_polls_itself(const bo_hconn *c)
+bo_hx_waits bo_hx_writer(const bo_hconn *c)
 {
-    return !__atomic_load_n(&g_serving, __ATOMIC_RELAXED) && !in_epoll(c->fd);
+    if (__atomic_load_n(&g_serving, __ATOMIC_RELAXED))
+        return BO_HX_WAITS_PASSED;
+    return in_epoll(c->fd) ? BO_HX_WAITS_IN_LOOP : BO_HX_WAITS_UNSEEN;
 }
 
 bo_hx_waits bo_hx_waiter(const bo_hconn *c, int64_t *deadline)
