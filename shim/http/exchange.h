@@ -14,10 +14,9 @@
  * waits for the answer, never longer than it would: inside a blocking read
  * (bounded by its SO_RCVTIMEO), inside a poll or select that names the
  * connection (bounded by its timeout: a retry that does not fit is not
- * made), across an event loop's waits (a retry is a state of the
- * connection there, taken a step in each epoll_wait, which still returns
- * at the program's own time; bounded by HX_LOOP_NS or the loop's next
- * timer, the later; a server's loop passes its upstream answers on); a non-blocking
+ * made), across an event loop's waits (a state of the connection, taken a
+ * step in each epoll_wait, bounded by HX_LOOP_NS or the loop's next timer,
+ * the later; a server's loop passes its upstream answers on); a non-blocking
  * read anywhere else never waits, and its answer is handed over as it
  * came.  A call the program made non-blocking never waits inside the
  * hooks: a first attempt goes at once (counted in the window), a retry is
@@ -177,9 +176,7 @@ int bo_hx_drive(int64_t now, int64_t loop_deadline, int64_t *until, int *fds, sh
                 int max);
 
 /* The time the process's event loop (its last epoll_wait with a timeout)
- * will wake by itself: a retry judged in a non-blocking read may take until
- * then when that is past HX_LOOP_NS (no deadline of the program's comes
- * before it). */
+ * will wake by itself: a loop's retry may take until then (bo_hx_waiter). */
 void bo_hx_loop_wait(int64_t now, int timeout_ms);
 
 /*

@@ -168,9 +168,10 @@ bo_hx_waits bo_hx_waiter(const bo_hconn *c, int64_t *deadline);
  * the window, unless its program polls the plain socket itself (a socket
  * with a timeout): then the pace holds it back for that poll (EAGAIN, *until
  * the pace's time); or waits for it in an event loop: then the pace alone
- * (not the window) holds it back, up to HX_LOOP_NS (EAGAIN, *loop); a blocking write waits as a blocking send would (EINTR:
- * a signal without SA_RESTART), no longer than its SO_SNDTIMEO,
- * BACKOFF_MAX_TIME_MS or BACKOFF_CAP_MS.  0: admitted; -1: no slot in time.
+ * (not the window) holds it back, up to HX_LOOP_NS (EAGAIN, *loop); a
+ * blocking write waits as a blocking send would (EINTR: a signal without
+ * SA_RESTART), no longer than its SO_SNDTIMEO, BACKOFF_MAX_TIME_MS or
+ * BACKOFF_CAP_MS.  0: admitted; -1: no slot in time.
  */
 int bo_hx_write_waits(bo_hconn *c, int64_t now, bool dontwait, int64_t *until, bool *loop);
 
