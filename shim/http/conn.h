@@ -137,6 +137,7 @@ typedef struct bo_hc_pace {
     bool go;                    /* ... its poll's time ran out first: it goes at once */
     bool sent;                  /* a request went on the connection before (kept alive) */
     bool loop;                  /* an event loop's: its EPOLLOUT taken out until then */
+    const void *owner;          /* ... the thread whose loop it is (its bo_core_busy's address) */
     bool masked;                /* ... out of its registration in epfd, whose events were */
     int epfd;
     uint32_t events;

@@ -349,8 +349,13 @@ static void loop_hold(bo_hconn *c, drive_ctx *d)
 static void drive_one(bo_hconn *c, void *ud)
 {
     drive_ctx *d = ud;
+    const void *owner = __atomic_load_n(&c->pace.owner, __ATOMIC_RELAXED);
 
-    if (!bo_hc_is_active(c) || !bo_hc_trylock(c))
+    /* a write another thread's loop holds back is that loop's to drive (its
+     * program's write, meeting this thread's try, would give the connection
+     * up: two threads on it) */
+    if (!bo_hc_is_active(c) || (owner != NULL && owner != &bo_core_busy && !d->sweep) ||
+        !bo_hc_trylock(c))
         return;
     if (c->pace.loop && bo_hx_same_socket(c))
         loop_hold(c, d);

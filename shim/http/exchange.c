@@ -55,8 +55,16 @@ bo_hx_verdict bo_hx_write_before(bo_hconn *c, bo_hx_wr *w)
     w->again = false;
     w->buf = w->iovcnt > 0 ? w->iov[0].iov_base : NULL;
     w->len = w->iovcnt > 0 ? w->iov[0].iov_len : 0;
-    if (bo_core_busy || c->st == BO_HC_OFF || !bo_hx_enter(c))
+    if (bo_core_busy || c->st == BO_HC_OFF)
         return BO_HX_OFF;
+    if (!bo_hc_trylock(c)) {
+        if (__atomic_load_n(&c->pace.owner, __ATOMIC_RELAXED) != NULL) {
+            w->err = errno = EAGAIN; /* a held write: a wait hook steps it meanwhile */
+            return BO_HX_ERR;
+        }
+        bo_hc_mark_shared(c); /* two threads on one connection: the holder gives it up */
+        return BO_HX_OFF;
+    }
     bo_core_busy = 1;
     if (c->st != BO_HC_NONE && c->st != BO_HC_REQ)
         (void)bo_hx_same_socket(c); /* another socket on that number: the record starts anew */

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "core/core.h"
 #include "http/exchange.h"
 #include "http/exchange_int.h"
 #include "http/record.h"
@@ -256,6 +257,7 @@ static void set_loop_hold(bo_hconn *c, bool loop)
     if (loop != c->pace.loop)
         __atomic_add_fetch(&bo_hx_loop_retries, loop ? 1 : -1, __ATOMIC_RELAXED);
     c->pace.loop = loop;
+    __atomic_store_n(&c->pace.owner, loop ? (const void *)&bo_core_busy : NULL, __ATOMIC_RELAXED);
     if (!loop)
         c->pace.masked = false; /* (put back by bo_hx_loop_unhold, or gone with the fd) */
 }
