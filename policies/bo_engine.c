@@ -312,6 +312,25 @@ bool bo_dest_admit_now(bo_dest *d, const bo_config *cfg, bo_call *c, int64_t now
     return true;
 }
 
+int64_t bo_dest_pace_ns(bo_dest *d, const bo_config *cfg, int64_t now_ns)
+{
+    int64_t cap = cap_ns(cfg);
+    int64_t cap_at = cap > 0 && now_ns < INT64_MAX - cap ? now_ns + cap : INT64_MAX;
+    int64_t wait = now_ns;
+
+    if (cfg->policy == BO_POLICY_RESPONSIVE || cfg->policy == BO_POLICY_AIMD)
+        wait = held_until(wait, d->next_send_ns, cap_at);
+    if (cfg->policy == BO_POLICY_AIMD) {
+        bo_window_bound_pace(&d->window, cap_at, now_ns);
+        int64_t pace = bo_window_next_send_ns(&d->window, now_ns);
+        if (pace > wait)
+            wait = pace;
+    }
+    if (cfg->policy == BO_POLICY_AWS_ADAPTIVE)
+        wait = held_until(wait, bo_adaptive_next_send_ns(&d->adaptive, now_ns), cap_at);
+    return wait;
+}
+
 /* Push the destination's next admission to at least t. */
 static void hold_dest(bo_dest *d, int64_t t)
 {

@@ -223,6 +223,14 @@ bo_admit bo_dest_admit(bo_dest *d, const bo_config *cfg, bo_call *c,
 bool bo_dest_admit_now(bo_dest *d, const bo_config *cfg, bo_call *c, int64_t now_ns);
 
 /*
+ * The time the destination's pace alone (the learnt rate, a hold, the
+ * adaptive token; not the window's room, not the quota) lets its next
+ * attempt go: now_ns when it does now.  An event loop's write is held back
+ * until then (no window holds a loop's concurrent requests back).
+ */
+int64_t bo_dest_pace_ns(bo_dest *d, const bo_config *cfg, int64_t now_ns);
+
+/*
  * The attempt admitted last ended with `outcome`.  Updates the destination
  * (window, pacing, budget) and decides: done, or retry no sooner than
  * *until_ns.  retry_after_ns is the server's Retry-After (< 0: none); it is

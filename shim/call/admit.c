@@ -264,6 +264,14 @@ bool bo_run_admit_now(bo_block *b, bo_call *call, int64_t now_ns, unsigned *infl
     return go;
 }
 
+int64_t bo_run_pace_ns(bo_block *b, int64_t now_ns)
+{
+    bo_dest *d = bo_block_lock(b);
+    int64_t t = bo_dest_pace_ns(d, bo_core_config(), now_ns);
+    bo_block_unlock(b);
+    return t;
+}
+
 /* The blocking wait for an entry in the slot (bo_block_share_waits), with
  * no lock held: 0 once the block has one (or its own state), -1 when the
  * call gave up, else the wait's EINTR or BO_WAIT_ABORTED. */

@@ -86,9 +86,10 @@ bo_step bo_run_admit_step(bo_block *b, bo_call *call, int64_t now_ns, unsigned *
  * is non-blocking) starts now, its lease taken: true.  False when it cannot
  * be counted (a retry; the host-wide slot has no entry for this process):
  * the caller then sends it as the program wrote it, outside any call.  The
- * fleet is not asked (its queue is a wait).
+ * fleet is not asked (its queue is a wait).  _pace_ns: bo_dest_pace_ns.
  */
 bool bo_run_admit_now(bo_block *b, bo_call *call, int64_t now_ns, unsigned *inflight);
+int64_t bo_run_pace_ns(bo_block *b, int64_t now_ns);
 
 /*
  * Wait until the destination admits an attempt of `call` (now_ns: the

@@ -109,7 +109,6 @@ typedef struct bo_hc_retry {
     bool same_conn;             /* sent again on the same connection, not a new one */
     bool answered;              /* the retried attempt had an answer (held), not a close */
     bool loop;                  /* the program waits in an event loop (its fd kept quiet) */
-    bool late;                  /* ... its next timer unknown: each later wait bounds it */
     int dial_fd, park_fd;       /* the new connection while it connects, our end of the
                                    quiet stand-in on the fd (-1: none) */
     int orig_fd;                /* the program's socket it stands for, kept aside (-1) */
@@ -137,6 +136,12 @@ typedef struct bo_hc_pace {
     int64_t until;              /* its poll shows no POLLOUT before then (0: none) */
     int64_t quota;              /* the quota's hold (0: none): past the poll's end, no wait */
     bool go;                    /* ... its poll's time ran out first: it goes at once */
+    bool sent;                  /* a request went on the connection before (kept alive) */
+    bool loop;                  /* an event loop's: its EPOLLOUT taken out until then */
+    const void *owner;          /* ... the thread whose loop it is (its bo_core_busy's address) */
+    bool masked;                /* ... out of its registration in epfd, whose events were */
+    int epfd;
+    uint32_t events;
 } bo_hc_pace;
 
 typedef struct bo_hconn {

@@ -57,17 +57,46 @@ static int drive_blocking(bo_hconn *c)
     return 0;
 }
 
-int bo_hx_write_waits(bo_hconn *c, int64_t now, bool dontwait, int64_t *until)
+/* An event loop's write the pace holds back (not the window: a loop's
+ * concurrent requests are its own): until the pace's time or the server's
+ * quota's, when within what a loop's retry may take (HX_LOOP_NS; past it
+ * the program's own deadline may come first); else 0.  Only on a
+ * kept-alive connection: a loop that reuses its connections handles a
+ * write's EAGAIN (libuv, asyncio, Java's selector); one that writes once
+ * on a fresh socket when it polls writable may take EAGAIN for a failure
+ * (tests/helpers/harm_epoll.c does). */
+static int64_t loop_pace(bo_hconn *c, int64_t now)
+{
+    if (!c->pace.sent)
+        return 0;
+    int64_t t = bo_run_pace_ns(c->call.dest, now), quota = c->call.run.quota_hold_ns;
+    if (quota > t)
+        t = quota;
+    return t > now && t - now <= HX_LOOP_NS ? t : 0;
+}
+
+int bo_hx_write_waits(bo_hconn *c, int64_t now, bool dontwait, int64_t *until, bool *loop)
 {
     const bo_config *cfg = bo_core_config();
     bo_step st = bo_hx_admit_step(c, now, BO_NS_PER_S, until);
+    *loop = false;
     if (st != BO_STEP_WAIT)
         return st == BO_STEP_GO ? 0 : -1;
     /* A TLS library's write is not held back: the pace's EAGAIN is a plain
-     * socket's, whose program polls it (requests, urllib with a timeout). */
-    if (!dontwait && !c->tls && !c->pace.go && bo_hs_nonblocking(c->fd) &&
-        bo_hx_polls_itself(c))
-        return EAGAIN;
+     * socket's, whose program polls it (requests, urllib with a timeout) or
+     * waits for it in its event loop (no EPOLLOUT until the pace's time:
+     * bo_hc_pace_mask). */
+    if (!c->tls && !c->pace.go && bo_hs_nonblocking(c->fd)) {
+        bo_hx_waits where = bo_hx_writer(c);
+        if (!dontwait && where == BO_HX_WAITS_UNSEEN)
+            return EAGAIN;
+        int64_t t;
+        if (where == BO_HX_WAITS_IN_LOOP && (t = loop_pace(c, now)) != 0) {
+            *until = t;
+            *loop = true;
+            return EAGAIN;
+        }
+    }
     /* An event loop's request never waits inside the call that sends it:
      * it goes now, counted in the window (its retries wait their turn
      * outside the program's calls); nor does one the server's quota holds
@@ -276,17 +305,15 @@ static void sweep_one(bo_hconn *c, int64_t now)
 }
 
 /*
- * A retry of the loop's taken a step: its wait's end is the loop's next
- * timer; one taken over before the loop told its timers (loop_late) is
- * bounded by each later wait's end, since the answer must reach the program
- * first.  What it waits for is gathered into d.
+ * A retry of the loop's taken a step.  It lives across the loop's turns:
+ * each wait returns at the program's own time, the socket quiet, and the
+ * request goes out again from a later wait (its end: the take-over's
+ * bound, HX_LOOP_NS).  What it waits for is gathered into d.
  */
 static void loop_step(bo_hconn *c, drive_ctx *d)
 {
     hx_need need;
 
-    if (c->rt.late && d->loop_deadline > d->now)
-        bo_hx_retry_bound(c, bo_hx_before(d->now, d->loop_deadline));
     if (bo_hx_step(c, d->now, &need))
         return;
     if (d->now >= c->rt.give_up_ns) {
@@ -304,12 +331,34 @@ static void loop_step(bo_hconn *c, drive_ctx *d)
     }
 }
 
+/* An event loop's write held back for the pace: its EPOLLOUT kept out of
+ * the loop until the time, then put back, the write let go (go: at once,
+ * whatever the pace says by then). */
+static void loop_hold(bo_hconn *c, drive_ctx *d)
+{
+    if (d->now < c->pace.until) {
+        bo_hc_pace_mask(c);
+        if (c->pace.until < d->until)
+            d->until = c->pace.until;
+        return;
+    }
+    bo_hc_pace_unmask(c);
+    bo_hc_pace_release(c, true);
+}
+
 static void drive_one(bo_hconn *c, void *ud)
 {
     drive_ctx *d = ud;
+    const void *owner = __atomic_load_n(&c->pace.owner, __ATOMIC_RELAXED);
 
-    if (!bo_hc_is_active(c) || !bo_hc_trylock(c))
+    /* a write another thread's loop holds back is that loop's to drive (its
+     * program's write, meeting this thread's try, would give the connection
+     * up: two threads on it) */
+    if (!bo_hc_is_active(c) || (owner != NULL && owner != &bo_core_busy && !d->sweep) ||
+        !bo_hc_trylock(c))
         return;
+    if (c->pace.loop && bo_hx_same_socket(c))
+        loop_hold(c, d);
     if (d->sweep && c->st == BO_HC_SENT)
         sweep_one(c, d->now);
     if (c->st == BO_HC_SENT && d->now >= bo_hx_stall_at(c))

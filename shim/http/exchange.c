@@ -55,8 +55,16 @@ bo_hx_verdict bo_hx_write_before(bo_hconn *c, bo_hx_wr *w)
     w->again = false;
     w->buf = w->iovcnt > 0 ? w->iov[0].iov_base : NULL;
     w->len = w->iovcnt > 0 ? w->iov[0].iov_len : 0;
-    if (bo_core_busy || c->st == BO_HC_OFF || !bo_hx_enter(c))
+    if (bo_core_busy || c->st == BO_HC_OFF)
         return BO_HX_OFF;
+    if (!bo_hc_trylock(c)) {
+        if (__atomic_load_n(&c->pace.owner, __ATOMIC_RELAXED) != NULL) {
+            w->err = errno = EAGAIN; /* a held write: a wait hook steps it meanwhile */
+            return BO_HX_ERR;
+        }
+        bo_hc_mark_shared(c); /* two threads on one connection: the holder gives it up */
+        return BO_HX_OFF;
+    }
     bo_core_busy = 1;
     if (c->st != BO_HC_NONE && c->st != BO_HC_REQ)
         (void)bo_hx_same_socket(c); /* another socket on that number: the record starts anew */
@@ -161,7 +169,8 @@ int bo_hx_begin(bo_hconn *c, const char *buf, size_t len, bool dontwait)
     bo_lineage prev;
     bool continues = bo_hx_start_call(c, b, now, &prev);
     bo_hx_key_none(c);
-    int w = bo_hx_write_waits(c, now, dontwait, &until); /* where the write waits (drive.c) */
+    bool loop;
+    int w = bo_hx_write_waits(c, now, dontwait, &until, &loop); /* where it waits (drive.c) */
     if (w == EAGAIN || w == EINTR) {
         /* held back for the program's poll (its poll shows the socket
          * writable when the pace says, bo_hx_poll_before, and its next write
@@ -169,7 +178,7 @@ int bo_hx_begin(bo_hconn *c, const char *buf, size_t len, bool dontwait)
         int64_t quota = c->call.run.quota_hold_ns;
         bo_hx_withdraw_call(c);
         if (w == EAGAIN)
-            bo_hc_pace_hold(c, until, quota);
+            bo_hc_pace_hold(c, until, quota, loop);
         bo_hx_set_state(c, BO_HC_IDLE);
         return w;
     }
@@ -178,7 +187,9 @@ int bo_hx_begin(bo_hconn *c, const char *buf, size_t len, bool dontwait)
         return unmanaged(c); /* no slot in time: this request goes as the program sent it */
     }
     bo_hx_admitted(c);
+    bo_hc_pace_unmask(c); /* (a loop's write that did not wait for its EPOLLOUT) */
     bo_hc_pace_release(c, false);
+    bo_hc_pace_sent(c);
     bo_hx_request_kept(c, c->x.req.keep == BO_HTTP_KEEP_OK); /* over the cap: sent once */
     bo_hx_key_begin(c, buf, len, continues ? &prev : NULL);
     bo_hx_set_state(c, BO_HC_REQ);

@@ -14,8 +14,9 @@
  * waits for the answer, never longer than it would: inside a blocking read
  * (bounded by its SO_RCVTIMEO), inside a poll or select that names the
  * connection (bounded by its timeout: a retry that does not fit is not
- * made), inside an event loop's epoll_wait (bounded by the loop's next
- * timer; a server's loop passes its upstream answers on); a non-blocking
+ * made), across an event loop's waits (a state of the connection, taken a
+ * step in each epoll_wait, bounded by HX_LOOP_NS or the loop's next timer,
+ * the later; a server's loop passes its upstream answers on); a non-blocking
  * read anywhere else never waits, and its answer is handed over as it
  * came.  A call the program made non-blocking never waits inside the
  * hooks: a first attempt goes at once (counted in the window), a retry is
@@ -168,15 +169,14 @@ short bo_hx_poll_after(bo_hconn *c, short ev, short rev, short xrev, int64_t dea
  * Every retry under way in the process, taken a step from the program's
  * event-loop wait (the epoll hooks): *until the time to come back, and up
  * to max descriptors with the events they wait for (fds[], evs[]), the
- * number of which is returned.  loop_deadline: the loop's next timer
- * (INT64_MAX: none): a retry not sent by then is abandoned, its answer
- * handed to the program.
+ * number of which is returned.  loop_deadline: the end of this wait (a
+ * retry lives across the loop's waits: it is no bound of the retry's).
  */
 int bo_hx_drive(int64_t now, int64_t loop_deadline, int64_t *until, int *fds, short *evs,
                 int max);
 
 /* The time the process's event loop (its last epoll_wait with a timeout)
- * will wake by itself: the bound of a retry judged in a non-blocking read. */
+ * will wake by itself: a loop's retry may take until then (bo_hx_waiter). */
 void bo_hx_loop_wait(int64_t now, int timeout_ms);
 
 /*

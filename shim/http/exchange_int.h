@@ -152,8 +152,9 @@ bo_hx_verdict bo_hx_read(bo_hconn *c, int blocking, int *err);
 
 /* Where the program of a non-blocking read waits for its answer. */
 typedef enum bo_hx_waits {
-    BO_HX_WAITS_IN_LOOP, /* an event loop (the socket in an epoll set): *deadline its
-                            next timer, less a margin */
+    BO_HX_WAITS_IN_LOOP, /* an event loop (the socket in an epoll set): *deadline
+                            HX_LOOP_NS away, or its next timer when later, less a
+                            margin */
     BO_HX_WAITS_UNSEEN,  /* nowhere the hooks see yet (a poll may follow) */
     BO_HX_WAITS_PASSED   /* an event loop that serves connections, or whose thread has
                             not waited yet (its timers unknown): its answers pass */
@@ -166,16 +167,19 @@ bo_hx_waits bo_hx_waiter(const bo_hconn *c, int64_t *deadline);
  * program may not wait in (dontwait, O_NONBLOCK) goes at once, counted in
  * the window, unless its program polls the plain socket itself (a socket
  * with a timeout): then the pace holds it back for that poll (EAGAIN, *until
- * the pace's time); a blocking write waits as a blocking send would (EINTR:
- * a signal without SA_RESTART), no longer than its SO_SNDTIMEO,
- * BACKOFF_MAX_TIME_MS or BACKOFF_CAP_MS.  0: admitted; -1: no slot in time.
+ * the pace's time); or waits for it in an event loop: then the pace alone
+ * (not the window) holds it back, up to HX_LOOP_NS (EAGAIN, *loop); a
+ * blocking write waits as a blocking send would (EINTR: a signal without
+ * SA_RESTART), no longer than its SO_SNDTIMEO, BACKOFF_MAX_TIME_MS or
+ * BACKOFF_CAP_MS.  0: admitted; -1: no slot in time.
  */
-int bo_hx_write_waits(bo_hconn *c, int64_t now, bool dontwait, int64_t *until);
+int bo_hx_write_waits(bo_hconn *c, int64_t now, bool dontwait, int64_t *until, bool *loop);
 
-/* Does the program wait for c's socket in a poll or select of its own (not
- * in an event loop's epoll set, not a server's)?  Then a write the pace
- * holds back can wait there (bo_hx_begin, bo_hx_poll_before). */
-bool bo_hx_polls_itself(const bo_hconn *c);
+/* Where does the program wait for c's socket to be writable: in a poll or
+ * select of its own (UNSEEN), in an event loop's epoll set (IN_LOOP), a
+ * server's loop (PASSED)?  A write the pace holds back waits in the first
+ * two (bo_hx_begin, bo_hx_poll_before, bo_hc_pace_mask). */
+bo_hx_waits bo_hx_writer(const bo_hconn *c);
 
 /* The end of a program's wait, less the margin a retry leaves before it
  * (the program's own timer must find the answer there). */

@@ -12,7 +12,7 @@
  *      whole, whether the request can be sent again here (kept, not shut,
  *      a new connection allowed: bo_hx_may_redial);
  *   4. bound the deadline by the program's own (a blocking read's
- *      SO_RCVTIMEO, its poll's timeout, its loop's next timer);
+ *      SO_RCVTIMEO, its poll's timeout; a loop's: bo_hx_waiter);
  *   5. complete the attempt: the engine says whether it is retried; a
  *      retry is taken over (retry.c), or the answer stands.
  */
@@ -244,7 +244,7 @@ static int read_answer(bo_hconn *c, hx_mode *mode, hx_answer *a, int *err)
 
 /*
  * A non-blocking read: where does its program wait?  In an event loop:
- * there, until its next timer; nowhere seen yet: the answer is left where
+ * there, across its turns (bo_hx_waiter's bound); nowhere seen yet: the answer is left where
  * it is, once, for the program's poll (which judges it then) or its next
  * read; a server's loop, or a second look: nowhere (MODE_NONE).
  */
@@ -252,7 +252,7 @@ static int where_waits(bo_hconn *c, hx_mode *mode, int64_t *deadline, int *err)
 {
     switch (bo_hx_waiter(c, deadline)) {
     case BO_HX_WAITS_IN_LOOP:
-        *mode = MODE_LOOP; /* (its timers unknown yet: *deadline INT64_MAX, a late bound) */
+        *mode = MODE_LOOP; /* (across its turns: bo_hx_waiter's bound) */
         break;
     case BO_HX_WAITS_UNSEEN:
         if (!c->x.deferred) {
@@ -327,7 +327,8 @@ static int retry_here(bo_hconn *c, hx_mode *mode, int64_t *deadline, hx_answer *
 /* ---- 4. bound the deadline ---------------------------------------------------------- */
 
 /* A retry's wait never outlasts the program's: a blocking read's
- * SO_RCVTIMEO (when the call has no deadline), the poll's or the loop's. */
+ * SO_RCVTIMEO (when the call has no deadline), the poll's, the loop's
+ * bound (bo_hx_waiter). */
 static void bound_deadline(bo_hconn *c, hx_mode mode, int64_t deadline, int64_t now)
 {
     if (mode == MODE_BLOCK && c->call.run.deadline_ns == INT64_MAX) {

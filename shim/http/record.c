@@ -13,11 +13,13 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "core/core.h"
 #include "http/exchange.h"
 #include "http/exchange_int.h"
 #include "http/record.h"
 #include "http/http.h"
 #include "http/redial.h"
+#include "http/sockwait.h"
 
 /* ---- the one state setter ------------------------------------------------- */
 
@@ -252,26 +254,83 @@ static void forget_exchange(bo_hconn *c)
     bo_hc_held_drop(c);
     c->rt.fb_len = 0;
     bo_hc_pace_release(c, false);
+    c->pace.sent = false;
     bo_hx_request_forget(c);
 }
 
 /* ---- a write held back for the pace --------------------------------------------- */
 
-void bo_hc_pace_hold(bo_hconn *c, int64_t until, int64_t quota)
+/* An event loop's held write is its wait's to drive (bo_hx_loop_retries). */
+static void set_loop_hold(bo_hconn *c, bool loop)
+{
+    if (loop != c->pace.loop)
+        __atomic_add_fetch(&bo_hx_loop_retries, loop ? 1 : -1, __ATOMIC_RELAXED);
+    c->pace.loop = loop;
+    __atomic_store_n(&c->pace.owner, loop ? (const void *)&bo_core_busy : NULL, __ATOMIC_RELAXED);
+    if (!loop)
+        c->pace.masked = false; /* (put back by bo_hx_loop_unhold, or gone with the fd) */
+}
+
+void bo_hc_pace_hold(bo_hconn *c, int64_t until, int64_t quota, bool loop)
 {
     c->pace.until = until;
     c->pace.quota = quota;
+    set_loop_hold(c, loop);
     sync_active(c);
+}
+
+void bo_hc_pace_sent(bo_hconn *c)
+{
+    c->pace.sent = true;
 }
 
 void bo_hc_pace_release(bo_hconn *c, bool go)
 {
     c->pace.go = go;
     c->pace.quota = 0;
+    set_loop_hold(c, false);
     if (c->pace.until != 0) {
         c->pace.until = 0;
         sync_active(c);
     }
+}
+
+/*
+ * An event loop's write held back: the program, told EAGAIN, asked its
+ * loop for EPOLLOUT, which a writable socket would give at once (a loop
+ * spinning on the write); it is taken out of the registration until the
+ * pace's time (bo_hc_pace_mask, at each of the loop's waits: the program
+ * may have put it back meanwhile), then put back as the program left it
+ * (bo_hc_pace_unmask: unless the program changed it since).
+ */
+void bo_hc_pace_mask(bo_hconn *c)
+{
+    bo_hs_epreg reg;
+    if (!c->pace.loop || bo_hs_epoll_regs(c->fd, &reg, 1) != 1 || !(reg.ev.events & EPOLLOUT))
+        return;
+    struct epoll_event ev = reg.ev;
+    ev.events &= ~(uint32_t)EPOLLOUT;
+    if (epoll_ctl(reg.epfd, EPOLL_CTL_MOD, c->fd, &ev) != 0)
+        return;
+    c->pace.masked = true;
+    c->pace.epfd = reg.epfd;
+    c->pace.events = reg.ev.events;
+}
+
+void bo_hc_pace_unmask(bo_hconn *c)
+{
+    bo_hs_epreg regs[4];
+    if (!c->pace.masked)
+        return;
+    c->pace.masked = false;
+    int n = bo_hs_epoll_regs(c->fd, regs, 4);
+    for (int i = 0; i < n; i++)
+        if (regs[i].epfd == c->pace.epfd &&
+            regs[i].ev.events == (c->pace.events & ~(uint32_t)EPOLLOUT)) {
+            struct epoll_event ev = regs[i].ev;
+            ev.events = c->pace.events;
+            (void)epoll_ctl(c->pace.epfd, EPOLL_CTL_MOD, c->fd, &ev);
+        }
 }
 
 /* ---- fork ------------------------------------------------------------------ */
@@ -295,6 +354,8 @@ static void child_one(bo_hconn *c, void *ud)
         c->held.deliver = false;
         c->st = BO_HC_OFF;
     }
+    c->pace.until = 0; /* (a write held back is the parent's; the counts start anew) */
+    c->pace.loop = c->pace.masked = false;
     __atomic_store_n(&c->active, false, __ATOMIC_RELAXED);
 }
 

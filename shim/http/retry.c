@@ -63,7 +63,6 @@ int bo_hx_take_over(bo_hconn *c, bool answered, size_t total, bool loop, int64_t
     c->rt.resent_ns = 0;
     c->rt.same_conn = keep && bo_hc_held_left(c) == total && io->idle(c);
     c->rt.loop = loop;
-    c->rt.late = loop && give_up == INT64_MAX; /* the loop has not told its timers yet */
     set_step(c, BO_HC_STEP_WAIT);
     c->rt.resend_off = 0;
     c->rt.give_up_ns = give_up;

@@ -19,8 +19,8 @@
  * ---- how long the exchange may wait: the bounds, in one place ----
  *
  * A retry waits only where the program waits, never past the program's own
- * bound (its read's SO_RCVTIMEO, its poll's timeout, its loop's next timer,
- * less HX_MARGIN_NS: bo_hx_before), BACKOFF_CAP_MS or BACKOFF_MAX_TIME_MS
+ * bound (its read's SO_RCVTIMEO, its poll's timeout, its loop's HX_LOOP_NS
+ * or next timer, less HX_MARGIN_NS: bo_hx_before), BACKOFF_CAP_MS or BACKOFF_MAX_TIME_MS
  * (the engine's).  Within that:
  */
 /* the rest of a throttle's head, or of the small body that lets it be taken
@@ -31,6 +31,11 @@
 /* a blocking read's retry: its connect, handshake and send, when the call
  * has no deadline */
 #define HX_IO_NS (30 * BO_NS_PER_S)
+/* the most of an event loop's time a retry takes (from the throttle to the
+ * request sent again): a loop's retry lives across its turns, and the
+ * program's own deadline for the request (a wait_for, an abort signal)
+ * is hidden behind its other timers (waiter.c) */
+#define HX_LOOP_NS (2000 * BO_NS_PER_MS)
 /* the least time a retry leaves before the end of the program's wait (a
  * tenth of what is left if more): the program's own timer must find the
  * answer there */
@@ -54,7 +59,7 @@ typedef struct hx_need {
 typedef enum hx_mode {
     MODE_BLOCK, /* its blocking read: look and wait inside it */
     MODE_POLL,  /* its poll or select naming the fd, until a deadline */
-    MODE_LOOP,  /* its event loop (epoll), until the loop's next timer */
+    MODE_LOOP,  /* its event loop (epoll), across its turns (bo_hx_waiter) */
     MODE_NONE,  /* a non-blocking read: where its program waits is asked at a
                    throttle (bo_hx_waiter) */
     MODE_NOTE,  /* judged where no retry is made (an answer left unread: it stands) */

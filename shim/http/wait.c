@@ -32,6 +32,7 @@
 #include "http/conn.h"
 #include "http/fdtab.h"
 #include "http/exchange.h"
+#include "http/record.h"
 
 /* ---- the real functions ---------------------------------------------------- */
 
@@ -496,9 +497,19 @@ static int64_t note_loop(int timeout_ms)
     return now;
 }
 
+/* A look of the loop's (a wait of 0: work at hand) while it holds a write
+ * back or drives a retry: taken a step first, so that a held write's
+ * EPOLLOUT is out of sight (a loop looking again and again would see the
+ * writable socket). */
+static inline bool looks_only(int64_t timeout_ns)
+{
+    return timeout_ns == 0 &&
+           (bo_core_busy || __atomic_load_n(&bo_hx_loop_retries, __ATOMIC_RELAXED) == 0);
+}
+
 BO_EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
 {
-    if (bo_core_busy || timeout == 0)
+    if (bo_core_busy || looks_only(timeout))
         return REAL(epoll_wait)(epfd, ev, max, timeout);
     int64_t now = note_loop(timeout);
     if (quiet())
@@ -509,7 +520,7 @@ BO_EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
 BO_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout,
                           const sigset_t *mask)
 {
-    if (bo_core_busy || timeout == 0)
+    if (bo_core_busy || looks_only(timeout))
         return REAL(epoll_pwait)(epfd, ev, max, timeout, mask);
     int64_t now = note_loop(timeout);
     if (quiet())
@@ -524,11 +535,13 @@ BO_EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int max,
         errno = ENOSYS;
         return -1;
     }
-    if (bo_core_busy || (timeout != NULL && timeout->tv_sec == 0 && timeout->tv_nsec == 0))
+    if (bo_core_busy ||
+        (timeout != NULL && looks_only(timeout->tv_sec * BO_NS_PER_S + timeout->tv_nsec)))
         return REAL(epoll_pwait2)(epfd, ev, max, timeout, mask);
     int64_t now = bo_core_now_ns();
     int64_t deadline = deadline_of_ts(now, timeout);
     bo_hx_loop_wait(now, deadline == INT64_MAX ? -1
+                         : deadline == now     ? 0
                                                : (int)((deadline - now) / BO_NS_PER_MS + 1));
     if (quiet())
         return REAL(epoll_pwait2)(epfd, ev, max, timeout, mask);

@@ -53,9 +53,11 @@ int64_t bo_hx_before(int64_t now, int64_t deadline)
     return deadline - margin;
 }
 
-bool bo_hx_polls_itself(const bo_hconn *c)
+bo_hx_waits bo_hx_writer(const bo_hconn *c)
 {
-    return !__atomic_load_n(&g_serving, __ATOMIC_RELAXED) && !in_epoll(c->fd);
+    if (__atomic_load_n(&g_serving, __ATOMIC_RELAXED))
+        return BO_HX_WAITS_PASSED;
+    return in_epoll(c->fd) ? BO_HX_WAITS_IN_LOOP : BO_HX_WAITS_UNSEEN;
 }
 
 bo_hx_waits bo_hx_waiter(const bo_hconn *c, int64_t *deadline)
@@ -64,10 +66,16 @@ bo_hx_waits bo_hx_waiter(const bo_hconn *c, int64_t *deadline)
         return BO_HX_WAITS_UNSEEN;
     if (__atomic_load_n(&g_serving, __ATOMIC_RELAXED))
         return BO_HX_WAITS_PASSED; /* a server's answers */
-    /* a loop that has only looked so far (waits of 0: work at hand) has not
-     * told its timers: its later waits bound the retry (bo_hx_drive) */
-    *deadline = tl_loop_deadline == 0 ? INT64_MAX
-                                      : bo_hx_before(bo_core_now_ns(), tl_loop_deadline);
+    /* A loop's retry lives across its turns, not inside one wait: the
+     * loop's next timer is no bound (a tick, a keep-alive timer may come
+     * first).  The program's own deadline for the request is not seen
+     * behind them, so the retry takes HX_LOOP_NS of the program's time
+     * (retry.h); or more when the loop's next timer is farther: no deadline
+     * of the program's comes before it (none: a loop that waits for ever,
+     * the engine's bounds alone). */
+    int64_t now = bo_core_now_ns(), end = now + HX_LOOP_NS;
+    if (tl_loop_deadline > end)
+        end = tl_loop_deadline;
+    *deadline = bo_hx_before(now, end);
     return BO_HX_WAITS_IN_LOOP;
 }
-

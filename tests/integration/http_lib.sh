@@ -27,6 +27,7 @@ client() {
     wget) echo "sh $PROGS/http_wget.sh $2 $3" ;;
     httpie) echo "sh $PROGS/http_httpie.sh $2 $3" ;;
     node) echo "node $PROGS/http_node.js $2 $3" ;;
+    fetch) echo "node $PROGS/http_node.js $2 $3 $4 fetch" ;;
     github) echo "$PY $PROGS/http_github.py $2 $3" ;;
     esac
 }

@@ -8,7 +8,8 @@
 # `backoff --` for httpie), each in its own session under a hard timeout
 # (tests/integration/http_lib.sh):
 #   - a token bucket without Retry-After (every client), one with it (the
-#     waits are the server's), a server that closes every connection
+#     waits are the server's; Node's http.get and fetch too, 40 items on a
+#     kept-alive connection: all right, their sends paced), a server that closes every connection
 #     (--close; Node's epoll loop too, when installed), a concurrency cap
 #     with three processes at once (their first requests held at the
 #     server's gate until all three are there, then admitted at one instant,
@@ -78,6 +79,18 @@ for c in client php wget; do
     r=$(stats_sum "$TMP/hints.$c.shim.stats" retries) w=$(stats_sum "$TMP/hints.$c.shim.stats" wait_ms)
     [ "$w" -ge $((r * 900)) ] || fail "$c: $r retries waited $w ms in all: Retry-After: 1 not kept"
 done
+# Node's event loop (http.get and fetch, 40 items on one kept-alive
+# connection): its retries live across the loop's turns (undici's 1 s tick
+# never leaves room for a Retry-After: 1 inside one wait), and its sends are
+# paced (no EPOLLOUT before the pace's time): all 40, and few 429s met (one
+# in four unpaced: the bucket's burst of 3, then a 429)
+if command -v node >/dev/null && ! ldd "$LIB" | grep -q 'lib[at]san'; then
+    for c in node fetch; do
+        throttled $c "http://127.0.0.1:$PORT" 40 0.4
+        r=$(stats_sum "$TMP/hints.$c.shim.stats" retries)
+        [ "$r" -le 6 ] || fail "$c: $r retries of 40 requests: its sends were not paced"
+    done
+fi
 stop_server
 
 # httpie starts a process per request (0.4 s each, over 1 s on a busy

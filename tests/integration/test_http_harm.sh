@@ -40,9 +40,9 @@
 #       the same for 3 of them beside a long poll, without a ticker;
 #   11. an epoll loop in C (tests/helpers/harm_epoll.c), 8 GETs on
 #       non-blocking sockets answered 429 with Retry-After 1: with a 10 ms
-#       ticker (its next timer too near for a retry) the 429s as plain, the
-#       ticker never stalled 0.5 s; with its next timer 3 s away, all 8 made
-#       clean before it;
+#       ticker (a retry lives across its turns) a 200 or the 429, the ticker
+#       never stalled 0.5 s; with its next timer 3 s away, all 8 made clean
+#       before it;
 #   12. a 429 whose body comes 0.3 s after its head, read by urllib with a
 #       timeout (poll) and by http.client blocking: retried, a 200;
 #   13. a 200 whose quota headers (each dialect) say none is left until a

@@ -22,8 +22,9 @@
  * shim's Idempotency-Key in the first write and in the retry, and none for
  * an empty key of the program's; a shutdown for reading (no retry) and for
  * writing (the new connection shut the same way); an event loop's retry
- * taken through bo_hx_drive, one whose loop's timer (bo_hx_loop_wait) does
- * not leave room for it, and one bounded late by the loop's next wait; a
+ * taken through bo_hx_drive, one that lives across a loop's 100 ms turns
+ * (a near timer is no bound), one too long for a loop (HX_LOOP_NS) not
+ * made, one ended by the program's close; a
  * write the pace holds back still continues the program's own earlier try.
  *
  * The library's configuration is read when it loads: a constructor of a
@@ -50,6 +51,7 @@
 #include "http/conn.h"
 #include "http/exchange.h"
 #include "http/fdtab.h"
+#include "http/record.h"
 #include "http/sock.h"
 
 /* ---- the fake transport: a scripted server ------------------------------------ */
@@ -732,11 +734,11 @@ static int in_loop(int fd)
 }
 
 /* The loop's waits, each at most until (its next timer), until the record
- * leaves RETRY; how many. */
-static int loop_turns(bo_hconn *c, int64_t loop_deadline)
+ * leaves RETRY or the time is end; how many. */
+static int loop_turns(bo_hconn *c, int64_t loop_deadline, int64_t end)
 {
     int turns = 0;
-    while (c->st == BO_HC_RETRY && turns < 1000) {
+    while (c->st == BO_HC_RETRY && turns < 1000 && bo_core_now_ns() < end) {
         int fds[8];
         short evs[8];
         int64_t until, now = bo_core_now_ns();
@@ -765,8 +767,8 @@ START_TEST(test_an_event_loops_retry_is_taken_in_its_wait)
     ck_assert_int_eq(prog_read(fd, buf, sizeof buf, true), -1); /* nothing yet */
     ck_assert_int_eq(errno, EAGAIN);
     ck_assert_int_eq(c->st, BO_HC_RETRY);
-    ck_assert(c->rt.loop && !c->rt.late);
-    ck_assert_int_gt(loop_turns(c, bo_core_now_ns() + 10000000000LL), 0);
+    ck_assert(c->rt.loop);
+    ck_assert_int_gt(loop_turns(c, bo_core_now_ns() + 10000000000LL, INT64_MAX), 0);
     read_all(fd, buf, sizeof buf, true);
     ck_assert_str_eq(buf, OK_ANSWER);
     ck_assert_int_eq(g_fake.puts, 1);
@@ -774,10 +776,56 @@ START_TEST(test_an_event_loops_retry_is_taken_in_its_wait)
 }
 END_TEST
 
-START_TEST(test_an_event_loops_next_timer_leaves_no_room_for_a_retry)
+/*
+ * A retry is a state of the connection, not a wait inside one of the loop's
+ * waits: a loop whose next timer is always near (a ticker, undici's 1 s
+ * tick) gets its retry across its turns.  Each wait returns at the loop's
+ * own time with the socket quiet; the request goes out again from a later
+ * wait; the socket is readable when the final answer is there.
+ */
+START_TEST(test_an_event_loops_retry_lives_across_its_turns)
 {
     const char *s[] = {
         "HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nContent-Length: 0\r\n\r\n",
+        OK_ANSWER};
+    int fd = open_conn(s, 2, SOCK_NONBLOCK);
+    int ep = in_loop(fd);
+    int64_t t0 = bo_core_now_ns();
+    bo_hx_loop_wait(t0, 100); /* its next timer: 100 ms away */
+    bo_hconn *c = request_at(fd, "GET", 0, g_port++, "");
+    char buf[256];
+    ck_assert_int_eq(prog_read(fd, buf, sizeof buf, true), -1); /* nothing yet */
+    ck_assert_int_eq(errno, EAGAIN);
+    ck_assert_int_eq(c->st, BO_HC_RETRY);
+    /* the loop's turns, each ending at its 100 ms timer (the wait hook
+     * drives the retry until then), nothing for the program between them,
+     * until the request went out again */
+    int turns = 0;
+    while (c->st == BO_HC_RETRY && turns < 100) {
+        int64_t end = bo_core_now_ns() + 100000000LL;
+        loop_turns(c, end, end);
+        if (c->st == BO_HC_RETRY) {
+            ck_assert_int_eq(prog_read(fd, buf, sizeof buf, true), -1);
+            ck_assert_int_eq(errno, EAGAIN);
+        }
+        turns++;
+    }
+    ck_assert_int_ge(turns, 5); /* a second, in 100 ms turns */
+    ck_assert_int_ge(bo_core_now_ns() - t0, 900000000LL);
+    read_all(fd, buf, sizeof buf, true);
+    ck_assert_str_eq(buf, OK_ANSWER);
+    ck_assert_int_eq(g_fake.puts, 1);
+    close(ep);
+}
+END_TEST
+
+/* A retry whose wait is past what a loop's retry may take (HX_LOOP_NS: the
+ * program's deadline is not seen behind a near timer) is not made: the
+ * answer at once, as plain. */
+START_TEST(test_an_event_loops_retry_past_its_bound_is_not_made)
+{
+    const char *s[] = {
+        "HTTP/1.1 429 Too Many Requests\r\nRetry-After: 5\r\nContent-Length: 0\r\n\r\n",
         OK_ANSWER};
     int fd = open_conn(s, 2, SOCK_NONBLOCK);
     int ep = in_loop(fd);
@@ -785,46 +833,39 @@ START_TEST(test_an_event_loops_next_timer_leaves_no_room_for_a_retry)
     request_at(fd, "GET", 0, g_port++, "");
     char buf[256];
     read_all(fd, buf, sizeof buf, true);
-    ck_assert_str_eq(buf, s[0]); /* handed over at once: a second does not fit */
+    ck_assert_str_eq(buf, s[0]); /* handed over at once: five seconds is too long */
     ck_assert_int_eq(g_fake.puts, 0);
     close(ep);
 }
 END_TEST
 
-/* A loop whose thread has not told its timers yet (only ever looked): its
- * retry is bounded late, by the end of its next wait. */
-static void *late_read(void *arg)
-{
-    static char buf[256];
-    (void)arg;
-    ssize_t r = prog_read(g_cli, buf, sizeof buf, true);
-    return r == -1 && errno == EAGAIN ? buf : NULL;
-}
-
-START_TEST(test_an_event_loops_late_bound_ends_a_retry)
+/* The program closes the socket of a retry under way (an abort, its own
+ * deadline): the retry ends, nothing is sent again. */
+START_TEST(test_an_event_loops_close_ends_its_retry)
 {
     const char *s[] = {
-        "HTTP/1.1 429 Too Many Requests\r\nRetry-After: 2\r\nContent-Length: 0\r\n\r\n",
+        "HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nContent-Length: 0\r\n\r\n",
         OK_ANSWER};
     int fd = open_conn(s, 2, SOCK_NONBLOCK);
     int ep = in_loop(fd);
+    bo_hx_loop_wait(bo_core_now_ns(), 100);
     bo_hconn *c = request_at(fd, "GET", 0, g_port++, "");
-    pthread_t t;
-    void *took;
-    ck_assert_int_eq(pthread_create(&t, NULL, late_read, NULL), 0); /* a fresh thread */
-    ck_assert_int_eq(pthread_join(t, &took), 0);
-    ck_assert_ptr_nonnull(took);
-    ck_assert_int_eq(c->st, BO_HC_RETRY);
-    ck_assert(c->rt.late);
-    /* the loop's next wait ends in 100 ms: the retry (2 s away) is abandoned
-     * by then, its answer the program's */
-    int64_t t0 = bo_core_now_ns();
-    loop_turns(c, t0 + 100000000LL);
-    ck_assert_int_eq(c->st, BO_HC_PASS);
-    ck_assert_int_lt(bo_core_now_ns() - t0, 1000000000LL);
     char buf[256];
-    read_all(fd, buf, sizeof buf, true);
-    ck_assert_str_eq(buf, s[0]);
+    ck_assert_int_eq(prog_read(fd, buf, sizeof buf, true), -1);
+    ck_assert_int_eq(c->st, BO_HC_RETRY);
+    int before = __atomic_load_n(&bo_hx_loop_retries, __ATOMIC_RELAXED);
+    bo_hx_closed(fd); /* the program closes it (the close hook) */
+    ck_assert_int_eq(c->st, BO_HC_NONE);
+    ck_assert_int_eq(__atomic_load_n(&bo_hx_loop_retries, __ATOMIC_RELAXED), before - 1);
+    /* the loop's waits past the retry's time: nothing goes */
+    for (int64_t end = bo_core_now_ns() + 1500000000LL; bo_core_now_ns() < end;) {
+        int fds[8];
+        short evs[8];
+        int64_t until;
+        bo_hx_drive(bo_core_now_ns(), end, &until, fds, evs, 8);
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+    }
     ck_assert_int_eq(g_fake.puts, 0);
     close(ep);
 }
@@ -989,8 +1030,9 @@ static Suite *suite(void)
     tcase_add_test(t, test_a_shutdown_for_reading_is_not_retried);
     tcase_add_test(t, test_a_shutdown_for_writing_is_reproduced_on_a_new_connection);
     tcase_add_test(t, test_an_event_loops_retry_is_taken_in_its_wait);
-    tcase_add_test(t, test_an_event_loops_next_timer_leaves_no_room_for_a_retry);
-    tcase_add_test(t, test_an_event_loops_late_bound_ends_a_retry);
+    tcase_add_test(t, test_an_event_loops_retry_lives_across_its_turns);
+    tcase_add_test(t, test_an_event_loops_retry_past_its_bound_is_not_made);
+    tcase_add_test(t, test_an_event_loops_close_ends_its_retry);
     tcase_add_test(t, test_a_write_the_pace_holds_back_waits_in_the_programs_poll);
     tcase_add_test(t, test_a_write_the_quota_holds_past_the_poll_goes_at_once);
     tcase_add_test(t, test_a_write_the_pace_holds_back_still_continues_the_programs_try);
