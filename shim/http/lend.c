@@ -97,9 +97,10 @@ void bo_hc_lend_back(bo_hconn *c)
     c->x.kept = NULL;
     c->x.kept_len = c->x.kept_cap = 0;
     if (bo_hc_held_left(c) == 0) {
+        bo_hc_held_drop(c); /* (the held group's own setter: its length, its delivery) */
         pool_give(&g_grown, c->held.buf, c->held.cap);
         c->held.buf = NULL;
-        c->held.len = c->held.off = c->held.cap = 0;
+        c->held.cap = 0;
     }
     if (c->rt.fb_len == 0) {
         pool_give(&g_grown, c->rt.fb, c->rt.fb_cap);
