@@ -10,7 +10,9 @@
  *                        wait, the next attempt; the program sees only the
  *                        bytes of the attempt that is finally returned;
  *   curl_easy_reset, curl_easy_duphandle, curl_easy_cleanup
- *                        keep the per-handle records right.
+ *                        keep the per-handle records right;
+ *   curl_easy_getinfo    speaks of the answer the call handed over when it
+ *                        was a retried attempt's (kept.c), else libcurl's.
  */
 #include "libcurl/easy.h"
 
@@ -20,6 +22,7 @@
 #include "call/call.h"
 #include "core/core.h"
 #include "libcurl/held.h"
+#include "libcurl/kept.h"
 #include "libcurl/multi.h"
 #include "libcurl/options.h"
 #include "libcurl/xfer.h"
@@ -192,6 +195,24 @@ static void shim_cleanup(const bo_curl_real *real, CURL *h)
     bo_curl_rec_free(r);
 }
 
+/*
+ * Every getinfo takes one pointer.  Only a handle whose call handed over a
+ * retried attempt's answer is answered here, and only for what was kept of
+ * it; every other call costs an atomic load more than libcurl's own.
+ */
+static CURLcode shim_getinfo(const bo_curl_real *real, CURL *h, CURLINFO info, void *arg)
+{
+    if (bo_curl_kept_any_shown() && h != NULL) {
+        int saved = errno;
+        bo_curl_rec *r = bo_curl_rec_find(h);
+        bool ours = r != NULL && r->real == real && bo_curl_kept_info_of(r, info, arg);
+        errno = saved;
+        if (ours)
+            return CURLE_OK;
+    }
+    return real->getinfo(h, info, arg);
+}
+
 /* ---- exported hooks -------------------------------------------------- */
 
 /* The program's calls bound through the global scope; each finds the libcurl
@@ -231,6 +252,18 @@ BO_EXPORT void curl_easy_cleanup(CURL *h)
     shim_cleanup(CALLER_REAL(), h);
 }
 
+BO_EXPORT CURLcode curl_easy_getinfo(CURL *h, CURLINFO info, ...)
+{
+    va_list ap;
+    int saved = errno;
+    const bo_curl_real *real = CALLER_REAL();
+    va_start(ap, info);
+    void *arg = va_arg(ap, void *);
+    va_end(ap);
+    errno = saved;
+    return shim_getinfo(real, h, info, arg);
+}
+
 /*
  * The wrappers handed out for one libcurl copy (dlsym through a handle, the
  * GOT of a deep-bound object): each is bound to its slot's real functions,
@@ -263,14 +296,25 @@ BO_EXPORT void curl_easy_cleanup(CURL *h)
     static void cleanup_##i(CURL *h)                         \
     {                                                        \
         shim_cleanup(&bo_curl_reals[i], h);                  \
+    }                                                        \
+    static CURLcode getinfo_##i(CURL *h, CURLINFO info, ...) \
+    {                                                        \
+        va_list ap;                                          \
+        int saved = errno;                                   \
+        va_start(ap, info);                                  \
+        void *arg = va_arg(ap, void *);                      \
+        va_end(ap);                                          \
+        errno = saved;                                       \
+        return shim_getinfo(&bo_curl_reals[i], h, info, arg); \
     }
 #define SLOT_ROW(i) {(void *)perform_##i, (void *)setopt_##i, (void *)reset_##i, \
-                     (void *)duphandle_##i, (void *)cleanup_##i}
+                     (void *)duphandle_##i, (void *)cleanup_##i, (void *)getinfo_##i}
 
 BO_LIB_EACH_SLOT(SLOT_WRAPPERS)
 
 _Static_assert(BO_CURL_PERFORM == 0 && BO_CURL_SETOPT == 1 && BO_CURL_RESET == 2 &&
-                   BO_CURL_DUPHANDLE == 3 && BO_CURL_CLEANUP == 4 && BO_CURL_M_FIRST == 5,
+                   BO_CURL_DUPHANDLE == 3 && BO_CURL_CLEANUP == 4 && BO_CURL_GETINFO == 5 &&
+                   BO_CURL_M_FIRST == 6,
                "SLOT_ROW follows BO_CURL_*");
 
 static void *const g_wrappers[BO_LIB_MAX_COPIES][BO_CURL_M_FIRST] = {

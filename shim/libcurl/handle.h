@@ -17,6 +17,18 @@
 #include "libcurl/real.h"
 #include "dest/dest.h"
 
+/* What curl_easy_getinfo says of a kept answer (kept.c). */
+#define BO_KEPT_NLONG 9
+#define BO_KEPT_NOFF 5
+typedef struct bo_curl_kept_info {
+    int code;                   /* its CURLcode: CURLE_OK, or 22 under FAILONERROR */
+    unsigned have;              /* which of l[] and off[] libcurl answered (bits) */
+    long l[BO_KEPT_NLONG];      /* status, HTTP version, sizes... (kept.c's list) */
+    curl_off_t off[BO_KEPT_NOFF];
+    bool type_set;              /* it had a Content-Type that fits */
+    char type[128];
+} bo_curl_kept_info;
+
 typedef enum bo_curl_method {
     BO_METHOD_GET = 0,
     BO_METHOD_HEAD,
@@ -70,6 +82,9 @@ typedef struct bo_curl_rec {
     void *seek_data;
     /* the program's limits and cancel */
     long timeout_ms;            /* CURLOPT_TIMEOUT(_MS): 0 none */
+    long connect_timeout_ms;    /* CURLOPT_CONNECTTIMEOUT(_MS): 0 libcurl's default */
+    long low_speed_limit, low_speed_time; /* CURLOPT_LOW_SPEED_*: 0 none */
+    bool stall_forced;          /* ... the shim's stall bound set for a retry (xfer.c) */
     bool noprogress;            /* CURLOPT_NOPROGRESS (libcurl's default: 1) */
     curl_xferinfo_callback xferinfo_fn;
     curl_progress_callback progress_fn;
@@ -85,6 +100,13 @@ typedef struct bo_curl_rec {
     char *held;
     size_t held_len, held_cap;
     bo_rl_headers rl;           /* rate-limit headers of the last header block */
+    /* the answer of an attempt that was retried, kept until the call ends
+     * (kept.c): handed over instead of a later attempt that got none */
+    char *kept;
+    size_t kept_len, kept_cap;
+    bool kept_valid;            /* an answer is kept for this call */
+    bool kept_shown;            /* it was handed over: getinfo reports it */
+    bo_curl_kept_info kept_info;
     /* Idempotency-Key: the call's request carries one (the program's, or the
      * shim's under BACKOFF_IDEMPOTENCY_KEY: it is then retried like an
      * idempotent one); the shim's is a node put in front of the program's

@@ -3,6 +3,7 @@
  * and handing them to the program as libcurl would have (held.h).
  */
 #include "libcurl/held.h"
+#include "libcurl/kept.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -230,6 +231,7 @@ void bo_curl_attempt_reset(bo_curl_rec *r)
     r->delivered = 0;
     r->deliver_failed = false;
     r->held_len = 0;
+    bo_curl_kept_unshow(r);
     bo_rl_headers_reuse(&r->rl);
 }
 

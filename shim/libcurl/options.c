@@ -18,6 +18,7 @@
 #include "core/core.h"
 #include "libcurl/libcurl.h"
 #include "libcurl/held.h"
+#include "libcurl/kept.h"
 
 #define NBUCKETS 4096
 static bo_curl_rec *g_buckets[NBUCKETS];
@@ -104,8 +105,8 @@ static void rec_set_dest(bo_block **slot, bo_block *blk)
 /* libcurl's defaults for everything the record mirrors. */
 static void rec_defaults(bo_curl_rec *r)
 {
-    char *held = r->held;
-    size_t cap = r->held_cap;
+    char *held = r->held, *kept = r->kept;
+    size_t cap = r->held_cap, kept_cap = r->kept_cap;
     CURL *h = r->h;
     const bo_curl_real *real = r->real;
     bo_curl_rec *next = r->next;
@@ -113,12 +114,15 @@ static void rec_defaults(bo_curl_rec *r)
     rec_set_dest(&r->dest, NULL);
     rec_set_dest(&r->origin_dest, NULL);
     rec_set_dest(&r->unix_dest, NULL);
+    bo_curl_kept_unshow(r);
     memset(r, 0, sizeof *r);
     r->h = h;
     r->real = real;
     r->next = next;
     r->held = held;
     r->held_cap = cap;
+    r->kept = kept;
+    r->kept_cap = kept_cap;
     r->write_data = stdout;   /* libcurl: fwrite() to stdout */
     r->read_data = stdin;     /* libcurl: fread() from stdin */
     r->noprogress = true;
@@ -293,6 +297,27 @@ static void rec_timeout(bo_curl_rec *r, bo_curl_optval v)
 static void rec_timeout_ms(bo_curl_rec *r, bo_curl_optval v)
 {
     r->timeout_ms = v.l > 0 ? v.l : 0;
+}
+
+static void rec_connect_timeout(bo_curl_rec *r, bo_curl_optval v)
+{
+    long s = v.l;
+    r->connect_timeout_ms = s > 0 && s < LONG_MAX / 1000 ? s * 1000 : (s > 0 ? LONG_MAX : 0);
+}
+
+static void rec_connect_timeout_ms(bo_curl_rec *r, bo_curl_optval v)
+{
+    r->connect_timeout_ms = v.l > 0 ? v.l : 0;
+}
+
+static void rec_low_speed_limit(bo_curl_rec *r, bo_curl_optval v)
+{
+    r->low_speed_limit = v.l > 0 ? v.l : 0;
+}
+
+static void rec_low_speed_time(bo_curl_rec *r, bo_curl_optval v)
+{
+    r->low_speed_time = v.l > 0 ? v.l : 0;
 }
 
 static void rec_noprogress(bo_curl_rec *r, bo_curl_optval v)
@@ -474,6 +499,10 @@ typedef struct tracked_opt {
     X(CURLOPT_FRESH_CONNECT, rec_fresh, 0)                                                    \
     X(CURLOPT_TIMEOUT, rec_timeout, OPT_RULES)                                                \
     X(CURLOPT_TIMEOUT_MS, rec_timeout_ms, OPT_RULES)                                          \
+    X(CURLOPT_CONNECTTIMEOUT, rec_connect_timeout, 0)                                         \
+    X(CURLOPT_CONNECTTIMEOUT_MS, rec_connect_timeout_ms, 0)                                   \
+    X(CURLOPT_LOW_SPEED_LIMIT, rec_low_speed_limit, 0)                                        \
+    X(CURLOPT_LOW_SPEED_TIME, rec_low_speed_time, 0)                                          \
     X(CURLOPT_NOPROGRESS, rec_noprogress, OPT_RULES)                                          \
     X(CURLOPT_WRITEDATA, rec_writedata, OPT_KEEP)                                             \
     X(CURLOPT_HEADERDATA, rec_headerdata, OPT_KEEP)                                           \
@@ -581,6 +610,9 @@ bo_curl_rec *bo_curl_rec_dup(const bo_curl_rec *r, CURL *dup)
     c->held = NULL;
     c->held_cap = 0;
     c->held_len = 0;
+    c->kept = NULL;
+    c->kept_cap = c->kept_len = 0;
+    c->kept_valid = c->kept_shown = false; /* the original's answer is the original's */
     c->mode = BO_HOLD_PASS;
     c->idem_added = false; /* the copy gets the program's list (libcurl copies it) */
     bo_block_ref(c->dest); /* the copy holds its own references */
@@ -603,7 +635,9 @@ void bo_curl_rec_free(bo_curl_rec *r)
     bo_block_put(r->dest);
     bo_block_put(r->origin_dest);
     bo_block_put(r->unix_dest);
+    bo_curl_kept_unshow(r);
     free(r->held);
+    free(r->kept);
     free(r);
 }
 

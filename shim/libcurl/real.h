@@ -27,6 +27,7 @@ enum {
     BO_CURL_RESET,
     BO_CURL_DUPHANDLE,
     BO_CURL_CLEANUP,
+    BO_CURL_GETINFO,
     /* the multi interface (multi.c) */
     BO_CURL_M_ADD,
     BO_CURL_M_REMOVE,
@@ -40,8 +41,7 @@ enum {
     BO_CURL_M_CLEANUP,
     BO_CURL_NHOOKED,
     BO_CURL_M_FIRST = BO_CURL_M_ADD,
-    BO_CURL_GETINFO = BO_CURL_NHOOKED,
-    BO_CURL_URL,
+    BO_CURL_URL = BO_CURL_NHOOKED,
     BO_CURL_URL_SET,
     BO_CURL_URL_GET,
     BO_CURL_URL_CLEANUP,

@@ -14,6 +14,7 @@
 #include "call/call.h"
 #include "core/core.h"
 #include "libcurl/held.h"
+#include "libcurl/kept.h"
 #include "libcurl/options.h"
 
 /*
@@ -176,8 +177,12 @@ static void idem_restore(bo_curl_rec *r)
  */
 void bo_curl_xfer_begin(bo_curl_xfer *x, bo_curl_rec *r)
 {
-    *x =
-        (bo_curl_xfer){.rec = r, .sd = bo_curl_rec_dest(r), .deadline = INT64_MAX, .start_pos = -1};
+    *x = (bo_curl_xfer){.rec = r,
+                        .sd = bo_curl_rec_dest(r),
+                        .deadline = INT64_MAX,
+                        .start_pos = -1,
+                        .answer_code = -1};
+    bo_curl_kept_forget(r);
     x->id = bo_run_call_id();
     if (bo_curl_has_upload(r) && !r->postfields && r->method != BO_METHOD_MIME &&
         r->seek_fn == NULL && r->read_fn == NULL)
@@ -198,12 +203,58 @@ void bo_curl_xfer_begin(bo_curl_xfer *x, bo_curl_rec *r)
     }
 }
 
-/* An admitted attempt starts: fresh per-attempt state, what is left of the deadline. */
+/*
+ * A retry's stall bound.  Without the library the program had its answer
+ * at once; a retry whose new connection never answers (a peer that
+ * accepts and is silent, a SYN dropped) must not keep it waiting past
+ * BACKOFF_CAP_MS, the http room's redial rule (retry.h).  Where the
+ * program set none of its own, an attempt made while an answer is kept
+ * (kept.h) is ended by libcurl once no byte came for that long
+ * (CURLOPT_LOW_SPEED_*, whole seconds) or its connect took that long; the
+ * call then ends with the kept answer.  A slow answer that keeps coming is
+ * not cut.
+ */
+static void stall_bound(bo_curl_rec *r)
+{
+    int64_t cap_ms = bo_core_config()->cap_ms;
+    long secs = cap_ms <= 1000 ? 1 : (long)((cap_ms + 999) / 1000);
+
+    if (r->low_speed_time == 0) {
+        r->real->setopt(r->h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+        r->real->setopt(r->h, CURLOPT_LOW_SPEED_TIME, secs);
+        r->stall_forced = true;
+    }
+    if (r->connect_timeout_ms == 0) {
+        r->real->setopt(r->h, CURLOPT_CONNECTTIMEOUT_MS, secs * 1000);
+        r->stall_forced = true;
+    }
+}
+
+static void stall_restore(bo_curl_rec *r)
+{
+    if (r->stall_forced) {
+        r->real->setopt(r->h, CURLOPT_LOW_SPEED_LIMIT, r->low_speed_limit);
+        r->real->setopt(r->h, CURLOPT_LOW_SPEED_TIME, r->low_speed_time);
+        r->real->setopt(r->h, CURLOPT_CONNECTTIMEOUT_MS, r->connect_timeout_ms);
+        r->stall_forced = false;
+    }
+}
+
+/*
+ * An admitted attempt starts: the retried one's answer kept (libcurl's
+ * getinfo still speaks of it), fresh per-attempt state, what is left of
+ * the deadline.
+ */
 void bo_curl_xfer_attempt(bo_curl_xfer *x)
 {
+    if (x->answer_code >= 0)
+        bo_curl_kept_keep(x->rec, x->answer_code);
+    x->answer_code = -1;
     bo_curl_attempt_reset(x->rec);
     if (x->deadline != INT64_MAX)
         set_attempt_timeout(x->rec, x->deadline);
+    if (x->rec->kept_valid)
+        stall_bound(x->rec);
 }
 
 /*
@@ -245,9 +296,14 @@ bool bo_curl_xfer_done(bo_curl_xfer *x, int code_, int64_t *until_ns)
     const char *method = bo_curl_method_name(r);
     CURLcode code = (CURLcode)code_;
 
+    /* the shim's stall bound ended a retry before the program's deadline:
+     * this retry is over, the answer the call had stands */
+    bool stalled = r->stall_forced && code == CURLE_OPERATION_TIMEDOUT &&
+                   (x->deadline == INT64_MAX || bo_core_now_ns() < x->deadline);
     if (x->deadline != INT64_MAX)
         r->real->setopt(r->h, CURLOPT_TIMEOUT_MS, r->timeout_ms);
     fresh_restore(r);
+    stall_restore(r);
 
     /* The status of the last HTTP header block libcurl handed over (only
      * HTTP status lines set it, so FTP reply codes never look like HTTP
@@ -291,27 +347,31 @@ bool bo_curl_xfer_done(bo_curl_xfer *x, int code_, int64_t *until_ns)
         res.retry_after_ns = retry_after_to_ns(ra);
     if (!bo_run_complete(x->sd, &x->call, &res, x->id, method, x->inflight, until_ns))
         return false;
-    if (!rewind_upload(r, x->start_pos)) {
-        bo_run_abandoned(x->sd); /* cannot send the body again: this result stands */
+    if (stalled || !rewind_upload(r, x->start_pos)) {
+        bo_run_abandoned(x->sd); /* stalled, or cannot send the body again: this result stands */
         return false;
     }
     fresh_for_retry(r);
+    x->answer_code = bo_curl_kept_worth(r, code) ? (int)code : -1;
     return true;
 }
 
 /*
  * The call ends with `code`: the held bytes of the attempt that stands go
- * out, and a failure the shim would retry is remembered, so that the
- * program's own next try continues this logical request.
+ * out (a retried attempt's answer when the last one got none: kept.h), and
+ * a failure the shim would retry is remembered, so that the program's own
+ * next try continues this logical request.
  */
 int bo_curl_xfer_end(bo_curl_xfer *x, int code)
 {
     bo_curl_rec *r = x->rec;
+    code = bo_curl_kept_use(r, code);
     if (r->mode == BO_HOLD_HOLD && bo_curl_commit(r) != 0 && code == CURLE_OK)
         code = CURLE_WRITE_ERROR;
     r->mode = BO_HOLD_PASS;
     idem_restore(r);
     fresh_restore(r);
+    stall_restore(r);
     if (code != CURLE_ABORTED_BY_CALLBACK)
         bo_run_call_finish(&x->call, &x->key, xfer_key_of, r, bo_call_failed_retryable(&x->call),
                            x->idem, x->idem_body);
@@ -325,8 +385,10 @@ void bo_curl_xfer_drop(bo_curl_xfer *x)
         r->real->setopt(r->h, CURLOPT_TIMEOUT_MS, r->timeout_ms);
     r->held_len = 0;
     r->mode = BO_HOLD_PASS;
+    bo_curl_kept_forget(r);
     idem_restore(r);
     fresh_restore(r);
+    stall_restore(r);
 }
 
 int bo_curl_xfer_tick(bo_curl_xfer *x)

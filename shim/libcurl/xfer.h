@@ -34,6 +34,8 @@ typedef struct bo_curl_xfer {
     uint64_t key;            /* the logical request (method and URL), 0: none */
     char idem[BO_IDEM_VALUE_SIZE]; /* the Idempotency-Key the shim added ("": none) */
     uint64_t idem_body;      /* the fingerprint of the body it was made for (0: not known) */
+    int answer_code;         /* the retried attempt had an answer to keep (kept.h): its
+                                CURLcode; -1: none */
 } bo_curl_xfer;
 
 /* The record of h made by `real` when its calls are managed, else NULL

@@ -66,9 +66,11 @@
 #       the same answers, the burst under 0.5 s (plain 0.01 s; it waited
 #       1.05-1.11 s for the window while a fresh destination took 0.02 s);
 #   19. a redial after a 429 that closed the connection, whose new peer
-#       never answers or resets at once (requests with no timeout, LWP; http
-#       and https): the 429 as plain, within BACKOFF_CAP_MS; requests through
-#       a CONNECT proxy (HTTPS_PROXY): never redialled straight to the proxy;
+#       never answers or resets at once (requests with no timeout, LWP,
+#       curl; http and https), or shows another host's certificate (curl):
+#       the 429 as plain (curl: its status, size, type and body, exit 0),
+#       within BACKOFF_CAP_MS; requests through a CONNECT proxy
+#       (HTTPS_PROXY): never redialled straight to the proxy;
 #   20. 2,000 kept-alive connections of http.client: resident memory
 #       within 1.3x of plain's;
 #   and redis-benchmark (client and server under the library), an SMTP-style
@@ -1004,15 +1006,17 @@ case_keepalive_burst() {
 
 # ---- 19. a redial goes where the first connection went, and fails harmlessly ------
 
-# redial_case NAME MODE TRANSPORT: requests with no timeout and Perl's LWP
-# against harm_tls_server.py MODE (stall: later connections take the request
-# and never answer; reset: they are reset at once), over TRANSPORT (plain or
-# tls, the same certificate on every connection), plain and under the
-# library (BACKOFF_CAP_MS=3000: the bound of a retry's answer when the
-# program set none): the 429 that closed the first connection, as plain,
-# within the bound.
+# redial_case NAME MODE TRANSPORT [NEXT [CLIENTS]]: CLIENTS (requests with
+# no timeout, Perl's LWP, curl; default all three) against
+# harm_tls_server.py MODE (stall: later connections take the request and
+# never answer; reset: they are reset at once; flip: they only show their
+# certificate), over TRANSPORT (plain or tls; later connections show
+# certificate NEXT, default a: the same), plain and under the library
+# (BACKOFF_CAP_MS=3000: the bound of a retry's answer when the program set
+# none): the 429 that closed the first connection, as plain, the same exit
+# code, within the bound.
 redial_case() {
-    _n=$1 _m=$2 _t=$3
+    _n=$1 _m=$2 _t=$3 _x=${4:-a} _cls=${5:-requests lwp curl}
     if [ "$_t" = tls ]; then
         u=https _pl="" _v="$TMP/ca/ca.pem"
     else
@@ -1020,27 +1024,35 @@ redial_case() {
     fi
     lwp='use LWP::UserAgent; my $ua = LWP::UserAgent->new(ssl_opts => {SSL_ca_file => $ARGV[1]});
         my $r = $ua->get($ARGV[0]); print $r->code, " ", $r->decoded_content, "\n";'
-    for cl in requests lwp; do
+    for cl in $_cls; do
         for how in plain lib; do
             start_py_server "$_n.$cl.srv.$how" "$PROGS/harm_tls_server.py" "$_m" "$TMP/ca/a.pem" \
-                "$TMP/ca/a.key" "$TMP/ca/a.pem" "$TMP/ca/a.key" $_pl
+                "$TMP/ca/a.key" "$TMP/ca/$_x.pem" "$TMP/ca/$_x.key" $_pl
             url="$u://127.0.0.1:$PORT/x"
             t0=$(date +%s%3N)
-            if [ $cl = requests ]; then
-                # shellcheck disable=SC2086
-                go "$TMP/$_n.$cl.$how" $how 40 env BACKOFF_CAP_MS=3000 $CLI notimeout "$url" $_v
-            else
-                go "$TMP/$_n.$cl.$how" $how 40 env BACKOFF_CAP_MS=3000 perl -e "$lwp" "$url" "$_v"
-            fi
+            case $cl in
+            # shellcheck disable=SC2086
+            requests) go "$TMP/$_n.$cl.$how" $how 40 env BACKOFF_CAP_MS=3000 $CLI notimeout "$url" $_v ;;
+            lwp) go "$TMP/$_n.$cl.$how" $how 40 env BACKOFF_CAP_MS=3000 perl -e "$lwp" "$url" "$_v" ;;
+            # the libcurl room: status, size and type as curl's getinfo says, the body apart
+            curl) go "$TMP/$_n.$cl.$how" $how 40 env BACKOFF_CAP_MS=3000 curl -sS ${_v:+--cacert "$_v"} \
+                -o "$TMP/$_n.$cl.$how.body" -w '%{http_code} %{size_download} %{content_type}\n' "$url" ;;
+            esac
             eval "t_$how=\$((\$(date +%s%3N) - t0)) rc_$how=\$RC"
             stop_server
         done
         got_p=$(head -n 1 "$TMP/$_n.$cl.plain") got_l=$(head -n 1 "$TMP/$_n.$cl.lib")
-        row "19 redial $_m ($_t), $cl" "$got_p, ${t_plain} ms" "$got_l, ${t_lib} ms"
+        if [ $cl = curl ]; then
+            b=$(cat "$TMP/$_n.$cl.lib.body" 2>/dev/null || true)
+            [ "$(cat "$TMP/$_n.$cl.plain.body")" = "$b" ] || got_l="$got_l, body '$b'"
+        fi
+        _w=$_m
+        [ "$_x" = b ] && _w="$_m to another host's certificate"
+        row "19 redial $_w ($_t), $cl" "$got_p, ${t_plain} ms, exit $rc_plain" "$got_l, ${t_lib} ms, exit $rc_lib"
         case $got_p in 429*) ;; *) fail "$_n $cl plain: '$got_p' (exit $rc_plain)" ;; esac
-        [ "$rc_lib" = 0 ] || harm "redial $_m ($_t), $cl: exit $rc_lib under the library (killed: a hang)"
-        [ "$got_l" = "$got_p" ] || harm "redial $_m ($_t), $cl: '$got_l' under the library (plain '$got_p')"
-        [ "$t_lib" -lt 12000 ] || harm "redial $_m ($_t), $cl: ${t_lib} ms under the library (bound 3 s)"
+        [ "$rc_lib" = "$rc_plain" ] || harm "redial $_w ($_t), $cl: exit $rc_lib under the library (plain $rc_plain; 124: a hang)"
+        [ "$got_l" = "$got_p" ] || harm "redial $_w ($_t), $cl: '$got_l' under the library (plain '$got_p')"
+        [ "$t_lib" -lt 12000 ] || harm "redial $_w ($_t), $cl: ${t_lib} ms under the library (bound 3 s)"
     done
 }
 
@@ -1049,6 +1061,11 @@ case_redial_fail() {
     redial_case redial-stall stall plain
     redial_case redial-reset reset plain
     redial_case redial-stall-tls stall tls
+    # curl's retry is its own new connection (the libcurl room): the peer
+    # there shows another host's certificate (curl exit 60) or resets the
+    # handshake (exit 35); the 429 it had, as plain
+    redial_case redial-cert flip tls b curl
+    redial_case redial-reset-tls reset tls a curl
 }
 
 # A TLS connection through a CONNECT proxy (requests with HTTPS_PROXY): its

@@ -5,12 +5,17 @@
  * arrival order, one callback per callback libcurl made; past the bound
  * the attempt commits and passes through; a program that refuses bytes
  * makes the commit fail; status lines are read only from "HTTP/x ddd".
+ * The kept answer (shim/libcurl/kept.h): a retried attempt's answer is
+ * handed over, with what getinfo says of it, when the last attempt got
+ * none, and never over an answer of its own or the program's own failure.
  */
 #include <check.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "libcurl/held.h"
+#include "libcurl/kept.h"
 
 /* What the program's callbacks received: kind letter and bytes, in order. */
 static char g_seen[BO_HOLD_MAX * 2 + 1024];
@@ -164,6 +169,127 @@ START_TEST(test_status_lines)
 }
 END_TEST
 
+/* libcurl's getinfo as it would answer after the 429 attempt (kept.c asks
+ * it when the next attempt starts); anything else is not known. */
+static CURLcode fake_getinfo(CURL *h, CURLINFO info, ...)
+{
+    va_list ap;
+    (void)h;
+    va_start(ap, info);
+    void *arg = va_arg(ap, void *);
+    va_end(ap);
+    switch (info) {
+    case CURLINFO_RESPONSE_CODE:
+        *(long *)arg = 429;
+        return CURLE_OK;
+    case CURLINFO_SIZE_DOWNLOAD_T:
+        *(curl_off_t *)arg = 8;
+        return CURLE_OK;
+    case CURLINFO_RETRY_AFTER:
+        *(curl_off_t *)arg = 1;
+        return CURLE_OK;
+    case CURLINFO_CONTENT_TYPE:
+        *(const char **)arg = "text/plain";
+        return CURLE_OK;
+    default:
+        return CURLE_UNKNOWN_OPTION;
+    }
+}
+static const bo_curl_real g_fake_real = {.getinfo = fake_getinfo};
+
+/* An attempt answered 429 "rejected", retried; the next one starts. */
+static void retried_429(bo_curl_rec *r)
+{
+    setup_rec(r);
+    r->real = &g_fake_real;
+    feed_header(r, "HTTP/1.1 429 Too Many Requests\r\n");
+    ck_assert_uint_eq(bo_curl_held_write("rejected", 1, 8, r), 8);
+    ck_assert(bo_curl_kept_worth(r, CURLE_OK));
+    bo_curl_kept_keep(r, CURLE_OK);
+    bo_curl_attempt_reset(r);
+}
+
+START_TEST(test_kept_answer_when_the_retry_got_none)
+{
+    bo_curl_rec r;
+    long status = 0;
+    double size = 0;
+    curl_off_t ra = 0;
+    const char *type = NULL;
+
+    retried_429(&r);
+    ck_assert_int_eq(r.held_len, 0); /* the next attempt holds its own */
+    /* it fails before any answer (another host's certificate) */
+    ck_assert_int_eq(bo_curl_kept_use(&r, CURLE_PEER_FAILED_VERIFICATION), CURLE_OK);
+    ck_assert_int_eq(bo_curl_commit(&r), 0);
+    const char want[] = "HHTTP/1.1 429 Too Many Requests\r\nBrejected";
+    ck_assert_uint_eq(g_nseen, sizeof want - 1);
+    ck_assert(memcmp(g_seen, want, g_nseen) == 0);
+    ck_assert(bo_curl_kept_any_shown());
+    ck_assert(bo_curl_kept_info_of(&r, CURLINFO_RESPONSE_CODE, &status));
+    ck_assert_int_eq(status, 429);
+    ck_assert(bo_curl_kept_info_of(&r, CURLINFO_SIZE_DOWNLOAD, &size)); /* the double form */
+    ck_assert(size == 8.0);
+    ck_assert(bo_curl_kept_info_of(&r, CURLINFO_RETRY_AFTER, &ra));
+    ck_assert_int_eq(ra, 1);
+    ck_assert(bo_curl_kept_info_of(&r, CURLINFO_CONTENT_TYPE, &type));
+    ck_assert_str_eq(type, "text/plain");
+    /* what was not kept is libcurl's to answer */
+    ck_assert(!bo_curl_kept_info_of(&r, CURLINFO_HTTP_VERSION, &status));
+    ck_assert(!bo_curl_kept_info_of(&r, CURLINFO_TOTAL_TIME_T, &ra));
+    /* the handle's next transfer speaks for itself */
+    bo_curl_attempt_reset(&r);
+    ck_assert(!bo_curl_kept_any_shown());
+    ck_assert(!bo_curl_kept_info_of(&r, CURLINFO_RESPONSE_CODE, &status));
+    free(r.held);
+    free(r.kept);
+}
+END_TEST
+
+START_TEST(test_kept_answer_never_over_an_answer_or_the_programs_failure)
+{
+    static const int own[] = {CURLE_OK, CURLE_HTTP_RETURNED_ERROR, CURLE_ABORTED_BY_CALLBACK,
+                              CURLE_WRITE_ERROR, CURLE_READ_ERROR};
+    bo_curl_rec r;
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) {
+        retried_429(&r);
+        ck_assert_int_eq(bo_curl_kept_use(&r, own[i]), own[i]);
+        ck_assert(!bo_curl_kept_any_shown());
+        free(r.held);
+        free(r.kept);
+    }
+    /* the last attempt already handed the program bytes of its own */
+    retried_429(&r);
+    feed_header(&r, "HTTP/1.1 200 OK\r\n");
+    ck_assert_uint_eq(bo_curl_held_write("pa", 1, 2, &r), 2);
+    ck_assert_int_eq(bo_curl_kept_use(&r, CURLE_RECV_ERROR), CURLE_RECV_ERROR);
+    ck_assert(!bo_curl_kept_any_shown());
+    free(r.held);
+    free(r.kept);
+    /* a call that begins forgets what the last one kept */
+    retried_429(&r);
+    bo_curl_kept_forget(&r);
+    ck_assert_int_eq(bo_curl_kept_use(&r, CURLE_COULDNT_CONNECT), CURLE_COULDNT_CONNECT);
+    free(r.held);
+    free(r.kept);
+}
+END_TEST
+
+START_TEST(test_kept_only_a_whole_final_answer)
+{
+    bo_curl_rec r;
+    setup_rec(&r);
+    feed_header(&r, "HTTP/1.1 100 Continue\r\n");
+    ck_assert(!bo_curl_kept_worth(&r, CURLE_OK)); /* no final status yet */
+    feed_header(&r, "HTTP/1.1 503 Service Unavailable\r\n");
+    ck_assert(bo_curl_kept_worth(&r, CURLE_OK));
+    ck_assert(!bo_curl_kept_worth(&r, CURLE_RECV_ERROR)); /* cut short */
+    ck_assert_int_eq(bo_curl_commit(&r), 0);
+    ck_assert(!bo_curl_kept_worth(&r, CURLE_OK)); /* already the program's */
+    free(r.held);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("shim_held");
@@ -175,6 +301,9 @@ int main(void)
     tcase_add_test(tc, test_unmanaged_passes_through);
     tcase_add_test(tc, test_ratelimit_headers_noted);
     tcase_add_test(tc, test_status_lines);
+    tcase_add_test(tc, test_kept_answer_when_the_retry_got_none);
+    tcase_add_test(tc, test_kept_answer_never_over_an_answer_or_the_programs_failure);
+    tcase_add_test(tc, test_kept_only_a_whole_final_answer);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
