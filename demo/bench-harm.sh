@@ -88,6 +88,7 @@ cleanup() {
     rm -rf "$TMP"
 }
 trap cleanup EXIT INT TERM
+. "$top/tests/integration/nginx_lib.sh"
 
 # row CASE PLAIN LIB TARGET MET
 row() { printf '| %s | %s | %s | %s | %s |\n' "$1" "$2" "$3" "$4" "$5"; }
@@ -184,61 +185,19 @@ qp=$(tfield "$TMP/poll.plain.q" total) ql=$(tfield "$TMP/poll.wrap.q" total)
 row "2 quick GET beside 20 long polls of $POLL_S s" "$qp s" "$ql s" "under 1 s" "$(yes_if "$ql < 1")"
 
 # ---- 3 ------------------------------------------------------------------------------
-# nginx_conf DIR PORT UPSTREAM RUN: one worker in the foreground, everything in DIR;
-# /api/ proxied to UPSTREAM's always-429 (tagged RUN), /static/f.txt served.
-nginx_conf() {
-    mkdir -p "$1/www/static" "$1/tmp"
-    echo "static file" >"$1/www/static/f.txt"
-    cat >"$1/nginx.conf" <<EOF
-worker_processes 1;
-master_process off;
-daemon off;
-pid $1/nginx.pid;
-error_log $1/error.log;
-events { worker_connections 256; }
-http {
-    access_log off;
-    client_body_temp_path $1/tmp/body;
-    proxy_temp_path $1/tmp/proxy;
-    fastcgi_temp_path $1/tmp/fastcgi;
-    uwsgi_temp_path $1/tmp/uwsgi;
-    scgi_temp_path $1/tmp/scgi;
-    upstream up { server 127.0.0.1:$3; keepalive 4; }
-    server {
-        listen 127.0.0.1:$2;
-        location /api/ {
-            proxy_pass http://up/always429?ra=2&run=$4&p=;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-        }
-        location /static/ { root $1/www; }
-    }
-}
-EOF
-}
-ngx=$(command -v nginx || true)
-[ -n "$ngx" ] || [ ! -x /usr/sbin/nginx ] || ngx=/usr/sbin/nginx
-if [ -n "$ngx" ]; then
+# an nginx of the row's own: tests/integration/nginx_lib.sh
+if nginx_find; then
     server ngup
     up=$PORT
     for how in plain lib; do
         d=$TMP/nginx.$how
         np=$(free_port)
         nginx_conf "$d" "$np" "$up" "$how"
-        pre=""
-        [ $how = lib ] && pre="env LD_PRELOAD=$LIB"
-        # shellcheck disable=SC2086
-        setsid timeout -k 2 300 $pre "$ngx" -p "$d" -c "$d/nginx.conf" -e "$d/error.log" >"$d/log" 2>&1 &
-        ng=$!
-        PIDS="$PIDS $ng"
-        w=0
-        until [ "$(curl -s -m 2 "http://127.0.0.1:$np/static/f.txt" 2>/dev/null)" = "static file" ] || [ $w -gt 100 ]; do
-            w=$((w + 1))
-            sleep 0.1
-        done
+        NGX_PRE=""
+        [ $how = lib ] && NGX_PRE="env LD_PRELOAD=$LIB"
+        nginx_start "$d" 300 nginx_serves_static "$np" || echo "backoff: $NGX_WHY" >&2
         run "$TMP/ngx.$how" plain 60 $CLI nginx "http://127.0.0.1:$np" 3
-        kill $ng 2>/dev/null || true
-        wait $ng 2>/dev/null || true
+        nginx_stop
     done
     stop
     ua=$(reqs ngup 'GET /always429.*run=plain') ub=$(reqs ngup 'GET /always429.*run=lib')
@@ -434,19 +393,12 @@ fi
 # nginx that never throttles: 200 sequential keep-alive GETs, then 25
 # connections each writing a GET before any answer is read; the same burst
 # on a fresh destination (no sequential GETs) beside it.
-if [ -n "$ngx" ]; then
+if nginx_find; then
     d=$TMP/nginx.ka
     np=$(free_port)
     nginx_conf "$d" "$np" 1 ka # its static file; nothing goes upstream
-    setsid timeout -k 2 300 "$ngx" -p "$d" -c "$d/nginx.conf" -e "$d/error.log" >"$d/log" 2>&1 &
-    ng=$!
-    PIDS="$PIDS $ng"
-    w=0
-    until [ "$(curl -s -m 2 "http://127.0.0.1:$np/static/f.txt" 2>/dev/null)" = "static file" ] ||
-        [ $w -gt 100 ]; do
-        w=$((w + 1))
-        sleep 0.1
-    done
+    NGX_PRE=""
+    nginx_start "$d" 300 nginx_serves_static "$np" || echo "backoff: $NGX_WHY" >&2
     KA="$PY $PROGS/keepalive_burst.py 127.0.0.1 $np /static/f.txt"
     kap=$(rounds ka.p burst plain $KA 200 25)
     kal=$(for r in $(seq "$ROUNDS"); do
@@ -459,8 +411,7 @@ if [ -n "$ngx" ]; then
         run "$TMP/ka.f.$r" wrap 60 $KA 0 25
         tfield "$TMP/ka.f.$r" burst
     done | median)
-    kill -TERM $ng 2>/dev/null || true
-    wait $ng 2>/dev/null || true
+    nginx_stop
     row "18 nginx never throttling: 25 keep-alive GETs at once after 200 sequential (median of $ROUNDS)" \
         "$kap s" "$kal s (fresh destination: $kaf s)" "at once: within 0.1 s, as a fresh destination" \
         "$(yes_if "$kal < 0.1")"

@@ -85,6 +85,7 @@
 # purpose wherever it is used.
 # shellcheck disable=SC2086
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/nginx_lib.sh"
 
 BUILD_ABS=$(cd "$BUILD" && pwd)
 LIB="$BUILD_ABS/libbackoff.so"
@@ -277,64 +278,20 @@ case_long_poll() {
 
 # ---- 3. nginx as a reverse proxy under the library ---------------------------------
 
-# nginx_conf DIR PORT UPSTREAM RUN: one worker in the foreground, everything in DIR.
-nginx_conf() {
-    mkdir -p "$1/www/static" "$1/tmp"
-    echo "static file" >"$1/www/static/f.txt"
-    cat >"$1/nginx.conf" <<EOF
-worker_processes 1;
-master_process off;
-daemon off;
-pid $1/nginx.pid;
-error_log $1/error.log;
-events { worker_connections 256; }
-http {
-    access_log off;
-    client_body_temp_path $1/tmp/body;
-    proxy_temp_path $1/tmp/proxy;
-    fastcgi_temp_path $1/tmp/fastcgi;
-    uwsgi_temp_path $1/tmp/uwsgi;
-    scgi_temp_path $1/tmp/scgi;
-    upstream up { server 127.0.0.1:$3; keepalive 4; }
-    server {
-        listen 127.0.0.1:$2;
-        location /api/ {
-            proxy_pass http://up/always429?ra=2&run=$4&p=;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-        }
-        location /static/ { root $1/www; }
-    }
-}
-EOF
-}
+# nginx_conf, nginx_start...: nginx_lib.sh.
 
 case_nginx() {
-    ngx=$(command -v nginx || true)
-    [ -n "$ngx" ] || [ ! -x /usr/sbin/nginx ] || ngx=/usr/sbin/nginx
-    [ -n "$ngx" ] || { note "3: nginx is not installed (Debian: nginx-light): skipped"; return 0; }
+    nginx_find || { note "3: nginx is not installed (Debian: nginx-light): skipped"; return 0; }
     hserver ngup
     for how in plain lib; do
         d=$TMP/nginx.$how
         np=$(free_port)
         nginx_conf "$d" "$np" "$PORT" "$how"
-        pre=""
-        [ $how = lib ] && pre="env LD_PRELOAD=$LIB BACKOFF_STATS=$d/stats"
-        # shellcheck disable=SC2086
-        setsid timeout -k 2 120 $pre "$ngx" -p "$d" -c "$d/nginx.conf" -e "$d/error.log" \
-            >"$d/log" 2>&1 &
-        ng=$!
-        PIDS="$PIDS $ng"
-        w=0
-        until [ "$(curl -s -m 2 "http://127.0.0.1:$np/static/f.txt" 2>/dev/null)" = "static file" ]; do
-            w=$((w + 1))
-            [ $w -gt 100 ] && fail "nginx ($how) did not serve within 10 s: $(tail -3 "$d/error.log" "$d/log")"
-            kill -0 $ng 2>/dev/null || fail "nginx ($how) exited: $(tail -3 "$d/error.log" "$d/log")"
-            sleep 0.1
-        done
+        NGX_PRE=""
+        [ $how = lib ] && NGX_PRE="env LD_PRELOAD=$LIB BACKOFF_STATS=$d/stats"
+        nginx_start "$d" 120 nginx_serves_static "$np" || fail "nginx ($how): $NGX_WHY"
         go "$TMP/ngx.$how" plain 60 $CLI nginx "http://127.0.0.1:$np" 3
-        kill -TERM $ng 2>/dev/null || true
-        wait $ng 2>/dev/null || true
+        nginx_stop
     done
     stop_server
     up_p=$(reqs ngup 'GET /always429.*run=plain') up_l=$(reqs ngup 'GET /always429.*run=lib')
@@ -881,9 +838,7 @@ case_corners() {
 # An nginx of its own that speaks h2c only: /always answers 429, /limited
 # lets one request through a second (limit_req, 429 beyond it).
 case_h2c() {
-    ngx=$(command -v nginx || true)
-    [ -n "$ngx" ] || [ ! -x /usr/sbin/nginx ] || ngx=/usr/sbin/nginx
-    [ -n "$ngx" ] || { note "16: nginx is not installed (Debian: nginx-light): skipped"; return 0; }
+    nginx_find || { note "16: nginx is not installed (Debian: nginx-light): skipped"; return 0; }
     d=$TMP/h2c
     mkdir -p "$d/tmp" "$d/www"
     echo ok >"$d/www/limited" # a file: limit_req does not hold back a return
@@ -910,15 +865,9 @@ http {
     }
 }
 EOF
-    setsid timeout -k 2 120 "$ngx" -p "$d" -c "$d/nginx.conf" -e "$d/error.log" >"$d/log" 2>&1 &
-    ng=$!
-    PIDS="$PIDS $ng"
-    w=0
-    until curl -s -m 2 --http2-prior-knowledge -o /dev/null "http://127.0.0.1:$hp/always" 2>/dev/null; do
-        w=$((w + 1))
-        [ $w -gt 100 ] && fail "h2c nginx did not serve within 10 s: $(tail -n 3 "$d/error.log" "$d/log")"
-        sleep 0.1
-    done
+    NGX_PRE=""
+    nginx_start "$d" 120 curl -s -m 2 --http2-prior-knowledge -o /dev/null \
+        "http://127.0.0.1:$hp/always" || fail "h2c $NGX_WHY"
     "$WRAP" --reset >/dev/null 2>&1
     h2c="curl -s -o /dev/null -w %{http_code}/%{http_version} --http2-prior-knowledge"
     # always 429: plain's 429 over HTTP/2, and under the library the same after its retries
@@ -944,8 +893,7 @@ EOF
     [ "$two_p" = "200/2 429/2" ] || fail "h2c 1/s plain: $two_p"
     [ "$two_l $rl" = "200/2 200/2 0" ] ||
         harm "h2c, 1/s: $two_l exit $rl under the library (the 429 retried over HTTP/2 expected)"
-    kill -TERM $ng 2>/dev/null || true
-    wait $ng 2>/dev/null || true
+    nginx_stop
 }
 
 # ---- 17. curl --unix-socket to a stale socket file -------------------------------
@@ -978,26 +926,15 @@ case_unix() {
 # read, on a destination used one request at a time before (its successes
 # proved 1 in flight), go out at once, as on a fresh destination.
 case_keepalive_burst() {
-    ngx=$(command -v nginx || true)
-    [ -n "$ngx" ] || [ ! -x /usr/sbin/nginx ] || ngx=/usr/sbin/nginx
-    [ -n "$ngx" ] || { note "18: nginx is not installed (Debian: nginx-light): skipped"; return 0; }
+    nginx_find || { note "18: nginx is not installed (Debian: nginx-light): skipped"; return 0; }
     "$WRAP" --reset >/dev/null 2>&1
     d=$TMP/nginx.ka
     np=$(free_port)
     nginx_conf "$d" "$np" 1 ka # its static file; nothing goes upstream
-    setsid timeout -k 2 120 "$ngx" -p "$d" -c "$d/nginx.conf" -e "$d/error.log" >"$d/log" 2>&1 &
-    ng=$!
-    PIDS="$PIDS $ng"
-    w=0
-    until [ "$(curl -s -m 2 "http://127.0.0.1:$np/static/f.txt" 2>/dev/null)" = "static file" ]; do
-        w=$((w + 1))
-        [ $w -gt 100 ] && fail "nginx did not serve within 10 s: $(tail -n 3 "$d/error.log" "$d/log")"
-        kill -0 $ng 2>/dev/null || fail "nginx exited: $(tail -n 3 "$d/error.log" "$d/log")"
-        sleep 0.1
-    done
+    NGX_PRE=""
+    nginx_start "$d" 120 nginx_serves_static "$np" || fail "$NGX_WHY"
     pair kaburst 60 $PY "$PROGS/keepalive_burst.py" 127.0.0.1 "$np" /static/f.txt 200 25
-    kill -TERM $ng 2>/dev/null || true
-    wait $ng 2>/dev/null || true
+    nginx_stop
     tp=$(tfield "$TMP/kaburst.plain" burst) tl=$(tfield "$TMP/kaburst.lib" burst)
     row "18 25 keep-alive GETs after 200 sequential" "$tp s" "$tl s"
     same kaburst || true
@@ -1030,8 +967,8 @@ redial_case() {
                 "$TMP/ca/a.key" "$TMP/ca/$_x.pem" "$TMP/ca/$_x.key" $_pl
             url="$u://127.0.0.1:$PORT/x"
             t0=$(date +%s%3N)
-            case $cl in
             # shellcheck disable=SC2086
+            case $cl in
             requests) go "$TMP/$_n.$cl.$how" $how 40 env BACKOFF_CAP_MS=3000 $CLI notimeout "$url" $_v ;;
             lwp) go "$TMP/$_n.$cl.$how" $how 40 env BACKOFF_CAP_MS=3000 perl -e "$lwp" "$url" "$_v" ;;
             # the libcurl room: status, size and type as curl's getinfo says, the body apart
