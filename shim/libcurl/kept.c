@@ -131,7 +131,7 @@ bool bo_curl_kept_info_of(const bo_curl_rec *r, CURLINFO info, void *arg)
     if (!r->kept_shown || arg == NULL)
         return false;
     if (info == CURLINFO_CONTENT_TYPE) {
-        *(const char **)arg = k->type_set ? r->kept_info.type : NULL;
+        *(const char **)arg = k->type_set ? k->type : NULL;
         return true;
     }
     for (i = 0; i < BO_KEPT_NLONG; i++)

@@ -287,11 +287,16 @@ static void rec_header(bo_curl_rec *r, bo_curl_optval v)
     r->include_header = v.l != 0;
 }
 
+/* A timeout set in seconds, in milliseconds (0: none; saturating). */
+static long ms_of_seconds(long s)
+{
+    return s > 0 && s < LONG_MAX / 1000 ? s * 1000 : (s > 0 ? LONG_MAX : 0);
+}
+
 /* libcurl keeps one timeout: the last one set wins. */
 static void rec_timeout(bo_curl_rec *r, bo_curl_optval v)
 {
-    long s = v.l;
-    r->timeout_ms = s > 0 && s < LONG_MAX / 1000 ? s * 1000 : (s > 0 ? LONG_MAX : 0);
+    r->timeout_ms = ms_of_seconds(v.l);
 }
 
 static void rec_timeout_ms(bo_curl_rec *r, bo_curl_optval v)
@@ -301,8 +306,7 @@ static void rec_timeout_ms(bo_curl_rec *r, bo_curl_optval v)
 
 static void rec_connect_timeout(bo_curl_rec *r, bo_curl_optval v)
 {
-    long s = v.l;
-    r->connect_timeout_ms = s > 0 && s < LONG_MAX / 1000 ? s * 1000 : (s > 0 ? LONG_MAX : 0);
+    r->connect_timeout_ms = ms_of_seconds(v.l);
 }
 
 static void rec_connect_timeout_ms(bo_curl_rec *r, bo_curl_optval v)

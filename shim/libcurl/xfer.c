@@ -283,6 +283,17 @@ static void fresh_restore(bo_curl_rec *r)
     }
 }
 
+/* What the shim set on the handle for one attempt goes back to the
+ * program's: its timeout, its fresh-connect choice, its stall limits. */
+static void attempt_options_restore(bo_curl_xfer *x)
+{
+    bo_curl_rec *r = x->rec;
+    if (x->deadline != INT64_MAX)
+        r->real->setopt(r->h, CURLOPT_TIMEOUT_MS, r->timeout_ms);
+    fresh_restore(r);
+    stall_restore(r);
+}
+
 /*
  * The attempt ended with `code`: classify it, complete it on the
  * destination.  True: retry no sooner than *until_ns (the upload is
@@ -300,10 +311,7 @@ bool bo_curl_xfer_done(bo_curl_xfer *x, int code_, int64_t *until_ns)
      * this retry is over, the answer the call had stands */
     bool stalled = r->stall_forced && code == CURLE_OPERATION_TIMEDOUT &&
                    (x->deadline == INT64_MAX || bo_core_now_ns() < x->deadline);
-    if (x->deadline != INT64_MAX)
-        r->real->setopt(r->h, CURLOPT_TIMEOUT_MS, r->timeout_ms);
-    fresh_restore(r);
-    stall_restore(r);
+    attempt_options_restore(x);
 
     /* The status of the last HTTP header block libcurl handed over (only
      * HTTP status lines set it, so FTP reply codes never look like HTTP
@@ -381,14 +389,11 @@ int bo_curl_xfer_end(bo_curl_xfer *x, int code)
 void bo_curl_xfer_drop(bo_curl_xfer *x)
 {
     bo_curl_rec *r = x->rec;
-    if (x->deadline != INT64_MAX)
-        r->real->setopt(r->h, CURLOPT_TIMEOUT_MS, r->timeout_ms);
+    attempt_options_restore(x);
     r->held_len = 0;
     r->mode = BO_HOLD_PASS;
     bo_curl_kept_forget(r);
     idem_restore(r);
-    fresh_restore(r);
-    stall_restore(r);
 }
 
 int bo_curl_xfer_tick(bo_curl_xfer *x)
